@@ -1,0 +1,78 @@
+/*
+ * kernels.h - the dispatch table of compute kernels.
+ *
+ * Every kernel has a readable scalar reference in scalar.c (always built); x86-avx2.c,
+ * x86-avx512.c and arm-neon.c provide faster versions of some entries, each file compiled with
+ * its own -m flags only.  dispatch.c picks, once at start-up, the best implementation per entry
+ * from cpuid + XCR0 (x86) or hwcaps (ARM); LLAMACHAT_ISA=scalar|avx2|avx512|neon forces a path.
+ * Entries an ISA does not provide fall back to the next-best one, down to scalar.
+ *
+ * Conventions: n is a number of elements (a multiple of the block size for quantized types);
+ * rows are contiguous; nothing here allocates.
+ */
+#ifndef LC_KERNELS_H
+#define LC_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "quant.h"
+
+/* *s = dot(x, y): x a row of n weights of type T, y n activations of type vec_dot_type(T). */
+typedef void (*lc_vec_dot_fn)(int n, float *s, const void *x, const void *y);
+/* Convert/quantize n floats into an activation row of the kernel's type (Q8_0, Q8_1, Q8_K, F16). */
+typedef void (*lc_quantize_row_fn)(const float *x, void *y, int64_t n);
+/*
+ * Tiled matrix product for prompt processing (optional, may be NULL):
+ *   s[c * ld_s + r] = dot(w row r, a row c)   for r in [0, nr), c in [0, nc)
+ * w: nr rows of n weights of type T, w_stride bytes apart; a: nc activation rows of
+ * vec_dot_type(T), a_stride bytes apart.  Each weight block loaded is used for several columns.
+ */
+typedef void (*lc_gemm_fn)(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
+                           const void *a, size_t a_stride, int nc);
+
+struct lc_kernels {
+    const char *isa;                               /* "scalar", "avx2", "avx512", "neon" */
+    lc_vec_dot_fn vec_dot[LC_TYPE_COUNT];          /* by weight type */
+    lc_quantize_row_fn quantize_row[LC_TYPE_COUNT];/* by activation type (Q8_0, Q8_1, Q8_K, F16, F32) */
+    lc_gemm_fn gemm[LC_TYPE_COUNT];                /* by weight type; NULL = use vec_dot */
+
+    /* y[i] = x[i] * scale * w[i], scale = 1/sqrt(mean(x^2) + eps) (sum in double as ggml) */
+    void (*rms_norm)(float *y, const float *x, const float *w, int n, float eps);
+    /* x[i] = exp(x[i] - max) / sum, in place; -INFINITY entries become 0 */
+    void (*softmax)(float *x, int n);
+    /* y[i] = silu(g[i]) * u[i], silu(v) = v / (1 + exp(-v)) */
+    void (*swiglu)(float *y, const float *g, const float *u, int n);
+    /* dot of two float vectors */
+    float (*dot_f32)(const float *x, const float *y, int n);
+    /* dot of an fp16 vector with an fp16 vector, accumulated in float (ggml_vec_dot_f16) */
+    float (*dot_f16)(const lc_fp16 *x, const lc_fp16 *y, int n);
+    /* y[i] += a * x[i] with x in fp16 */
+    void (*axpy_f16)(float *y, float a, const lc_fp16 *x, int n);
+    /* y[i] += a * x[i] */
+    void (*axpy_f32)(float *y, float a, const float *x, int n);
+};
+
+/* The scalar reference table (always complete). */
+extern const struct lc_kernels lc_kernels_scalar;
+/* Tables of the ISA files, merged over the scalar one by dispatch.c (entries may be NULL). */
+extern const struct lc_kernels lc_kernels_avx2;
+extern const struct lc_kernels lc_kernels_avx512;
+extern const struct lc_kernels lc_kernels_neon;
+
+/*
+ * The table in use: chosen on first call from the CPU and LLAMACHAT_ISA.  Never NULL.
+ * Thread-safe after lc_kernels_select() or a first call from one thread.
+ */
+const struct lc_kernels *lc_kernels(void);
+/*
+ * Force an ISA ("scalar", "avx2", "avx512", "neon", or "auto").  Returns 0, or -1 with a
+ * malloc'd *err when the name is unknown, not built in, or the CPU/OS lacks it.
+ */
+int lc_kernels_select(const char *isa, char **err);
+/* 1 when this build has kernels for isa and the running CPU and OS support them. */
+int lc_kernels_isa_available(const char *isa);
+/* Space-separated ISAs built into this binary, e.g. "scalar avx2 avx512". */
+const char *lc_kernels_built(void);
+
+#endif

@@ -1,0 +1,65 @@
+/*
+ * context.h - an inference context: KV cache, scratch buffers, the forward pass.
+ *
+ * lc_context_decode() evaluates a batch of tokens at consecutive positions and leaves the logits
+ * of the last token (or of every token) in the context.  The KV cache holds positions
+ * [0, n_past); decoding at pos < n_past overwrites from pos on (the cache is truncated there).
+ */
+#ifndef LC_CONTEXT_H
+#define LC_CONTEXT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "model.h"
+
+struct lc_context_params {
+    int32_t n_ctx;        /* KV cache size in tokens; 0 = min(n_ctx_train, 4096) */
+    int32_t n_batch;      /* tokens per forward batch for prompts (default 512) */
+    int32_t n_threads;    /* 0 = number of CPUs */
+    enum lc_type kv_type; /* LC_TYPE_F16 (default, as llama.cpp) or LC_TYPE_F32 */
+};
+
+struct lc_context_params lc_context_default_params(void);
+
+struct lc_context;
+
+/* The model must outlive the context.  NULL + malloc'd *err on failure (e.g. out of memory). */
+struct lc_context *lc_context_new(const struct lc_model *m, const struct lc_context_params *p,
+                                  char **err);
+void lc_context_free(struct lc_context *c);
+
+int32_t lc_context_n_ctx(const struct lc_context *c);
+int32_t lc_context_n_past(const struct lc_context *c);
+int32_t lc_context_n_threads(const struct lc_context *c);
+const struct lc_model *lc_context_model(const struct lc_context *c);
+
+/*
+ * Evaluate n tokens at positions pos .. pos+n-1 (pos <= n_past; the cache is truncated to pos
+ * first).  Splits into batches of n_batch.  all_logits keeps the logits of every token (for
+ * perplexity); otherwise only the last token's.  Between batches the abort callback (if set)
+ * is consulted; when it returns true the call stops and returns 1 with n_past at the end of the
+ * last finished batch.  Returns 0 on success, -1 with *err (malloc'd) when pos + n > n_ctx or a
+ * token id is out of range; nothing is written past the KV cache.
+ */
+int lc_context_decode(struct lc_context *c, const int32_t *tokens, int32_t n, int32_t pos,
+                      bool all_logits, char **err);
+/* Logits (n_vocab floats) of token i of the last decode (i = -1: the last token).  NULL if not kept. */
+const float *lc_context_logits(const struct lc_context *c, int32_t i);
+/* Drop cached positions >= n_past. */
+void lc_context_truncate(struct lc_context *c, int32_t n_past);
+/* Progress/abort: cb(user, done_tokens, total_tokens) before each batch; true = stop. */
+typedef bool (*lc_progress_fn)(void *user, int32_t done, int32_t total);
+void lc_context_set_progress(struct lc_context *c, lc_progress_fn cb, void *user);
+
+/* Timing of the last decode calls, for the status bar and the CLI: cumulative counters. */
+struct lc_context_stats {
+    int64_t n_prompt_tokens;  /* tokens evaluated in batches of more than one */
+    double t_prompt_s;
+    int64_t n_gen_tokens;     /* tokens evaluated one at a time */
+    double t_gen_s;
+};
+void lc_context_stats(const struct lc_context *c, struct lc_context_stats *out);
+void lc_context_reset_stats(struct lc_context *c);
+
+#endif

@@ -1,0 +1,334 @@
+/*
+ * quant.c - type traits, fp16/bf16 conversion and the reference block quantizers.
+ *
+ * The quantizers are ggml's reference (`quantize_row_*_ref`, ggml-quants.c) rewritten: the same
+ * operations in the same order, so that, compiled without FMA contraction (-ffp-contract=off,
+ * as ggml's are), they produce the same bytes as llama.cpp's llama-quantize.
+ */
+#include "quant.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <string.h>
+#include <strings.h>
+
+/* ---------------------------------------------------------------- fp16 / bf16 */
+
+static inline uint32_t f32_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+static inline float f32_from_bits(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* Maratea's branch-free conversions, as ggml_compute_fp16_to_fp32 / fp32_to_fp16 (FP16 lib). */
+float lc_fp16_to_fp32(lc_fp16 h)
+{
+    const uint32_t w = (uint32_t)h << 16;
+    const uint32_t sign = w & 0x80000000u;
+    const uint32_t two_w = w + w;
+    const uint32_t exp_offset = 0xE0u << 23;
+    const float exp_scale = 0x1.0p-112f;
+    const float normalized = f32_from_bits((two_w >> 4) + exp_offset) * exp_scale;
+    const uint32_t magic_mask = 126u << 23;
+    const float magic_bias = 0.5f;
+    const float denormalized = f32_from_bits((two_w >> 17) | magic_mask) - magic_bias;
+    const uint32_t denormalized_cutoff = 1u << 27;
+    const uint32_t result = sign | (two_w < denormalized_cutoff ? f32_bits(denormalized)
+                                                                : f32_bits(normalized));
+    return f32_from_bits(result);
+}
+
+lc_fp16 lc_fp32_to_fp16(float f)
+{
+    const float scale_to_inf = 0x1.0p+112f;
+    const float scale_to_zero = 0x1.0p-110f;
+    float base = (fabsf(f) * scale_to_inf) * scale_to_zero;
+    const uint32_t w = f32_bits(f);
+    const uint32_t shl1_w = w + w;
+    const uint32_t sign = w & 0x80000000u;
+    uint32_t bias = shl1_w & 0xFF000000u;
+    if (bias < 0x71000000u)
+        bias = 0x71000000u;
+    base = f32_from_bits((bias >> 1) + 0x07800000u) + base;
+    const uint32_t bits = f32_bits(base);
+    const uint32_t exp_bits = (bits >> 13) & 0x00007C00u;
+    const uint32_t mantissa_bits = bits & 0x00000FFFu;
+    const uint32_t nonsign = exp_bits + mantissa_bits;
+    return (lc_fp16)((sign >> 16) | (shl1_w > 0xFF000000u ? 0x7E00u : nonsign));
+}
+
+float lc_bf16_to_fp32(lc_bf16 h)
+{
+    return f32_from_bits((uint32_t)h << 16);
+}
+
+lc_bf16 lc_fp32_to_bf16(float f)
+{
+    uint32_t u = f32_bits(f);
+    if ((u & 0x7fffffff) > 0x7f800000) /* NaN: keep it quiet */
+        return (lc_bf16)((u >> 16) | 64);
+    return (lc_bf16)((u + (0x7fff + ((u >> 16) & 1))) >> 16);
+}
+
+float lc_fp16_table[1 << 16];
+static pthread_once_t fp16_once = PTHREAD_ONCE_INIT;
+
+static void fp16_table_fill(void)
+{
+    for (uint32_t i = 0; i < (1u << 16); i++)
+        lc_fp16_table[i] = lc_fp16_to_fp32((lc_fp16)i);
+}
+
+void lc_quant_init(void)
+{
+    pthread_once(&fp16_once, fp16_table_fill);
+}
+
+/* ---------------------------------------------------------------- reference quantizers */
+
+void lc_quantize_row_q4_0_ref(const float *x, lc_block_q4_0 *y, int64_t n)
+{
+    const int qk = LC_QK4_0;
+    const int64_t nb = n / qk;
+    for (int64_t i = 0; i < nb; i++) {
+        float amax = 0.0f; /* absolute max */
+        float max = 0.0f;
+        for (int j = 0; j < qk; j++) {
+            const float v = x[i * qk + j];
+            if (amax < fabsf(v)) {
+                amax = fabsf(v);
+                max = v;
+            }
+        }
+        const float d = max / -8;
+        const float id = d ? 1.0f / d : 0.0f;
+        y[i].d = lc_fp32_to_fp16(d);
+        for (int j = 0; j < qk / 2; ++j) {
+            const float x0 = x[i * qk + 0 + j] * id;
+            const float x1 = x[i * qk + qk / 2 + j] * id;
+            const uint8_t xi0 = (uint8_t)(fminf(15, (int8_t)(x0 + 8.5f)));
+            const uint8_t xi1 = (uint8_t)(fminf(15, (int8_t)(x1 + 8.5f)));
+            y[i].qs[j] = xi0;
+            y[i].qs[j] |= (uint8_t)(xi1 << 4);
+        }
+    }
+}
+
+void lc_quantize_row_q4_1_ref(const float *x, lc_block_q4_1 *y, int64_t n)
+{
+    const int qk = LC_QK4_1;
+    const int64_t nb = n / qk;
+    for (int64_t i = 0; i < nb; i++) {
+        float min = INFINITY;
+        float max = -INFINITY;
+        for (int j = 0; j < qk; j++) {
+            const float v = x[i * qk + j];
+            if (v < min)
+                min = v;
+            if (v > max)
+                max = v;
+        }
+        const float d = (max - min) / ((1 << 4) - 1);
+        const float id = d ? 1.0f / d : 0.0f;
+        y[i].d = lc_fp32_to_fp16(d);
+        y[i].m = lc_fp32_to_fp16(min);
+        for (int j = 0; j < qk / 2; ++j) {
+            const float x0 = (x[i * qk + 0 + j] - min) * id;
+            const float x1 = (x[i * qk + qk / 2 + j] - min) * id;
+            const uint8_t xi0 = (uint8_t)fminf(15, (int8_t)(x0 + 0.5f));
+            const uint8_t xi1 = (uint8_t)fminf(15, (int8_t)(x1 + 0.5f));
+            y[i].qs[j] = xi0;
+            y[i].qs[j] |= (uint8_t)(xi1 << 4);
+        }
+    }
+}
+
+void lc_quantize_row_q8_0_ref(const float *x, lc_block_q8_0 *y, int64_t n)
+{
+    const int qk = LC_QK8_0;
+    const int64_t nb = n / qk;
+    for (int64_t i = 0; i < nb; i++) {
+        float amax = 0.0f;
+        for (int j = 0; j < qk; j++)
+            amax = fmaxf(amax, fabsf(x[i * qk + j]));
+        const float d = amax / ((1 << 7) - 1);
+        const float id = d ? 1.0f / d : 0.0f;
+        y[i].d = lc_fp32_to_fp16(d);
+        for (int j = 0; j < qk; ++j)
+            y[i].qs[j] = (int8_t)roundf(x[i * qk + j] * id);
+    }
+}
+
+void lc_quantize_row_q8_1_ref(const float *x, lc_block_q8_1 *y, int64_t n)
+{
+    const int qk = LC_QK8_1;
+    const int64_t nb = n / qk;
+    for (int64_t i = 0; i < nb; i++) {
+        float amax = 0.0f;
+        for (int j = 0; j < qk; j++)
+            amax = fmaxf(amax, fabsf(x[i * qk + j]));
+        const float d = amax / ((1 << 7) - 1);
+        const float id = d ? 1.0f / d : 0.0f;
+        y[i].d = lc_fp32_to_fp16(d);
+        int sum = 0;
+        for (int j = 0; j < qk / 2; ++j) {
+            const float v0 = x[i * qk + j] * id;
+            const float v1 = x[i * qk + qk / 2 + j] * id;
+            y[i].qs[j] = (int8_t)roundf(v0);
+            y[i].qs[qk / 2 + j] = (int8_t)roundf(v1);
+            sum += y[i].qs[j];
+            sum += y[i].qs[qk / 2 + j];
+        }
+        y[i].s = lc_fp32_to_fp16((float)sum * d);
+    }
+}
+
+/* ---------------------------------------------------------------- dequantizers */
+
+void lc_dequantize_row_q4_0(const lc_block_q4_0 *x, float *y, int64_t n)
+{
+    const int qk = LC_QK4_0;
+    const int64_t nb = n / qk;
+    for (int64_t i = 0; i < nb; i++) {
+        const float d = lc_fp16_to_fp32(x[i].d);
+        for (int j = 0; j < qk / 2; ++j) {
+            const int x0 = (x[i].qs[j] & 0x0F) - 8;
+            const int x1 = (x[i].qs[j] >> 4) - 8;
+            y[i * qk + j + 0] = (float)x0 * d;
+            y[i * qk + j + qk / 2] = (float)x1 * d;
+        }
+    }
+}
+
+void lc_dequantize_row_q4_1(const lc_block_q4_1 *x, float *y, int64_t n)
+{
+    const int qk = LC_QK4_1;
+    const int64_t nb = n / qk;
+    for (int64_t i = 0; i < nb; i++) {
+        const float d = lc_fp16_to_fp32(x[i].d);
+        const float m = lc_fp16_to_fp32(x[i].m);
+        for (int j = 0; j < qk / 2; ++j) {
+            const int x0 = (x[i].qs[j] & 0x0F);
+            const int x1 = (x[i].qs[j] >> 4);
+            y[i * qk + j + 0] = (float)x0 * d + m;
+            y[i * qk + j + qk / 2] = (float)x1 * d + m;
+        }
+    }
+}
+
+void lc_dequantize_row_q8_0(const lc_block_q8_0 *x, float *y, int64_t n)
+{
+    const int qk = LC_QK8_0;
+    const int64_t nb = n / qk;
+    for (int64_t i = 0; i < nb; i++) {
+        const float d = lc_fp16_to_fp32(x[i].d);
+        for (int j = 0; j < qk; ++j)
+            y[i * qk + j] = (float)x[i].qs[j] * d;
+    }
+}
+
+/* ---------------------------------------------------------------- simple rows */
+
+static void f32_to_float(const void *x, float *y, int64_t n)
+{
+    memcpy(y, x, (size_t)n * sizeof(float));
+}
+
+static void f32_from_float(const float *x, void *y, int64_t n)
+{
+    memcpy(y, x, (size_t)n * sizeof(float));
+}
+
+static void f16_to_float(const void *x, float *y, int64_t n)
+{
+    const lc_fp16 *h = x;
+    for (int64_t i = 0; i < n; i++)
+        y[i] = lc_fp16_to_fp32(h[i]);
+}
+
+static void f16_from_float(const float *x, void *y, int64_t n)
+{
+    lc_fp16 *h = y;
+    for (int64_t i = 0; i < n; i++)
+        h[i] = lc_fp32_to_fp16(x[i]);
+}
+
+static void bf16_to_float(const void *x, float *y, int64_t n)
+{
+    const lc_bf16 *h = x;
+    for (int64_t i = 0; i < n; i++)
+        y[i] = lc_bf16_to_fp32(h[i]);
+}
+
+static void bf16_from_float(const float *x, void *y, int64_t n)
+{
+    lc_bf16 *h = y;
+    for (int64_t i = 0; i < n; i++)
+        h[i] = lc_fp32_to_bf16(x[i]);
+}
+
+#define TO(fn) ((lc_to_float_fn)(void (*)(void))(fn))
+#define FROM(fn) ((lc_from_float_fn)(void (*)(void))(fn))
+
+/* Q6_K and Q8_K live in quant_k.c. */
+static const struct lc_type_traits traits[LC_TYPE_COUNT] = {
+    [LC_TYPE_F32] = {"f32", 1, 4, false, f32_to_float, f32_from_float, LC_TYPE_F32},
+    [LC_TYPE_F16] = {"f16", 1, 2, false, f16_to_float, f16_from_float, LC_TYPE_F16},
+    [LC_TYPE_BF16] = {"bf16", 1, 2, false, bf16_to_float, bf16_from_float, LC_TYPE_BF16},
+    [LC_TYPE_Q4_0] = {"q4_0", LC_QK4_0, sizeof(lc_block_q4_0), true, TO(lc_dequantize_row_q4_0),
+                      FROM(lc_quantize_row_q4_0_ref), LC_TYPE_Q8_0},
+    [LC_TYPE_Q4_1] = {"q4_1", LC_QK4_1, sizeof(lc_block_q4_1), true, TO(lc_dequantize_row_q4_1),
+                      FROM(lc_quantize_row_q4_1_ref), LC_TYPE_Q8_1},
+    [LC_TYPE_Q8_0] = {"q8_0", LC_QK8_0, sizeof(lc_block_q8_0), true, TO(lc_dequantize_row_q8_0),
+                      FROM(lc_quantize_row_q8_0_ref), LC_TYPE_Q8_0},
+    [LC_TYPE_Q8_1] = {"q8_1", LC_QK8_1, sizeof(lc_block_q8_1), true, NULL,
+                      FROM(lc_quantize_row_q8_1_ref), LC_TYPE_Q8_1},
+    [LC_TYPE_Q6_K] = {"q6_K", LC_QK_K, sizeof(lc_block_q6_K), true, TO(lc_dequantize_row_q6_K),
+                      FROM(lc_quantize_row_q6_K_ref), LC_TYPE_Q8_K},
+    [LC_TYPE_Q8_K] = {"q8_K", LC_QK_K, sizeof(lc_block_q8_K), true, NULL,
+                      FROM(lc_quantize_row_q8_K_ref), LC_TYPE_Q8_K},
+    /* Known to exist so that errors can name them; no kernels (yet). */
+    [LC_TYPE_Q5_0] = {"q5_0", 32, 22, true, NULL, NULL, LC_TYPE_Q8_0},
+    [LC_TYPE_Q5_1] = {"q5_1", 32, 24, true, NULL, NULL, LC_TYPE_Q8_1},
+    [LC_TYPE_Q2_K] = {"q2_K", 256, 84, true, NULL, NULL, LC_TYPE_Q8_K},
+    [LC_TYPE_Q3_K] = {"q3_K", 256, 110, true, NULL, NULL, LC_TYPE_Q8_K},
+    [LC_TYPE_Q4_K] = {"q4_K", 256, 144, true, NULL, NULL, LC_TYPE_Q8_K},
+    [LC_TYPE_Q5_K] = {"q5_K", 256, 176, true, NULL, NULL, LC_TYPE_Q8_K},
+};
+
+const struct lc_type_traits *lc_type_traits(int t)
+{
+    if (t < 0 || t >= LC_TYPE_COUNT || traits[t].name == NULL)
+        return NULL;
+    return &traits[t];
+}
+
+const char *lc_type_name(int t)
+{
+    const struct lc_type_traits *tt = lc_type_traits(t);
+    return tt ? tt->name : "unknown";
+}
+
+int lc_type_from_name(const char *name)
+{
+    for (int t = 0; t < LC_TYPE_COUNT; t++)
+        if (traits[t].name && strcasecmp(traits[t].name, name) == 0)
+            return t;
+    return -1;
+}
+
+size_t lc_row_size(enum lc_type t, int64_t n)
+{
+    const struct lc_type_traits *tt = lc_type_traits((int)t);
+    if (!tt || n < 0 || n % tt->blck_size != 0)
+        return 0;
+    return (size_t)(n / tt->blck_size) * tt->type_size;
+}

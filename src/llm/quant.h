@@ -1,0 +1,126 @@
+/*
+ * quant.h - tensor element types and quantized block formats.
+ *
+ * The type ids and every block layout are ggml's (ggml/include/ggml.h, ggml-common.h) so that
+ * GGUF files are read and written bit-compatibly with llama.cpp.  A block of a quantized type
+ * holds LC_QK* consecutive weights of one row; a row of n elements is n / block_size blocks.
+ *
+ *   Q4_0  { fp16 d;           uint8 qs[16]; }  x = d * (q - 8),  q in 0..15
+ *   Q4_1  { fp16 d; fp16 m;   uint8 qs[16]; }  x = d * q + m,    q in 0..15
+ *   Q8_0  { fp16 d;           int8  qs[32]; }  x = d * q
+ *   Q8_1  { fp16 d; fp16 s;   int8  qs[32]; }  x = d * q,  s = d * sum(q)   (activations)
+ *   Q6_K  { uint8 ql[128]; uint8 qh[64]; int8 scales[16]; fp16 d; }  256 weights
+ *   Q8_K  { float d; int8 qs[256]; int16 bsums[16]; }                      (activations)
+ *
+ * In Q4_0/Q4_1 the low nibble of qs[j] is weight j and the high nibble is weight j + 16.
+ */
+#ifndef LC_QUANT_H
+#define LC_QUANT_H
+
+#include <assert.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ggml type ids, as stored in GGUF tensor infos. */
+enum lc_type {
+    LC_TYPE_F32 = 0,
+    LC_TYPE_F16 = 1,
+    LC_TYPE_Q4_0 = 2,
+    LC_TYPE_Q4_1 = 3,
+    LC_TYPE_Q5_0 = 6,
+    LC_TYPE_Q5_1 = 7,
+    LC_TYPE_Q8_0 = 8,
+    LC_TYPE_Q8_1 = 9,
+    LC_TYPE_Q2_K = 10,
+    LC_TYPE_Q3_K = 11,
+    LC_TYPE_Q4_K = 12,
+    LC_TYPE_Q5_K = 13,
+    LC_TYPE_Q6_K = 14,
+    LC_TYPE_Q8_K = 15,
+    LC_TYPE_BF16 = 30,
+    LC_TYPE_COUNT = 39 /* one past ggml's last id; ids without traits are unsupported */
+};
+
+typedef uint16_t lc_fp16;   /* IEEE half, raw bits */
+typedef uint16_t lc_bf16;   /* bfloat16, raw bits  */
+
+#define LC_QK4_0 32
+#define LC_QK4_1 32
+#define LC_QK8_0 32
+#define LC_QK8_1 32
+#define LC_QK_K 256
+
+typedef struct { lc_fp16 d; uint8_t qs[LC_QK4_0 / 2]; } lc_block_q4_0;
+typedef struct { lc_fp16 d; lc_fp16 m; uint8_t qs[LC_QK4_1 / 2]; } lc_block_q4_1;
+typedef struct { lc_fp16 d; int8_t qs[LC_QK8_0]; } lc_block_q8_0;
+typedef struct { lc_fp16 d; lc_fp16 s; int8_t qs[LC_QK8_1]; } lc_block_q8_1;
+typedef struct {
+    uint8_t ql[LC_QK_K / 2];     /* low 4 bits of the 6-bit quants */
+    uint8_t qh[LC_QK_K / 4];     /* high 2 bits */
+    int8_t scales[LC_QK_K / 16]; /* 8-bit scale per 16 weights */
+    lc_fp16 d;                   /* super-block scale */
+} lc_block_q6_K;
+typedef struct {
+    float d;
+    int8_t qs[LC_QK_K];
+    int16_t bsums[LC_QK_K / 16]; /* sum of qs per 16 */
+} lc_block_q8_K;
+
+static_assert(sizeof(lc_block_q4_0) == 18, "Q4_0 block must be 18 bytes (ggml)");
+static_assert(sizeof(lc_block_q4_1) == 20, "Q4_1 block must be 20 bytes (ggml)");
+static_assert(sizeof(lc_block_q8_0) == 34, "Q8_0 block must be 34 bytes (ggml)");
+static_assert(sizeof(lc_block_q8_1) == 36, "Q8_1 block must be 36 bytes (ggml)");
+static_assert(sizeof(lc_block_q6_K) == 210, "Q6_K block must be 210 bytes (ggml)");
+static_assert(sizeof(lc_block_q8_K) == 292, "Q8_K block must be 292 bytes (ggml)");
+
+/* Convert n elements of a row of this type to floats.  x: n / blck_size blocks; y: n floats. */
+typedef void (*lc_to_float_fn)(const void *x, float *y, int64_t n);
+/* Quantize n floats (n a multiple of blck_size) into blocks; the reference (ggml `_ref`) rounding. */
+typedef void (*lc_from_float_fn)(const float *x, void *y, int64_t n);
+
+/* Per-type traits, ggml's type_traits.  Unsupported ids have name == NULL. */
+struct lc_type_traits {
+    const char *name;         /* "q4_1", ... as llama.cpp prints them */
+    int blck_size;            /* elements per block */
+    size_t type_size;         /* bytes per block */
+    bool is_quantized;
+    lc_to_float_fn to_float;          /* NULL if no dequantizer */
+    lc_from_float_fn from_float_ref;  /* NULL if we cannot quantize into it */
+    enum lc_type vec_dot_type;        /* activation type of the dot product with this weight */
+};
+
+/* Traits of type t, or NULL when t is out of range or unknown to llamachat. */
+const struct lc_type_traits *lc_type_traits(int t);
+/* Name ("q4_1"), or "unknown" */
+const char *lc_type_name(int t);
+/* Type from a name as the quantizer accepts it (case-insensitive "q4_1", "Q4_1", "f16"...); -1 if none. */
+int lc_type_from_name(const char *name);
+/* Bytes of a row of n elements of type t; 0 if n is not a multiple of the block size or t unknown. */
+size_t lc_row_size(enum lc_type t, int64_t n);
+
+/* IEEE binary16 <-> binary32, round-to-nearest-even, bit-exact with ggml (and F16C). */
+float lc_fp16_to_fp32(lc_fp16 h);
+lc_fp16 lc_fp32_to_fp16(float f);
+/* bfloat16 <-> binary32, rounding as ggml_compute_fp32_to_bf16 (nearest even, NaN kept quiet). */
+float lc_bf16_to_fp32(lc_bf16 h);
+lc_bf16 lc_fp32_to_bf16(float f);
+
+/* A 64K-entry fp16 -> fp32 table for hot loops; filled by lc_quant_init() (idempotent, thread-safe). */
+extern float lc_fp16_table[1 << 16];
+void lc_quant_init(void);
+#define LC_FP16_TO_FP32(h) (lc_fp16_table[(uint16_t)(h)])
+
+/* Reference quantizers and dequantizers (ggml's `_ref` functions), n a multiple of the block size. */
+void lc_quantize_row_q4_0_ref(const float *x, lc_block_q4_0 *y, int64_t n);
+void lc_quantize_row_q4_1_ref(const float *x, lc_block_q4_1 *y, int64_t n);
+void lc_quantize_row_q8_0_ref(const float *x, lc_block_q8_0 *y, int64_t n);
+void lc_quantize_row_q8_1_ref(const float *x, lc_block_q8_1 *y, int64_t n);
+void lc_quantize_row_q6_K_ref(const float *x, lc_block_q6_K *y, int64_t n);
+void lc_quantize_row_q8_K_ref(const float *x, lc_block_q8_K *y, int64_t n);
+void lc_dequantize_row_q4_0(const lc_block_q4_0 *x, float *y, int64_t n);
+void lc_dequantize_row_q4_1(const lc_block_q4_1 *x, float *y, int64_t n);
+void lc_dequantize_row_q8_0(const lc_block_q8_0 *x, float *y, int64_t n);
+void lc_dequantize_row_q6_K(const lc_block_q6_K *x, float *y, int64_t n);
+
+#endif

@@ -1,0 +1,43 @@
+/*
+ * sampler.h - choosing the next token from logits.
+ *
+ * Order (as llama.cpp's default chain): repetition penalty over the last repeat_last_n tokens,
+ * top-k, top-p, min-p, temperature, then a draw from the softmax with a seeded RNG.
+ * temp <= 0 means greedy (argmax of the penalized logits).  Parameters may change between any
+ * two calls (the chat's live parameter pane).
+ */
+#ifndef LC_SAMPLER_H
+#define LC_SAMPLER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct lc_sampler_params {
+    float temp;            /* 0.8 default; <= 0 greedy */
+    int32_t top_k;         /* 40; <= 0 disables */
+    float top_p;           /* 0.95; >= 1 disables */
+    float min_p;           /* 0.05; <= 0 disables */
+    float repeat_penalty;  /* 1.1; 1 disables.  logit > 0 ? logit / p : logit * p */
+    int32_t repeat_last_n; /* 64; 0 disables, -1 = whole context */
+    uint64_t seed;         /* RNG seed; LC_SEED_RANDOM picks one from the clock */
+};
+#define LC_SEED_RANDOM UINT64_MAX
+
+/* llama.cpp's defaults (common.h). */
+struct lc_sampler_params lc_sampler_default_params(void);
+
+struct lc_sampler;
+/* n_vocab > 0.  NULL on allocation failure. */
+struct lc_sampler *lc_sampler_new(const struct lc_sampler_params *p, int32_t n_vocab);
+void lc_sampler_free(struct lc_sampler *s);
+/* Replace the parameters; the RNG is re-seeded only when the seed changed. */
+void lc_sampler_set_params(struct lc_sampler *s, const struct lc_sampler_params *p);
+const struct lc_sampler_params *lc_sampler_params(const struct lc_sampler *s);
+/* Pick a token from n_vocab logits (not modified).  Returns the token id. */
+int32_t lc_sampler_sample(struct lc_sampler *s, const float *logits);
+/* Record a token in the penalty history (prompt tokens and sampled ones). */
+void lc_sampler_accept(struct lc_sampler *s, int32_t tok);
+/* Forget the history (new conversation). */
+void lc_sampler_reset(struct lc_sampler *s);
+
+#endif

@@ -1,0 +1,41 @@
+/*
+ * options.h - everything the user can set: defaults < ~/.llamachatrc < command line.
+ */
+#ifndef LC_OPTIONS_H
+#define LC_OPTIONS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "llm/sampler.h"
+
+enum lc_mode { LC_MODE_TUI = 0, LC_MODE_ONESHOT, LC_MODE_TOKENIZE };
+
+struct lc_options {
+    /* [model] */
+    char *model_path;          /* malloc'd; NULL = default model */
+    int32_t n_threads;         /* 0 = all cores */
+    int32_t n_ctx;             /* 0 = model's training context, at most 4096 */
+    int32_t n_batch;           /* prompt batch (512) */
+    char *isa;                 /* NULL = auto, else scalar|avx2|avx512|neon */
+    /* [sampling] */
+    struct lc_sampler_params sampling;
+    int32_t n_predict;         /* max reply tokens; -1 = until EOS / context end */
+    /* [chat] */
+    char *system_prompt;       /* malloc'd or NULL */
+    char *chat_template;       /* name override, or NULL = from the model */
+    /* [ui] */
+    bool history;              /* keep ~/.local/state/llamachat/history */
+    bool show_params;          /* parameter pane visible at start */
+    char *theme;               /* colour scheme name, or NULL */
+    /* one-shot / tools */
+    enum lc_mode mode;
+    char *prompt;              /* -p */
+    bool print_token_ids;
+    bool no_bos;
+    bool verbose;
+    char *resume_path;         /* --resume FILE */
+    char *save_format;         /* "md" or "json" */
+};
+
+#endif
