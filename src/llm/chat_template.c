@@ -425,7 +425,7 @@ static void render_orion(struct sbuf *b, const struct lc_chat_msg *m, size_t n)
     free(sys.p);
 }
 
-/* Families where every message is prefix + content + suffix (prefix may name the role). */
+/* Append the rendering of m[0..n-1] in family id to b (roles and contents already checked). */
 static void render(struct sbuf *b, int id, const struct lc_chat_msg *m, size_t n, bool add_ass)
 {
     switch ((enum lc_chat_template_id)id) {
@@ -634,7 +634,8 @@ static void render(struct sbuf *b, int id, const struct lc_chat_msg *m, size_t n
     case LC_CHAT_TEMPLATE_CHATGLM_3:
     case LC_CHAT_TEMPLATE_CHATGLM_4:
     case LC_CHAT_TEMPLATE_GLMEDGE:
-        /* ChatGLM3 puts a space after the header's newline; GLM-4 (and 3) a fixed prefix */
+        /* <|role|>\n content; ChatGLM3 adds a space after the newline, ChatGLM3/4 open with a
+         * fixed [gMASK] prefix, GLMEdge has none */
         if (id == LC_CHAT_TEMPLATE_CHATGLM_3)
             sb_put(b, "[gMASK]sop");
         else if (id == LC_CHAT_TEMPLATE_CHATGLM_4)
