@@ -193,6 +193,7 @@ struct gguf_kv {
     uint32_t type;
     uint32_t arr_type;      /* arrays */
     uint64_t arr_n;         /* arrays */
+    size_t pos;             /* file offset of the value (after the type), for messages */
     union {
         uint8_t raw[8];     /* scalars, little-endian */
         uint64_t u64;
@@ -393,6 +394,7 @@ static bool read_kv_value(struct cursor *c, struct gguf_kv *kv)
     const size_t type_at = c->pos;
     if (!cur_u32(c, &kv->type, "value type"))
         return false;
+    kv->pos = c->pos;
     if (kv->type >= LC_GGUF_TYPE_COUNT) {
         cur_fail(c, type_at, "invalid value type %" PRIu32, kv->type);
         return false;
@@ -473,13 +475,14 @@ static bool read_alignment(struct cursor *c, struct lc_gguf *g)
     snprintf(c->where, sizeof(c->where), "kv %" PRId64 " 'general.alignment'", i);
     const struct gguf_kv *kv = &g->kvs[i];
     if (kv->type != LC_GGUF_UINT32) {
-        cur_fail(c, 0, "alignment must be of type u32, not %s", gguf_type_name(kv->type));
+        cur_fail(c, kv->pos - 4, "alignment must be of type u32, not %s",
+                 gguf_type_name(kv->type));
         return false;
     }
     uint32_t a;
     memcpy(&a, kv->val.raw, 4);
     if (a == 0 || (a & (a - 1)) != 0) {
-        cur_fail(c, 0, "alignment %" PRIu32 " is not a power of two", a);
+        cur_fail(c, kv->pos, "alignment %" PRIu32 " is not a power of two", a);
         return false;
     }
     g->alignment = a;
@@ -487,7 +490,7 @@ static bool read_alignment(struct cursor *c, struct lc_gguf *g)
     return true;
 }
 
-static bool read_tensor_info(struct cursor *c, struct lc_gguf *g, uint64_t i)
+static bool read_tensor_info(struct cursor *c, struct lc_gguf *g, uint64_t i, size_t *offset_pos)
 {
     struct lc_gguf_tensor *t = &g->tensors[i];
     const size_t at = c->pos;
@@ -564,6 +567,7 @@ static bool read_tensor_info(struct cursor *c, struct lc_gguf *g, uint64_t i)
     t->nbytes = (size_t)nblocks * tt->type_size;
 
     f_at = c->pos;
+    *offset_pos = f_at;
     if (!cur_u64(c, &t->offset, "offset"))
         return false;
     if (t->offset % g->alignment != 0) {
@@ -575,7 +579,9 @@ static bool read_tensor_info(struct cursor *c, struct lc_gguf *g, uint64_t i)
     return true;
 }
 
-static bool check_tensor_data(struct cursor *c, struct lc_gguf *g)
+/* Every tensor's data [offset, offset + nbytes) lies in the data section.  offset_pos[i] is the
+ * file offset of tensor i's offset field, for the message. */
+static bool check_tensor_data(struct cursor *c, struct lc_gguf *g, const size_t *offset_pos)
 {
     const size_t data_size = g->data_offset <= g->size ? g->size - g->data_offset : 0;
     for (uint64_t i = 0; i < g->n_tensors; i++) {
@@ -584,11 +590,11 @@ static bool check_tensor_data(struct cursor *c, struct lc_gguf *g)
             char pn[80];
             printable(pn, sizeof(pn), t->name);
             snprintf(c->where, sizeof(c->where), "tensor %" PRIu64 " '%s'", i, pn);
-            /* report in file offsets; the sums cannot be printed as wrapped values */
-            cur_fail(c, g->data_offset,
-                     "data offset %" PRIu64 " + %zu bytes: data [%zu + %" PRIu64 ", +%zu) lies "
-                     "outside the file (size %zu)",
-                     t->offset, t->nbytes, g->data_offset, t->offset, t->nbytes, g->size);
+            /* offset + nbytes may wrap: print the parts, not the sum */
+            cur_fail(c, offset_pos[i],
+                     "data offset %" PRIu64 " + %zu bytes lies outside the file (data section at "
+                     "%zu, file size %zu)",
+                     t->offset, t->nbytes, g->data_offset, g->size);
             return false;
         }
         t->data = g->map + g->data_offset + t->offset;
@@ -597,6 +603,9 @@ static bool check_tensor_data(struct cursor *c, struct lc_gguf *g)
     return true;
 }
 
+static bool finish_data_section(struct cursor *c, struct lc_gguf *g, const size_t *offset_pos);
+
+/* Walk the whole header: magic, version, counts, KVs, alignment, tensor infos, data. */
 static bool parse(struct cursor *c, struct lc_gguf *g)
 {
     const uint8_t *magic = cur_take(c, 4, "magic");
@@ -648,9 +657,23 @@ static bool parse(struct cursor *c, struct lc_gguf *g)
     }
     if (!read_kvs(c, g) || !read_alignment(c, g))
         return false;
-    for (uint64_t i = 0; i < g->n_tensors; i++)
-        if (!read_tensor_info(c, g, i))
-            return false;
+    size_t *offset_pos = malloc((g->n_tensors ? g->n_tensors : 1) * sizeof(size_t));
+    if (!offset_pos) {
+        cur_fail(c, 8, "out of memory");
+        return false;
+    }
+    bool ok = true;
+    for (uint64_t i = 0; ok && i < g->n_tensors; i++)
+        ok = read_tensor_info(c, g, i, &offset_pos[i]);
+    if (ok)
+        ok = finish_data_section(c, g, offset_pos);
+    free(offset_pos);
+    return ok;
+}
+
+/* The data section follows the infos, padded to the alignment; then check every tensor. */
+static bool finish_data_section(struct cursor *c, struct lc_gguf *g, const size_t *offset_pos)
+{
     c->where[0] = '\0';
     /* Data section: after the infos, padded to the alignment.  pos <= size < SIZE_MAX / 2 and
      * alignment <= 2^31, so this cannot overflow. */
@@ -664,7 +687,7 @@ static bool parse(struct cursor *c, struct lc_gguf *g)
         }
         g->data_offset = g->size;
     }
-    return check_tensor_data(c, g);
+    return check_tensor_data(c, g, offset_pos);
 }
 
 struct lc_gguf *lc_gguf_open(const char *path, char **err)
