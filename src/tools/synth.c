@@ -66,6 +66,7 @@ static int ftype_of(enum lc_type t)
 struct synth_opts {
     long n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab, n_ctx;
     enum lc_type type;
+    int output_type; /* -1: llama.cpp's rule */
     float scale;
     uint64_t seed;
     long n_threads;
@@ -327,6 +328,8 @@ static void usage(FILE *f)
             "  --n-head N      (default 4)        --n-head-kv N (default n-head)\n"
             "  --n-ff N        (default 768)      --n-vocab N   (default 512)\n"
             "  --ctx N         llama.context_length (default 2048)\n"
+            "  --output-type T type of output.weight (default: q6_K for q4_0/q4_1 when n-embd is\n"
+            "                  a multiple of 256, else q8_0; f16 and q8_0 files keep their type)\n"
             "  --vocab FILE    copy the tokenizer of this GGUF (n-vocab = its size); default:\n"
             "                  stories260K's for n-vocab 512, else a generated SentencePiece vocab\n"
             "  --scale S       weight standard deviation (default 0.02)\n"
@@ -386,7 +389,7 @@ int main(int argc, char **argv)
 {
     struct synth_opts o = {
         .n_embd = 256, .n_layer = 2, .n_head = 4, .n_head_kv = -1, .n_ff = 768,
-        .n_vocab = 512, .n_ctx = 2048, .type = LC_TYPE_Q4_1, .scale = 0.02f, .seed = 1,
+        .n_vocab = 512, .n_ctx = 2048, .type = LC_TYPE_Q4_1, .output_type = -1, .scale = 0.02f, .seed = 1,
         .n_threads = sysconf(_SC_NPROCESSORS_ONLN),
     };
     bool vocab_given = false;
@@ -416,6 +419,10 @@ int main(int argc, char **argv)
             if (ftype_of((enum lc_type)t) < 1)
                 return fail("--type: '%s' is not one of f16, q8_0, q4_0, q4_1", v);
             o.type = (enum lc_type)t;
+        } else if (!strcmp(a, "--output-type")) {
+            o.output_type = lc_type_from_name(v);
+            if (o.output_type != LC_TYPE_Q6_K && ftype_of((enum lc_type)o.output_type) < 1)
+                return fail("--output-type: '%s' is not one of f16, q8_0, q4_0, q4_1, q6_K", v);
         } else if (!strcmp(a, "--vocab")) {
             o.vocab_path = v;
             vocab_given = true;
@@ -516,6 +523,11 @@ int main(int argc, char **argv)
     enum lc_type out_type = o.type;
     if (o.type == LC_TYPE_Q4_0 || o.type == LC_TYPE_Q4_1)
         out_type = o.n_embd % LC_QK_K == 0 ? LC_TYPE_Q6_K : LC_TYPE_Q8_0;
+    if (o.output_type >= 0)
+        out_type = (enum lc_type)o.output_type;
+    if (o.n_embd % lc_type_traits(out_type)->blck_size)
+        return fail("--n-embd %ld is not a multiple of %d, the %s block size", o.n_embd,
+                    lc_type_traits(out_type)->blck_size, lc_type_name(out_type));
     const int64_t n_tensors = 3 + 9 * (int64_t)o.n_layer;
     struct synth_tensor *ts = calloc((size_t)n_tensors, sizeof(*ts));
     if (!ts)
