@@ -124,6 +124,21 @@ fail:
     return -1.0;
 }
 
+/*
+ * Bytes of weights one generated token reads: every tensor once, except the token embedding,
+ * of which only the token's row is read -- unless the output projection is tied to it, in
+ * which case all of it is read by the logits product.  This is what the memory bandwidth bound
+ * of decoding divides by (bench/run.sh).
+ */
+static uint64_t bytes_per_token(const struct lc_model *m)
+{
+    uint64_t b = m->n_bytes;
+    if (m->output.data != m->tok_embd.data)
+        b -= (uint64_t)m->tok_embd.row_bytes * (uint64_t)m->tok_embd.ne[1] -
+             (uint64_t)m->tok_embd.row_bytes;
+    return b;
+}
+
 static void human_size(uint64_t bytes, char *buf, size_t len)
 {
     if (bytes >= (1ull << 30))
@@ -217,7 +232,11 @@ int main(int argc, char **argv)
         char size[32], name[160];
         human_size(m->n_bytes, size, sizeof(size));
         snprintf(name, sizeof(name), "%s", m->name);
-        fprintf(stderr, "llamachat-bench: loaded %s (%s) in %.3f s\n", path, size, t_load);
+        fprintf(stderr,
+                "llamachat-bench: loaded %s in %.3f s: %llu bytes of tensors, %llu bytes of "
+                "weights read per generated token\n",
+                path, t_load, (unsigned long long)m->n_bytes,
+                (unsigned long long)bytes_per_token(m));
         long max_p = 0, max_n = 0;
         for (int i = 0; i < n_prompt.n; i++)
             max_p = n_prompt.v[i] > max_p ? n_prompt.v[i] : max_p;
