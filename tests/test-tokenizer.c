@@ -99,21 +99,27 @@ static void print_ids(const char *what, const int32_t *ids, int n)
 
 #define MAXT 4096
 
-/* 1. The llama.cpp vocab test vectors. */
-static void test_vocab_vectors(void)
+/* 1. The llama.cpp vocab test vectors of one vocab (name: "llama-spm", "gpt-2").  Decoding
+ * must give back the input, except where llama.cpp's clean_spaces (on for gpt-2) rewrites it:
+ * cleaned[] lists those cases with the one rewrite expected ("from" becomes "to"). */
+struct cleaned {
+    int case_no;
+    const char *from, *to;
+};
+
+static void test_vocab_vectors(const char *name, const struct cleaned *cleaned)
 {
-    struct lc_vocab *v = load_vocab("reference/tokenizer/ggml-vocab-llama-spm.gguf");
+    char rel[256];
+    snprintf(rel, sizeof(rel), "reference/tokenizer/ggml-vocab-%s.gguf", name);
+    struct lc_vocab *v = load_vocab(rel);
     if (!v)
         return;
-    CHECK(lc_vocab_n_tokens(v) == 32000, "n_tokens %d", lc_vocab_n_tokens(v));
-    CHECK(lc_vocab_bos(v) == 1 && lc_vocab_eos(v) == 2, "bos %d eos %d", lc_vocab_bos(v),
-          lc_vocab_eos(v));
-    char p1[1024], p2[1024];
+    char p1[1024], p2[1024], r1[300], r2[300];
     size_t ni = 0, no = 0;
-    char *inp = read_file(tu_shared("reference/tokenizer/ggml-vocab-llama-spm.gguf.inp", p1,
-                                    sizeof(p1)), &ni);
-    char *out = read_file(tu_shared("reference/tokenizer/ggml-vocab-llama-spm.gguf.out", p2,
-                                    sizeof(p2)), &no);
+    snprintf(r1, sizeof(r1), "%s.inp", rel);
+    snprintf(r2, sizeof(r2), "%s.out", rel);
+    char *inp = read_file(tu_shared(r1, p1, sizeof(p1)), &ni);
+    char *out = read_file(tu_shared(r2, p2, sizeof(p2)), &no);
     CHECK(inp && out, "reading %s / %s", p1, p2);
     if (!inp || !out) {
         free(inp);
@@ -142,7 +148,20 @@ static void test_vocab_vectors(void)
         int ng = lc_tokenize(v, ip, len, false, false, got, MAXT);
         bool ok_ids = same_ids(got, ng, want, nw);
         char *dec = ng >= 0 ? lc_detokenize(v, got, ng, false, true) : NULL;
-        bool ok_dec = dec && strlen(dec) == len && memcmp(dec, ip, len) == 0;
+        char wd[4096];
+        size_t wl = len < sizeof(wd) ? len : 0;
+        memcpy(wd, ip, wl);
+        for (const struct cleaned *c = cleaned; c && c->from; c++) {
+            char *at = c->case_no == n_cases + 1 ? memmem(wd, wl, c->from, strlen(c->from)) : NULL;
+            CHECK(c->case_no != n_cases + 1 || at, "case %d: no '%s' in it", c->case_no, c->from);
+            if (at) {
+                size_t fl = strlen(c->from), tl = strlen(c->to);
+                memmove(at + tl, at + fl, wl - (size_t)(at - wd) - fl);
+                memcpy(at, c->to, tl);
+                wl = wl - fl + tl;
+            }
+        }
+        bool ok_dec = dec && strlen(dec) == wl && memcmp(dec, wd, wl) == 0;
         n_cases++;
         n_pass += ok_ids && ok_dec;
         CHECK(ok_ids, "case %d '%.*s': ids differ", n_cases, (int)len, ip);
@@ -157,7 +176,7 @@ static void test_vocab_vectors(void)
     }
     CHECK(n_cases == 46, "%d cases", n_cases);
     CHECK(op == oend, ".out has lines left over");
-    fprintf(stderr, "llama-spm vocab vectors: %d/%d cases pass\n", n_pass, n_cases);
+    fprintf(stderr, "%s vocab vectors: %d/%d cases pass\n", name, n_pass, n_cases);
     free(inp);
     free(out);
     lc_vocab_free(v);
@@ -363,6 +382,91 @@ static void test_edges(void)
     lc_vocab_free(v);
 }
 
+/* Byte-level BPE edge cases on the gpt-2 vocab. */
+static void test_gpt2_edges(void)
+{
+    struct lc_vocab *v = load_vocab("reference/tokenizer/ggml-vocab-gpt-2.gguf");
+    if (!v)
+        return;
+    static int32_t t[MAXT];
+    int n;
+    CHECK(lc_vocab_n_tokens(v) == 50257, "n_tokens %d", lc_vocab_n_tokens(v));
+    CHECK(lc_vocab_bos(v) == 50256 && lc_vocab_eos(v) == 50256, "bos/eos");
+    CHECK(!lc_vocab_add_bos(v), "gpt-2 adds no BOS");
+    /* "<|endoftext|>" is CONTROL and, by its text, also EOT and end-of-generation. */
+    CHECK(lc_vocab_eot(v) == 50256 && lc_vocab_is_eog(v, 50256), "eot %d", lc_vocab_eot(v));
+    CHECK(lc_tokenize(v, "", 0, false, false, t, MAXT) == 0, "empty");
+
+    n = tok(v, "Hello<|endoftext|> world", false, true, t);
+    CHECK(n == 3 && t[0] == 15496 && t[1] == 50256 && t[2] == 995, "special: %d", n);
+    n = tok(v, "Hello<|endoftext|> world", false, false, t);
+    CHECK(n > 3, "not special: %d", n);
+    for (int i = 0; i < n && n > 0; i++)
+        CHECK(t[i] != 50256, "<|endoftext|> from text without parse_special");
+    char *d = lc_detokenize(v, t, n, false, false);
+    CHECK(d && strcmp(d, "Hello<|endoftext|> world") == 0, "round trip: '%s'", d ? d : "");
+    free(d);
+
+    /* Pieces: byte-level code points back to bytes; control text only when special. */
+    char buf[32];
+    CHECK(lc_token_to_piece(v, 995, buf, 32, false) == 6 && memcmp(buf, " world", 6) == 0,
+          "piece 995");
+    CHECK(lc_token_to_piece(v, 50256, buf, 32, false) == 0, "control not special");
+    CHECK(lc_token_to_piece(v, 50256, buf, 32, true) == 13 &&
+              memcmp(buf, "<|endoftext|>", 13) == 0,
+          "control special");
+    CHECK(lc_token_to_piece(v, 198, buf, 32, false) == 1 && buf[0] == '\n', "piece 198");
+
+    /* Invalid UTF-8 becomes U+FFFD before byte-level encoding (llama.cpp's
+     * unicode_cpts_from_utf8), so it decodes as EF BF BD. */
+    n = tok(v, "a\xff", false, false, t);
+    d = lc_detokenize(v, t, n, false, false);
+    CHECK(n >= 2 && t[0] == 64 && d && strcmp(d, "a\xef\xbf\xbd") == 0, "a\\xff: %d '%s'", n,
+          d ? d : "");
+    free(d);
+    /* An overlong NUL (C0 80) is accepted as U+0000 and re-encoded as one byte. */
+    n = tok(v, "\xc0\x80", false, false, t);
+    CHECK(n == 1 && t[0] == 188, "overlong NUL: %d %d", n, t[0]);
+
+    /* clean_spaces on decode: " ," " ." " 's" lose their space, " 't" keeps it. */
+    n = tok(v, "Hello , world . It 's ok , don 't", false, false, t);
+    d = lc_detokenize(v, t, n, false, false);
+    CHECK(d && strcmp(d, "Hello, world. It's ok, don 't") == 0, "clean_spaces: '%s'",
+          d ? d : "");
+    free(d);
+
+    /* 100 KB: fast and lossless (no clean-up patterns in it). */
+    static const char *const words[] = {"the ", "quick ", "Brown ", "fox ", "jumps\n", "über ",
+                                        "\xe6\x97\xa5\xe6\x9c\xac ", "  ", "42 ", "\t",
+                                        "🦙 ", "it's "};
+    size_t cap = 100 * 1024, len = 0;
+    char *big = malloc(cap + 16);
+    unsigned seed = 777;
+    while (big && len < cap) {
+        seed = seed * 1103515245u + 12345u;
+        const char *w = words[(seed >> 16) % (sizeof(words) / sizeof(words[0]))];
+        memcpy(big + len, w, strlen(w));
+        len += strlen(w);
+    }
+    if (big) {
+        int32_t *bt = malloc(sizeof(int32_t) * (len + 2));
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        n = lc_tokenize(v, big, len, false, false, bt, (int32_t)len + 2);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+        CHECK(n > 10000 && n < (int)len, "100 KB: %d tokens", n);
+        CHECK(ms < 1000.0, "100 KB took %.1f ms", ms);
+        fprintf(stderr, "gpt-2 100 KB input: %d tokens in %.1f ms\n", n, ms);
+        d = n > 0 ? lc_detokenize(v, bt, n, false, false) : NULL;
+        CHECK(d && strlen(d) == len && memcmp(d, big, len) == 0, "100 KB round trip");
+        free(d);
+        free(bt);
+    }
+    free(big);
+    lc_vocab_free(v);
+}
+
 /* The vocab loader rejects what it cannot use, with a message. */
 static void test_load_errors(void)
 {
@@ -389,9 +493,15 @@ static void test_load_errors(void)
 
 int main(void)
 {
-    test_vocab_vectors();
+    test_vocab_vectors("llama-spm", NULL);
+    /* gpt-2 decoding drops the space of " ?" (cases 33 and 46, after an emoji). */
+    static const struct cleaned gpt2_cleaned[] = {{33, "\xf0\x9f\x98\x81 ?", "\xf0\x9f\x98\x81?"},
+                                                  {46, "\xf0\x9f\x98\x81 ?", "\xf0\x9f\x98\x81?"},
+                                                  {0, NULL, NULL}};
+    test_vocab_vectors("gpt-2", gpt2_cleaned);
     test_greedy_prompts();
     test_edges();
+    test_gpt2_edges();
     test_load_errors();
     return tu_finish("test-tokenizer");
 }
