@@ -1,13 +1,15 @@
 /*
- * test-tokenizer.c - the SentencePiece tokenizer against llama.cpp's outputs.
+ * test-tokenizer.c - the SentencePiece and byte-level BPE tokenizers against llama.cpp's outputs.
  *
- *  1. every case of reference/tokenizer/ggml-vocab-llama-spm.gguf.inp tokenizes (no BOS) to the
- *     ids of the matching .out line, and decodes back to the input;
+ *  1. every case of reference/tokenizer/ggml-vocab-{llama-spm,gpt-2}.gguf.inp tokenizes (no BOS)
+ *     to the ids of the matching .out line, and decodes back to the input (gpt-2: up to
+ *     llama.cpp's clean_spaces);
  *  2. every `prompt:` of reference/greedy/{stories260K,synth-small}*.txt tokenizes (with BOS) to
  *     its `prompt_ids:`, using the vocab of the file named by `model:`;
  *  3. the gen_ids of stories260K-ff192-q4_1.p0 decode piece by piece to its gen_text;
  *  4. edge cases: empty input, spaces only, invalid UTF-8, special tokens, a 100 KB input, the
- *     -(needed) return of a too small output buffer, pieces of control/byte tokens.
+ *     -(needed) return of a too small output buffer, pieces of control/byte tokens; random
+ *     bytes through both tokenizers.
  */
 #include "gguf.h"
 #include "testutil.h"
@@ -301,9 +303,19 @@ static void test_edges(void)
     CHECK(a_ == 263, "'_a' = %d", a_);
     n = tok(v, "a\xf0" "b", false, false, t);
     CHECK(n == 3 && t[0] == 263 && t[1] == 0xf0 + 3 && t[2] == 'b' + 3, "a\\xf0b: %d", n);
+    char *d;
+    /* A truncated sequence before a space swallows the first bytes of its U+2581: they come
+     * out as byte tokens and decode as bytes, not as a space (llama.cpp does the same). */
+    n = tok(v, "\xe2\x96 ", false, false, t);
+    CHECK(n == 6 && t[0] == 29871 && t[1] == 0xe2 + 3 && t[2] == 0x96 + 3 && t[3] == 0xe2 + 3 &&
+              t[4] == 0x96 + 3 && t[5] == 0x81 + 3,
+          "\\xe2\\x96 + space: %d", n);
+    d = lc_detokenize(v, t, n, false, true);
+    CHECK(d && strcmp(d, "\xe2\x96\xe2\x96\x81") == 0, "decodes as bytes");
+    free(d);
     n = tok(v, "\x80\x80 \xc3", false, false, t);
     CHECK(n > 0, "continuation bytes: %d", n);
-    char *d = lc_detokenize(v, t, n, false, true);
+    d = lc_detokenize(v, t, n, false, true);
     CHECK(d && strcmp(d, "\x80\x80 \xc3") == 0, "continuation bytes round trip");
     free(d);
 
@@ -467,6 +479,79 @@ static void test_gpt2_edges(void)
     lc_vocab_free(v);
 }
 
+/* Strict enough UTF-8 check: lead bytes followed by the right number of continuation bytes. */
+static bool valid_utf8(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        unsigned char c = (unsigned char)s[i];
+        size_t l = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+        if (l == 0 || i + l > n)
+            return false;
+        for (size_t j = 1; j < l; j++)
+            if (((unsigned char)s[i + j] & 0xc0) != 0x80)
+                return false;
+        i += l;
+    }
+    return true;
+}
+
+/* Random bytes (with special-token texts mixed in) never crash either tokenizer, and the
+ * SentencePiece one is lossless on the valid UTF-8 ones thanks to byte fallback.  (On invalid
+ * UTF-8 it is not: a truncated lead byte swallows the bytes of a following U+2581, which then
+ * come back as byte tokens, not as a space; see test_edges.) */
+static void test_random_bytes(void)
+{
+    struct lc_vocab *spm = load_vocab("reference/tokenizer/ggml-vocab-llama-spm.gguf");
+    struct lc_vocab *bpe = load_vocab("reference/tokenizer/ggml-vocab-gpt-2.gguf");
+    if (!spm || !bpe) {
+        lc_vocab_free(spm);
+        lc_vocab_free(bpe);
+        return;
+    }
+    static const char *const bits[] = {"<s>", "</s>", "<unk>", "<|endoftext|>", " ", "  ", "\n",
+                                       "\xe2\x96", "\xf0\x9f\x98", "'s", "\xc0\x80"};
+    static int32_t t[MAXT];
+    unsigned seed = 4242;
+    int lossless = 0, runs = 400;
+    for (int r = 0; r < runs; r++) {
+        char s[96];
+        size_t len = 0;
+        seed = seed * 1103515245u + 12345u;
+        size_t target = (seed >> 16) % 64;
+        while (len < target) {
+            seed = seed * 1103515245u + 12345u;
+            unsigned x = seed >> 16;
+            if (x % 4 == 0) {
+                const char *b = bits[(x >> 2) % (sizeof(bits) / sizeof(bits[0]))];
+                memcpy(s + len, b, strlen(b));
+                len += strlen(b);
+            } else {
+                s[len++] = (char)((x >> 3) % 255 + 1); /* no NUL: decoded text is a C string */
+            }
+        }
+        for (int special = 0; special < 2; special++) {
+            int n = lc_tokenize(spm, s, len, true, special, t, MAXT);
+            CHECK(n >= 1 && n <= 2 * (int)len + 2, "spm run %d: %d tokens", r, n);
+            if (!special && n >= 1 && !memmem(s, len, "\xe2\x96\x81", 3)) {
+                /* (a literal U+2581 decodes as a space, by design) */
+                char *d = lc_detokenize(spm, t, n, false, true);
+                bool ok = d && strlen(d) == len && memcmp(d, s, len) == 0;
+                CHECK(ok || !valid_utf8(s, len), "spm run %d: not lossless", r);
+                lossless += ok;
+                free(d);
+            }
+            n = lc_tokenize(bpe, s, len, false, special, t, MAXT);
+            CHECK(n >= 0 && n <= 3 * (int)len, "bpe run %d: %d tokens", r, n);
+            char *d = n >= 0 ? lc_detokenize(bpe, t, n, special, false) : NULL;
+            CHECK(d != NULL, "bpe run %d: detokenize", r);
+            free(d);
+        }
+    }
+    fprintf(stderr, "random bytes: %d runs, %d spm round trips\n", runs, lossless);
+    lc_vocab_free(spm);
+    lc_vocab_free(bpe);
+}
+
 /* The vocab loader rejects what it cannot use, with a message. */
 static void test_load_errors(void)
 {
@@ -502,6 +587,7 @@ int main(void)
     test_greedy_prompts();
     test_edges();
     test_gpt2_edges();
+    test_random_bytes();
     test_load_errors();
     return tu_finish("test-tokenizer");
 }

@@ -22,9 +22,14 @@
  *       UTF-8 characters, then repeatedly merge the adjacent pair whose concatenation is a
  *       piece with the highest score (ties: leftmost pair), using a priority queue with lazy
  *       deletion.  A final symbol that is not a piece is emitted as its bytes <0xNN>.
+ *     - "gpt2" (byte-level BPE, llm_tokenizer_bpe): cut the fragment into pre-tokens with the
+ *       regexes of tokenizer.ggml.pre (PCRE2), map each pre-token's bytes to GPT-2's printable
+ *       code points, and merge pairs by lowest rank in tokenizer.ggml.merges.
  *
- * Decoding maps each token to its piece: U+2581 back to ' ', byte tokens to their byte, control
- * and unknown tokens to "" unless special.
+ * Decoding maps each token to its piece: U+2581 back to ' ' (spm) or code points back to bytes
+ * (gpt2), byte tokens to their byte, control and unknown tokens to "" unless special.
+ *
+ * A loaded vocab is read-only: lc_tokenize and the decoders may run on it from several threads.
  */
 #include "tokenizer.h"
 
@@ -808,7 +813,7 @@ int32_t lc_tokenize(const struct lc_vocab *v, const char *text, size_t len, bool
         return INT32_MIN;
     }
     int32_t n = (int32_t)t.n;
-    if (n > n_max) {
+    if (n > n_max || (n > 0 && !out)) {
         free(t.v);
         return -n;
     }
@@ -1321,7 +1326,10 @@ static int64_t get_array(const struct lc_gguf *g, const char *key, enum lc_gguf_
         return -1;
     }
     if (lc_gguf_kv_type(g, i) != LC_GGUF_ARRAY || lc_gguf_arr_type(g, i) != elem) {
-        set_err(err, fmt_err("%s: %s: expected an array of type %d", path, key, (int)elem));
+        set_err(err, fmt_err("%s: %s: expected an array of %s", path, key,
+                             elem == LC_GGUF_STRING    ? "strings"
+                             : elem == LC_GGUF_FLOAT32 ? "float32"
+                                                       : "int32"));
         return -2;
     }
     if (n_expect && lc_gguf_arr_n(g, i) != n_expect) {
