@@ -1546,3 +1546,47 @@ int lc_gguf_writer_end(struct lc_gguf_writer *w, char **err)
     w->failed = true; /* done: a writer writes one file */
     return 0;
 }
+
+/* ---------------------------------------------------------------- split file names */
+
+#define SPLIT_MAX_COUNT 99999 /* five digits */
+
+static bool split_args_ok(int no, int count)
+{
+    return count >= 1 && count <= SPLIT_MAX_COUNT && no >= 1 && no <= count;
+}
+
+int lc_gguf_split_path(char *buf, size_t len, const char *prefix, int no, int count)
+{
+    if (!buf || len == 0)
+        return -1;
+    buf[0] = '\0';
+    if (!prefix || !split_args_ok(no, count))
+        return -1;
+    int n = snprintf(buf, len, "%s-%05d-of-%05d.gguf", prefix, no, count);
+    if (n < 0 || (size_t)n >= len) {
+        buf[0] = '\0';
+        return -1;
+    }
+    return 0;
+}
+
+int lc_gguf_split_prefix(char *buf, size_t len, const char *path, int no, int count)
+{
+    if (!buf || len == 0)
+        return -1;
+    buf[0] = '\0';
+    if (!path || !split_args_ok(no, count))
+        return -1;
+    char suffix[48];
+    snprintf(suffix, sizeof(suffix), "-%05d-of-%05d.gguf", no, count);
+    const size_t pl = strlen(path), sl = strlen(suffix);
+    if (pl <= sl || strcmp(path + pl - sl, suffix) != 0)
+        return -1;
+    const size_t n = pl - sl;
+    if (n >= len)
+        return -1;
+    memcpy(buf, path, n);
+    buf[n] = '\0';
+    return 0;
+}
