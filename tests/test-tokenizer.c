@@ -18,6 +18,7 @@
 #include <glob.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static char *read_file(const char *path, size_t *len)
 {
@@ -552,27 +553,199 @@ static void test_random_bytes(void)
     lc_vocab_free(bpe);
 }
 
-/* The vocab loader rejects what it cannot use, with a message. */
-static void test_load_errors(void)
+/* ---- vocab files written for the test (lc_gguf_writer) ---- */
+
+static char tmpdir[64];
+
+/* Write a GGUF with the KVs of src (a file under ../shared, or none) changed by edit(), load
+ * its vocab; *err gets the loader's message.  The file is removed again. */
+static struct lc_vocab *load_variant(const char *src, void (*edit)(struct lc_gguf_writer *),
+                                     char **err)
 {
-    char path[1024], *err = NULL;
-    struct lc_gguf *g = lc_gguf_open(tu_shared("reference/tokenizer/ggml-vocab-gpt-2.gguf", path,
-                                               sizeof(path)), &err);
-    CHECK(g != NULL, "open gpt-2 vocab: %s", err ? err : "");
-    free(err);
-    err = NULL;
-    if (!g)
+    char path[1024], out[128];
+    *err = NULL;
+    struct lc_gguf_writer *w = lc_gguf_writer_new();
+    struct lc_gguf *g = src ? lc_gguf_open(tu_shared(src, path, sizeof(path)), err) : NULL;
+    CHECK(w && (!src || g), "writer / open %s", src ? src : "");
+    if (!w || (src && !g)) {
+        lc_gguf_writer_free(w);
+        lc_gguf_free(g);
+        return NULL;
+    }
+    if (g)
+        CHECK(lc_gguf_writer_copy_kvs(w, g) == 0, "copy_kvs");
+    lc_gguf_free(g);
+    edit(w);
+    snprintf(out, sizeof(out), "%s/v.gguf", tmpdir);
+    char *e = NULL;
+    int rc = lc_gguf_writer_begin(w, out, &e);
+    if (rc == 0)
+        rc = lc_gguf_writer_end(w, &e);
+    CHECK(rc == 0, "write %s: %s", out, e ? e : "");
+    free(e);
+    lc_gguf_writer_free(w);
+    if (rc != 0)
+        return NULL;
+    struct lc_vocab *v = NULL;
+    g = lc_gguf_open(out, err);
+    CHECK(g != NULL, "reopen: %s", *err ? *err : "");
+    if (g)
+        v = lc_vocab_load(g, err);
+    lc_gguf_free(g);
+    unlink(out);
+    return v;
+}
+
+static void ed_no_model(struct lc_gguf_writer *w) { lc_gguf_writer_remove_key(w, "tokenizer.ggml.model"); }
+static void ed_bert(struct lc_gguf_writer *w) { lc_gguf_writer_set_str(w, "tokenizer.ggml.model", "bert"); }
+static void ed_no_tokens(struct lc_gguf_writer *w) { lc_gguf_writer_remove_key(w, "tokenizer.ggml.tokens"); }
+static void ed_short_scores(struct lc_gguf_writer *w)
+{
+    float sc[5] = {0};
+    lc_gguf_writer_set_arr(w, "tokenizer.ggml.scores", LC_GGUF_FLOAT32, sc, 5);
+}
+static void ed_float_types(struct lc_gguf_writer *w)
+{
+    static float ty[32000];
+    lc_gguf_writer_set_arr(w, "tokenizer.ggml.token_type", LC_GGUF_FLOAT32, ty, 32000);
+}
+static void ed_bad_bos(struct lc_gguf_writer *w)
+{
+    lc_gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", 99999);
+    lc_gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", false);
+}
+static void ed_phi3(struct lc_gguf_writer *w) { lc_gguf_writer_set_str(w, "general.name", "Phi-3 mini"); }
+static void ed_tekken(struct lc_gguf_writer *w) { lc_gguf_writer_set_str(w, "tokenizer.ggml.pre", "tekken"); }
+static void ed_no_merges(struct lc_gguf_writer *w) { lc_gguf_writer_remove_key(w, "tokenizer.ggml.merges"); }
+static void ed_llama3_pre(struct lc_gguf_writer *w) { lc_gguf_writer_set_str(w, "tokenizer.ggml.pre", "llama-bpe"); }
+
+/* A 12-token spm vocab whose scores make the merge order visible. */
+static const char *const tiny_tokens[] = {"<unk>", "<s>", "</s>", "\xe2\x96\x81", "a", "b",
+                                          "\xe2\x96\x81" "a", "ab", "<0x0A>", "<|im_end|>",
+                                          "<0x62>", "\xe2\x96\x81" "ab"};
+static void tiny_common(struct lc_gguf_writer *w, int n)
+{
+    static const float sc[] = {0, 0, 0, -1, -2, -2, -1, -0.5f, 0, 0, 0, -3};
+    static const int32_t ty[] = {2, 3, 3, 1, 1, 1, 1, 1, 6, 1, 6, 1};
+    lc_gguf_writer_set_str(w, "tokenizer.ggml.model", "llama");
+    lc_gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", tiny_tokens, (uint64_t)n);
+    lc_gguf_writer_set_arr(w, "tokenizer.ggml.scores", LC_GGUF_FLOAT32, sc, (uint64_t)n);
+    lc_gguf_writer_set_arr(w, "tokenizer.ggml.token_type", LC_GGUF_INT32, ty, (uint64_t)n);
+}
+static void ed_tiny(struct lc_gguf_writer *w) { tiny_common(w, 11); }
+static void ed_tiny_ab(struct lc_gguf_writer *w) { tiny_common(w, 12); }
+static void ed_tiny_dup(struct lc_gguf_writer *w)
+{
+    tiny_common(w, 11);
+    static const char *const dup[] = {"<unk>", "<s>", "</s>", "a", "a"};
+    lc_gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", dup, 5);
+    lc_gguf_writer_remove_key(w, "tokenizer.ggml.scores");
+    lc_gguf_writer_remove_key(w, "tokenizer.ggml.token_type");
+}
+
+/* The loader: its errors name the file and field; llama.cpp's defaults and by-text rules. */
+static void test_load_variants(void)
+{
+    snprintf(tmpdir, sizeof(tmpdir), "/tmp/lc-tok-test.XXXXXX");
+    if (!mkdtemp(tmpdir)) {
+        CHECK(0, "mkdtemp");
         return;
-    struct lc_vocab *v = lc_vocab_load(g, &err);
-    if (v) {
-        CHECK(lc_vocab_n_tokens(v) == 50257, "gpt-2 n_tokens %d", lc_vocab_n_tokens(v));
+    }
+    static const char spm[] = "reference/tokenizer/ggml-vocab-llama-spm.gguf";
+    static const char gpt2[] = "reference/tokenizer/ggml-vocab-gpt-2.gguf";
+    static const struct {
+        const char *src;
+        void (*edit)(struct lc_gguf_writer *);
+        const char *msg;
+    } bad[] = {
+        {spm, ed_no_model, "tokenizer.ggml.model: missing"},
+        {spm, ed_bert, "tokenizer.ggml.model: unsupported tokenizer 'bert'"},
+        {spm, ed_no_tokens, "tokenizer.ggml.tokens: missing"},
+        {spm, ed_short_scores, "tokenizer.ggml.scores: 5 elements, expected 32000"},
+        {spm, ed_float_types, "tokenizer.ggml.token_type: expected an array of int32"},
+        {gpt2, ed_tekken, "tokenizer.ggml.pre: unsupported pre-tokenizer 'tekken'"},
+        {gpt2, ed_no_merges, "tokenizer.ggml.merges: missing"},
+        {NULL, ed_tiny_dup, "tokenizer.ggml.tokens: tokens 3 and 4 have the same text 'a'"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char *err = NULL;
+        struct lc_vocab *v = load_variant(bad[i].src, bad[i].edit, &err);
+        CHECK(!v && err && strstr(err, "/v.gguf: ") && strstr(err, bad[i].msg),
+              "variant %zu: want '%s', got '%s'", i, bad[i].msg, err ? err : "(none)");
         lc_vocab_free(v);
-    } else {
-        CHECK(err && strstr(err, "tokenizer.ggml.model") && strstr(err, "gpt2"), "error: %s",
-              err ? err : "(none)");
+        free(err);
+    }
+    static int32_t t[64];
+    char *err = NULL;
+
+    /* An out-of-range BOS id keeps the default (llama.cpp warns); add_bos_token is read. */
+    struct lc_vocab *v = load_variant(spm, ed_bad_bos, &err);
+    CHECK(v && lc_vocab_bos(v) == 1 && !lc_vocab_add_bos(v), "bad bos: %s", err ? err : "");
+    lc_vocab_free(v);
+    free(err);
+
+    /* Phi-3 (by general.name): special tokens strip the whitespace after them, except <s>. */
+    v = load_variant(spm, ed_phi3, &err);
+    CHECK(v != NULL, "phi3: %s", err ? err : "");
+    if (v) {
+        int n = tok(v, "</s>  Hello", false, true, t);
+        CHECK(n == 2 && t[0] == 2 && t[1] == 15043, "phi3 </s> rstrip: %d", n);
+        n = tok(v, "<s> Hello", false, true, t);
+        CHECK(n == 3 && t[0] == 1 && t[1] == 29871 && t[2] == 15043, "phi3 <s> no rstrip: %d", n);
+        lc_vocab_free(v);
     }
     free(err);
-    lc_gguf_free(g);
+
+    /* A llama3 pre-tokenizer on the gpt-2 vocab: digits in groups of three, merges skipped for
+     * whole-token words (ignore_merges), BOS on by default. */
+    v = load_variant(gpt2, ed_llama3_pre, &err);
+    CHECK(v != NULL, "llama-bpe: %s", err ? err : "");
+    if (v) {
+        CHECK(lc_vocab_add_bos(v), "llama3 adds BOS");
+        int n = tok(v, "1234567", false, false, t);
+        char p0[8] = "", p1[8] = "", p2[8] = "";
+        if (n == 3) {
+            p0[lc_token_to_piece(v, t[0], p0, 7, false)] = 0;
+            p1[lc_token_to_piece(v, t[1], p1, 7, false)] = 0;
+            p2[lc_token_to_piece(v, t[2], p2, 7, false)] = 0;
+        }
+        CHECK(n == 3 && !strcmp(p0, "123") && !strcmp(p1, "456") && !strcmp(p2, "7"),
+              "llama3 digits: %d '%s' '%s' '%s'", n, p0, p1, p2);
+        lc_vocab_free(v);
+    }
+    free(err);
+
+    /* The tiny vocab: "ab" (score -0.5) merges before "_a" (-1), so " ab" is "_" "ab"; with
+     * "_ab" in the vocab it then merges on.  "\n" falls back to <0x0A>; "<|im_end|>" is found by
+     * its text as EOT, made CONTROL and end-of-generation. */
+    v = load_variant(NULL, ed_tiny, &err);
+    CHECK(v != NULL, "tiny: %s", err ? err : "");
+    if (v) {
+        int n = tok(v, "ab", false, false, t);
+        CHECK(n == 2 && t[0] == 3 && t[1] == 7, "tiny 'ab': %d %d %d", n, t[0], t[1]);
+        n = tok(v, "a\n", false, false, t);
+        CHECK(n == 2 && t[0] == 6 && t[1] == 8, "tiny 'a\\n': %d", n);
+        /* 'c' has neither a piece nor a byte token: llama.cpp throws, we give UNK. */
+        n = tok(v, "c", false, false, t);
+        CHECK(n == 2 && t[0] == 3 && t[1] == 0, "tiny 'c': %d", n);
+        CHECK(lc_vocab_eot(v) == 9 && lc_vocab_is_control(v, 9) && lc_vocab_is_eog(v, 9) &&
+                  lc_vocab_is_eog(v, 2),
+              "tiny eot %d", lc_vocab_eot(v));
+        n = tok(v, "a<|im_end|>", false, true, t);
+        CHECK(n == 2 && t[0] == 6 && t[1] == 9, "tiny im_end: %d", n);
+        char buf[16];
+        CHECK(lc_token_to_piece(v, 10, buf, 16, false) == 1 && buf[0] == 'b', "<0x62>");
+        lc_vocab_free(v);
+    }
+    free(err);
+    v = load_variant(NULL, ed_tiny_ab, &err);
+    if (v) {
+        int n = tok(v, "ab", false, false, t);
+        CHECK(n == 1 && t[0] == 11, "tiny '_ab': %d %d", n, t[0]);
+        lc_vocab_free(v);
+    }
+    free(err);
+    rmdir(tmpdir);
     CHECK(lc_vocab_load(NULL, NULL) == NULL, "NULL gguf");
 }
 
@@ -588,6 +761,6 @@ int main(void)
     test_edges();
     test_gpt2_edges();
     test_random_bytes();
-    test_load_errors();
+    test_load_variants();
     return tu_finish("test-tokenizer");
 }

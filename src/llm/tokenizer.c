@@ -1092,7 +1092,7 @@ static size_t piece_of(const struct lc_vocab *v, int32_t id, char *dst)
     return 0; /* unused / undefined tokens decode to nothing */
 }
 
-static bool ht_build(struct lc_vocab *v, char **err)
+static bool ht_build(struct lc_vocab *v, const char *path, char **err)
 {
     uint32_t size = 16;
     while (size < (uint32_t)v->n_tokens * 2u)
@@ -1109,9 +1109,9 @@ static bool ht_build(struct lc_vocab *v, char **err)
             if (v->text_len[o] == v->text_len[id] &&
                 memcmp(v->text[o], v->text[id], v->text_len[id]) == 0) {
                 /* llama.cpp asserts that the texts are unique. */
-                set_err(err, fmt_err("tokenizer.ggml.tokens: tokens %d and %d have the same "
-                                     "text '%s'",
-                                     o, id, v->text[id]));
+                set_err(err, fmt_err("%s: tokenizer.ggml.tokens: tokens %d and %d have the "
+                                     "same text '%s'",
+                                     path, o, id, v->text[id]));
                 return false;
             }
             i = (i + 1) & v->ht_mask;
@@ -1165,7 +1165,7 @@ static void get_id(const struct lc_gguf *g, const char *key, int32_t *id, int32_
 static bool vocab_finish(struct lc_vocab *v, const struct lc_gguf *g, char **err)
 {
     int32_t n = v->n_tokens;
-    if (!ht_build(v, err))
+    if (!ht_build(v, g && lc_gguf_path(g) ? lc_gguf_path(g) : "gguf", err))
         return false;
 
     int32_t fim_pre = -1, fim_suf = -1, fim_mid = -1, fim_pad = -1, fim_rep = -1, fim_sep = -1;
