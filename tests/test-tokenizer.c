@@ -144,7 +144,7 @@ static void test_vocab_vectors(const char *name, const struct cleaned *cleaned)
             break;
         size_t len = (size_t)(m - ip);
         CHECK(op < oend, "case %d: no .out line", n_cases + 1);
-        const char *eol = memchr(op, '\n', (size_t)(oend - op));
+        const char *eol = op < oend ? memchr(op, '\n', (size_t)(oend - op)) : NULL;
         if (!eol)
             eol = oend;
         int nw = parse_ids(op, eol, want, MAXT);

@@ -69,7 +69,6 @@ struct lc_vocab {
     const char **text;   /* [n_tokens] piece texts, NUL-terminated, inside text_arena */
     uint32_t *text_len;  /* [n_tokens] */
     float *score;        /* [n_tokens] */
-    uint8_t *type;       /* [n_tokens] enum lc_token_type as stored */
     uint16_t *attr;      /* [n_tokens] ATTR_* bits */
     uint8_t *eog;        /* [n_tokens] 1 if end-of-generation */
     char *text_arena;
@@ -90,7 +89,8 @@ struct lc_vocab {
     int32_t byte_tok[256]; /* byte -> token for byte fallback, -1 if none */
 
     int32_t bos, eos, eot, eom, unk;
-    bool add_bos, add_eos, add_space_prefix;
+    bool add_bos, add_space_prefix;
+    bool add_eos; /* read for completeness; lc_tokenize only ever adds BOS */
 
     /* Byte-level BPE ("gpt2") only. */
     bool ignore_merges; /* a pre-token that is a whole token skips the merges (llama3) */
@@ -130,8 +130,8 @@ static void set_err(char **err, char *msg)
         free(msg);
 }
 
-/* Length of the UTF-8 sequence that starts with byte c, from its high nibble (llama.cpp's
- * unicode_len_utf8): continuation and invalid lead bytes count as one byte. */
+/* Length of the UTF-8 sequence that starts with byte c, from its high nibble alone (llama.cpp's
+ * unicode_len_utf8): a continuation byte counts as 1, any byte 0xF0-0xFF as 4. */
 static size_t utf8_len(unsigned char c)
 {
     static const uint8_t lookup[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
@@ -961,7 +961,6 @@ void lc_vocab_free(struct lc_vocab *v)
     free(v->text);
     free(v->text_len);
     free(v->score);
-    free(v->type);
     free(v->attr);
     free(v->eog);
     free(v->text_arena);
@@ -1587,9 +1586,8 @@ struct lc_vocab *lc_vocab_load(const struct lc_gguf *g, char **err)
     v->text = malloc((size_t)n * sizeof(*v->text));
     v->text_len = malloc((size_t)n * sizeof(*v->text_len));
     v->score = malloc((size_t)n * sizeof(*v->score));
-    v->type = malloc((size_t)n);
     v->attr = malloc((size_t)n * sizeof(*v->attr));
-    if (!v->text || !v->text_len || !v->score || !v->type || !v->attr)
+    if (!v->text || !v->text_len || !v->score || !v->attr)
         goto oom;
 
     /* Texts: an empty piece becomes "[EMPTY_<i>]", as in llama.cpp. */
@@ -1633,7 +1631,6 @@ struct lc_vocab *lc_vocab_load(const struct lc_gguf *g, char **err)
         int32_t ty = LC_TOKEN_NORMAL;
         if (types)
             memcpy(&ty, types + 4 * (size_t)i, 4);
-        v->type[i] = (uint8_t)(ty >= 0 && ty <= LC_TOKEN_BYTE ? ty : LC_TOKEN_UNDEFINED);
         v->attr[i] = types ? attr_of_type(ty) : ATTR_NORMAL;
     }
 
