@@ -567,6 +567,7 @@ static bool read_tensor_info(struct cursor *c, struct lc_gguf *g, uint64_t i, si
     }
     /* Element count: each dim in 1..INT64_MAX, product <= INT64_MAX. */
     uint64_t nel = 1;
+    const size_t ne0_at = c->pos;
     for (uint32_t d = 0; d < LC_GGUF_MAX_DIMS; d++) {
         t->ne[d] = 1;
         if (d >= t->n_dims)
@@ -602,7 +603,7 @@ static bool read_tensor_info(struct cursor *c, struct lc_gguf *g, uint64_t i, si
     }
     t->type = (enum lc_type)type;
     if (t->ne[0] % tt->blck_size != 0) {
-        cur_fail(c, f_at, "ne[0] = %" PRId64 " is not a multiple of the block size %d of type %s",
+        cur_fail(c, ne0_at, "ne[0] = %" PRId64 " is not a multiple of the block size %d of type %s",
                  t->ne[0], tt->blck_size, tt->name);
         return false;
     }
