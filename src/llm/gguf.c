@@ -1579,17 +1579,18 @@ int lc_gguf_writer_end(struct lc_gguf_writer *w, char **err)
     }
     free(w->tmp_path);
     w->tmp_path = NULL;
-    /* Make the rename durable: fsync the directory (best effort). */
-    char *slash = strrchr(w->path, '/');
-    char *dir = slash ? strndup(w->path, (size_t)(slash - w->path) + (slash == w->path)) :
-                        strdup(".");
-    if (dir) {
+    /* Make the rename durable: fsync the directory (best effort, no allocation). */
+    char dir[PATH_MAX];
+    const char *slash = strrchr(w->path, '/');
+    const size_t dl = slash ? (size_t)(slash - w->path) + (slash == w->path) : 0;
+    if (dl < sizeof(dir)) {
+        memcpy(dir, slash ? w->path : ".", slash ? dl : 1);
+        dir[slash ? dl : 1] = '\0';
         int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd >= 0) {
             (void)fsync(dfd);
             close(dfd);
         }
-        free(dir);
     }
     free(w->path);
     w->path = NULL;
