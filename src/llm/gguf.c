@@ -1485,27 +1485,29 @@ int lc_gguf_writer_begin(struct lc_gguf_writer *w, const char *path, char **err)
         return -1;
     }
 
-    /* The temporary file next to the destination, so that rename() is atomic. */
+    /* The temporary file next to the destination, so that rename() is atomic.  w->tmp_path
+     * is set only once the file exists: writer_abort unlinks it. */
     w->path = strdup(path);
     size_t tl = strlen(path) + sizeof(".tmp.XXXXXX");
-    w->tmp_path = malloc(tl);
-    if (!w->path || !w->tmp_path) {
+    char *tmp = malloc(tl);
+    if (!w->path || !tmp) {
+        free(tmp);
         free(b.p);
         set_err(err, "%s: out of memory", path);
         writer_abort(w);
         return -1;
     }
-    snprintf(w->tmp_path, tl, "%s.tmp.XXXXXX", path);
-    w->fd = mkostemp(w->tmp_path, O_CLOEXEC);
-    if (w->fd < 0) {
-        set_err(err, "%s: cannot create temporary file %s: %s", path, w->tmp_path,
-                strerror(errno));
-        free(w->tmp_path); /* nothing to unlink */
-        w->tmp_path = NULL;
+    snprintf(tmp, tl, "%s.tmp.XXXXXX", path);
+    int fd = mkostemp(tmp, O_CLOEXEC);
+    if (fd < 0) {
+        set_err(err, "%s: cannot create temporary file %s: %s", path, tmp, strerror(errno));
+        free(tmp);
         free(b.p);
         writer_abort(w);
         return -1;
     }
+    w->fd = fd;
+    w->tmp_path = tmp;
     w->begun = true;
     w->failed = false;
     w->pos = 0;
