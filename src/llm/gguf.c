@@ -460,7 +460,8 @@ static bool read_kv_value(struct cursor *c, struct gguf_kv *kv)
     const size_t esize = kv->arr_type == LC_GGUF_STRING ? 8 : gguf_type_size(kv->arr_type);
     /* Each element takes at least esize bytes (a string at least its length field). */
     if (kv->arr_n > cur_left(c) / esize) {
-        cur_fail(c, n_at, "array count %" PRIu64 " of %s needs more than the %zu bytes left in the file",
+        cur_fail(c, n_at,
+                 "array count %" PRIu64 " of %s needs more than the %zu bytes left in the file",
                  kv->arr_n, gguf_type_name(kv->arr_type), cur_left(c));
         return false;
     }
