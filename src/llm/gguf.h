@@ -127,15 +127,31 @@ char *lc_gguf_split_path(const char *prefix, int part, int n_parts);
 /* ---- writer ---- */
 /*
  * Build a GGUF v3 file in memory (metadata, tensor infos) and stream tensor data to disk.
- * Usage: w = lc_gguf_writer_new(); set kvs; add tensor infos (name, type, dims, nbytes);
- * lc_gguf_writer_begin(w, path, &err) writes header + infos + padding;
- * lc_gguf_writer_write_data(w, data, nbytes) for each tensor in order (padded to alignment);
- * lc_gguf_writer_end(w, &err) flushes, fsyncs and closes.  Each returns 0 or -1 with *err set.
+ * Usage: w = lc_gguf_writer_new(); set kvs; add tensor infos (name, type, dims);
+ * lc_gguf_writer_begin(w, path, &err) writes header + KVs + infos + padding;
+ * lc_gguf_writer_write_data(w, data, nbytes, &err) once per tensor, in the order added, nbytes
+ * exactly the tensor's size (each is followed by zero padding to the alignment);
+ * lc_gguf_writer_end(w, &err) fsyncs and closes.  Each returns 0 or -1 with *err set
+ * (malloc'd, names PATH and the cause, e.g. "x.gguf: write failed at offset 4096: No space left
+ * on device"); after a failure the writer can only be freed.
+ *
+ * Layout is ggml's gguf_write_to_file: KVs in insertion order, tensor offsets consecutive
+ * (offset_i = sum of nbytes_j rounded up to the alignment), padding also after the last tensor,
+ * so copying a llama.cpp file (copy_kvs + add_tensor + write_data for each tensor) reproduces it
+ * byte for byte.  The alignment is general.alignment when set (a u32 power of two; begin fails
+ * otherwise), else 32.
+ *
+ * The bytes go to a temporary "PATH.tmp.XXXXXX" in PATH's directory that end() renames over
+ * PATH: PATH is never left half-written, and on any failure (or lc_gguf_writer_free before end)
+ * the temporary is removed.  Setters and add_tensor return 0, or -1 on a bad argument, out of
+ * memory, or after begin.
  */
 struct lc_gguf_writer;
 struct lc_gguf_writer *lc_gguf_writer_new(void);
 void lc_gguf_writer_free(struct lc_gguf_writer *w);
-/* Copy every key/value of src (in order); later sets of the same key replace the value. */
+/* Copy every key/value of src (in order, values exact, arrays of strings included).  Setting a
+ * key that exists replaces its value (and type) in place, keeping the key order; a new key is
+ * appended. */
 int lc_gguf_writer_copy_kvs(struct lc_gguf_writer *w, const struct lc_gguf *src);
 int lc_gguf_writer_set_u32(struct lc_gguf_writer *w, const char *key, uint32_t v);
 int lc_gguf_writer_set_i32(struct lc_gguf_writer *w, const char *key, int32_t v);
@@ -148,8 +164,11 @@ int lc_gguf_writer_set_arr(struct lc_gguf_writer *w, const char *key, enum lc_gg
                            const void *data, uint64_t n);
 int lc_gguf_writer_set_arr_str(struct lc_gguf_writer *w, const char *key, const char *const *v,
                                uint64_t n);
+/* Remove key (the others keep their order); -1 if absent. */
 int lc_gguf_writer_remove_key(struct lc_gguf_writer *w, const char *key);
-/* Declare the next tensor; ne has n_dims entries.  Data is written later in the same order. */
+/* Declare the next tensor; ne has n_dims (1..4) entries, each >= 1, ne[0] a multiple of the
+ * type's block size; the name must be unique, nonempty and shorter than 64 bytes (llama.cpp's
+ * GGML_MAX_NAME).  Data is written later in the same order. */
 int lc_gguf_writer_add_tensor(struct lc_gguf_writer *w, const char *name, enum lc_type type,
                               uint32_t n_dims, const int64_t *ne);
 int lc_gguf_writer_begin(struct lc_gguf_writer *w, const char *path, char **err);
