@@ -7,6 +7,7 @@
  *   gguf-compare [--ignore-order] A.gguf B.gguf
  *   gguf-compare --list MODEL.gguf
  */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,19 +123,22 @@ static int64_t next_key(const struct lc_gguf *g, int64_t i, bool skip_split)
 
 int main(int argc, char **argv)
 {
-    bool ignore_order = false, list = false;
+    bool ignore_order = false, list = false, rmse = false;
     int ai = 1;
     for (; ai < argc && argv[ai][0] == '-'; ai++) {
         if (strcmp(argv[ai], "--ignore-order") == 0)
             ignore_order = true;
         else if (strcmp(argv[ai], "--list") == 0)
             list = true;
+        else if (strcmp(argv[ai], "--rmse") == 0)
+            rmse = true;
         else
             break;
     }
     if (argc - ai != (list ? 1 : 2)) {
         fprintf(stderr, "usage: gguf-compare [--ignore-order] A.gguf B.gguf\n"
                         "       gguf-compare --list MODEL.gguf   (name type shape, one a line)\n"
+                        "       gguf-compare --rmse A.gguf B.gguf  (per tensor: rmse, max |a-b|)\n"
                         "A split model is given by its first part.\n");
         return 2;
     }
@@ -154,6 +158,33 @@ int main(int argc, char **argv)
     }
     if (!open_model(argv[ai + 1], &mb))
         return 2;
+    if (rmse) {
+        lc_quant_init();
+        for (int64_t k = 0; k < ma.n; k++) {
+            const struct lc_gguf_tensor *x = ma.t[k], *y = model_find(&mb, x->name);
+            const struct lc_type_traits *tx = lc_type_traits((int)x->type);
+            const struct lc_type_traits *ty = y ? lc_type_traits((int)y->type) : NULL;
+            if (!y || !tx || !ty || !tx->to_float || !ty->to_float ||
+                memcmp(x->ne, y->ne, sizeof(x->ne)) != 0)
+                continue;
+            const int64_t n = x->ne[0] * x->ne[1] * x->ne[2] * x->ne[3];
+            float *fa = malloc((size_t)n * sizeof(float)), *fb = malloc((size_t)n * sizeof(float));
+            tx->to_float(x->data, fa, n);
+            ty->to_float(y->data, fb, n);
+            double s2 = 0, mx = 0;
+            for (int64_t e = 0; e < n; e++) {
+                const double d = fabs((double)fa[e] - (double)fb[e]);
+                s2 += d * d;
+                mx = d > mx ? d : mx;
+            }
+            printf("%s %.3e %.3e\n", x->name, sqrt(s2 / (double)n), mx);
+            free(fa);
+            free(fb);
+        }
+        close_model(&ma);
+        close_model(&mb);
+        return 0;
+    }
     const struct lc_gguf *a = ma.parts[0], *b = mb.parts[0];
     const bool skip_split = ma.n_parts > 1 || mb.n_parts > 1;
     if (lc_gguf_version(a) != lc_gguf_version(b) || lc_gguf_alignment(a) != lc_gguf_alignment(b))

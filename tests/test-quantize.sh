@@ -105,4 +105,25 @@ else
     bad "split"
     cat "$T/log"
 fi
+# --stats: the q4_0 / q4_1 / q8_0 columns must be the error of llama.cpp's own files against
+# the source (gguf-compare --rmse dequantizes both), tensor by tensor.
+if "$Q" --stats "$M/stories260K-ff192-f32.gguf" -t 2 >"$T/stats" 2>&1; then
+    cat "$T/stats"
+    for k in q4_0:3 q4_1:5 q8_0:7; do
+        ty=${k%:*}
+        col=${k#*:}
+        "$C" --rmse "$M/stories260K-ff192-f32.gguf" "$M/stories260K-ff192-$ty.gguf" >"$T/rmse"
+        "$C" --list "$M/stories260K-ff192-$ty.gguf" | awk -v t="$ty" '$2 == t {print $1}' >"$T/names"
+        [ "$(wc -l <"$T/names")" -ge 36 ] || bad "stats: too few $ty tensors"
+        while read -r name; do
+            want=$(awk -v n="$name" '$1 == n {print $2, $3}' "$T/rmse")
+            got=$(awk -v n="$name" -v c="$col" '$1 == n {print $c, $(c + 1)}' "$T/stats")
+            [ -n "$want" ] && [ "$want" = "$got" ] || bad "stats $ty $name: '$got', llama.cpp's file: '$want'"
+        done <"$T/names"
+    done
+    grep -q '^total ' "$T/stats" || bad "stats: no total"
+else
+    bad "--stats"
+    cat "$T/stats"
+fi
 exit $fail
