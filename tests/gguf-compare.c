@@ -211,7 +211,8 @@ int main(int argc, char **argv)
     if (!ignore_order && j < lc_gguf_n_kv(b))
         diff("key %s: only in %s\n", lc_gguf_key(b, j), argv[ai + 1]);
     if (ignore_order)
-        for (j = next_key(b, 0, skip_split); j < lc_gguf_n_kv(b); j = next_key(b, j + 1, skip_split))
+        for (j = next_key(b, 0, skip_split); j < lc_gguf_n_kv(b);
+             j = next_key(b, j + 1, skip_split))
             if (lc_gguf_find_key(a, lc_gguf_key(b, j)) < 0)
                 diff("key %s: only in %s\n", lc_gguf_key(b, j), argv[ai + 1]);
     /* tensors */

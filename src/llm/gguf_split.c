@@ -38,14 +38,6 @@ static bool get_int(const struct lc_gguf *g, const char *key, int64_t dflt, int6
     return lc_gguf_get_i64(g, key, out);
 }
 
-char *lc_gguf_split_path(const char *prefix, int part, int n_parts)
-{
-    char *s = NULL;
-    if (asprintf(&s, "%s-%05d-of-%05d.gguf", prefix, part + 1, n_parts) < 0)
-        return NULL;
-    return s;
-}
-
 void lc_gguf_free_split(struct lc_gguf **parts, int n_parts)
 {
     if (!parts)
@@ -64,8 +56,9 @@ struct lc_gguf **lc_gguf_open_split(const char *first, int *n_parts, char **err)
     if (!g0)
         return NULL;
     int64_t no, count, n_tensors_all;
-    if (!get_int(g0, "split.no", 0, &no) || !get_int(g0, "split.count", 1, &count) ||
-        !get_int(g0, "split.tensors.count", lc_gguf_n_tensors(g0), &n_tensors_all)) {
+    if (!get_int(g0, LC_GGUF_KEY_SPLIT_NO, 0, &no) ||
+        !get_int(g0, LC_GGUF_KEY_SPLIT_COUNT, 1, &count) ||
+        !get_int(g0, LC_GGUF_KEY_SPLIT_TENSORS_COUNT, lc_gguf_n_tensors(g0), &n_tensors_all)) {
         split_err(err, "%s: split.no / split.count / split.tensors.count is not an integer",
                   first);
         lc_gguf_free(g0);
@@ -97,22 +90,23 @@ struct lc_gguf **lc_gguf_open_split(const char *first, int *n_parts, char **err)
     }
 
     /* The prefix: the path without its "-00001-of-0000N.gguf" (llama_split_prefix). */
-    char *expected = lc_gguf_split_path("", 0, (int)count);
-    const size_t len = strlen(first), elen = expected ? strlen(expected) : 0;
-    if (!expected || len < elen || strcmp(first + len - elen, expected) != 0) {
-        split_err(err, "%s: first part of a %lld-part model, but its name does not end in '%s'",
-                  first, (long long)count, expected ? expected : "-00001-of-N.gguf");
-        free(expected);
-        lc_gguf_free_split(parts, (int)count);
-        return NULL;
+    const size_t plen = strlen(first) + 1;
+    char *prefix = malloc(plen);
+    char *path = malloc(plen + 32);
+    if (!prefix || !path) {
+        split_err(err, "%s: out of memory", first);
+        goto fail;
     }
-    free(expected);
-    char *prefix = strndup(first, len - elen);
+    if (lc_gguf_split_prefix(prefix, plen, first, 1, (int)count) != 0) {
+        split_err(err, "%s: first part of a %lld-part model, but its name does not end in "
+                       "'-00001-of-%05lld.gguf'",
+                  first, (long long)count, (long long)count);
+        goto fail;
+    }
     int64_t n_tensors = lc_gguf_n_tensors(g0);
     for (int i = 1; i < count; i++) {
-        char *path = prefix ? lc_gguf_split_path(prefix, i, (int)count) : NULL;
-        if (!path) {
-            split_err(err, "%s: out of memory", first);
+        if (lc_gguf_split_path(path, plen + 32, prefix, i + 1, (int)count) != 0) {
+            split_err(err, "%s: cannot make the name of part %d", first, i + 1);
             goto fail;
         }
         char *e = NULL;
@@ -121,23 +115,20 @@ struct lc_gguf **lc_gguf_open_split(const char *first, int *n_parts, char **err)
             split_err(err, "split model %s: part %d of %lld: %s", first, i + 1, (long long)count,
                       e ? e : path);
             free(e);
-            free(path);
             goto fail;
         }
         int64_t pno, pcount, ptc;
-        if (!get_int(parts[i], "split.no", -1, &pno) ||
-            !get_int(parts[i], "split.count", -1, &pcount) ||
-            !get_int(parts[i], "split.tensors.count", -1, &ptc) || pno != i || pcount != count ||
-            ptc != n_tensors_all) {
+        if (!get_int(parts[i], LC_GGUF_KEY_SPLIT_NO, -1, &pno) ||
+            !get_int(parts[i], LC_GGUF_KEY_SPLIT_COUNT, -1, &pcount) ||
+            !get_int(parts[i], LC_GGUF_KEY_SPLIT_TENSORS_COUNT, -1, &ptc) || pno != i ||
+            pcount != count || ptc != n_tensors_all) {
             split_err(err,
                       "split model %s: part %s does not match: split.no %lld (expected %d), "
                       "split.count %lld (expected %lld), split.tensors.count %lld (expected %lld)",
                       first, path, (long long)pno, i, (long long)pcount, (long long)count,
                       (long long)ptc, (long long)n_tensors_all);
-            free(path);
             goto fail;
         }
-        free(path);
         n_tensors += lc_gguf_n_tensors(parts[i]);
     }
     if (n_tensors != n_tensors_all) {
@@ -147,10 +138,12 @@ struct lc_gguf **lc_gguf_open_split(const char *first, int *n_parts, char **err)
         goto fail;
     }
     free(prefix);
+    free(path);
     *n_parts = (int)count;
     return parts;
 fail:
     free(prefix);
+    free(path);
     lc_gguf_free_split(parts, (int)count);
     return NULL;
 }

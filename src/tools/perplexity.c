@@ -362,7 +362,8 @@ int main(int argc, char **argv)
         count += n_ctx - 1 - first;
         if (i == 0) {
             clock_gettime(CLOCK_MONOTONIC, &t1);
-            const double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+            const double s =
+                (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
             fprintf(stderr, "perplexity: %.2f seconds per pass - ETA %.2f minutes\n", s,
                     s * n_chunk / 60.0);
         }
@@ -377,9 +378,10 @@ int main(int argc, char **argv)
     if (!kl_mode) {
         const double mean = nll / (double)count;
         const double ppl = exp(mean);
-        double var = nll2 / (double)count - mean * mean;
+        const double var = nll2 / (double)count - mean * mean;
         if (var > 0 && count > 1)
-            printf("Final estimate: PPL = %.4f +/- %.5f\n", ppl, sqrt(var / (double)(count - 1)) * ppl);
+            printf("Final estimate: PPL = %.4f +/- %.5f\n", ppl,
+                   sqrt(var / (double)(count - 1)) * ppl);
         else
             printf("Final estimate: PPL = %.4f\n", ppl);
     } else {
@@ -387,7 +389,8 @@ int main(int argc, char **argv)
         const double m_q = k.nll / n, m_b = k.nll_base / n;
         const double v_q = k.nll2 / n - m_q * m_q, v_b = k.nll_base2 / n - m_b * m_b;
         const double cov = k.nll_nll_base / n - m_q * m_b;
-        const double u_q = v_q > 0 ? sqrt(v_q / (n - 1)) : 0, u_b = v_b > 0 ? sqrt(v_b / (n - 1)) : 0;
+        const double u_q = v_q > 0 ? sqrt(v_q / (n - 1)) : 0;
+        const double u_b = v_b > 0 ? sqrt(v_b / (n - 1)) : 0;
         const double ppl_q = exp(m_q), ppl_b = exp(m_b);
         /* ln(PPL(Q)/PPL(base)) = mean(nll - nll_base); its variance uses the covariance */
         const double d = m_q - m_b;

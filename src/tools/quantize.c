@@ -372,8 +372,13 @@ static char *part_path(const char *out, int part, int n_parts)
     size_t n = strlen(out);
     if (ends_with(out, ".gguf"))
         n -= 5;
+    char *prefix = xmalloc(n + 1);
+    memcpy(prefix, out, n);
+    prefix[n] = '\0';
     char *p = xmalloc(n + 32);
-    snprintf(p, n + 32, "%.*s-%05d-of-%05d.gguf", (int)n, out, part + 1, n_parts);
+    if (lc_gguf_split_path(p, n + 32, prefix, part + 1, n_parts) != 0)
+        die("%s: cannot name part %d of %d", out, part + 1, n_parts);
+    free(prefix);
     return p;
 }
 
@@ -441,6 +446,9 @@ static int quantize_model(const struct opts *o)
             in_part++;
             p[i].part = n_parts - 1;
         }
+        if (n_parts > 65535) /* split.count is a u16 */
+            die("--split-max-size %" PRIu64 " would make %d parts (at most 65535)", o->split_max,
+                n_parts);
     } else {
         for (int64_t i = 0; i < n; i++)
             p[i].part = 0;
@@ -475,9 +483,10 @@ static int quantize_model(const struct opts *o)
                 check(lc_gguf_writer_set_u32(w, "general.alignment", align), NULL, "metadata");
         }
         if (o->split_max) {
-            check(lc_gguf_writer_set_u16(w, "split.no", (uint16_t)part), NULL, "metadata");
-            check(lc_gguf_writer_set_u16(w, "split.count", (uint16_t)n_parts), NULL, "metadata");
-            check(lc_gguf_writer_set_i32(w, "split.tensors.count", (int32_t)n), NULL, "metadata");
+            int rc = lc_gguf_writer_set_u16(w, LC_GGUF_KEY_SPLIT_NO, (uint16_t)part);
+            rc |= lc_gguf_writer_set_u16(w, LC_GGUF_KEY_SPLIT_COUNT, (uint16_t)n_parts);
+            rc |= lc_gguf_writer_set_i32(w, LC_GGUF_KEY_SPLIT_TENSORS_COUNT, (int32_t)n);
+            check(rc, NULL, "split metadata");
         }
         int64_t first = next, end = next;
         while (end < n && p[end].part == part)
