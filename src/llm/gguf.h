@@ -188,5 +188,15 @@ int lc_gguf_split_path(char *buf, size_t len, const char *prefix, int no, int co
  * As llama.cpp's llama_split_prefix.
  */
 int lc_gguf_split_prefix(char *buf, size_t len, const char *path, int no, int count);
+/*
+ * Open a model given its first file (gguf_split.c).  For a split model every part is opened and
+ * checked: each part present, with the right split.no and the same split.count and
+ * split.tensors.count, and the parts' tensors adding up to split.tensors.count.  A file
+ * without split keys is a 1-part model.  Returns a malloc'd array of *n_parts open files (part
+ * 0 holds the metadata), freed with lc_gguf_free_split; NULL with *err naming the missing or
+ * mismatched part ("split model m-00001-of-00003.gguf: part 2 of 3: ...: No such file").
+ */
+struct lc_gguf **lc_gguf_open_split(const char *first, int *n_parts, char **err);
+void lc_gguf_free_split(struct lc_gguf **parts, int n_parts);
 
 #endif
