@@ -469,6 +469,8 @@ static void test_tensors(void)
     reset();
     put64(embd->ne[0], 48);
     expect_fail("row not whole blocks", "ne[0] = 48", "block size 32");
+    snprintf(want, sizeof(want), "(file offset %zu)", embd->ne[0]);
+    expect_fail("row not whole blocks offset", "of type q4_1", want);
 
     const uint64_t misaligned[] = {1, 16, 35072 + 8, UINT64_MAX};
     for (size_t i = 0; i < 4; i++) {

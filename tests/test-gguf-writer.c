@@ -253,7 +253,8 @@ static void test_alignment(void)
     free(err);
     if (g) {
         CHECK(lc_gguf_alignment(g) == 64 && lc_gguf_data_offset(g) % 64 == 0, "alignment");
-        const struct lc_gguf_tensor *ta = lc_gguf_find_tensor(g, "a"), *tb = lc_gguf_find_tensor(g, "b");
+        const struct lc_gguf_tensor *ta = lc_gguf_find_tensor(g, "a");
+        const struct lc_gguf_tensor *tb = lc_gguf_find_tensor(g, "b");
         CHECK(ta && tb && ta->offset == 0 && tb->offset == 64 && ta->nbytes == 12 &&
                   tb->nbytes == 20 && tb->ne[1] == 5 && tb->n_dims == 2,
               "offsets");
@@ -402,6 +403,113 @@ static void test_failures(void)
     unlink(out);
 }
 
+static void test_split_names(void)
+{
+    char buf[256];
+    CHECK(lc_gguf_split_path(buf, sizeof(buf), "/m/model", 1, 3) == 0 &&
+              strcmp(buf, "/m/model-00001-of-00003.gguf") == 0,
+          "split path: %s", buf);
+    CHECK(lc_gguf_split_path(buf, sizeof(buf), "x", 99999, 99999) == 0 &&
+              strcmp(buf, "x-99999-of-99999.gguf") == 0,
+          "split path max: %s", buf);
+    CHECK(lc_gguf_split_path(buf, sizeof(buf), "x", 0, 3) == -1 && buf[0] == 0, "no 0");
+    CHECK(lc_gguf_split_path(buf, sizeof(buf), "x", 4, 3) == -1, "no > count");
+    CHECK(lc_gguf_split_path(buf, sizeof(buf), "x", 1, 100000) == -1, "count too big");
+    CHECK(lc_gguf_split_path(buf, sizeof(buf), "x", 1, 0) == -1, "count 0");
+    /* "x-00001-of-00003.gguf" is 21 bytes: 22 fit, 21 do not */
+    CHECK(lc_gguf_split_path(buf, 22, "x", 1, 3) == 0, "exact fit");
+    CHECK(lc_gguf_split_path(buf, 21, "x", 1, 3) == -1 && buf[0] == 0, "too small");
+
+    CHECK(lc_gguf_split_prefix(buf, sizeof(buf), "/m/model-00002-of-00003.gguf", 2, 3) == 0 &&
+              strcmp(buf, "/m/model") == 0,
+          "prefix: %s", buf);
+    CHECK(lc_gguf_split_prefix(buf, sizeof(buf), "/m/model-00002-of-00003.gguf", 1, 3) == -1,
+          "prefix: wrong no");
+    CHECK(lc_gguf_split_prefix(buf, sizeof(buf), "/m/model-00002-of-00003.gguf", 2, 4) == -1,
+          "prefix: wrong count");
+    CHECK(lc_gguf_split_prefix(buf, sizeof(buf), "-00001-of-00001.gguf", 1, 1) == -1,
+          "prefix: empty");
+    CHECK(lc_gguf_split_prefix(buf, sizeof(buf), "/m/model.gguf", 1, 1) == -1, "not split");
+    CHECK(lc_gguf_split_prefix(buf, 3, "abc-00001-of-00001.gguf", 1, 1) == -1, "prefix too long");
+    CHECK(lc_gguf_split_prefix(buf, 4, "abc-00001-of-00001.gguf", 1, 1) == 0 &&
+              strcmp(buf, "abc") == 0,
+          "prefix exact fit");
+    /* round trip */
+    char p2[256];
+    for (int no = 1; no <= 3; no++)
+        CHECK(lc_gguf_split_path(p2, sizeof(p2), "dir/a-b", no, 3) == 0 &&
+                  lc_gguf_split_prefix(buf, sizeof(buf), p2, no, 3) == 0 &&
+                  strcmp(buf, "dir/a-b") == 0,
+              "inverse %d", no);
+}
+
+/* Split stories260K into two parts the way gguf-split does, read both back. */
+static void test_split_files(void)
+{
+    char src[4096], prefix[128], part[160], *err = NULL;
+    struct lc_gguf *g = lc_gguf_open(tu_shared("models/stories260K-ff192-q4_1.gguf", src,
+                                               sizeof(src)), NULL);
+    if (!g)
+        return;
+    snprintf(prefix, sizeof(prefix), "%s/split", dir);
+    const int64_t nt = lc_gguf_n_tensors(g), half = nt / 2;
+    for (int no = 1; no <= 2; no++) {
+        struct lc_gguf_writer *w = lc_gguf_writer_new();
+        if (no == 1)
+            lc_gguf_writer_copy_kvs(w, g);
+        CHECK(lc_gguf_writer_set_u16(w, LC_GGUF_KEY_SPLIT_NO, (uint16_t)(no - 1)) == 0 &&
+                  lc_gguf_writer_set_u16(w, LC_GGUF_KEY_SPLIT_COUNT, 2) == 0 &&
+                  lc_gguf_writer_set_i32(w, LC_GGUF_KEY_SPLIT_TENSORS_COUNT, (int32_t)nt) == 0,
+              "split keys");
+        const int64_t lo = no == 1 ? 0 : half, hi = no == 1 ? half : nt;
+        for (int64_t i = lo; i < hi; i++) {
+            const struct lc_gguf_tensor *t = lc_gguf_tensor(g, i);
+            lc_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne);
+        }
+        lc_gguf_split_path(part, sizeof(part), prefix, no, 2);
+        int rc = lc_gguf_writer_begin(w, part, &err);
+        for (int64_t i = lo; rc == 0 && i < hi; i++)
+            rc = lc_gguf_writer_write_data(w, lc_gguf_tensor(g, i)->data,
+                                           lc_gguf_tensor(g, i)->nbytes, &err);
+        if (rc == 0)
+            rc = lc_gguf_writer_end(w, &err);
+        CHECK(rc == 0, "write part %d: %s", no, err ? err : "");
+        free(err);
+        err = NULL;
+        lc_gguf_writer_free(w);
+    }
+    int64_t seen = 0;
+    for (int no = 1; no <= 2; no++) {
+        lc_gguf_split_path(part, sizeof(part), prefix, no, 2);
+        struct lc_gguf *p = lc_gguf_open(part, &err);
+        CHECK(p != NULL, "open part %d: %s", no, err ? err : "");
+        free(err);
+        err = NULL;
+        if (!p)
+            continue;
+        uint32_t sno = 99, cnt = 0;
+        int64_t tc = 0;
+        CHECK(lc_gguf_get_u32(p, LC_GGUF_KEY_SPLIT_NO, &sno) && sno == (uint32_t)(no - 1) &&
+                  lc_gguf_get_u32(p, LC_GGUF_KEY_SPLIT_COUNT, &cnt) && cnt == 2 &&
+                  lc_gguf_get_i64(p, LC_GGUF_KEY_SPLIT_TENSORS_COUNT, &tc) && tc == nt,
+              "split keys part %d", no);
+        CHECK(lc_gguf_kv_type(p, lc_gguf_find_key(p, LC_GGUF_KEY_SPLIT_NO)) == LC_GGUF_UINT16,
+              "split.no is u16");
+        CHECK((no == 1) == (lc_gguf_get_str(p, "general.architecture") != NULL),
+              "metadata in part 1 only");
+        for (int64_t i = 0; i < lc_gguf_n_tensors(p); i++, seen++) {
+            const struct lc_gguf_tensor *t = lc_gguf_tensor(p, i);
+            const struct lc_gguf_tensor *o = lc_gguf_find_tensor(g, t->name);
+            CHECK(o && o->nbytes == t->nbytes && memcmp(o->data, t->data, t->nbytes) == 0,
+                  "part %d tensor %s", no, t->name);
+        }
+        lc_gguf_free(p);
+        unlink(part);
+    }
+    CHECK(seen == nt, "tensors over both parts: %lld", (long long)seen);
+    lc_gguf_free(g);
+}
+
 int main(void)
 {
     char probe[4096];
@@ -419,6 +527,9 @@ int main(void)
     test_alignment();
     test_add_tensor_errors();
     test_failures();
+    test_split_names();
+    test_split_files();
+    CHECK(dir_entries() == 0, "files left behind");
     rmdir(dir);
     return tu_finish("test-gguf-writer");
 }

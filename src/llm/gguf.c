@@ -145,26 +145,28 @@ static uint64_t hash_str(const char *s)
     return h;
 }
 
-/* Open-addressing table of indices into an array of names (power-of-two size, load <= 1/2).
- * Slots hold index + 1; 0 is empty. */
+/* Open-addressing table of indices into an array of names (power-of-two size, load <= 1/2,
+ * grown as entries are added).  Slots hold index + 1; 0 is empty.  name_of(ctx, i) gives the
+ * name of entry i. */
+typedef const char *(*name_of_fn)(const void *ctx, uint64_t i);
+
 struct name_index {
     uint64_t *slots;
     size_t mask;
+    size_t count;
 };
 
-static int name_index_init(struct name_index *ix, size_t n)
+static void name_index_put(uint64_t *slots, size_t mask, const char *name, uint64_t i)
 {
-    size_t cap = 16;
-    while (cap < 2 * n)
-        cap *= 2;
-    ix->slots = calloc(cap, sizeof(*ix->slots));
-    ix->mask = cap - 1;
-    return ix->slots ? 0 : -1;
+    size_t s = hash_str(name) & mask;
+    while (slots[s] != 0)
+        s = (s + 1) & mask;
+    slots[s] = i + 1;
 }
 
-/* Index of name, or -1.  name_of(ctx, i) gives the name of entry i. */
-static int64_t name_index_find(const struct name_index *ix, const char *name,
-                               const char *(*name_of)(const void *, uint64_t), const void *ctx)
+/* Index of name, or -1. */
+static int64_t name_index_find(const struct name_index *ix, const char *name, name_of_fn name_of,
+                               const void *ctx)
 {
     if (!ix->slots)
         return -1;
@@ -177,13 +179,46 @@ static int64_t name_index_find(const struct name_index *ix, const char *name,
     }
 }
 
-/* Insert entry i (whose name is not yet present). */
-static void name_index_add(struct name_index *ix, const char *name, uint64_t i)
+/* Insert entry i (whose name is not yet present).  Returns -1 when out of memory. */
+static int name_index_add(struct name_index *ix, const char *name, uint64_t i, name_of_fn name_of,
+                          const void *ctx)
 {
-    size_t s = hash_str(name) & ix->mask;
-    while (ix->slots[s] != 0)
-        s = (s + 1) & ix->mask;
-    ix->slots[s] = i + 1;
+    const size_t cap = ix->slots ? ix->mask + 1 : 0;
+    if (2 * (ix->count + 1) > cap) {
+        const size_t ncap = cap ? 2 * cap : 64;
+        uint64_t *slots = calloc(ncap, sizeof(*slots));
+        if (!slots)
+            return -1;
+        for (size_t s = 0; s < cap; s++)
+            if (ix->slots[s])
+                name_index_put(slots, ncap - 1, name_of(ctx, ix->slots[s] - 1), ix->slots[s] - 1);
+        free(ix->slots);
+        ix->slots = slots;
+        ix->mask = ncap - 1;
+    }
+    name_index_put(ix->slots, ix->mask, name, i);
+    ix->count++;
+    return 0;
+}
+
+/* Make room for `need` elements in a zero-initialised growable array.  Memory follows what the
+ * file actually contains, not the counts it declares. */
+static bool grow_array(void **arr, size_t *cap, size_t need, size_t elsize)
+{
+    if (need <= *cap)
+        return true;
+    size_t ncap = *cap ? *cap : 16;
+    while (ncap < need)
+        ncap *= 2;
+    if (ncap > SIZE_MAX / elsize)
+        return false;
+    uint8_t *p = realloc(*arr, ncap * elsize);
+    if (!p)
+        return false;
+    memset(p + *cap * elsize, 0, (ncap - *cap) * elsize);
+    *arr = p;
+    *cap = ncap;
+    return true;
 }
 
 /* ---------------------------------------------------------------- reader structures */
@@ -211,10 +246,12 @@ struct lc_gguf {
     uint32_t version;
     size_t alignment;
     size_t data_offset;
-    uint64_t n_kv;
+    uint64_t n_kv;          /* entries in kvs (while parsing: read so far) */
     struct gguf_kv *kvs;
-    uint64_t n_tensors;
+    size_t cap_kvs;
+    uint64_t n_tensors;     /* entries in tensors (while parsing: read so far) */
     struct lc_gguf_tensor *tensors;
+    size_t cap_tensors;
     struct name_index kv_index;
     struct name_index tensor_index;
 };
@@ -423,7 +460,8 @@ static bool read_kv_value(struct cursor *c, struct gguf_kv *kv)
     const size_t esize = kv->arr_type == LC_GGUF_STRING ? 8 : gguf_type_size(kv->arr_type);
     /* Each element takes at least esize bytes (a string at least its length field). */
     if (kv->arr_n > cur_left(c) / esize) {
-        cur_fail(c, n_at, "array count %" PRIu64 " of %s needs more than the %zu bytes left in the file",
+        cur_fail(c, n_at,
+                 "array count %" PRIu64 " of %s needs more than the %zu bytes left in the file",
                  kv->arr_n, gguf_type_name(kv->arr_type), cur_left(c));
         return false;
     }
@@ -442,9 +480,14 @@ static bool read_kv_value(struct cursor *c, struct gguf_kv *kv)
     return true;
 }
 
-static bool read_kvs(struct cursor *c, struct lc_gguf *g)
+static bool read_kvs(struct cursor *c, struct lc_gguf *g, uint64_t n_kv)
 {
-    for (uint64_t i = 0; i < g->n_kv; i++) {
+    for (uint64_t i = 0; i < n_kv; i++) {
+        if (!grow_array((void **)&g->kvs, &g->cap_kvs, (size_t)i + 1, sizeof(*g->kvs))) {
+            cur_fail(c, c->pos, "out of memory for %" PRIu64 " keys", i + 1);
+            return false;
+        }
+        g->n_kv = i + 1;
         struct gguf_kv *kv = &g->kvs[i];
         const size_t at = c->pos;
         snprintf(c->where, sizeof(c->where), "kv %" PRIu64, i);
@@ -459,7 +502,10 @@ static bool read_kvs(struct cursor *c, struct lc_gguf *g)
         }
         if (!read_kv_value(c, kv))
             return false;
-        name_index_add(&g->kv_index, kv->key, i);
+        if (name_index_add(&g->kv_index, kv->key, i, kv_name_of, g) != 0) {
+            cur_fail(c, at, "out of memory");
+            return false;
+        }
     }
     c->where[0] = '\0';
     return true;
@@ -492,6 +538,11 @@ static bool read_alignment(struct cursor *c, struct lc_gguf *g)
 
 static bool read_tensor_info(struct cursor *c, struct lc_gguf *g, uint64_t i, size_t *offset_pos)
 {
+    if (!grow_array((void **)&g->tensors, &g->cap_tensors, (size_t)i + 1, sizeof(*g->tensors))) {
+        cur_fail(c, c->pos, "out of memory for %" PRIu64 " tensors", i + 1);
+        return false;
+    }
+    g->n_tensors = i + 1;
     struct lc_gguf_tensor *t = &g->tensors[i];
     const size_t at = c->pos;
     snprintf(c->where, sizeof(c->where), "tensor %" PRIu64, i);
@@ -517,6 +568,7 @@ static bool read_tensor_info(struct cursor *c, struct lc_gguf *g, uint64_t i, si
     }
     /* Element count: each dim in 1..INT64_MAX, product <= INT64_MAX. */
     uint64_t nel = 1;
+    const size_t ne0_at = c->pos;
     for (uint32_t d = 0; d < LC_GGUF_MAX_DIMS; d++) {
         t->ne[d] = 1;
         if (d >= t->n_dims)
@@ -552,7 +604,7 @@ static bool read_tensor_info(struct cursor *c, struct lc_gguf *g, uint64_t i, si
     }
     t->type = (enum lc_type)type;
     if (t->ne[0] % tt->blck_size != 0) {
-        cur_fail(c, f_at, "ne[0] = %" PRId64 " is not a multiple of the block size %d of type %s",
+        cur_fail(c, ne0_at, "ne[0] = %" PRId64 " is not a multiple of the block size %d of type %s",
                  t->ne[0], tt->blck_size, tt->name);
         return false;
     }
@@ -575,7 +627,10 @@ static bool read_tensor_info(struct cursor *c, struct lc_gguf *g, uint64_t i, si
                  t->offset, g->alignment);
         return false;
     }
-    name_index_add(&g->tensor_index, name, i);
+    if (name_index_add(&g->tensor_index, name, i, tensor_name_of, g) != 0) {
+        cur_fail(c, at, "out of memory");
+        return false;
+    }
     return true;
 }
 
@@ -633,38 +688,34 @@ static bool parse(struct cursor *c, struct lc_gguf *g)
                  (sw == 2 || sw == 3) ? " (a big-endian file?)" : " (only 2 and 3 are read)");
         return false;
     }
-    if (!cur_u64(c, &g->n_tensors, "n_tensors") || !cur_u64(c, &g->n_kv, "n_kv"))
+    uint64_t n_tensors, n_kv;
+    if (!cur_u64(c, &n_tensors, "n_tensors") || !cur_u64(c, &n_kv, "n_kv"))
         return false;
-    /* Plausibility before allocating: every entry has a minimal encoded size. */
+    /* Plausibility: every entry has a minimal encoded size. */
     const size_t body = c->size - GGUF_HEADER_SIZE;
-    if (g->n_tensors > body / GGUF_MIN_TENSOR_INFO_SIZE) {
-        cur_fail(c, 8, "n_tensors %" PRIu64 " is impossible in a file of %zu bytes", g->n_tensors,
+    if (n_tensors > body / GGUF_MIN_TENSOR_INFO_SIZE) {
+        cur_fail(c, 8, "n_tensors %" PRIu64 " is impossible in a file of %zu bytes", n_tensors,
                  c->size);
         return false;
     }
-    if (g->n_kv > body / GGUF_MIN_KV_SIZE ||
-        g->n_kv * GGUF_MIN_KV_SIZE + g->n_tensors * GGUF_MIN_TENSOR_INFO_SIZE > body) {
+    if (n_kv > body / GGUF_MIN_KV_SIZE ||
+        n_kv * GGUF_MIN_KV_SIZE + n_tensors * GGUF_MIN_TENSOR_INFO_SIZE > body) {
         cur_fail(c, 16, "n_kv %" PRIu64 " with n_tensors %" PRIu64
-                 " is impossible in a file of %zu bytes", g->n_kv, g->n_tensors, c->size);
+                 " is impossible in a file of %zu bytes", n_kv, n_tensors, c->size);
         return false;
     }
-    g->kvs = calloc(g->n_kv ? g->n_kv : 1, sizeof(*g->kvs));
-    g->tensors = calloc(g->n_tensors ? g->n_tensors : 1, sizeof(*g->tensors));
-    if (!g->kvs || !g->tensors || name_index_init(&g->kv_index, g->n_kv) != 0 ||
-        name_index_init(&g->tensor_index, g->n_tensors) != 0) {
-        cur_fail(c, 8, "out of memory");
+    if (!read_kvs(c, g, n_kv) || !read_alignment(c, g))
         return false;
-    }
-    if (!read_kvs(c, g) || !read_alignment(c, g))
-        return false;
-    size_t *offset_pos = malloc((g->n_tensors ? g->n_tensors : 1) * sizeof(size_t));
-    if (!offset_pos) {
-        cur_fail(c, 8, "out of memory");
-        return false;
-    }
+    /* offset_pos[i]: file offset of tensor i's offset field, for messages (grown alongside). */
+    size_t *offset_pos = NULL, cap_pos = 0;
     bool ok = true;
-    for (uint64_t i = 0; ok && i < g->n_tensors; i++)
-        ok = read_tensor_info(c, g, i, &offset_pos[i]);
+    for (uint64_t i = 0; ok && i < n_tensors; i++) {
+        ok = grow_array((void **)&offset_pos, &cap_pos, (size_t)i + 1, sizeof(size_t));
+        if (!ok)
+            cur_fail(c, c->pos, "out of memory");
+        else
+            ok = read_tensor_info(c, g, i, &offset_pos[i]);
+    }
     if (ok)
         ok = finish_data_section(c, g, offset_pos);
     free(offset_pos);
@@ -1435,27 +1486,29 @@ int lc_gguf_writer_begin(struct lc_gguf_writer *w, const char *path, char **err)
         return -1;
     }
 
-    /* The temporary file next to the destination, so that rename() is atomic. */
+    /* The temporary file next to the destination, so that rename() is atomic.  w->tmp_path
+     * is set only once the file exists: writer_abort unlinks it. */
     w->path = strdup(path);
     size_t tl = strlen(path) + sizeof(".tmp.XXXXXX");
-    w->tmp_path = malloc(tl);
-    if (!w->path || !w->tmp_path) {
+    char *tmp = malloc(tl);
+    if (!w->path || !tmp) {
+        free(tmp);
         free(b.p);
         set_err(err, "%s: out of memory", path);
         writer_abort(w);
         return -1;
     }
-    snprintf(w->tmp_path, tl, "%s.tmp.XXXXXX", path);
-    w->fd = mkostemp(w->tmp_path, O_CLOEXEC);
-    if (w->fd < 0) {
-        set_err(err, "%s: cannot create temporary file %s: %s", path, w->tmp_path,
-                strerror(errno));
-        free(w->tmp_path); /* nothing to unlink */
-        w->tmp_path = NULL;
+    snprintf(tmp, tl, "%s.tmp.XXXXXX", path);
+    int fd = mkostemp(tmp, O_CLOEXEC);
+    if (fd < 0) {
+        set_err(err, "%s: cannot create temporary file %s: %s", path, tmp, strerror(errno));
+        free(tmp);
         free(b.p);
         writer_abort(w);
         return -1;
     }
+    w->fd = fd;
+    w->tmp_path = tmp;
     w->begun = true;
     w->failed = false;
     w->pos = 0;
@@ -1529,20 +1582,65 @@ int lc_gguf_writer_end(struct lc_gguf_writer *w, char **err)
     }
     free(w->tmp_path);
     w->tmp_path = NULL;
-    /* Make the rename durable: fsync the directory (best effort). */
-    char *slash = strrchr(w->path, '/');
-    char *dir = slash ? strndup(w->path, (size_t)(slash - w->path) + (slash == w->path)) :
-                        strdup(".");
-    if (dir) {
+    /* Make the rename durable: fsync the directory (best effort, no allocation). */
+    char dir[PATH_MAX];
+    const char *slash = strrchr(w->path, '/');
+    const size_t dl = slash ? (size_t)(slash - w->path) + (slash == w->path) : 0;
+    if (dl < sizeof(dir)) {
+        memcpy(dir, slash ? w->path : ".", slash ? dl : 1);
+        dir[slash ? dl : 1] = '\0';
         int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd >= 0) {
             (void)fsync(dfd);
             close(dfd);
         }
-        free(dir);
     }
     free(w->path);
     w->path = NULL;
     w->failed = true; /* done: a writer writes one file */
+    return 0;
+}
+
+/* ---------------------------------------------------------------- split file names */
+
+#define SPLIT_MAX_COUNT 99999 /* five digits */
+
+static bool split_args_ok(int no, int count)
+{
+    return count >= 1 && count <= SPLIT_MAX_COUNT && no >= 1 && no <= count;
+}
+
+int lc_gguf_split_path(char *buf, size_t len, const char *prefix, int no, int count)
+{
+    if (!buf || len == 0)
+        return -1;
+    buf[0] = '\0';
+    if (!prefix || !split_args_ok(no, count))
+        return -1;
+    int n = snprintf(buf, len, "%s-%05d-of-%05d.gguf", prefix, no, count);
+    if (n < 0 || (size_t)n >= len) {
+        buf[0] = '\0';
+        return -1;
+    }
+    return 0;
+}
+
+int lc_gguf_split_prefix(char *buf, size_t len, const char *path, int no, int count)
+{
+    if (!buf || len == 0)
+        return -1;
+    buf[0] = '\0';
+    if (!path || !split_args_ok(no, count))
+        return -1;
+    char suffix[48];
+    snprintf(suffix, sizeof(suffix), "-%05d-of-%05d.gguf", no, count);
+    const size_t pl = strlen(path), sl = strlen(suffix);
+    if (pl <= sl || strcmp(path + pl - sl, suffix) != 0)
+        return -1;
+    const size_t n = pl - sl;
+    if (n >= len)
+        return -1;
+    memcpy(buf, path, n);
+    buf[n] = '\0';
     return 0;
 }

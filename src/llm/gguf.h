@@ -12,7 +12,9 @@
  *
  * Strings read from the file are copied and NUL-terminated (a key or value containing a NUL
  * byte is rejected).  Tensor data stays in the read-only mapping; pointers into it live as long
- * as the lc_gguf object.
+ * as the lc_gguf object.  (As with any mmap, a file truncated by someone else while it is open
+ * raises SIGBUS when the lost pages are touched; the checks cannot cover that.)  An opened
+ * lc_gguf is never modified, so any number of threads may read it.
  */
 #ifndef LC_GGUF_H
 #define LC_GGUF_H
@@ -160,5 +162,41 @@ int lc_gguf_writer_begin(struct lc_gguf_writer *w, const char *path, char **err)
 int lc_gguf_writer_write_data(struct lc_gguf_writer *w, const void *data, size_t nbytes,
                               char **err);
 int lc_gguf_writer_end(struct lc_gguf_writer *w, char **err);
+
+/* ---- split models (llama.cpp's gguf-split) ---- */
+/*
+ * A model split by llama.cpp's gguf-split is a series of GGUF files PREFIX-00001-of-00003.gguf,
+ * PREFIX-00002-of-00003.gguf, ...  Each part carries split.no (u16, 0-based: the part
+ * PREFIX-00001-of-... has split.no 0), split.count (u16, the number of parts) and, in every
+ * part, split.tensors.count (i32, the number of tensors over all parts); each part holds a
+ * disjoint subset of the tensors, and the first part all the other metadata.
+ */
+#define LC_GGUF_KEY_SPLIT_NO "split.no"
+#define LC_GGUF_KEY_SPLIT_COUNT "split.count"
+#define LC_GGUF_KEY_SPLIT_TENSORS_COUNT "split.tensors.count"
+
+/*
+ * Path of part `no` (1-based, 1..count) of a split model: "PREFIX-%05d-of-%05d.gguf" into buf
+ * (len bytes, NUL-terminated), as llama.cpp's llama_split_path (whose split number is 0-based).
+ * Returns 0, or -1 when no/count are out of range (1 <= no <= count <= 99999) or buf is too
+ * small (buf then holds no partial path).
+ */
+int lc_gguf_split_path(char *buf, size_t len, const char *prefix, int no, int count);
+/*
+ * The inverse: if path ends with "-%05d-of-%05d.gguf" for this no and count, store what comes
+ * before it (the PREFIX, nonempty) in buf and return 0; else, or if buf is too small, -1.
+ * As llama.cpp's llama_split_prefix.
+ */
+int lc_gguf_split_prefix(char *buf, size_t len, const char *path, int no, int count);
+/*
+ * Open a model given its first file (gguf_split.c).  For a split model every part is opened and
+ * checked: each part present, with the right split.no and the same split.count and
+ * split.tensors.count, and the parts' tensors adding up to split.tensors.count.  A file
+ * without split keys is a 1-part model.  Returns a malloc'd array of *n_parts open files (part
+ * 0 holds the metadata), freed with lc_gguf_free_split; NULL with *err naming the missing or
+ * mismatched part ("split model m-00001-of-00003.gguf: part 2 of 3: ...: No such file").
+ */
+struct lc_gguf **lc_gguf_open_split(const char *first, int *n_parts, char **err);
+void lc_gguf_free_split(struct lc_gguf **parts, int n_parts);
 
 #endif
