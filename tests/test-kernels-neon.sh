@@ -17,7 +17,7 @@ fi
 src=${LC_SRCDIR:-$(dirname "$0")/..}
 out=${LC_BUILDDIR:-.}/tests/neon-cross
 mkdir -p "$out" || exit 1
-printf '/* config.h for the NEON cross build */\n#define LC_HAVE_NEON 1\n' >"$out/config.h"
+printf '/* lcconfig.h for the NEON cross build */\n#define LC_HAVE_NEON 1\n' >"$out/lcconfig.h"
 # shellcheck disable=SC2086
 "$cc" -std=gnu11 -O2 -static -ffp-contract=off -D_GNU_SOURCE -pthread \
     -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wdouble-promotion \
