@@ -16,7 +16,7 @@
 # e.g. "--output-type q8_0"; the model names then carry a suffix), ISA (passed as --isa).
 set -eu
 
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=${ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
 THREADS=${THREADS:-2}
 REPS=${REPS:-3}
 P=${P:-512}
@@ -101,6 +101,23 @@ PP41=$(tps 1 "pp$P") TG41=$(tps 1 "tg$N") PP40=$(tps 2 "pp$P") TG40=$(tps 2 "tg$
 B41=$(bpt "$Q41") B40=$(bpt "$Q40")
 TG41MAX=$(tpsmax 1 "tg$N") TG40MAX=$(tpsmax 2 "tg$N")
 
+# ------------------------------------------------------------------ 4b. CPU cost per token
+# On a machine shared with other jobs the wall-clock t/s above measure our share of it.  The
+# process CPU time per token with ONE thread (no waiting at barriers) is the cost of a token
+# whatever the load: from it, a single idle core would run 1000 / ms t/s, and two cores at most
+# twice that (capped by the bandwidth bound).  pp128/tg32 keep this step short.
+CPU41_PP="" CPU41_TG="" CPU40_PP="" CPU40_TG=""
+if [ "${CPU_TEST:-1}" != 0 ]; then
+    # shellcheck disable=SC2086
+    "$BUILD/llamachat-bench" -m "$Q41,$Q40" -p 128 -n 32 -t 1 -r "$REPS" --cpu-time $ISA_OPT \
+        >"$CACHE/bench-cpu.md" 2>>"$CACHE/bench.err" || { cat "$CACHE/bench.err" >&2; exit 1; }
+    say "CPU time per token, 1 thread:"
+    tee -a "$LOG" <"$CACHE/bench-cpu.md"
+    say ""
+    cpums() { grep "| $2 |" "$CACHE/bench-cpu.md" | sed -n "$1p" | awk -F'|' '{gsub(/ /, "", $10); print $10}'; }
+    CPU41_PP=$(cpums 1 pp128) CPU41_TG=$(cpums 1 tg32) CPU40_PP=$(cpums 2 pp128) CPU40_TG=$(cpums 2 tg32)
+fi
+
 # ------------------------------------------------------------------ 5. first token, RSS
 # Page cache warm (the models were just benchmarked): this is the time of a repeated start.
 # KV cache at -c 2048, f16: 2 (K and V) * 22 layers * 2048 positions * 4 KV heads * 64 * 2 bytes.
@@ -117,7 +134,8 @@ TTFT=$1 RSS_KIB=$2
 # ------------------------------------------------------------------ 6. figures
 awk -v bw="$BW_BEST" -v bwm="$BW_MED" -v b41="$B41" -v b40="$B40" \
     -v pp41="$PP41" -v tg41="$TG41" -v pp40="$PP40" -v tg40="$TG40" \
-    -v tg41max="$TG41MAX" -v tg40max="$TG40MAX" -v P="$P" -v N="$N" -v ttft="$TTFT" -v rss="$RSS_KIB" -v file="$FILE_BYTES" -v kv="$KV_BYTES" '
+    -v c41p="$CPU41_PP" -v c41t="$CPU41_TG" -v c40p="$CPU40_PP" -v c40t="$CPU40_TG" \
+    -v nth="$THREADS" -v tg41max="$TG41MAX" -v tg40max="$TG40MAX" -v P="$P" -v N="$N" -v ttft="$TTFT" -v rss="$RSS_KIB" -v file="$FILE_BYTES" -v kv="$KV_BYTES" '
 function mark(ok) { return ok ? "met" : "NOT met" }
 BEGIN {
     mib = 1048576
@@ -136,6 +154,18 @@ BEGIN {
     printf "| peak RSS, Q4_1 | %.1f MiB (file %.1f + KV %.1f = %.1f MiB; +64 MiB = %.1f) | <= file + KV + 64 MiB: %s |\n", \
         rss / 1024, file / mib, kv / mib, (file + kv) / mib, (file + kv) / mib + 64, \
         mark(rss * 1024 <= file + kv + 64 * mib)
+    if (c41t != "") {
+        # Idle-machine estimates from the 1-thread CPU cost, assuming perfect scaling.
+        e41t = nth * 1000 / c41t; if (e41t > bound41) e41t = bound41
+        e40t = nth * 1000 / c40t; if (e40t > bound40) e40t = bound40
+        e41p = nth * 1000 / c41p; e40p = nth * 1000 / c40p
+        printf "\nFrom the 1-thread CPU cost (robust to other jobs; %d idle cores, perfect scaling, capped by the bound):\n\n", nth
+        printf "| estimate | Q4_1 | Q4_0 | Q4_1 / Q4_0 |\n| --- | ---: | ---: | ---: |\n"
+        printf "| tg: CPU ms/token (1 thread) | %.1f | %.1f | |\n", c41t, c40t
+        printf "| tg: t/s on %d cores | %.1f (%.0f %% of bound) | %.1f (%.0f %% of bound) | %.3f |\n", nth, e41t, 100 * e41t / bound41, e40t, 100 * e40t / bound40, e41t / e40t
+        printf "| pp128: CPU ms/token (1 thread) | %.1f | %.1f | |\n", c41p, c40p
+        printf "| pp128: t/s on %d cores | %.1f | %.1f | %.3f |\n", nth, e41p, e40p, e41p / e40p
+    }
 }' | tee -a "$LOG"
 say ""
 say "(log: $LOG)"

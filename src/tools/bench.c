@@ -53,6 +53,8 @@ static void usage(FILE *f)
             "  -r, --repetitions N  timed repetitions per test (default 5)\n"
             "      --isa NAME       force kernels: scalar, avx2, avx512, neon, auto\n"
             "      --kv-f32         keep the KV cache in f32 (default f16)\n"
+            "      --cpu-time       add a column: process CPU time per token (median), ms; with\n"
+            "                       -t 1 this is the cost of a token however busy the machine is\n"
             "  -h, --help\n"
             "N may be a comma-separated list (-t 1,2); each combination is one row.\n");
 }
@@ -84,6 +86,12 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Median of n sorted values. */
+static double median(const double *v, long n)
+{
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 /* xorshift64*: the random prompt tokens. */
 static uint32_t rand_u32(uint64_t *s)
 {
@@ -95,20 +103,28 @@ static uint32_t rand_u32(uint64_t *s)
     return (uint32_t)((x * 0x2545F4914F6CDD1Dull) >> 32);
 }
 
+/* CPU time of the whole process (all threads), seconds. */
+static double cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 /*
  * One timed run of a test: pp (n_prompt tokens in one call) or tg (n_gen single-token calls),
- * from an empty cache.  Returns the elapsed seconds, or a negative value after printing the
- * error.
+ * from an empty cache.  Returns the elapsed seconds (and the process CPU seconds in *cpu), or a
+ * negative value after printing the error.
  */
 static double run_test(struct lc_context *ctx, int32_t *toks, int n_prompt, int n_gen,
-                       int32_t n_vocab, uint64_t *rng)
+                       int32_t n_vocab, uint64_t *rng, double *cpu)
 {
     char *err = NULL;
     lc_context_truncate(ctx, 0);
     const int n = n_prompt ? n_prompt : n_gen;
     for (int i = 0; i < n; i++)
         toks[i] = (int32_t)(rand_u32(rng) % (uint32_t)n_vocab);
-    double t0 = now_s();
+    double c0 = cpu_s(), t0 = now_s();
     if (n_prompt) {
         if (lc_context_decode(ctx, toks, n_prompt, 0, false, &err))
             goto fail;
@@ -117,7 +133,10 @@ static double run_test(struct lc_context *ctx, int32_t *toks, int n_prompt, int 
             if (lc_context_decode(ctx, &toks[i], 1, i, false, &err))
                 goto fail;
     }
-    return now_s() - t0;
+    double dt = now_s() - t0;
+    if (cpu)
+        *cpu = cpu_s() - c0;
+    return dt;
 fail:
     fprintf(stderr, "llamachat-bench: decode: %s\n", err ? err : "failed");
     free(err);
@@ -152,7 +171,7 @@ int main(int argc, char **argv)
     const char *models = NULL, *isa = NULL;
     struct int_list n_prompt = {1, {512}}, n_gen = {1, {128}}, threads = {0, {0}};
     long reps = 5;
-    bool kv_f32 = false;
+    bool kv_f32 = false, cpu_time = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -161,6 +180,10 @@ int main(int argc, char **argv)
         }
         if (!strcmp(a, "--kv-f32")) {
             kv_f32 = true;
+            continue;
+        }
+        if (!strcmp(a, "--cpu-time")) {
+            cpu_time = true;
             continue;
         }
         if (i + 1 >= argc) {
@@ -211,8 +234,9 @@ int main(int argc, char **argv)
     }
     const char *isa_name = lc_kernels()->isa;
 
-    printf("| model | size | type | threads | ISA | test | t/s (median) | t/s (min - max) |\n");
-    printf("| --- | ---: | --- | ---: | --- | ---: | ---: | ---: |\n");
+    printf("| model | size | type | threads | ISA | test | t/s (median) | t/s (min - max) |%s\n",
+           cpu_time ? " CPU ms/token |" : "");
+    printf("| --- | ---: | --- | ---: | --- | ---: | ---: | ---: |%s\n", cpu_time ? " ---: |" : "");
     fflush(stdout);
 
     char *list = strdup(models);
@@ -244,7 +268,8 @@ int main(int argc, char **argv)
             max_n = n_gen.v[i] > max_n ? n_gen.v[i] : max_n;
         int32_t *toks = malloc((size_t)(max_p + max_n + 1) * sizeof(*toks));
         double *tps = malloc((size_t)reps * sizeof(*tps));
-        if (!toks || !tps) {
+        double *cms = malloc((size_t)reps * sizeof(*cms));
+        if (!toks || !tps || !cms) {
             fprintf(stderr, "llamachat-bench: out of memory\n");
             return 1;
         }
@@ -274,28 +299,32 @@ int main(int argc, char **argv)
                     const int np = kind == 0 ? n : 0, ng = kind == 0 ? 0 : n;
                     /* Warm-up: a short batch or one token; either reads every weight once. */
                     if (run_test(ctx, toks, np < 32 ? np : 32, kind == 0 ? 0 : 1, m->hp.n_vocab,
-                                 &rng) < 0) {
+                                 &rng, NULL) < 0) {
                         status = 1;
                         break;
                     }
                     int ok = 1;
                     for (long r = 0; r < reps && ok; r++) {
-                        double dt = run_test(ctx, toks, np, ng, m->hp.n_vocab, &rng);
+                        double cpu = 0;
+                        double dt = run_test(ctx, toks, np, ng, m->hp.n_vocab, &rng, &cpu);
                         if (dt < 0)
                             ok = 0;
                         else
-                            tps[r] = (double)n / dt;
+                            tps[r] = (double)n / dt, cms[r] = 1e3 * cpu / (double)n;
                     }
                     if (!ok) {
                         status = 1;
                         break;
                     }
                     qsort(tps, (size_t)reps, sizeof(*tps), cmp_double);
-                    double med = reps % 2 ? tps[reps / 2]
-                                          : 0.5 * (tps[reps / 2 - 1] + tps[reps / 2]);
-                    printf("| %s | %s | %s | %d | %s | %s%d | %.2f | %.2f - %.2f |\n", name, size,
+                    qsort(cms, (size_t)reps, sizeof(*cms), cmp_double);
+                    printf("| %s | %s | %s | %d | %s | %s%d | %.2f | %.2f - %.2f |", name, size,
                            lc_type_name(m->ftype), lc_context_n_threads(ctx), isa_name,
-                           kind == 0 ? "pp" : "tg", n, med, tps[0], tps[reps - 1]);
+                           kind == 0 ? "pp" : "tg", n, median(tps, reps), tps[0],
+                           tps[reps - 1]);
+                    if (cpu_time)
+                        printf(" %.2f |", median(cms, reps));
+                    printf("\n");
                     fflush(stdout);
                 }
             }
@@ -303,6 +332,7 @@ int main(int argc, char **argv)
         }
         free(toks);
         free(tps);
+        free(cms);
         lc_model_free(m);
     }
     free(list);
