@@ -70,7 +70,9 @@ uint32_t lc_gguf_version(const struct lc_gguf *g);
 const char *lc_gguf_path(const struct lc_gguf *g);
 size_t lc_gguf_alignment(const struct lc_gguf *g);
 size_t lc_gguf_file_size(const struct lc_gguf *g);
-size_t lc_gguf_data_offset(const struct lc_gguf *g);  /* file offset of the data section */
+/* File offset of the data section (clamped to the file size for a vocab-only file, which may
+ * end without the padding). */
+size_t lc_gguf_data_offset(const struct lc_gguf *g);
 
 /* ---- metadata ---- */
 int64_t lc_gguf_n_kv(const struct lc_gguf *g);
@@ -81,7 +83,8 @@ enum lc_gguf_type lc_gguf_kv_type(const struct lc_gguf *g, int64_t i);
 /* For arrays: element type and count. */
 enum lc_gguf_type lc_gguf_arr_type(const struct lc_gguf *g, int64_t i);
 uint64_t lc_gguf_arr_n(const struct lc_gguf *g, int64_t i);
-/* Raw elements of a numeric array (little-endian, packed), or NULL if not a numeric array. */
+/* Raw elements of a numeric array (little-endian, packed), or NULL if not a numeric array.
+ * The copy is malloc-aligned, so it may be read as e.g. const float * for an F32 array. */
 const void *lc_gguf_arr_data(const struct lc_gguf *g, int64_t i);
 /* j-th string of an array of strings (NUL-terminated), or NULL. */
 const char *lc_gguf_arr_str(const struct lc_gguf *g, int64_t i, uint64_t j);

@@ -1,1 +1,286 @@
+/*
+ * scalar.c - the reference kernels: plain C, one readable loop per kernel, always built.
+ *
+ * These define what every ISA file must compute.  The integer parts of the quantized dot
+ * products are exact, so SIMD versions agree with them up to the order of float summation;
+ * the activation quantizers are byte-exact across all ISAs (see quantize_row_q8_1 below).
+ *
+ * Sources: ggml-cpu (ggml_vec_dot_*_q8_*, quantize_row_q8_*, ggml_compute_forward_rms_norm_f32,
+ * ggml_compute_forward_soft_max_f32, ggml_vec_silu_f32), build 4748, rewritten.
+ */
+#include <math.h>
+#include <string.h>
+
 #include "kernels.h"
+
+/* ---------------------------------------------------------------- activation quantizers */
+
+/*
+ * Q8_0 / Q8_1 activation rows, as llama.cpp quantizes activations on x86 (the machine the golden
+ * data came from): ggml's AVX/AVX2 quantize_row_q8_{0,1} compute d = amax/127 but scale by
+ * id = 127/amax (not 1/d as the `_ref` versions do) and round with _mm256_round_ps
+ * (_MM_ROUND_NEAREST, i.e. half to even, not roundf's half away from zero).  Both differences
+ * change a quant now and then (ties, and products one ulp apart), so every llamachat ISA, scalar
+ * included, uses ggml's SIMD rounding: nearbyintf() in the default rounding mode is half-even.
+ * The `_ref` quantizers in quant.c stay as they are: they quantize weights, like llama-quantize.
+ * s = d * sum(q) is computed in float and rounded to fp16, as ggml does.
+ */
+static void quantize_row_q8_0(const float *x, void *vy, int64_t n)
+{
+    lc_block_q8_0 *y = vy;
+    const int64_t nb = n / LC_QK8_0;
+    for (int64_t i = 0; i < nb; i++) {
+        const float *xb = x + i * LC_QK8_0;
+        float amax = 0.0f;
+        for (int j = 0; j < LC_QK8_0; j++)
+            amax = fmaxf(amax, fabsf(xb[j]));
+        const float d = amax / 127.f;
+        const float id = amax != 0.0f ? 127.f / amax : 0.0f;
+        y[i].d = lc_fp32_to_fp16(d);
+        for (int j = 0; j < LC_QK8_0; j++)
+            y[i].qs[j] = (int8_t)nearbyintf(xb[j] * id);
+    }
+}
+
+static void quantize_row_q8_1(const float *x, void *vy, int64_t n)
+{
+    lc_block_q8_1 *y = vy;
+    const int64_t nb = n / LC_QK8_1;
+    for (int64_t i = 0; i < nb; i++) {
+        const float *xb = x + i * LC_QK8_1;
+        float amax = 0.0f;
+        for (int j = 0; j < LC_QK8_1; j++)
+            amax = fmaxf(amax, fabsf(xb[j]));
+        const float d = amax / 127.f;
+        const float id = amax != 0.0f ? 127.f / amax : 0.0f;
+        y[i].d = lc_fp32_to_fp16(d);
+        int sum = 0;
+        for (int j = 0; j < LC_QK8_1; j++) {
+            y[i].qs[j] = (int8_t)nearbyintf(xb[j] * id);
+            sum += y[i].qs[j];
+        }
+        y[i].s = lc_fp32_to_fp16(d * (float)sum);
+    }
+}
+
+/* Q8_K: ggml-cpu's quantize_row_q8_K is the reference one on every ISA llamachat targets. */
+static void quantize_row_q8_K(const float *x, void *y, int64_t n)
+{
+    lc_quantize_row_q8_K_ref(x, y, n);
+}
+
+static void quantize_row_f32(const float *x, void *y, int64_t n)
+{
+    memcpy(y, x, (size_t)n * sizeof(float));
+}
+
+static void quantize_row_f16(const float *x, void *vy, int64_t n)
+{
+    lc_fp16 *y = vy;
+    for (int64_t i = 0; i < n; i++)
+        y[i] = lc_fp32_to_fp16(x[i]);
+}
+
+static void quantize_row_bf16(const float *x, void *vy, int64_t n)
+{
+    lc_bf16 *y = vy;
+    for (int64_t i = 0; i < n; i++)
+        y[i] = lc_fp32_to_bf16(x[i]);
+}
+
+/* ---------------------------------------------------------------- float dots */
+
+/* Float dots accumulate in double, as ggml's scalar paths (ggml_float); SIMD versions use float
+ * lanes, which is the noise the golden tests tolerate. */
+static float dot_f32(const float *x, const float *y, int n)
+{
+    double sum = 0.0;
+    for (int i = 0; i < n; i++)
+        sum += (double)(x[i] * y[i]);
+    return (float)sum;
+}
+
+static float dot_f16(const lc_fp16 *x, const lc_fp16 *y, int n)
+{
+    double sum = 0.0;
+    for (int i = 0; i < n; i++)
+        sum += (double)(LC_FP16_TO_FP32(x[i]) * LC_FP16_TO_FP32(y[i]));
+    return (float)sum;
+}
+
+static void vec_dot_f32(int n, float *s, const void *x, const void *y)
+{
+    *s = dot_f32(x, y, n);
+}
+
+static void vec_dot_f16(int n, float *s, const void *x, const void *y)
+{
+    *s = dot_f16(x, y, n);
+}
+
+static void vec_dot_bf16(int n, float *s, const void *vx, const void *vy)
+{
+    const lc_bf16 *x = vx, *y = vy;
+    double sum = 0.0;
+    for (int i = 0; i < n; i++)
+        sum += (double)(lc_bf16_to_fp32(x[i]) * lc_bf16_to_fp32(y[i]));
+    *s = (float)sum;
+}
+
+/* ---------------------------------------------------------------- quantized dots */
+
+/*
+ * Q4_0 . Q8_0: x = dx * (q - 8), y = dy * p  ->  sum over blocks of dx * dy * sum((q - 8) * p).
+ * The low nibble of qs[j] pairs with p[j], the high nibble with p[j + 16].
+ */
+static void vec_dot_q4_0_q8_0(int n, float *s, const void *vx, const void *vy)
+{
+    const lc_block_q4_0 *x = vx;
+    const lc_block_q8_0 *y = vy;
+    const int nb = n / LC_QK4_0;
+    float sumf = 0.0f;
+    for (int i = 0; i < nb; i++) {
+        int sumi = 0;
+        for (int j = 0; j < LC_QK4_0 / 2; j++) {
+            const int v0 = (x[i].qs[j] & 0x0F) - 8;
+            const int v1 = (x[i].qs[j] >> 4) - 8;
+            sumi += v0 * y[i].qs[j] + v1 * y[i].qs[j + LC_QK4_0 / 2];
+        }
+        sumf += (float)sumi * (LC_FP16_TO_FP32(x[i].d) * LC_FP16_TO_FP32(y[i].d));
+    }
+    *s = sumf;
+}
+
+/*
+ * Q4_1 . Q8_1: x = dx * q + mx, y = dy * p, sy = dy * sum(p) (stored in the Q8_1 block):
+ *   sum_j x_j y_j = dx * dy * sum(q * p) + mx * sy
+ * exactly ggml_vec_dot_q4_1_q8_1's formula, per block, summed in float.
+ */
+static void vec_dot_q4_1_q8_1(int n, float *s, const void *vx, const void *vy)
+{
+    const lc_block_q4_1 *x = vx;
+    const lc_block_q8_1 *y = vy;
+    const int nb = n / LC_QK4_1;
+    float sumf = 0.0f;
+    for (int i = 0; i < nb; i++) {
+        int sumi = 0;
+        for (int j = 0; j < LC_QK4_1 / 2; j++) {
+            const int v0 = x[i].qs[j] & 0x0F;
+            const int v1 = x[i].qs[j] >> 4;
+            sumi += v0 * y[i].qs[j] + v1 * y[i].qs[j + LC_QK4_1 / 2];
+        }
+        sumf += (LC_FP16_TO_FP32(x[i].d) * LC_FP16_TO_FP32(y[i].d)) * (float)sumi +
+                LC_FP16_TO_FP32(x[i].m) * LC_FP16_TO_FP32(y[i].s);
+    }
+    *s = sumf;
+}
+
+/* Q8_0 . Q8_0: sum over blocks of dx * dy * sum(q * p). */
+static void vec_dot_q8_0_q8_0(int n, float *s, const void *vx, const void *vy)
+{
+    const lc_block_q8_0 *x = vx;
+    const lc_block_q8_0 *y = vy;
+    const int nb = n / LC_QK8_0;
+    float sumf = 0.0f;
+    for (int i = 0; i < nb; i++) {
+        int sumi = 0;
+        for (int j = 0; j < LC_QK8_0; j++)
+            sumi += x[i].qs[j] * y[i].qs[j];
+        sumf += (float)sumi * (LC_FP16_TO_FP32(x[i].d) * LC_FP16_TO_FP32(y[i].d));
+    }
+    *s = sumf;
+}
+
+/* ---------------------------------------------------------------- element-wise */
+
+/*
+ * RMS norm as ggml_compute_forward_rms_norm_f32 followed by the llama graph's ggml_mul:
+ * the squares are formed in float and summed in double, mean = sum / n rounded to float,
+ * scale = 1/sqrtf(mean + eps), y = (x * scale) * w.
+ */
+static void rms_norm(float *y, const float *x, const float *w, int n, float eps)
+{
+    double sum = 0.0;
+    for (int i = 0; i < n; i++)
+        sum += (double)(x[i] * x[i]);
+    const float mean = (float)(sum / n);
+    const float scale = 1.0f / sqrtf(mean + eps);
+    for (int i = 0; i < n; i++)
+        y[i] = (x[i] * scale) * w[i];
+}
+
+/*
+ * Softmax as ggml's soft_max: max in float, exp(x - max) summed in double, then every value
+ * multiplied by the float reciprocal of the sum (ggml_vec_scale_f32 with 1/sum).
+ * -INFINITY entries (masked positions) become exactly 0.
+ */
+static void softmax(float *x, int n)
+{
+    float max = -INFINITY;
+    for (int i = 0; i < n; i++)
+        max = fmaxf(max, x[i]);
+    if (max == -INFINITY) { /* everything masked: define the result as all zeros */
+        for (int i = 0; i < n; i++)
+            x[i] = 0.0f;
+        return;
+    }
+    double sum = 0.0;
+    for (int i = 0; i < n; i++) {
+        const float v = expf(x[i] - max);
+        sum += (double)v;
+        x[i] = v;
+    }
+    const float scale = (float)(1.0 / sum);
+    for (int i = 0; i < n; i++)
+        x[i] *= scale;
+}
+
+/* SwiGLU: silu(g) * u with silu(v) = v / (1 + exp(-v)) (ggml_silu_f32, then ggml_mul). */
+static void swiglu(float *y, const float *g, const float *u, int n)
+{
+    for (int i = 0; i < n; i++)
+        y[i] = (g[i] / (1.0f + expf(-g[i]))) * u[i];
+}
+
+static void axpy_f16(float *y, float a, const lc_fp16 *x, int n)
+{
+    for (int i = 0; i < n; i++)
+        y[i] += a * LC_FP16_TO_FP32(x[i]);
+}
+
+static void axpy_f32(float *y, float a, const float *x, int n)
+{
+    for (int i = 0; i < n; i++)
+        y[i] += a * x[i];
+}
+
+/* ---------------------------------------------------------------- the table */
+
+const struct lc_kernels lc_kernels_scalar = {
+    .isa = "scalar",
+    .vec_dot = {
+        [LC_TYPE_F32] = vec_dot_f32,
+        [LC_TYPE_F16] = vec_dot_f16,
+        [LC_TYPE_BF16] = vec_dot_bf16,
+        [LC_TYPE_Q4_0] = vec_dot_q4_0_q8_0,
+        [LC_TYPE_Q4_1] = vec_dot_q4_1_q8_1,
+        [LC_TYPE_Q8_0] = vec_dot_q8_0_q8_0,
+        /* Q6_K: lc_vec_dot_q6_K_q8_K_ref once quant_k.c has it */
+    },
+    .quantize_row = {
+        [LC_TYPE_F32] = quantize_row_f32,
+        [LC_TYPE_F16] = quantize_row_f16,
+        [LC_TYPE_BF16] = quantize_row_bf16,
+        [LC_TYPE_Q8_0] = quantize_row_q8_0,
+        [LC_TYPE_Q8_1] = quantize_row_q8_1,
+        [LC_TYPE_Q8_K] = quantize_row_q8_K,
+    },
+    .gemm = {0}, /* NULL: callers loop vec_dot */
+    .rms_norm = rms_norm,
+    .softmax = softmax,
+    .swiglu = swiglu,
+    .dot_f32 = dot_f32,
+    .dot_f16 = dot_f16,
+    .axpy_f16 = axpy_f16,
+    .axpy_f32 = axpy_f32,
+};

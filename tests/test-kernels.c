@@ -1,0 +1,494 @@
+/*
+ * test-kernels.c - every SIMD kernel against the scalar reference, on this CPU.
+ *
+ * For each ISA built in and supported here (avx2, avx512, neon), the merged table from
+ * lc_kernels_select() is compared entry by entry with lc_kernels_scalar:
+ *   - activation quantizers: identical bytes (all ISAs must quantize like ggml's x86 SIMD);
+ *   - quantized dots: within 1e-5 of the sum of |terms| (float summation order), and exactly
+ *     equal when the scales make every partial sum exact (d = 1, m = 0: checks the integer part);
+ *   - GEMM micro-kernels: exactly equal to the same ISA's vec_dot, and close to scalar;
+ *   - element-wise kernels: within a few ulps.
+ * The scalar reference itself is checked against known values first.  Exit 77 when there is
+ * no SIMD ISA to compare (the scalar checks still run and may fail).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "llm/arch/kernels.h"
+#include "llm/quant.h"
+#include "testutil.h"
+
+/* ---------------------------------------------------------------- data */
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+
+static uint32_t rnd(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (uint32_t)(rng_state >> 32);
+}
+
+/* uniform in [lo, hi) */
+static float frand(float lo, float hi)
+{
+    return lo + (hi - lo) * (float)(rnd() >> 8) * (1.0f / 16777216.0f);
+}
+
+enum { EDGE_RANDOM, EDGE_ZERO_NIBBLES, EDGE_FULL_NIBBLES, EDGE_D_ZERO, EDGE_M_ZERO, EDGE_HUGE,
+       EDGE_TINY, EDGE_EXACT, EDGE_COUNT };
+static const char *const edge_names[] = {"random", "nibbles 0", "nibbles 15", "d=0", "m=0",
+                                         "huge scales", "tiny scales", "exact (d=1, m=0)"};
+
+static lc_fp16 scale_for(int edge, int allow_neg)
+{
+    switch (edge) {
+    case EDGE_D_ZERO: return 0;
+    case EDGE_HUGE: return lc_fp32_to_fp16(allow_neg && (rnd() & 1) ? -60000.0f : 60000.0f);
+    case EDGE_TINY: return (lc_fp16)(1 + (rnd() & 0x3ff)); /* subnormal halves */
+    case EDGE_EXACT: return 0x3c00;                       /* 1.0 */
+    default: return lc_fp32_to_fp16(frand(allow_neg ? -0.05f : 0.0f, 0.05f));
+    }
+}
+
+static uint8_t nibbles_for(int edge)
+{
+    switch (edge) {
+    case EDGE_ZERO_NIBBLES: return 0x00;
+    case EDGE_FULL_NIBBLES: return 0xFF;
+    default: return (uint8_t)rnd();
+    }
+}
+
+static void make_q4_0(lc_block_q4_0 *b, int nb, int edge)
+{
+    for (int i = 0; i < nb; i++) {
+        b[i].d = scale_for(edge, 1);
+        for (int j = 0; j < 16; j++)
+            b[i].qs[j] = nibbles_for(edge);
+    }
+}
+
+static void make_q4_1(lc_block_q4_1 *b, int nb, int edge)
+{
+    for (int i = 0; i < nb; i++) {
+        b[i].d = scale_for(edge, 0);
+        b[i].m = edge == EDGE_M_ZERO || edge == EDGE_EXACT ? 0
+                 : edge == EDGE_HUGE                      ? lc_fp32_to_fp16(-30000.0f)
+                                                          : lc_fp32_to_fp16(frand(-0.5f, 0.1f));
+        for (int j = 0; j < 16; j++)
+            b[i].qs[j] = nibbles_for(edge);
+    }
+}
+
+static void make_q8_0w(lc_block_q8_0 *b, int nb, int edge)
+{
+    for (int i = 0; i < nb; i++) {
+        b[i].d = scale_for(edge, 1);
+        for (int j = 0; j < 32; j++)
+            b[i].qs[j] = (int8_t)(edge == EDGE_ZERO_NIBBLES   ? 0
+                                  : edge == EDGE_FULL_NIBBLES ? 127
+                                                              : (int)(rnd() % 255) - 127);
+    }
+}
+
+/* Activations: floats of several shapes, later quantized by the scalar quantizer. */
+static void make_acts(float *x, int n, int edge)
+{
+    for (int i = 0; i < n; i++) {
+        switch (edge) {
+        case EDGE_ZERO_NIBBLES: x[i] = -frand(0.0f, 3.0f); break;     /* all negative */
+        case EDGE_D_ZERO: x[i] = (i / 32) % 2 ? frand(-1, 1) : 0.0f; break; /* zero blocks */
+        case EDGE_HUGE: x[i] = frand(-6.0e4f, 6.0e4f); break;
+        case EDGE_TINY: x[i] = frand(-1e-30f, 1e-30f); break;
+        case EDGE_EXACT: x[i] = (float)((int)(rnd() % 255) - 127); break;
+        default: x[i] = frand(-4.0f, 4.0f); break;
+        }
+    }
+    if (edge == EDGE_EXACT) /* make every block's amax 127 so that d = 1 exactly */
+        for (int i = 0; i < n; i += 32)
+            x[i] = 127.0f;
+}
+
+/* ---------------------------------------------------------------- scalar self-checks */
+
+static void check_scalar(const struct lc_kernels *S)
+{
+    /* Q8_1: ties round half to even (ggml's x86 SIMD), id = 127 / amax. */
+    float x[32] = {127.0f, 0.5f, 1.5f, 2.5f, -0.5f, -1.5f, -2.5f, 3.49f, -126.5f};
+    lc_block_q8_1 q;
+    S->quantize_row[LC_TYPE_Q8_1](x, &q, 32);
+    const int8_t want[9] = {127, 0, 2, 2, 0, -2, -2, 3, -126};
+    for (int i = 0; i < 9; i++)
+        CHECK(q.qs[i] == want[i], "q8_1 tie %d: got %d want %d", i, q.qs[i], want[i]);
+    CHECK(q.d == 0x3c00, "q8_1 d = %04x", q.d);
+    CHECK(q.s == lc_fp32_to_fp16(127 + 0 + 2 + 2 + 0 - 2 - 2 + 3 - 126), "q8_1 s = %04x", q.s);
+    lc_block_q8_0 q0;
+    S->quantize_row[LC_TYPE_Q8_0](x, &q0, 32);
+    CHECK(memcmp(q0.qs, q.qs, 32) == 0 && q0.d == q.d, "q8_0 like q8_1");
+    float z[32] = {0};
+    S->quantize_row[LC_TYPE_Q8_1](z, &q, 32);
+    CHECK(q.d == 0 && q.s == 0 && q.qs[5] == 0, "zero block");
+
+    /* Q4_1 . Q8_1 against the dequantized product (double). */
+    enum { NB = 9, N = NB * 32 };
+    lc_block_q4_1 w[NB];
+    lc_block_q8_1 a[NB];
+    float xf[N], wf[N];
+    make_q4_1(w, NB, EDGE_RANDOM);
+    make_acts(xf, N, EDGE_RANDOM);
+    S->quantize_row[LC_TYPE_Q8_1](xf, a, N);
+    lc_dequantize_row_q4_1(w, wf, N);
+    double ref = 0, mag = 0;
+    for (int b = 0; b < NB; b++) {
+        const float dy = lc_fp16_to_fp32(a[b].d);
+        for (int j = 0; j < 32; j++) {
+            ref += (double)wf[b * 32 + j] * dy * a[b].qs[j];
+            mag += fabs((double)wf[b * 32 + j] * dy * a[b].qs[j]);
+        }
+    }
+    float s;
+    S->vec_dot[LC_TYPE_Q4_1](N, &s, w, a);
+    /* s_y is rounded to fp16, so allow its rounding (2^-11 relative) on the m term */
+    CHECK(fabs(s - ref) <= 2e-3 * mag, "q4_1 dot %g vs dequantized %g", (double)s, ref);
+
+    /* rms_norm: x = 3,4 -> mean 12.5 */
+    const float rx[2] = {3.0f, 4.0f}, rw[2] = {1.0f, 2.0f};
+    float ry[2];
+    S->rms_norm(ry, rx, rw, 2, 0.0f);
+    CHECK(fabsf(ry[0] - 3.0f / sqrtf(12.5f)) < 1e-6f && fabsf(ry[1] - 8.0f / sqrtf(12.5f)) < 1e-6f,
+          "rms_norm %g %g", (double)ry[0], (double)ry[1]);
+    /* softmax with a masked entry */
+    float sm[3] = {1.0f, -INFINITY, 1.0f};
+    S->softmax(sm, 3);
+    CHECK(sm[0] == 0.5f && sm[1] == 0.0f && sm[2] == 0.5f, "softmax %g %g %g", (double)sm[0],
+          (double)sm[1], (double)sm[2]);
+    float sw;
+    const float g = 1.0f, u = 2.0f;
+    S->swiglu(&sw, &g, &u, 1);
+    CHECK(fabsf(sw - 2.0f / (1.0f + expf(-1.0f))) < 1e-7f, "swiglu %g", (double)sw);
+}
+
+/* ---------------------------------------------------------------- comparisons */
+
+static int close_to(double a, double b, double mag, double rel)
+{
+    return fabs(a - b) <= rel * mag + 1e-35;
+}
+
+/* sum of |terms| of a quantized dot, from the blocks (for the tolerance) */
+static double mag_q(int type, const void *w, const void *a, int nb)
+{
+    double m = 0;
+    for (int b = 0; b < nb; b++) {
+        if (type == LC_TYPE_Q4_1) {
+            const lc_block_q4_1 *x = (const lc_block_q4_1 *)w + b;
+            const lc_block_q8_1 *y = (const lc_block_q8_1 *)a + b;
+            double si = 0;
+            for (int j = 0; j < 16; j++)
+                si += (x->qs[j] & 15) * abs(y->qs[j]) + (x->qs[j] >> 4) * abs(y->qs[j + 16]);
+            m += fabs((double)lc_fp16_to_fp32(x->d) * lc_fp16_to_fp32(y->d)) * si +
+                 fabs((double)lc_fp16_to_fp32(x->m) * lc_fp16_to_fp32(y->s));
+        } else if (type == LC_TYPE_Q4_0) {
+            const lc_block_q4_0 *x = (const lc_block_q4_0 *)w + b;
+            const lc_block_q8_0 *y = (const lc_block_q8_0 *)a + b;
+            double si = 0;
+            for (int j = 0; j < 16; j++)
+                si += abs((x->qs[j] & 15) - 8) * abs(y->qs[j]) +
+                      abs((x->qs[j] >> 4) - 8) * abs(y->qs[j + 16]);
+            m += fabs((double)lc_fp16_to_fp32(x->d) * lc_fp16_to_fp32(y->d)) * si;
+        } else {
+            const lc_block_q8_0 *x = (const lc_block_q8_0 *)w + b;
+            const lc_block_q8_0 *y = (const lc_block_q8_0 *)a + b;
+            double si = 0;
+            for (int j = 0; j < 32; j++)
+                si += abs(x->qs[j]) * abs(y->qs[j]);
+            m += fabs((double)lc_fp16_to_fp32(x->d) * lc_fp16_to_fp32(y->d)) * si;
+        }
+    }
+    return m;
+}
+
+static const int block_counts[] = {1, 2, 3, 4, 5, 7, 8, 15, 16, 17, 33, 64, 129};
+#define N_COUNTS ((int)(sizeof block_counts / sizeof block_counts[0]))
+#define MAX_NB 129
+#define MAX_ROWS 13
+#define MAX_COLS 9
+
+static void make_weights(int type, void *w, int nb, int edge)
+{
+    if (type == LC_TYPE_Q4_1)
+        make_q4_1(w, nb, edge);
+    else if (type == LC_TYPE_Q4_0)
+        make_q4_0(w, nb, edge);
+    else
+        make_q8_0w(w, nb, edge);
+}
+
+static void check_quantized(const struct lc_kernels *S, const struct lc_kernels *K, int type)
+{
+    const struct lc_type_traits *tt = lc_type_traits(type);
+    const int at = tt->vec_dot_type;
+    const size_t wsz = tt->type_size, asz = lc_type_traits(at)->type_size;
+    uint8_t *w = malloc(MAX_ROWS * MAX_NB * wsz);
+    uint8_t *a = malloc(MAX_COLS * MAX_NB * asz);
+    uint8_t *a2 = malloc(MAX_NB * asz);
+    float *xf = malloc(MAX_NB * 32 * sizeof(float));
+    float *out = malloc(MAX_ROWS * MAX_COLS * 2 * sizeof(float));
+    const int do_dot = K->vec_dot[type] != S->vec_dot[type];
+    const int do_q = K->quantize_row[at] != S->quantize_row[at];
+    const int do_gemm = K->gemm[type] != NULL;
+    int n_dots = 0;
+
+    for (int ci = 0; ci < N_COUNTS; ci++) {
+        const int nb = block_counts[ci], n = nb * 32;
+        for (int edge = 0; edge < EDGE_COUNT; edge++) {
+            make_weights(type, w, nb, edge);
+            make_acts(xf, n, edge);
+            S->quantize_row[at](xf, a, n);
+            if (do_q) {
+                memset(a2, 0x5A, (size_t)nb * asz);
+                K->quantize_row[at](xf, a2, n);
+                CHECK(memcmp(a, a2, (size_t)nb * asz) == 0, "%s quantize_row %s: %d blocks, %s",
+                      K->isa, lc_type_name(at), nb, edge_names[edge]);
+            }
+            if (!do_dot)
+                continue;
+            float ss = NAN, sk = NAN;
+            S->vec_dot[type](n, &ss, w, a);
+            K->vec_dot[type](n, &sk, w, a);
+            const double mag = mag_q(type, w, a, nb);
+            n_dots++;
+            if (edge == EDGE_EXACT)
+                CHECK(ss == sk, "%s vec_dot %s exact: %d blocks: %.9g vs scalar %.9g", K->isa,
+                      tt->name, nb, (double)sk, (double)ss);
+            else
+                CHECK(close_to(sk, ss, mag, 1e-5), "%s vec_dot %s: %d blocks, %s: %.9g vs scalar %.9g",
+                      K->isa, tt->name, nb, edge_names[edge], (double)sk, (double)ss);
+        }
+    }
+
+    /* GEMM: several rows and columns; rows and columns strided with padding */
+    if (do_gemm) {
+        static const int rows[] = {1, 2, 3, 4, 5, 7, 8, 13};
+        static const int cols[] = {1, 2, 3, 4, 5, 6, 9};
+        static const int nbs[] = {1, 3, 8, 17};
+        for (int bi = 0; bi < 4; bi++) {
+            const int nb = nbs[bi], n = nb * 32;
+            const size_t w_stride = (size_t)nb * wsz + 8, a_stride = (size_t)nb * asz + 4;
+            uint8_t *W = calloc(MAX_ROWS, w_stride);
+            uint8_t *A = calloc(MAX_COLS, a_stride);
+            for (int r = 0; r < MAX_ROWS; r++)
+                make_weights(type, W + r * w_stride, nb, r == 3 ? EDGE_ZERO_NIBBLES : EDGE_RANDOM);
+            for (int c = 0; c < MAX_COLS; c++) {
+                make_acts(xf, n, c == 2 ? EDGE_ZERO_NIBBLES : EDGE_RANDOM);
+                S->quantize_row[at](xf, A + c * a_stride, n);
+            }
+            for (int ri = 0; ri < 8; ri++)
+                for (int cj = 0; cj < 7; cj++) {
+                    const int nr = rows[ri], nc = cols[cj];
+                    const size_t ld = (size_t)nr + 3;
+                    for (size_t i = 0; i < ld * (size_t)nc; i++)
+                        out[i] = -12345.0f;
+                    K->gemm[type](n, out, ld, W, w_stride, nr, A, a_stride, nc);
+                    for (int c = 0; c < nc; c++) {
+                        for (int r = 0; r < nr; r++) {
+                            float sk, ss;
+                            K->vec_dot[type](n, &sk, W + r * w_stride, A + c * a_stride);
+                            S->vec_dot[type](n, &ss, W + r * w_stride, A + c * a_stride);
+                            const float g = out[c * ld + r];
+                            CHECK(g == sk, "%s gemm %s n=%d %dx%d (r%d,c%d): %.9g vs vec_dot %.9g",
+                                  K->isa, tt->name, n, nr, nc, r, c, (double)g, (double)sk);
+                            CHECK(close_to(g, ss, mag_q(type, W + r * w_stride, A + c * a_stride, nb),
+                                           1e-5),
+                                  "%s gemm %s vs scalar: %.9g vs %.9g", K->isa, tt->name, (double)g,
+                                  (double)ss);
+                        }
+                        for (size_t r = (size_t)nr; r < ld; r++)
+                            CHECK(out[c * ld + r] == -12345.0f, "%s gemm %s wrote padding", K->isa,
+                                  tt->name);
+                    }
+                }
+            free(W);
+            free(A);
+        }
+    }
+    fprintf(stderr, "  %s %s: dot %s (%d cases), quantize %s %s, gemm %s\n", K->isa, tt->name,
+            do_dot ? "compared" : "scalar", n_dots, lc_type_name(at), do_q ? "compared" : "scalar",
+            do_gemm ? "compared" : "none");
+    free(w);
+    free(a);
+    free(a2);
+    free(xf);
+    free(out);
+}
+
+static void check_float(const struct lc_kernels *S, const struct lc_kernels *K)
+{
+    static const int lens[] = {1, 3, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 257, 1000};
+    enum { MAXN = 1000 };
+    float *x = malloc(MAXN * sizeof(float)), *y = malloc(MAXN * sizeof(float));
+    float *w = malloc(MAXN * sizeof(float));
+    float *o1 = malloc(MAXN * sizeof(float)), *o2 = malloc(MAXN * sizeof(float));
+    lc_fp16 *hx = malloc(MAXN * sizeof(lc_fp16)), *hy = malloc(MAXN * sizeof(lc_fp16));
+    lc_fp16 *h1 = malloc(MAXN * sizeof(lc_fp16)), *h2 = malloc(MAXN * sizeof(lc_fp16));
+    for (int li = 0; li < (int)(sizeof lens / sizeof lens[0]); li++) {
+        const int n = lens[li];
+        for (int i = 0; i < n; i++) {
+            x[i] = frand(-3, 3);
+            y[i] = frand(-3, 3);
+            w[i] = frand(0.5f, 1.5f);
+            hx[i] = lc_fp32_to_fp16(x[i]);
+            hy[i] = lc_fp32_to_fp16(y[i]);
+        }
+        double mag = 0, magh = 0;
+        for (int i = 0; i < n; i++) {
+            mag += fabs((double)x[i] * y[i]);
+            magh += fabs((double)lc_fp16_to_fp32(hx[i]) * lc_fp16_to_fp32(hy[i]));
+        }
+        float a, b;
+        a = S->dot_f32(x, y, n);
+        b = K->dot_f32(x, y, n);
+        CHECK(close_to(a, b, mag, 1e-5), "%s dot_f32 n=%d: %.9g vs %.9g", K->isa, n, (double)b,
+              (double)a);
+        S->vec_dot[LC_TYPE_F32](n, &a, x, y);
+        K->vec_dot[LC_TYPE_F32](n, &b, x, y);
+        CHECK(close_to(a, b, mag, 1e-5), "%s vec_dot f32 n=%d", K->isa, n);
+        a = S->dot_f16(hx, hy, n);
+        b = K->dot_f16(hx, hy, n);
+        CHECK(close_to(a, b, magh, 1e-5), "%s dot_f16 n=%d: %.9g vs %.9g", K->isa, n, (double)b,
+              (double)a);
+        S->vec_dot[LC_TYPE_F16](n, &a, hx, hy);
+        K->vec_dot[LC_TYPE_F16](n, &b, hx, hy);
+        CHECK(close_to(a, b, magh, 1e-5), "%s vec_dot f16 n=%d", K->isa, n);
+
+        /* conversions: bytes */
+        S->quantize_row[LC_TYPE_F16](x, h1, n);
+        K->quantize_row[LC_TYPE_F16](x, h2, n);
+        CHECK(memcmp(h1, h2, (size_t)n * 2) == 0, "%s quantize_row f16 n=%d", K->isa, n);
+        S->quantize_row[LC_TYPE_BF16](x, h1, n);
+        K->quantize_row[LC_TYPE_BF16](x, h2, n);
+        CHECK(memcmp(h1, h2, (size_t)n * 2) == 0, "%s quantize_row bf16 n=%d", K->isa, n);
+
+        S->rms_norm(o1, x, w, n, 1e-5f);
+        K->rms_norm(o2, x, w, n, 1e-5f);
+        int bad = 0;
+        for (int i = 0; i < n; i++)
+            bad += !(fabsf(o1[i] - o2[i]) <= 2e-6f * fabsf(o1[i]));
+        CHECK(!bad, "%s rms_norm n=%d: %d elements differ", K->isa, n, bad);
+
+        for (int i = 0; i < n; i++) {
+            o1[i] = o2[i] = x[i] * 10.0f;
+            if (i % 5 == 4)
+                o1[i] = o2[i] = -INFINITY; /* a causal/padding mask */
+        }
+        S->softmax(o1, n);
+        K->softmax(o2, n);
+        bad = 0;
+        for (int i = 0; i < n; i++)
+            bad += !(fabsf(o1[i] - o2[i]) <= 1e-6f * fabsf(o1[i]) + 1e-37f);
+        CHECK(!bad, "%s softmax n=%d: %d elements differ", K->isa, n, bad);
+
+        S->swiglu(o1, x, y, n);
+        K->swiglu(o2, x, y, n);
+        bad = 0;
+        for (int i = 0; i < n; i++)
+            bad += !(fabsf(o1[i] - o2[i]) <= 1e-6f * fabsf(o1[i]) + 1e-37f);
+        CHECK(!bad, "%s swiglu n=%d: %d elements differ", K->isa, n, bad);
+
+        for (int i = 0; i < n; i++)
+            o1[i] = o2[i] = y[i];
+        S->axpy_f32(o1, 0.37f, x, n);
+        K->axpy_f32(o2, 0.37f, x, n);
+        bad = 0;
+        for (int i = 0; i < n; i++)
+            bad += !(fabsf(o1[i] - o2[i]) <= 1e-6f * (fabsf(y[i]) + fabsf(0.37f * x[i])));
+        CHECK(!bad, "%s axpy_f32 n=%d: %d elements differ", K->isa, n, bad);
+        for (int i = 0; i < n; i++)
+            o1[i] = o2[i] = y[i];
+        S->axpy_f16(o1, -1.7f, hx, n);
+        K->axpy_f16(o2, -1.7f, hx, n);
+        bad = 0;
+        for (int i = 0; i < n; i++)
+            bad += !(fabsf(o1[i] - o2[i]) <= 1e-6f * (fabsf(y[i]) + fabsf(1.7f * x[i])));
+        CHECK(!bad, "%s axpy_f16 n=%d: %d elements differ", K->isa, n, bad);
+    }
+    free(x);
+    free(y);
+    free(w);
+    free(o1);
+    free(o2);
+    free(hx);
+    free(hy);
+    free(h1);
+    free(h2);
+}
+
+/* ---------------------------------------------------------------- dispatch */
+
+static void check_dispatch(void)
+{
+    char *err = NULL;
+    CHECK(lc_kernels_select("sse9", &err) == -1 && err && strstr(err, "unknown kernel ISA 'sse9'"),
+          "unknown ISA error: %s", err ? err : "(none)");
+    free(err);
+    err = NULL;
+    CHECK(lc_kernels_select("scalar", &err) == 0 && !err, "select scalar");
+    CHECK(strcmp(lc_kernels()->isa, "scalar") == 0, "scalar active");
+    CHECK(strncmp(lc_kernels_built(), "scalar", 6) == 0, "built: %s", lc_kernels_built());
+    static const char *const isas[] = {"avx2", "avx512", "neon"};
+    for (int i = 0; i < 3; i++) {
+        const int built = strstr(lc_kernels_built(), isas[i]) != NULL;
+        const int avail = lc_kernels_isa_available(isas[i]);
+        err = NULL;
+        const int rc = lc_kernels_select(isas[i], &err);
+        CHECK(rc == (avail ? 0 : -1), "select %s: %d (available %d)", isas[i], rc, avail);
+        if (!built)
+            CHECK(err && strstr(err, "not built"), "%s not built: %s", isas[i], err ? err : "-");
+        else if (!avail)
+            CHECK(err && strstr(err, "not supported"), "%s unsupported: %s", isas[i],
+                  err ? err : "-");
+        free(err);
+    }
+    CHECK(lc_kernels_select("auto", NULL) == 0, "auto");
+    const struct lc_kernels *k = lc_kernels();
+    CHECK(k->vec_dot[LC_TYPE_Q4_1] && k->quantize_row[LC_TYPE_Q8_1] && k->rms_norm && k->softmax &&
+              k->swiglu && k->dot_f32 && k->dot_f16 && k->axpy_f16 && k->axpy_f32,
+          "merged table complete");
+    fprintf(stderr, "built: %s; auto picks %s\n", lc_kernels_built(), k->isa);
+}
+
+int main(void)
+{
+    lc_quant_init();
+    const struct lc_kernels *S = &lc_kernels_scalar;
+    check_scalar(S);
+    check_dispatch();
+
+    static const char *const isas[] = {"avx512", "avx2", "neon"};
+    int compared = 0;
+    for (int i = 0; i < 3; i++) {
+        if (!lc_kernels_isa_available(isas[i])) {
+            fprintf(stderr, "%s: not available here, skipped\n", isas[i]);
+            continue;
+        }
+        char *err = NULL;
+        CHECK(lc_kernels_select(isas[i], &err) == 0, "select %s: %s", isas[i], err ? err : "");
+        free(err);
+        const struct lc_kernels *K = lc_kernels();
+        fprintf(stderr, "comparing %s with scalar\n", K->isa);
+        check_quantized(S, K, LC_TYPE_Q4_1);
+        check_quantized(S, K, LC_TYPE_Q4_0);
+        check_quantized(S, K, LC_TYPE_Q8_0);
+        check_float(S, K);
+        compared++;
+    }
+    const int rc = tu_finish("test-kernels");
+    if (rc == 0 && compared == 0) {
+        fprintf(stderr, "test-kernels: no SIMD ISA to compare on this machine\n");
+        return 77;
+    }
+    return rc;
+}
