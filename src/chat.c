@@ -29,7 +29,7 @@ static char *fmt_err(const char *fmt, ...)
 
 static const char *const role_names[] = { "system", "user", "assistant" };
 
-const char *lc_role_name(enum lc_role r)
+const char *lc_role_name(enum lc_chat_role r)
 {
     return (unsigned)r < 3 ? role_names[r] : "?";
 }
@@ -62,7 +62,7 @@ void lc_chat_free(struct lc_chat *c)
     free(c);
 }
 
-int lc_chat_add(struct lc_chat *c, enum lc_role role, const char *text, size_t len)
+int lc_chat_add(struct lc_chat *c, enum lc_chat_role role, const char *text, size_t len)
 {
     if (c->n == c->cap) {
         size_t cap = c->cap ? c->cap * 2 : 16;
@@ -539,7 +539,7 @@ struct lc_chat *lc_chat_from_json(const char *text, size_t len, const char *name
             *err = fmt_err("%s: %scontent: contains a NUL character", name, where);
             goto fail;
         }
-        int idx = lc_chat_add(c, (enum lc_role)r, t, (size_t)tl);
+        int idx = lc_chat_add(c, (enum lc_chat_role)r, t, (size_t)tl);
         if (idx < 0) {
             *err = fmt_err("%s: out of memory", name);
             goto fail;

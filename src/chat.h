@@ -21,12 +21,13 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "llm/chat_template.h"
 #include "llm/sampler.h"
 
-enum lc_role { LC_ROLE_SYSTEM = 0, LC_ROLE_USER, LC_ROLE_ASSISTANT };
+/* Roles are chat_template.h's enum lc_chat_role: LC_ROLE_SYSTEM, LC_ROLE_USER, LC_ROLE_ASSISTANT. */
 
 struct lc_message {
-    enum lc_role role;
+    enum lc_chat_role role;
     char *text;       /* malloc'd UTF-8, NUL-terminated */
     size_t len;       /* strlen(text) */
     time_t time;      /* when it was written (seconds since the epoch) */
@@ -43,14 +44,14 @@ struct lc_chat {
 enum lc_chat_format { LC_CHAT_AUTO = 0, LC_CHAT_MARKDOWN, LC_CHAT_JSON };
 
 /* "system", "user", "assistant"; role from name (-1 if unknown). */
-const char *lc_role_name(enum lc_role r);
+const char *lc_role_name(enum lc_chat_role r);
 int lc_role_from_name(const char *s);
 
 /* Empty conversation with llama.cpp's default parameters.  NULL on allocation failure. */
 struct lc_chat *lc_chat_new(void);
 void lc_chat_free(struct lc_chat *c);
 /* Append a message (text copied, len bytes); returns its index, or -1 on allocation failure. */
-int lc_chat_add(struct lc_chat *c, enum lc_role role, const char *text, size_t len);
+int lc_chat_add(struct lc_chat *c, enum lc_chat_role role, const char *text, size_t len);
 /* Append bytes to message i (streaming a reply).  0, or -1 on allocation failure. */
 int lc_chat_append(struct lc_chat *c, size_t i, const char *text, size_t len);
 /* Remove messages from index i to the end. */
