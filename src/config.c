@@ -291,7 +291,14 @@ int lc_config_set(struct lc_options *o, const char *section, const char *key, co
             rc = -1;
             break;
         }
-        char *v = strdup(value);
+        char *v = NULL;
+        const char *home = getenv("HOME");
+        if (strcmp(st->key, "path") == 0 && strncmp(value, "~/", 2) == 0 && home && *home) {
+            if (asprintf(&v, "%s%s", home, value + 1) < 0)   /* ~/x -> $HOME/x */
+                v = NULL;
+        } else {
+            v = strdup(value);
+        }
         if (!v) {
             if (err)
                 *err = xasprintf("out of memory");

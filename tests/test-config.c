@@ -211,6 +211,9 @@ static void test_set(void)
     CHECK(lc_config_set(&o, NULL, "warmth", "2", &err) == -1 && err &&
           strcmp(err, "unknown setting 'warmth'") == 0, "unknown: %s", err);
     free(err);
+    setenv("HOME", "/home/someone", 1);
+    CHECK(lc_config_set(&o, "model", "path", "~/m.gguf", &err) == 0 && o.model_path &&
+          strcmp(o.model_path, "/home/someone/m.gguf") == 0, "~ expansion: %s", o.model_path);
     CHECK(lc_config_set(&o, NULL, "temp", "nan", &err) == -1, "nan accepted");
     free(err);
     CHECK(lc_config_set(&o, NULL, "seed", "18446744073709551616", &err) == -1, "seed overflow");
