@@ -145,26 +145,28 @@ static uint64_t hash_str(const char *s)
     return h;
 }
 
-/* Open-addressing table of indices into an array of names (power-of-two size, load <= 1/2).
- * Slots hold index + 1; 0 is empty. */
+/* Open-addressing table of indices into an array of names (power-of-two size, load <= 1/2,
+ * grown as entries are added).  Slots hold index + 1; 0 is empty.  name_of(ctx, i) gives the
+ * name of entry i. */
+typedef const char *(*name_of_fn)(const void *ctx, uint64_t i);
+
 struct name_index {
     uint64_t *slots;
     size_t mask;
+    size_t count;
 };
 
-static int name_index_init(struct name_index *ix, size_t n)
+static void name_index_put(uint64_t *slots, size_t mask, const char *name, uint64_t i)
 {
-    size_t cap = 16;
-    while (cap < 2 * n)
-        cap *= 2;
-    ix->slots = calloc(cap, sizeof(*ix->slots));
-    ix->mask = cap - 1;
-    return ix->slots ? 0 : -1;
+    size_t s = hash_str(name) & mask;
+    while (slots[s] != 0)
+        s = (s + 1) & mask;
+    slots[s] = i + 1;
 }
 
-/* Index of name, or -1.  name_of(ctx, i) gives the name of entry i. */
-static int64_t name_index_find(const struct name_index *ix, const char *name,
-                               const char *(*name_of)(const void *, uint64_t), const void *ctx)
+/* Index of name, or -1. */
+static int64_t name_index_find(const struct name_index *ix, const char *name, name_of_fn name_of,
+                               const void *ctx)
 {
     if (!ix->slots)
         return -1;
@@ -177,13 +179,46 @@ static int64_t name_index_find(const struct name_index *ix, const char *name,
     }
 }
 
-/* Insert entry i (whose name is not yet present). */
-static void name_index_add(struct name_index *ix, const char *name, uint64_t i)
+/* Insert entry i (whose name is not yet present).  Returns -1 when out of memory. */
+static int name_index_add(struct name_index *ix, const char *name, uint64_t i, name_of_fn name_of,
+                          const void *ctx)
 {
-    size_t s = hash_str(name) & ix->mask;
-    while (ix->slots[s] != 0)
-        s = (s + 1) & ix->mask;
-    ix->slots[s] = i + 1;
+    const size_t cap = ix->slots ? ix->mask + 1 : 0;
+    if (2 * (ix->count + 1) > cap) {
+        const size_t ncap = cap ? 2 * cap : 64;
+        uint64_t *slots = calloc(ncap, sizeof(*slots));
+        if (!slots)
+            return -1;
+        for (size_t s = 0; s < cap; s++)
+            if (ix->slots[s])
+                name_index_put(slots, ncap - 1, name_of(ctx, ix->slots[s] - 1), ix->slots[s] - 1);
+        free(ix->slots);
+        ix->slots = slots;
+        ix->mask = ncap - 1;
+    }
+    name_index_put(ix->slots, ix->mask, name, i);
+    ix->count++;
+    return 0;
+}
+
+/* Make room for `need` elements in a zero-initialised growable array.  Memory follows what the
+ * file actually contains, not the counts it declares. */
+static bool grow_array(void **arr, size_t *cap, size_t need, size_t elsize)
+{
+    if (need <= *cap)
+        return true;
+    size_t ncap = *cap ? *cap : 16;
+    while (ncap < need)
+        ncap *= 2;
+    if (ncap > SIZE_MAX / elsize)
+        return false;
+    uint8_t *p = realloc(*arr, ncap * elsize);
+    if (!p)
+        return false;
+    memset(p + *cap * elsize, 0, (ncap - *cap) * elsize);
+    *arr = p;
+    *cap = ncap;
+    return true;
 }
 
 /* ---------------------------------------------------------------- reader structures */
@@ -193,6 +228,7 @@ struct gguf_kv {
     uint32_t type;
     uint32_t arr_type;      /* arrays */
     uint64_t arr_n;         /* arrays */
+    size_t pos;             /* file offset of the value (after the type), for messages */
     union {
         uint8_t raw[8];     /* scalars, little-endian */
         uint64_t u64;
@@ -210,10 +246,12 @@ struct lc_gguf {
     uint32_t version;
     size_t alignment;
     size_t data_offset;
-    uint64_t n_kv;
+    uint64_t n_kv;          /* entries in kvs (while parsing: read so far) */
     struct gguf_kv *kvs;
-    uint64_t n_tensors;
+    size_t cap_kvs;
+    uint64_t n_tensors;     /* entries in tensors (while parsing: read so far) */
     struct lc_gguf_tensor *tensors;
+    size_t cap_tensors;
     struct name_index kv_index;
     struct name_index tensor_index;
 };
@@ -393,6 +431,7 @@ static bool read_kv_value(struct cursor *c, struct gguf_kv *kv)
     const size_t type_at = c->pos;
     if (!cur_u32(c, &kv->type, "value type"))
         return false;
+    kv->pos = c->pos;
     if (kv->type >= LC_GGUF_TYPE_COUNT) {
         cur_fail(c, type_at, "invalid value type %" PRIu32, kv->type);
         return false;
@@ -421,7 +460,8 @@ static bool read_kv_value(struct cursor *c, struct gguf_kv *kv)
     const size_t esize = kv->arr_type == LC_GGUF_STRING ? 8 : gguf_type_size(kv->arr_type);
     /* Each element takes at least esize bytes (a string at least its length field). */
     if (kv->arr_n > cur_left(c) / esize) {
-        cur_fail(c, n_at, "array count %" PRIu64 " of %s needs more than the %zu bytes left in the file",
+        cur_fail(c, n_at,
+                 "array count %" PRIu64 " of %s needs more than the %zu bytes left in the file",
                  kv->arr_n, gguf_type_name(kv->arr_type), cur_left(c));
         return false;
     }
@@ -440,9 +480,14 @@ static bool read_kv_value(struct cursor *c, struct gguf_kv *kv)
     return true;
 }
 
-static bool read_kvs(struct cursor *c, struct lc_gguf *g)
+static bool read_kvs(struct cursor *c, struct lc_gguf *g, uint64_t n_kv)
 {
-    for (uint64_t i = 0; i < g->n_kv; i++) {
+    for (uint64_t i = 0; i < n_kv; i++) {
+        if (!grow_array((void **)&g->kvs, &g->cap_kvs, (size_t)i + 1, sizeof(*g->kvs))) {
+            cur_fail(c, c->pos, "out of memory for %" PRIu64 " keys", i + 1);
+            return false;
+        }
+        g->n_kv = i + 1;
         struct gguf_kv *kv = &g->kvs[i];
         const size_t at = c->pos;
         snprintf(c->where, sizeof(c->where), "kv %" PRIu64, i);
@@ -457,7 +502,10 @@ static bool read_kvs(struct cursor *c, struct lc_gguf *g)
         }
         if (!read_kv_value(c, kv))
             return false;
-        name_index_add(&g->kv_index, kv->key, i);
+        if (name_index_add(&g->kv_index, kv->key, i, kv_name_of, g) != 0) {
+            cur_fail(c, at, "out of memory");
+            return false;
+        }
     }
     c->where[0] = '\0';
     return true;
@@ -473,13 +521,14 @@ static bool read_alignment(struct cursor *c, struct lc_gguf *g)
     snprintf(c->where, sizeof(c->where), "kv %" PRId64 " 'general.alignment'", i);
     const struct gguf_kv *kv = &g->kvs[i];
     if (kv->type != LC_GGUF_UINT32) {
-        cur_fail(c, 0, "alignment must be of type u32, not %s", gguf_type_name(kv->type));
+        cur_fail(c, kv->pos - 4, "alignment must be of type u32, not %s",
+                 gguf_type_name(kv->type));
         return false;
     }
     uint32_t a;
     memcpy(&a, kv->val.raw, 4);
     if (a == 0 || (a & (a - 1)) != 0) {
-        cur_fail(c, 0, "alignment %" PRIu32 " is not a power of two", a);
+        cur_fail(c, kv->pos, "alignment %" PRIu32 " is not a power of two", a);
         return false;
     }
     g->alignment = a;
@@ -487,8 +536,13 @@ static bool read_alignment(struct cursor *c, struct lc_gguf *g)
     return true;
 }
 
-static bool read_tensor_info(struct cursor *c, struct lc_gguf *g, uint64_t i)
+static bool read_tensor_info(struct cursor *c, struct lc_gguf *g, uint64_t i, size_t *offset_pos)
 {
+    if (!grow_array((void **)&g->tensors, &g->cap_tensors, (size_t)i + 1, sizeof(*g->tensors))) {
+        cur_fail(c, c->pos, "out of memory for %" PRIu64 " tensors", i + 1);
+        return false;
+    }
+    g->n_tensors = i + 1;
     struct lc_gguf_tensor *t = &g->tensors[i];
     const size_t at = c->pos;
     snprintf(c->where, sizeof(c->where), "tensor %" PRIu64, i);
@@ -514,6 +568,7 @@ static bool read_tensor_info(struct cursor *c, struct lc_gguf *g, uint64_t i)
     }
     /* Element count: each dim in 1..INT64_MAX, product <= INT64_MAX. */
     uint64_t nel = 1;
+    const size_t ne0_at = c->pos;
     for (uint32_t d = 0; d < LC_GGUF_MAX_DIMS; d++) {
         t->ne[d] = 1;
         if (d >= t->n_dims)
@@ -549,7 +604,7 @@ static bool read_tensor_info(struct cursor *c, struct lc_gguf *g, uint64_t i)
     }
     t->type = (enum lc_type)type;
     if (t->ne[0] % tt->blck_size != 0) {
-        cur_fail(c, f_at, "ne[0] = %" PRId64 " is not a multiple of the block size %d of type %s",
+        cur_fail(c, ne0_at, "ne[0] = %" PRId64 " is not a multiple of the block size %d of type %s",
                  t->ne[0], tt->blck_size, tt->name);
         return false;
     }
@@ -564,6 +619,7 @@ static bool read_tensor_info(struct cursor *c, struct lc_gguf *g, uint64_t i)
     t->nbytes = (size_t)nblocks * tt->type_size;
 
     f_at = c->pos;
+    *offset_pos = f_at;
     if (!cur_u64(c, &t->offset, "offset"))
         return false;
     if (t->offset % g->alignment != 0) {
@@ -571,11 +627,16 @@ static bool read_tensor_info(struct cursor *c, struct lc_gguf *g, uint64_t i)
                  t->offset, g->alignment);
         return false;
     }
-    name_index_add(&g->tensor_index, name, i);
+    if (name_index_add(&g->tensor_index, name, i, tensor_name_of, g) != 0) {
+        cur_fail(c, at, "out of memory");
+        return false;
+    }
     return true;
 }
 
-static bool check_tensor_data(struct cursor *c, struct lc_gguf *g)
+/* Every tensor's data [offset, offset + nbytes) lies in the data section.  offset_pos[i] is the
+ * file offset of tensor i's offset field, for the message. */
+static bool check_tensor_data(struct cursor *c, struct lc_gguf *g, const size_t *offset_pos)
 {
     const size_t data_size = g->data_offset <= g->size ? g->size - g->data_offset : 0;
     for (uint64_t i = 0; i < g->n_tensors; i++) {
@@ -584,11 +645,11 @@ static bool check_tensor_data(struct cursor *c, struct lc_gguf *g)
             char pn[80];
             printable(pn, sizeof(pn), t->name);
             snprintf(c->where, sizeof(c->where), "tensor %" PRIu64 " '%s'", i, pn);
-            /* report in file offsets; the sums cannot be printed as wrapped values */
-            cur_fail(c, g->data_offset,
-                     "data offset %" PRIu64 " + %zu bytes: data [%zu + %" PRIu64 ", +%zu) lies "
-                     "outside the file (size %zu)",
-                     t->offset, t->nbytes, g->data_offset, t->offset, t->nbytes, g->size);
+            /* offset + nbytes may wrap: print the parts, not the sum */
+            cur_fail(c, offset_pos[i],
+                     "data offset %" PRIu64 " + %zu bytes lies outside the file (data section at "
+                     "%zu, file size %zu)",
+                     t->offset, t->nbytes, g->data_offset, g->size);
             return false;
         }
         t->data = g->map + g->data_offset + t->offset;
@@ -597,6 +658,9 @@ static bool check_tensor_data(struct cursor *c, struct lc_gguf *g)
     return true;
 }
 
+static bool finish_data_section(struct cursor *c, struct lc_gguf *g, const size_t *offset_pos);
+
+/* Walk the whole header: magic, version, counts, KVs, alignment, tensor infos, data. */
 static bool parse(struct cursor *c, struct lc_gguf *g)
 {
     const uint8_t *magic = cur_take(c, 4, "magic");
@@ -624,33 +688,43 @@ static bool parse(struct cursor *c, struct lc_gguf *g)
                  (sw == 2 || sw == 3) ? " (a big-endian file?)" : " (only 2 and 3 are read)");
         return false;
     }
-    if (!cur_u64(c, &g->n_tensors, "n_tensors") || !cur_u64(c, &g->n_kv, "n_kv"))
+    uint64_t n_tensors, n_kv;
+    if (!cur_u64(c, &n_tensors, "n_tensors") || !cur_u64(c, &n_kv, "n_kv"))
         return false;
-    /* Plausibility before allocating: every entry has a minimal encoded size. */
+    /* Plausibility: every entry has a minimal encoded size. */
     const size_t body = c->size - GGUF_HEADER_SIZE;
-    if (g->n_tensors > body / GGUF_MIN_TENSOR_INFO_SIZE) {
-        cur_fail(c, 8, "n_tensors %" PRIu64 " is impossible in a file of %zu bytes", g->n_tensors,
+    if (n_tensors > body / GGUF_MIN_TENSOR_INFO_SIZE) {
+        cur_fail(c, 8, "n_tensors %" PRIu64 " is impossible in a file of %zu bytes", n_tensors,
                  c->size);
         return false;
     }
-    if (g->n_kv > body / GGUF_MIN_KV_SIZE ||
-        g->n_kv * GGUF_MIN_KV_SIZE + g->n_tensors * GGUF_MIN_TENSOR_INFO_SIZE > body) {
+    if (n_kv > body / GGUF_MIN_KV_SIZE ||
+        n_kv * GGUF_MIN_KV_SIZE + n_tensors * GGUF_MIN_TENSOR_INFO_SIZE > body) {
         cur_fail(c, 16, "n_kv %" PRIu64 " with n_tensors %" PRIu64
-                 " is impossible in a file of %zu bytes", g->n_kv, g->n_tensors, c->size);
+                 " is impossible in a file of %zu bytes", n_kv, n_tensors, c->size);
         return false;
     }
-    g->kvs = calloc(g->n_kv ? g->n_kv : 1, sizeof(*g->kvs));
-    g->tensors = calloc(g->n_tensors ? g->n_tensors : 1, sizeof(*g->tensors));
-    if (!g->kvs || !g->tensors || name_index_init(&g->kv_index, g->n_kv) != 0 ||
-        name_index_init(&g->tensor_index, g->n_tensors) != 0) {
-        cur_fail(c, 8, "out of memory");
+    if (!read_kvs(c, g, n_kv) || !read_alignment(c, g))
         return false;
+    /* offset_pos[i]: file offset of tensor i's offset field, for messages (grown alongside). */
+    size_t *offset_pos = NULL, cap_pos = 0;
+    bool ok = true;
+    for (uint64_t i = 0; ok && i < n_tensors; i++) {
+        ok = grow_array((void **)&offset_pos, &cap_pos, (size_t)i + 1, sizeof(size_t));
+        if (!ok)
+            cur_fail(c, c->pos, "out of memory");
+        else
+            ok = read_tensor_info(c, g, i, &offset_pos[i]);
     }
-    if (!read_kvs(c, g) || !read_alignment(c, g))
-        return false;
-    for (uint64_t i = 0; i < g->n_tensors; i++)
-        if (!read_tensor_info(c, g, i))
-            return false;
+    if (ok)
+        ok = finish_data_section(c, g, offset_pos);
+    free(offset_pos);
+    return ok;
+}
+
+/* The data section follows the infos, padded to the alignment; then check every tensor. */
+static bool finish_data_section(struct cursor *c, struct lc_gguf *g, const size_t *offset_pos)
+{
     c->where[0] = '\0';
     /* Data section: after the infos, padded to the alignment.  pos <= size < SIZE_MAX / 2 and
      * alignment <= 2^31, so this cannot overflow. */
@@ -664,7 +738,7 @@ static bool parse(struct cursor *c, struct lc_gguf *g)
         }
         g->data_offset = g->size;
     }
-    return check_tensor_data(c, g);
+    return check_tensor_data(c, g, offset_pos);
 }
 
 struct lc_gguf *lc_gguf_open(const char *path, char **err)
@@ -950,4 +1024,623 @@ const struct lc_gguf_tensor *lc_gguf_find_tensor(const struct lc_gguf *g, const 
     if (!g || !name)
         return NULL;
     return lc_gguf_tensor(g, name_index_find(&g->tensor_index, name, tensor_name_of, g));
+}
+
+/* ---------------------------------------------------------------- writer */
+
+/*
+ * The writer keeps metadata and tensor infos in memory and writes the file in one pass:
+ * header, KVs in insertion order, tensor infos, zero padding to the alignment, then each
+ * tensor's data followed by zero padding to the alignment (also after the last one), exactly
+ * as ggml's gguf_write_to_file lays a file out, so a file copied through it comes out
+ * byte-identical.  Offsets: tensor i starts at sum over j < i of align(nbytes_j).
+ *
+ * The bytes go to a temporary file next to PATH ("PATH.tmp.XXXXXX"), which end() fsyncs and
+ * renames over PATH, so PATH is never left half-written; any failure removes the temporary.
+ */
+
+/* ggml's GGML_MAX_NAME: llama.cpp rejects tensor names of this many bytes or more. */
+#define GGUF_MAX_TENSOR_NAME 64
+
+struct wkv {
+    char *key;
+    uint32_t type;
+    uint32_t arr_type;
+    uint64_t arr_n;
+    uint8_t val[8];
+    char *str;
+    void *arr;      /* numeric array, arr_n * size bytes */
+    char **arr_str; /* arr_n owned strings */
+};
+
+struct wtensor {
+    char *name;
+    enum lc_type type;
+    uint32_t n_dims;
+    int64_t ne[LC_GGUF_MAX_DIMS];
+    size_t nbytes;
+    uint64_t offset;
+};
+
+struct lc_gguf_writer {
+    struct wkv *kvs;
+    size_t n_kv, cap_kv;
+    struct wtensor *tensors;
+    size_t n_tensors, cap_tensors;
+    /* streaming state, between begin and end */
+    bool begun, failed;
+    int fd;
+    char *path, *tmp_path;
+    size_t alignment;
+    size_t next;     /* index of the next tensor whose data is expected */
+    uint64_t pos;    /* bytes written so far */
+};
+
+static void wkv_clear(struct wkv *kv)
+{
+    free(kv->key);
+    free(kv->str);
+    free(kv->arr);
+    if (kv->arr_str)
+        for (uint64_t j = 0; j < kv->arr_n; j++)
+            free(kv->arr_str[j]);
+    free(kv->arr_str);
+    memset(kv, 0, sizeof(*kv));
+}
+
+struct lc_gguf_writer *lc_gguf_writer_new(void)
+{
+    struct lc_gguf_writer *w = calloc(1, sizeof(*w));
+    if (w)
+        w->fd = -1;
+    return w;
+}
+
+/* Abandon a begun file: close and remove the temporary. */
+static void writer_abort(struct lc_gguf_writer *w)
+{
+    if (w->fd >= 0)
+        close(w->fd);
+    w->fd = -1;
+    if (w->tmp_path)
+        unlink(w->tmp_path);
+    free(w->tmp_path);
+    free(w->path);
+    w->tmp_path = w->path = NULL;
+    w->failed = true;
+}
+
+void lc_gguf_writer_free(struct lc_gguf_writer *w)
+{
+    if (!w)
+        return;
+    if (w->fd >= 0)
+        writer_abort(w);
+    for (size_t i = 0; i < w->n_kv; i++)
+        wkv_clear(&w->kvs[i]);
+    for (size_t i = 0; i < w->n_tensors; i++)
+        free(w->tensors[i].name);
+    free(w->kvs);
+    free(w->tensors);
+    free(w->path);
+    free(w->tmp_path);
+    free(w);
+}
+
+static int64_t writer_find(const struct lc_gguf_writer *w, const char *key)
+{
+    for (size_t i = 0; i < w->n_kv; i++)
+        if (strcmp(w->kvs[i].key, key) == 0)
+            return (int64_t)i;
+    return -1;
+}
+
+/* Install a filled-in value (its key unset) under key: replace in place or append.  Takes
+ * ownership of v's buffers in every case (freed on failure). */
+static int writer_put(struct lc_gguf_writer *w, const char *key, struct wkv *v)
+{
+    if (!w || !key || !key[0] || w->begun) {
+        wkv_clear(v);
+        return -1;
+    }
+    int64_t i = writer_find(w, key);
+    if (i >= 0) {
+        char *k = w->kvs[i].key;
+        w->kvs[i].key = NULL;
+        wkv_clear(&w->kvs[i]);
+        v->key = k;
+        w->kvs[i] = *v;
+        return 0;
+    }
+    if (w->n_kv == w->cap_kv) {
+        size_t cap = w->cap_kv ? 2 * w->cap_kv : 32;
+        struct wkv *k = realloc(w->kvs, cap * sizeof(*k));
+        if (!k) {
+            wkv_clear(v);
+            return -1;
+        }
+        w->kvs = k;
+        w->cap_kv = cap;
+    }
+    v->key = strdup(key);
+    if (!v->key) {
+        wkv_clear(v);
+        return -1;
+    }
+    w->kvs[w->n_kv++] = *v;
+    return 0;
+}
+
+static int writer_put_scalar(struct lc_gguf_writer *w, const char *key, uint32_t type,
+                             const void *val)
+{
+    struct wkv v = {.type = type};
+    memcpy(v.val, val, gguf_type_size(type));
+    return writer_put(w, key, &v);
+}
+
+int lc_gguf_writer_set_u32(struct lc_gguf_writer *w, const char *key, uint32_t v)
+{
+    return writer_put_scalar(w, key, LC_GGUF_UINT32, &v);
+}
+
+int lc_gguf_writer_set_i32(struct lc_gguf_writer *w, const char *key, int32_t v)
+{
+    return writer_put_scalar(w, key, LC_GGUF_INT32, &v);
+}
+
+int lc_gguf_writer_set_u16(struct lc_gguf_writer *w, const char *key, uint16_t v)
+{
+    return writer_put_scalar(w, key, LC_GGUF_UINT16, &v);
+}
+
+int lc_gguf_writer_set_f32(struct lc_gguf_writer *w, const char *key, float v)
+{
+    return writer_put_scalar(w, key, LC_GGUF_FLOAT32, &v);
+}
+
+int lc_gguf_writer_set_bool(struct lc_gguf_writer *w, const char *key, bool v)
+{
+    uint8_t b = v ? 1 : 0;
+    return writer_put_scalar(w, key, LC_GGUF_BOOL, &b);
+}
+
+int lc_gguf_writer_set_str(struct lc_gguf_writer *w, const char *key, const char *v)
+{
+    if (!v)
+        return -1;
+    struct wkv kv = {.type = LC_GGUF_STRING, .str = strdup(v)};
+    if (!kv.str)
+        return -1;
+    return writer_put(w, key, &kv);
+}
+
+int lc_gguf_writer_set_arr(struct lc_gguf_writer *w, const char *key, enum lc_gguf_type t,
+                           const void *data, uint64_t n)
+{
+    const size_t esize = gguf_type_size((uint32_t)t);
+    if (esize == 0 || (n > 0 && !data) || n > SIZE_MAX / esize)
+        return -1;
+    struct wkv kv = {.type = LC_GGUF_ARRAY, .arr_type = (uint32_t)t, .arr_n = n};
+    kv.arr = malloc(n ? (size_t)n * esize : 1);
+    if (!kv.arr)
+        return -1;
+    if (n)
+        memcpy(kv.arr, data, (size_t)n * esize);
+    return writer_put(w, key, &kv);
+}
+
+int lc_gguf_writer_set_arr_str(struct lc_gguf_writer *w, const char *key, const char *const *v,
+                               uint64_t n)
+{
+    if ((n > 0 && !v) || n > SIZE_MAX / sizeof(char *))
+        return -1;
+    struct wkv kv = {.type = LC_GGUF_ARRAY, .arr_type = LC_GGUF_STRING, .arr_n = 0};
+    kv.arr_str = calloc(n ? (size_t)n : 1, sizeof(char *));
+    if (!kv.arr_str)
+        return -1;
+    for (uint64_t j = 0; j < n; j++) {
+        kv.arr_str[j] = v[j] ? strdup(v[j]) : NULL;
+        kv.arr_n = j + 1; /* so that wkv_clear frees what was copied */
+        if (!kv.arr_str[j]) {
+            wkv_clear(&kv);
+            return -1;
+        }
+    }
+    return writer_put(w, key, &kv);
+}
+
+int lc_gguf_writer_remove_key(struct lc_gguf_writer *w, const char *key)
+{
+    if (!w || !key || w->begun)
+        return -1;
+    int64_t i = writer_find(w, key);
+    if (i < 0)
+        return -1;
+    wkv_clear(&w->kvs[i]);
+    memmove(&w->kvs[i], &w->kvs[i + 1], (w->n_kv - (size_t)i - 1) * sizeof(*w->kvs));
+    w->n_kv--;
+    return 0;
+}
+
+int lc_gguf_writer_copy_kvs(struct lc_gguf_writer *w, const struct lc_gguf *src)
+{
+    if (!w || !src)
+        return -1;
+    for (uint64_t i = 0; i < src->n_kv; i++) {
+        const struct gguf_kv *kv = &src->kvs[i];
+        int rc;
+        if (kv->type == LC_GGUF_STRING)
+            rc = lc_gguf_writer_set_str(w, kv->key, kv->str);
+        else if (kv->type == LC_GGUF_ARRAY && kv->arr_type == LC_GGUF_STRING)
+            rc = lc_gguf_writer_set_arr_str(w, kv->key, (const char *const *)kv->arr_str,
+                                            kv->arr_n);
+        else if (kv->type == LC_GGUF_ARRAY)
+            rc = lc_gguf_writer_set_arr(w, kv->key, (enum lc_gguf_type)kv->arr_type, kv->arr,
+                                        kv->arr_n);
+        else
+            rc = writer_put_scalar(w, kv->key, kv->type, kv->val.raw);
+        if (rc != 0)
+            return -1;
+    }
+    return 0;
+}
+
+int lc_gguf_writer_add_tensor(struct lc_gguf_writer *w, const char *name, enum lc_type type,
+                              uint32_t n_dims, const int64_t *ne)
+{
+    if (!w || w->begun || !name || !name[0] || strlen(name) >= GGUF_MAX_TENSOR_NAME || !ne ||
+        n_dims < 1 || n_dims > LC_GGUF_MAX_DIMS)
+        return -1;
+    const struct lc_type_traits *tt = lc_type_traits((int)type);
+    if (!tt)
+        return -1;
+    struct wtensor t = {.type = type, .n_dims = n_dims};
+    uint64_t nel = 1;
+    for (uint32_t d = 0; d < LC_GGUF_MAX_DIMS; d++) {
+        t.ne[d] = d < n_dims ? ne[d] : 1;
+        if (t.ne[d] < 1 || nel > (uint64_t)INT64_MAX / (uint64_t)t.ne[d])
+            return -1;
+        nel *= (uint64_t)t.ne[d];
+    }
+    if (t.ne[0] % tt->blck_size != 0 || nel / (uint64_t)tt->blck_size > SIZE_MAX / tt->type_size)
+        return -1;
+    t.nbytes = (size_t)(nel / (uint64_t)tt->blck_size) * tt->type_size;
+    for (size_t i = 0; i < w->n_tensors; i++)
+        if (strcmp(w->tensors[i].name, name) == 0)
+            return -1;
+    if (w->n_tensors == w->cap_tensors) {
+        size_t cap = w->cap_tensors ? 2 * w->cap_tensors : 64;
+        struct wtensor *p = realloc(w->tensors, cap * sizeof(*p));
+        if (!p)
+            return -1;
+        w->tensors = p;
+        w->cap_tensors = cap;
+    }
+    t.name = strdup(name);
+    if (!t.name)
+        return -1;
+    w->tensors[w->n_tensors++] = t;
+    return 0;
+}
+
+/* ---- serialization */
+
+struct wbuf {
+    uint8_t *p;
+    size_t n, cap;
+    bool oom;
+};
+
+static void wb_put(struct wbuf *b, const void *data, size_t n)
+{
+    if (b->oom)
+        return;
+    if (n > b->cap - b->n) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap - b->n < n) {
+            if (cap > SIZE_MAX / 2) {
+                b->oom = true;
+                return;
+            }
+            cap *= 2;
+        }
+        uint8_t *p = realloc(b->p, cap);
+        if (!p) {
+            b->oom = true;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, data, n);
+    b->n += n;
+}
+
+static void wb_u32(struct wbuf *b, uint32_t v)
+{
+    wb_put(b, &v, 4);
+}
+
+static void wb_u64(struct wbuf *b, uint64_t v)
+{
+    wb_put(b, &v, 8);
+}
+
+static void wb_str(struct wbuf *b, const char *s)
+{
+    size_t n = strlen(s);
+    wb_u64(b, n);
+    wb_put(b, s, n);
+}
+
+/* Write all of data to w->fd; on error abort the file and set *err. */
+static int writer_write(struct lc_gguf_writer *w, const void *data, size_t n, char **err)
+{
+    const uint8_t *p = data;
+    while (n > 0) {
+        ssize_t r = write(w->fd, p, n > ((size_t)1 << 30) ? ((size_t)1 << 30) : n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            set_err(err, "%s: write failed at offset %" PRIu64 ": %s", w->path, w->pos,
+                    r < 0 ? strerror(errno) : "no progress");
+            writer_abort(w);
+            return -1;
+        }
+        p += r;
+        n -= (size_t)r;
+        w->pos += (uint64_t)r;
+    }
+    return 0;
+}
+
+/* Zero bytes up to the next multiple of the alignment. */
+static int writer_pad(struct lc_gguf_writer *w, char **err)
+{
+    static const uint8_t zeros[4096];
+    uint64_t pad = (w->alignment - w->pos % w->alignment) % w->alignment;
+    while (pad > 0) {
+        size_t n = pad > sizeof(zeros) ? sizeof(zeros) : (size_t)pad;
+        if (writer_write(w, zeros, n, err) != 0)
+            return -1;
+        pad -= n;
+    }
+    return 0;
+}
+
+int lc_gguf_writer_begin(struct lc_gguf_writer *w, const char *path, char **err)
+{
+    if (err)
+        *err = NULL;
+    if (!w || !path || !path[0]) {
+        set_err(err, "gguf writer: no path given");
+        return -1;
+    }
+    if (w->begun) {
+        set_err(err, "%s: gguf writer already used", path);
+        return -1;
+    }
+    /* Alignment: general.alignment if set (must be a u32 power of two, as the reader wants). */
+    w->alignment = LC_GGUF_DEFAULT_ALIGNMENT;
+    int64_t ai = writer_find(w, "general.alignment");
+    if (ai >= 0) {
+        uint32_t a = 0;
+        if (w->kvs[ai].type == LC_GGUF_UINT32)
+            memcpy(&a, w->kvs[ai].val, 4);
+        if (a == 0 || (a & (a - 1)) != 0) {
+            set_err(err, "%s: general.alignment must be a u32 power of two", path);
+            return -1;
+        }
+        w->alignment = a;
+    }
+    /* Offsets. */
+    uint64_t off = 0;
+    for (size_t i = 0; i < w->n_tensors; i++) {
+        const size_t nb = w->tensors[i].nbytes;
+        const uint64_t padded = ((uint64_t)nb + w->alignment - 1) / w->alignment * w->alignment;
+        if (padded < nb || off > UINT64_MAX - padded) {
+            set_err(err, "%s: tensor data too large", path);
+            return -1;
+        }
+        w->tensors[i].offset = off;
+        off += padded;
+    }
+
+    /* Header, KVs, tensor infos. */
+    struct wbuf b = {0};
+    wb_put(&b, GGUF_MAGIC, 4);
+    wb_u32(&b, 3);
+    wb_u64(&b, w->n_tensors);
+    wb_u64(&b, w->n_kv);
+    for (size_t i = 0; i < w->n_kv; i++) {
+        const struct wkv *kv = &w->kvs[i];
+        wb_str(&b, kv->key);
+        wb_u32(&b, kv->type);
+        if (kv->type == LC_GGUF_STRING) {
+            wb_str(&b, kv->str);
+        } else if (kv->type == LC_GGUF_ARRAY) {
+            wb_u32(&b, kv->arr_type);
+            wb_u64(&b, kv->arr_n);
+            if (kv->arr_type == LC_GGUF_STRING)
+                for (uint64_t j = 0; j < kv->arr_n; j++)
+                    wb_str(&b, kv->arr_str[j]);
+            else
+                wb_put(&b, kv->arr, (size_t)kv->arr_n * gguf_type_size(kv->arr_type));
+        } else {
+            wb_put(&b, kv->val, gguf_type_size(kv->type));
+        }
+    }
+    for (size_t i = 0; i < w->n_tensors; i++) {
+        const struct wtensor *t = &w->tensors[i];
+        wb_str(&b, t->name);
+        wb_u32(&b, t->n_dims);
+        for (uint32_t d = 0; d < t->n_dims; d++)
+            wb_u64(&b, (uint64_t)t->ne[d]);
+        wb_u32(&b, (uint32_t)t->type);
+        wb_u64(&b, t->offset);
+    }
+    if (b.oom) {
+        free(b.p);
+        set_err(err, "%s: out of memory building the GGUF header", path);
+        return -1;
+    }
+
+    /* The temporary file next to the destination, so that rename() is atomic.  w->tmp_path
+     * is set only once the file exists: writer_abort unlinks it. */
+    w->path = strdup(path);
+    size_t tl = strlen(path) + sizeof(".tmp.XXXXXX");
+    char *tmp = malloc(tl);
+    if (!w->path || !tmp) {
+        free(tmp);
+        free(b.p);
+        set_err(err, "%s: out of memory", path);
+        writer_abort(w);
+        return -1;
+    }
+    snprintf(tmp, tl, "%s.tmp.XXXXXX", path);
+    int fd = mkostemp(tmp, O_CLOEXEC);
+    if (fd < 0) {
+        set_err(err, "%s: cannot create temporary file %s: %s", path, tmp, strerror(errno));
+        free(tmp);
+        free(b.p);
+        writer_abort(w);
+        return -1;
+    }
+    w->fd = fd;
+    w->tmp_path = tmp;
+    w->begun = true;
+    w->failed = false;
+    w->pos = 0;
+    w->next = 0;
+    (void)fchmod(w->fd, 0644); /* mkstemp creates 0600; a model file is not secret */
+    int rc = writer_write(w, b.p, b.n, err);
+    free(b.p);
+    if (rc != 0)
+        return -1;
+    return writer_pad(w, err);
+}
+
+int lc_gguf_writer_write_data(struct lc_gguf_writer *w, const void *data, size_t nbytes,
+                              char **err)
+{
+    if (err)
+        *err = NULL;
+    if (!w || !w->begun || w->failed || w->fd < 0) {
+        set_err(err, "gguf writer: write_data without a successful begin");
+        return -1;
+    }
+    if (w->next >= w->n_tensors) {
+        set_err(err, "%s: data for more tensors than declared (%zu)", w->path, w->n_tensors);
+        writer_abort(w);
+        return -1;
+    }
+    const struct wtensor *t = &w->tensors[w->next];
+    if (nbytes != t->nbytes || (nbytes > 0 && !data)) {
+        set_err(err, "%s: tensor %zu '%s': got %zu bytes of data, expected %zu", w->path, w->next,
+                t->name, nbytes, t->nbytes);
+        writer_abort(w);
+        return -1;
+    }
+    if (writer_write(w, data, nbytes, err) != 0 || writer_pad(w, err) != 0)
+        return -1;
+    w->next++;
+    return 0;
+}
+
+int lc_gguf_writer_end(struct lc_gguf_writer *w, char **err)
+{
+    if (err)
+        *err = NULL;
+    if (!w || !w->begun || w->failed || w->fd < 0) {
+        set_err(err, "gguf writer: end without a successful begin");
+        return -1;
+    }
+    if (w->next != w->n_tensors) {
+        set_err(err, "%s: data written for %zu of %zu tensors (next: '%s')", w->path, w->next,
+                w->n_tensors, w->tensors[w->next].name);
+        writer_abort(w);
+        return -1;
+    }
+    if (fsync(w->fd) != 0) {
+        set_err(err, "%s: fsync failed: %s", w->path, strerror(errno));
+        writer_abort(w);
+        return -1;
+    }
+    int fd = w->fd;
+    w->fd = -1;
+    if (close(fd) != 0) {
+        set_err(err, "%s: close failed: %s", w->path, strerror(errno));
+        writer_abort(w);
+        return -1;
+    }
+    if (rename(w->tmp_path, w->path) != 0) {
+        set_err(err, "%s: cannot rename %s into place: %s", w->path, w->tmp_path,
+                strerror(errno));
+        writer_abort(w);
+        return -1;
+    }
+    free(w->tmp_path);
+    w->tmp_path = NULL;
+    /* Make the rename durable: fsync the directory (best effort, no allocation). */
+    char dir[PATH_MAX];
+    const char *slash = strrchr(w->path, '/');
+    const size_t dl = slash ? (size_t)(slash - w->path) + (slash == w->path) : 0;
+    if (dl < sizeof(dir)) {
+        memcpy(dir, slash ? w->path : ".", slash ? dl : 1);
+        dir[slash ? dl : 1] = '\0';
+        int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd >= 0) {
+            (void)fsync(dfd);
+            close(dfd);
+        }
+    }
+    free(w->path);
+    w->path = NULL;
+    w->failed = true; /* done: a writer writes one file */
+    return 0;
+}
+
+/* ---------------------------------------------------------------- split file names */
+
+#define SPLIT_MAX_COUNT 99999 /* five digits */
+
+static bool split_args_ok(int no, int count)
+{
+    return count >= 1 && count <= SPLIT_MAX_COUNT && no >= 1 && no <= count;
+}
+
+int lc_gguf_split_path(char *buf, size_t len, const char *prefix, int no, int count)
+{
+    if (!buf || len == 0)
+        return -1;
+    buf[0] = '\0';
+    if (!prefix || !split_args_ok(no, count))
+        return -1;
+    int n = snprintf(buf, len, "%s-%05d-of-%05d.gguf", prefix, no, count);
+    if (n < 0 || (size_t)n >= len) {
+        buf[0] = '\0';
+        return -1;
+    }
+    return 0;
+}
+
+int lc_gguf_split_prefix(char *buf, size_t len, const char *path, int no, int count)
+{
+    if (!buf || len == 0)
+        return -1;
+    buf[0] = '\0';
+    if (!path || !split_args_ok(no, count))
+        return -1;
+    char suffix[48];
+    snprintf(suffix, sizeof(suffix), "-%05d-of-%05d.gguf", no, count);
+    const size_t pl = strlen(path), sl = strlen(suffix);
+    if (pl <= sl || strcmp(path + pl - sl, suffix) != 0)
+        return -1;
+    const size_t n = pl - sl;
+    if (n >= len)
+        return -1;
+    memcpy(buf, path, n);
+    buf[n] = '\0';
+    return 0;
 }

@@ -249,16 +249,11 @@ struct lc_model *lc_model_load(const char *path, bool vocab_only, char **err)
         return NULL;
     }
     m->vocab_only = vocab_only;
-    m->gguf = lc_gguf_open(path, err);
-    if (!m->gguf)
+    /* a plain file, or all parts of a split model given its first part (gguf_split.c) */
+    m->parts = lc_gguf_open_split(path, &m->n_parts, err);
+    if (!m->parts)
         goto fail;
-    m->parts = calloc(1, sizeof(*m->parts));
-    if (!m->parts) {
-        set_err(err, "out of memory");
-        goto fail;
-    }
-    m->parts[0] = m->gguf;
-    m->n_parts = 1;
+    m->gguf = m->parts[0];
 
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;

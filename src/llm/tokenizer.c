@@ -22,9 +22,14 @@
  *       UTF-8 characters, then repeatedly merge the adjacent pair whose concatenation is a
  *       piece with the highest score (ties: leftmost pair), using a priority queue with lazy
  *       deletion.  A final symbol that is not a piece is emitted as its bytes <0xNN>.
+ *     - "gpt2" (byte-level BPE, llm_tokenizer_bpe): cut the fragment into pre-tokens with the
+ *       regexes of tokenizer.ggml.pre (PCRE2), map each pre-token's bytes to GPT-2's printable
+ *       code points, and merge pairs by lowest rank in tokenizer.ggml.merges.
  *
- * Decoding maps each token to its piece: U+2581 back to ' ', byte tokens to their byte, control
- * and unknown tokens to "" unless special.
+ * Decoding maps each token to its piece: U+2581 back to ' ' (spm) or code points back to bytes
+ * (gpt2), byte tokens to their byte, control and unknown tokens to "" unless special.
+ *
+ * A loaded vocab is read-only: lc_tokenize and the decoders may run on it from several threads.
  */
 #include "tokenizer.h"
 
@@ -35,6 +40,9 @@
 #include <string.h>
 
 #include "gguf.h"
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
 
 /* Token attribute bits, as llama.cpp's llama_token_attr. */
 enum {
@@ -50,7 +58,9 @@ enum {
     ATTR_RSTRIP = 1 << 8,
 };
 
-enum vocab_kind { VOCAB_SPM = 1 };
+enum vocab_kind { VOCAB_SPM = 1, VOCAB_BPE = 2 };
+
+#define MAX_PRE_REGEX 6
 
 struct lc_vocab {
     enum vocab_kind kind;
@@ -59,7 +69,6 @@ struct lc_vocab {
     const char **text;   /* [n_tokens] piece texts, NUL-terminated, inside text_arena */
     uint32_t *text_len;  /* [n_tokens] */
     float *score;        /* [n_tokens] */
-    uint8_t *type;       /* [n_tokens] enum lc_token_type as stored */
     uint16_t *attr;      /* [n_tokens] ATTR_* bits */
     uint8_t *eog;        /* [n_tokens] 1 if end-of-generation */
     char *text_arena;
@@ -80,7 +89,23 @@ struct lc_vocab {
     int32_t byte_tok[256]; /* byte -> token for byte fallback, -1 if none */
 
     int32_t bos, eos, eot, eom, unk;
-    bool add_bos, add_eos, add_space_prefix;
+    bool add_bos, add_space_prefix;
+    bool add_eos; /* read for completeness; lc_tokenize only ever adds BOS */
+
+    /* Byte-level BPE ("gpt2") only. */
+    bool ignore_merges; /* a pre-token that is a whole token skips the merges (llama3) */
+    bool clean_spaces;  /* detokenize removes " ," " ." ... (clean_up_tokenization_spaces) */
+    pcre2_code *re[MAX_PRE_REGEX]; /* pre-tokenizer regexes, applied in turn */
+    int n_re;
+    /* Merge ranks: merge i is "first second"; hashed on (first, second). */
+    char *merge_arena;
+    uint32_t *merge_off, *merge_first, *merge_second; /* [n_merges] offset, part lengths */
+    int32_t n_merges;
+    int32_t *mht; /* -1 = empty, else merge index */
+    uint32_t mht_mask;
+    char byte_enc[256][3]; /* GPT-2 bytes_to_unicode: byte -> UTF-8 of its code point */
+    uint8_t byte_enc_len[256];
+    int16_t byte_dec[512]; /* code point -> byte, -1 if none */
 };
 
 /* ------------------------------------------------------------------ small helpers */
@@ -105,8 +130,8 @@ static void set_err(char **err, char *msg)
         free(msg);
 }
 
-/* Length of the UTF-8 sequence that starts with byte c, from its high nibble (llama.cpp's
- * unicode_len_utf8): continuation and invalid lead bytes count as one byte. */
+/* Length of the UTF-8 sequence that starts with byte c, from its high nibble alone (llama.cpp's
+ * unicode_len_utf8): a continuation byte counts as 1, any byte 0xF0-0xFF as 4. */
 static size_t utf8_len(unsigned char c)
 {
     static const uint8_t lookup[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
@@ -352,6 +377,305 @@ static char *spm_escape(const char *s, size_t n, bool prefix, size_t *out_n)
     return e;
 }
 
+/* ------------------------------------------------------------------ byte-level BPE (gpt2) */
+
+/*
+ * llama.cpp's llm_tokenizer_bpe: the fragment is decoded to code points (an invalid byte
+ * becomes U+FFFD), cut into pre-tokens by the model's regexes (each regex splits the pieces
+ * left by the previous one; text between matches is a piece of its own), each pre-token's
+ * bytes are mapped to GPT-2's printable code points (bytes_to_unicode), and the pre-token is
+ * merged pairwise by lowest merge rank (ties: leftmost).  A final symbol that is not a token
+ * is emitted byte by byte, keeping only bytes that are tokens themselves.
+ */
+
+/* Decode one code point as llama.cpp's unicode_cpt_from_utf8 does: the lead byte gives the
+ * length, continuation bytes must be 10xxxxxx, overlong forms and surrogates are accepted.
+ * Returns the length, or 0 for an invalid sequence. */
+static size_t utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
+{
+    unsigned char c = s[0];
+    if (!(c & 0x80)) {
+        *cp = c;
+        return 1;
+    }
+    size_t len;
+    if (!(c & 0x40))
+        return 0;
+    else if (!(c & 0x20))
+        len = 2;
+    else if (!(c & 0x10))
+        len = 3;
+    else if (!(c & 0x08))
+        len = 4;
+    else
+        return 0;
+    if (len > n)
+        return 0;
+    uint32_t v = c & (0x7f >> len);
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        v = (v << 6) | (s[i] & 0x3f);
+    }
+    *cp = v;
+    return len;
+}
+
+static size_t utf8_encode(uint32_t cp, char *out)
+{
+    if (cp < 0x80) {
+        out[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        out[0] = (char)(0xc0 | (cp >> 6));
+        out[1] = (char)(0x80 | (cp & 0x3f));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        out[0] = (char)(0xe0 | (cp >> 12));
+        out[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+        out[2] = (char)(0x80 | (cp & 0x3f));
+        return 3;
+    }
+    out[0] = (char)(0xf0 | (cp >> 18));
+    out[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+    out[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+    out[3] = (char)(0x80 | (cp & 0x3f));
+    return 4;
+}
+
+/*
+ * Rewrite s[0..n) as code points the way llama.cpp sees them: *out gets the bytes used for the
+ * tokens (invalid bytes as U+FFFD, overlong forms re-encoded), *subj the same with surrogates
+ * (and code points past U+10FFFF) also as U+FFFD, so that PCRE2 sees valid UTF-8.  Both have the
+ * same length at every code point boundary.  Returns false on allocation failure.
+ */
+static bool bpe_normalize(const char *s, size_t n, char **out, char **subj, size_t *m)
+{
+    *out = malloc(3 * n + 1);
+    *subj = malloc(3 * n + 1);
+    if (!*out || !*subj) {
+        free(*out);
+        free(*subj);
+        return false;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n;) {
+        uint32_t cp = 0;
+        size_t l = utf8_decode((const unsigned char *)s + i, n - i, &cp);
+        if (l == 0) {
+            cp = 0xfffd;
+            l = 1;
+        }
+        i += l;
+        if (cp > 0x10ffff)
+            cp = 0xfffd; /* llama.cpp throws here */
+        size_t e = utf8_encode(cp, *out + k);
+        if (cp >= 0xd800 && cp <= 0xdfff)
+            utf8_encode(0xfffd, *subj + k);
+        else
+            memcpy(*subj + k, *out + k, e);
+        k += e;
+    }
+    *m = k;
+    return true;
+}
+
+struct spans {
+    size_t *v; /* lengths of consecutive pieces */
+    size_t n, cap;
+    bool oom;
+};
+
+static void spans_push(struct spans *s, size_t len)
+{
+    if (s->oom)
+        return;
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 64;
+        size_t *p = realloc(s->v, cap * sizeof(*p));
+        if (!p) {
+            s->oom = true;
+            return;
+        }
+        s->v = p;
+        s->cap = cap;
+    }
+    s->v[s->n++] = len;
+}
+
+/* Split every piece of *sp by one regex (llama.cpp unicode_regex_split_stl: each piece is
+ * matched as a subject of its own; text between matches stays a piece). */
+static bool regex_split(const pcre2_code *re, const char *subj, struct spans *sp)
+{
+    pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
+    if (!md)
+        return false;
+    struct spans out = {0};
+    size_t base = 0;
+    for (size_t k = 0; k < sp->n && !out.oom; k++) {
+        size_t len = sp->v[k];
+        PCRE2_SPTR p = (PCRE2_SPTR)(subj + base);
+        size_t at = 0, prev = 0;
+        while (at < len) {
+            int rc = pcre2_match(re, p, len, at, PCRE2_NO_UTF_CHECK, md, NULL);
+            if (rc < 0)
+                break;
+            PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
+            size_t ms = ov[0], me = ov[1];
+            if (me <= ms) { /* empty match: no split, step over one character */
+                at = ms + utf8_len((unsigned char)subj[base + ms]);
+                continue;
+            }
+            if (ms > prev)
+                spans_push(&out, ms - prev);
+            spans_push(&out, me - ms);
+            prev = at = me;
+        }
+        if (prev < len)
+            spans_push(&out, len - prev);
+        base += len;
+    }
+    pcre2_match_data_free(md);
+    free(sp->v);
+    *sp = out;
+    return !out.oom;
+}
+
+/* Rank of merging the symbols a[0..an) and b[0..bn), or -1. */
+static int32_t merge_rank(const struct lc_vocab *v, const char *a, size_t an, const char *b,
+                          size_t bn)
+{
+    if (!v->mht)
+        return -1;
+    /* FNV-1a over a, a NUL separator, then b (the key hashed at load). */
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < an; i++)
+        h = (h ^ (unsigned char)a[i]) * 16777619u;
+    h *= 16777619u;
+    for (size_t i = 0; i < bn; i++)
+        h = (h ^ (unsigned char)b[i]) * 16777619u;
+    for (uint32_t i = h & v->mht_mask;; i = (i + 1) & v->mht_mask) {
+        int32_t m = v->mht[i];
+        if (m < 0)
+            return -1;
+        const char *s = v->merge_arena + v->merge_off[m];
+        if (v->merge_first[m] == an && v->merge_second[m] == bn && memcmp(s, a, an) == 0 &&
+            memcmp(s + an + 1, b, bn) == 0)
+            return m;
+    }
+}
+
+/* Heap entries reuse spm_bigram: score holds -rank so that the spm order (higher score, then
+ * leftmost) is the BPE order (lower rank, then leftmost).  Ranks < 2^24 are exact in a float. */
+static void bpe_try_bigram(const struct lc_vocab *v, const char *text, const struct spm_sym *sym,
+                           struct spm_heap *h, int32_t left, int32_t right)
+{
+    if (left < 0 || right < 0)
+        return;
+    int32_t r = merge_rank(v, text + sym[left].off, sym[left].n, text + sym[right].off,
+                           sym[right].n);
+    if (r < 0)
+        return;
+    struct spm_bigram b = {left, right, -(float)r, sym[left].n + sym[right].n};
+    heap_push(h, b);
+}
+
+/* Merge one byte-encoded pre-token and emit its tokens. */
+static bool bpe_word(const struct lc_vocab *v, const char *w, size_t n, struct toks *out)
+{
+    if (n == 0)
+        return true;
+    if (v->ignore_merges) {
+        int32_t id = vocab_lookup(v, w, n);
+        if (id >= 0) {
+            toks_push(out, id);
+            return true;
+        }
+    }
+    struct spm_sym *sym = malloc(n * sizeof(*sym));
+    struct spm_heap h = {0};
+    if (!sym)
+        return false;
+    int32_t n_sym = 0;
+    for (size_t off = 0; off < n;) {
+        size_t len = utf8_len((unsigned char)w[off]);
+        if (len > n - off)
+            len = n - off;
+        sym[n_sym] = (struct spm_sym){n_sym - 1, off + len == n ? -1 : n_sym + 1, (uint32_t)off,
+                                      (uint32_t)len};
+        off += len;
+        n_sym++;
+    }
+    for (int32_t i = 1; i < n_sym; i++)
+        bpe_try_bigram(v, w, sym, &h, i - 1, i);
+    while (h.n > 0 && !h.oom) {
+        struct spm_bigram b = heap_pop(&h);
+        struct spm_sym *l = &sym[b.left], *r = &sym[b.right];
+        /* Stale: llama.cpp compares the texts; with contiguous symbols the sizes suffice. */
+        if (l->n == 0 || r->n == 0 || l->n + r->n != b.size)
+            continue;
+        l->n += r->n;
+        r->n = 0;
+        l->next = r->next;
+        if (r->next >= 0)
+            sym[r->next].prev = b.left;
+        bpe_try_bigram(v, w, sym, &h, l->prev, b.left);
+        bpe_try_bigram(v, w, sym, &h, b.left, l->next);
+    }
+    bool ok = !h.oom;
+    for (int32_t i = 0; ok && i != -1; i = sym[i].next) {
+        int32_t id = vocab_lookup(v, w + sym[i].off, sym[i].n);
+        if (id >= 0) {
+            toks_push(out, id);
+            continue;
+        }
+        for (uint32_t j = 0; j < sym[i].n; j++) {
+            id = vocab_lookup(v, w + sym[i].off + j, 1);
+            if (id >= 0)
+                toks_push(out, id);
+        }
+    }
+    free(h.v);
+    free(sym);
+    return ok;
+}
+
+/* Tokenize one raw fragment with byte-level BPE. */
+static bool bpe_tokenize(const struct lc_vocab *v, const char *text, size_t n, struct toks *out)
+{
+    if (n == 0)
+        return true;
+    char *bytes, *subj;
+    size_t m;
+    if (n > (size_t)INT32_MAX / 8 || !bpe_normalize(text, n, &bytes, &subj, &m))
+        return false;
+    struct spans sp = {0};
+    spans_push(&sp, m);
+    bool ok = !sp.oom;
+    for (int i = 0; i < v->n_re && ok; i++)
+        ok = regex_split(v->re[i], subj, &sp);
+    char *w = ok ? malloc(2 * m + 1) : NULL;
+    ok = ok && w;
+    size_t base = 0;
+    for (size_t k = 0; k < sp.n && ok; k++) {
+        size_t wn = 0;
+        for (size_t i = base; i < base + sp.v[k]; i++) {
+            unsigned char c = (unsigned char)bytes[i];
+            memcpy(w + wn, v->byte_enc[c], v->byte_enc_len[c]);
+            wn += v->byte_enc_len[c];
+        }
+        ok = bpe_word(v, w, wn, out);
+        base += sp.v[k];
+    }
+    free(w);
+    free(sp.v);
+    free(bytes);
+    free(subj);
+    return ok;
+}
+
 /* ------------------------------------------------------------------ special-token partition */
 
 struct frag {
@@ -472,11 +796,15 @@ int32_t lc_tokenize(const struct lc_vocab *v, const char *text, size_t len, bool
             prev_special = true;
             continue;
         }
-        size_t en = 0;
-        char *esc = spm_escape(text + fr.v[i].off, fr.v[i].len,
-                               v->add_space_prefix && prev_special, &en);
-        ok = esc && spm_tokenize(v, esc, en, &t);
-        free(esc);
+        if (v->kind == VOCAB_BPE) {
+            ok = bpe_tokenize(v, text + fr.v[i].off, fr.v[i].len, &t);
+        } else {
+            size_t en = 0;
+            char *esc = spm_escape(text + fr.v[i].off, fr.v[i].len,
+                                   v->add_space_prefix && prev_special, &en);
+            ok = esc && spm_tokenize(v, esc, en, &t);
+            free(esc);
+        }
         prev_special = false;
     }
     free(fr.v);
@@ -485,7 +813,7 @@ int32_t lc_tokenize(const struct lc_vocab *v, const char *text, size_t len, bool
         return INT32_MIN;
     }
     int32_t n = (int32_t)t.n;
-    if (n > n_max) {
+    if (n > n_max || (n > 0 && !out)) {
         free(t.v);
         return -n;
     }
@@ -510,6 +838,46 @@ int32_t lc_token_to_piece(const struct lc_vocab *v, int32_t tok, char *buf, int3
     if (n > 0)
         memcpy(buf, v->piece_arena + v->piece_off[tok], n);
     return (int32_t)n;
+}
+
+/* llama.cpp's clean_up_tokenization_spaces, in place over s[0..n); returns the new length.
+ * Pass 1 drops the space before ? ! . ,  pass 2 turns " ' " into "'", pass 3 drops the space
+ * before 's 'm 're 've.  Each pass compacts left to right and reads the characters around
+ * position i as the previous pass left them (pass 2 blanks the space it skips to NUL). */
+static size_t clean_spaces(char *s, size_t n)
+{
+    size_t total = n ? 1 : 0;
+    for (size_t i = 1; i < n; i++) {
+        char x = s[i];
+        if (s[i - 1] == ' ' && (x == '?' || x == '!' || x == '.' || x == ','))
+            total--;
+        s[total++] = x;
+    }
+    n = total;
+    total = n ? 1 : 0;
+    for (size_t i = 1; i < n; i++) {
+        char x = s[i];
+        if (x == '\'' && i + 1 < n && s[i - 1] == ' ' && s[i + 1] == ' ') {
+            total--;
+            s[++i] = '\0';
+        }
+        s[total++] = x;
+    }
+    n = total;
+    total = n ? 1 : 0;
+    for (size_t i = 1; i < n; i++) {
+        char x = s[i];
+        if (s[i - 1] == ' ' && x == '\'' && i + 1 < n) {
+            char x1 = s[i + 1];
+            if (x1 == 's' || x1 == 'm')
+                total--;
+            else if (x1 != 't' && x1 != 'd' && i + 2 < n &&
+                     ((x1 == 'r' && s[i + 2] == 'e') || (x1 == 'v' && s[i + 2] == 'e')))
+                total--;
+        }
+        s[total++] = x;
+    }
+    return total;
 }
 
 char *lc_detokenize(const struct lc_vocab *v, const int32_t *toks, int32_t n, bool special,
@@ -550,6 +918,8 @@ char *lc_detokenize(const struct lc_vocab *v, const int32_t *toks, int32_t n, bo
         memcpy(s + k, p, pn);
         k += pn;
     }
+    if (v->clean_spaces)
+        k = clean_spaces(s, k);
     s[k] = '\0';
     return s;
 }
@@ -591,7 +961,6 @@ void lc_vocab_free(struct lc_vocab *v)
     free(v->text);
     free(v->text_len);
     free(v->score);
-    free(v->type);
     free(v->attr);
     free(v->eog);
     free(v->text_arena);
@@ -600,6 +969,13 @@ void lc_vocab_free(struct lc_vocab *v)
     free(v->piece_len);
     free(v->ht);
     free(v->special);
+    for (int i = 0; i < v->n_re; i++)
+        pcre2_code_free(v->re[i]);
+    free(v->merge_arena);
+    free(v->merge_off);
+    free(v->merge_first);
+    free(v->merge_second);
+    free(v->mht);
     free(v);
 }
 
@@ -641,6 +1017,42 @@ static unsigned char byte_of_token(const char *s, uint32_t n)
     return (unsigned char)v;
 }
 
+/* Bytes of a byte-level BPE token text (llama.cpp llama_decode_text): each code point maps
+ * back to its byte; one that is not in GPT-2's table gives "[UNK_BYTE_0x<hex>" + text + "]".
+ * Writes to dst when not NULL; returns the length. */
+static size_t bpe_decode_text(const struct lc_vocab *v, const char *s, uint32_t n, char *dst)
+{
+    size_t k = 0;
+    for (uint32_t i = 0; i < n;) {
+        uint32_t cp = 0;
+        size_t l = utf8_decode((const unsigned char *)s + i, n - i, &cp);
+        if (l == 0) {
+            cp = 0xfffd;
+            l = 1;
+        }
+        i += (uint32_t)l;
+        int b = cp < 512 ? v->byte_dec[cp] : -1;
+        if (b >= 0) {
+            if (dst)
+                dst[k] = (char)b;
+            k++;
+            continue;
+        }
+        char u[4], tmp[64];
+        size_t ul = utf8_encode(cp > 0x10ffff ? 0xfffd : cp, u);
+        int tl = snprintf(tmp, sizeof(tmp), "[UNK_BYTE_0x");
+        for (size_t j = 0; j < ul; j++)
+            tl += snprintf(tmp + tl, sizeof(tmp) - (size_t)tl, "%02x", (unsigned char)u[j]);
+        if (dst) {
+            memcpy(dst + k, tmp, (size_t)tl);
+            memcpy(dst + k + tl, s, n);
+            dst[k + (size_t)tl + n] = ']';
+        }
+        k += (size_t)tl + n + 1;
+    }
+    return k;
+}
+
 /* Decoded piece of a token for special = true (llama.cpp token_to_piece, spm branch). */
 static size_t piece_of(const struct lc_vocab *v, int32_t id, char *dst)
 {
@@ -652,6 +1064,8 @@ static size_t piece_of(const struct lc_vocab *v, int32_t id, char *dst)
             memcpy(dst, s, n);
         return n;
     }
+    if ((a & ATTR_NORMAL) && v->kind == VOCAB_BPE)
+        return bpe_decode_text(v, s, n, dst);
     if (a & ATTR_NORMAL) {
         size_t k = 0;
         for (uint32_t i = 0; i < n;) {
@@ -669,7 +1083,7 @@ static size_t piece_of(const struct lc_vocab *v, int32_t id, char *dst)
         }
         return k;
     }
-    if (a & ATTR_BYTE) {
+    if ((a & ATTR_BYTE) && v->kind == VOCAB_SPM) {
         if (dst)
             dst[0] = (char)byte_of_token(s, n);
         return 1;
@@ -677,7 +1091,7 @@ static size_t piece_of(const struct lc_vocab *v, int32_t id, char *dst)
     return 0; /* unused / undefined tokens decode to nothing */
 }
 
-static bool ht_build(struct lc_vocab *v, char **err)
+static bool ht_build(struct lc_vocab *v, const char *path, char **err)
 {
     uint32_t size = 16;
     while (size < (uint32_t)v->n_tokens * 2u)
@@ -694,9 +1108,9 @@ static bool ht_build(struct lc_vocab *v, char **err)
             if (v->text_len[o] == v->text_len[id] &&
                 memcmp(v->text[o], v->text[id], v->text_len[id]) == 0) {
                 /* llama.cpp asserts that the texts are unique. */
-                set_err(err, fmt_err("tokenizer.ggml.tokens: tokens %d and %d have the same "
-                                     "text '%s'",
-                                     o, id, v->text[id]));
+                set_err(err, fmt_err("%s: tokenizer.ggml.tokens: tokens %d and %d have the "
+                                     "same text '%s'",
+                                     path, o, id, v->text[id]));
                 return false;
             }
             i = (i + 1) & v->ht_mask;
@@ -750,7 +1164,7 @@ static void get_id(const struct lc_gguf *g, const char *key, int32_t *id, int32_
 static bool vocab_finish(struct lc_vocab *v, const struct lc_gguf *g, char **err)
 {
     int32_t n = v->n_tokens;
-    if (!ht_build(v, err))
+    if (!ht_build(v, g && lc_gguf_path(g) ? lc_gguf_path(g) : "gguf", err))
         return false;
 
     int32_t fim_pre = -1, fim_suf = -1, fim_mid = -1, fim_pad = -1, fim_rep = -1, fim_sep = -1;
@@ -865,7 +1279,14 @@ static bool vocab_finish(struct lc_vocab *v, const struct lc_gguf *g, char **err
                 lower[i] = (char)((name[i] >= 'A' && name[i] <= 'Z') ? name[i] + 32 : name[i]);
             lower[i] = '\0';
         }
-        if (strstr(lower, "phi-3") || strstr(lower, "phi3")) {
+        const char *pre = lc_gguf_get_str(g, "tokenizer.ggml.pre");
+        int32_t mask = pre && (strstr(pre, "jina-v2-de") || strstr(pre, "jina-v2-es") ||
+                               strstr(pre, "jina-v2-code"))
+                           ? lc_vocab_find(v, "<mask>")
+                           : -1;
+        if (mask >= 0) {
+            v->attr[mask] |= ATTR_LSTRIP;
+        } else if (strstr(lower, "phi-3") || strstr(lower, "phi3")) {
             for (int32_t i = 0; i < v->n_special; i++)
                 v->attr[v->special[i]] |= ATTR_RSTRIP;
             int32_t t = lc_vocab_find(v, "</s>");
@@ -904,7 +1325,10 @@ static int64_t get_array(const struct lc_gguf *g, const char *key, enum lc_gguf_
         return -1;
     }
     if (lc_gguf_kv_type(g, i) != LC_GGUF_ARRAY || lc_gguf_arr_type(g, i) != elem) {
-        set_err(err, fmt_err("%s: %s: expected an array of type %d", path, key, (int)elem));
+        set_err(err, fmt_err("%s: %s: expected an array of %s", path, key,
+                             elem == LC_GGUF_STRING    ? "strings"
+                             : elem == LC_GGUF_FLOAT32 ? "float32"
+                                                       : "int32"));
         return -2;
     }
     if (n_expect && lc_gguf_arr_n(g, i) != n_expect) {
@@ -914,6 +1338,189 @@ static int64_t get_array(const struct lc_gguf *g, const char *key, enum lc_gguf_
         return -2;
     }
     return i;
+}
+
+/* ------------------------------------------------------------------ BPE setup */
+
+/* Pre-tokenizer regexes, written for PCRE2 (UTF + UCP) from llama.cpp's llm_tokenizer_bpe.
+ * \s is spelled out as llama.cpp's whitespace set (Unicode White_Space), since PCRE2's \s
+ * differs from it. */
+#define WSC "\\t\\n\\x0b\\f\\r \\x{85}\\x{a0}\\x{1680}\\x{2000}-\\x{200a}\\x{2028}\\x{2029}" \
+            "\\x{202f}\\x{205f}\\x{3000}"
+#define WS "[" WSC "]"
+#define NOT_WS "[^" WSC "]"
+#define RE_GPT2 "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^" WSC "\\p{L}\\p{N}]+|" WS \
+                "+(?!" NOT_WS ")"
+#define RE_LLAMA3_HEAD "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|" \
+                       "[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
+#define RE_LLAMA3_TAIL "| ?[^" WSC "\\p{L}\\p{N}]+[\\r\\n]*|" WS "*[\\r\\n]+|" WS "+(?!" NOT_WS \
+                       ")|" WS "+"
+#define RE_LLAMA3 RE_LLAMA3_HEAD "\\p{N}{1,3}" RE_LLAMA3_TAIL
+#define RE_QWEN2 RE_LLAMA3_HEAD "\\p{N}" RE_LLAMA3_TAIL
+#define RE_PORO " ?[^(" WSC "|.,!?\\x{2026}\\x{3002}\\x{ff0c}\\x{3001}\\x{0964}\\x{06d4}" \
+                "\\x{060c})]+"
+
+struct pre_type {
+    const char *names; /* tokenizer.ggml.pre values, '|'-separated, '|' at both ends */
+    const char *re[MAX_PRE_REGEX];
+    bool ignore_merges, clean_spaces, add_bos, no_bos;
+};
+
+static const struct pre_type pre_types[] = {
+    {"|default|", {"[\\p{P}\\$\\+<=>\\^~\\|]+", RE_GPT2, "\\p{N}+", "[0-9][0-9][0-9]"},
+     false, true, false, false},
+    {"|gpt-2|phi-2|jina-es|jina-de|gigachat|jina-v1-en|jina-v2-es|jina-v2-de|jina-v2-code|"
+     "roberta-bpe|mpt|olmo|jais|",
+     {RE_GPT2}, false, true, false, false},
+    {"|llama3|llama-v3|llama-bpe|falcon3|", {RE_LLAMA3}, true, true, true, false},
+    {"|dbrx|smaug-bpe|", {RE_LLAMA3}, false, true, false, false},
+    {"|chatglm-bpe|", {RE_LLAMA3}, false, true, false, true},
+    {"|qwen2|megrez|", {RE_QWEN2}, false, false, false, false},
+    {"|stablelm2|", {RE_QWEN2}, false, true, false, false},
+    {"|starcoder|refact|codeshell|exaone|minerva-7b|", {"\\p{N}", RE_GPT2}, false, true, false,
+     false},
+    {"|command-r|smollm|", {"\\p{N}", RE_GPT2}, false, false, false, false},
+    {"|falcon|", {"[\\p{P}\\$\\+<=>\\^~\\|`]+", RE_GPT2, "[0-9][0-9][0-9]"}, false, true, false,
+     false},
+    {"|deepseek-coder|",
+     {"[\\r\\n]", WS "?\\p{L}+", WS "?\\p{P}+", "[\\x{4e00}-\\x{9fa5}\\x{0800}-\\x{4e00}"
+      "\\x{ac00}-\\x{d7ff}]+", "\\p{N}"},
+     false, false, false, false},
+    {"|poro-chat|", {RE_PORO}, false, false, false, false},
+    {"|bloom|gpt3-finnish|", {RE_PORO}, false, true, false, false},
+    {"|viking|", {RE_PORO, "\\p{N}"}, false, false, false, false},
+};
+
+static const struct pre_type *find_pre_type(const char *pre)
+{
+    if (!pre || !*pre)
+        pre = "default"; /* llama.cpp warns and uses the default regexes */
+    char key[128];
+    if (strlen(pre) + 3 > sizeof(key) || strchr(pre, '|'))
+        return NULL;
+    snprintf(key, sizeof(key), "|%s|", pre);
+    for (size_t i = 0; i < sizeof(pre_types) / sizeof(pre_types[0]); i++)
+        if (strstr(pre_types[i].names, key))
+            return &pre_types[i];
+    return NULL;
+}
+
+/* GPT-2's bytes_to_unicode: the printable bytes ! .. ~, U+00A1 .. U+00AC and U+00AE .. U+00FF
+ * stand for themselves; the other 68 bytes, in order, take the code points U+0100 onwards. */
+static void build_byte_tables(struct lc_vocab *v)
+{
+    int next = 256;
+    for (int i = 0; i < 512; i++)
+        v->byte_dec[i] = -1;
+    for (int b = 0; b < 256; b++) {
+        bool printable = (b >= '!' && b <= '~') || (b >= 0xa1 && b <= 0xac) || b >= 0xae;
+        int cp = printable ? b : next++;
+        v->byte_enc_len[b] = (uint8_t)utf8_encode((uint32_t)cp, v->byte_enc[b]);
+        v->byte_dec[cp] = (int16_t)b;
+    }
+}
+
+/* Merges "first second" (split at the first space after the first byte, as llama.cpp does);
+ * the rank is the index; of two equal pairs the first counts. */
+static bool load_merges(struct lc_vocab *v, const struct lc_gguf *g, char **err)
+{
+    const char *path = lc_gguf_path(g) ? lc_gguf_path(g) : "gguf";
+    int64_t mi = get_array(g, "tokenizer.ggml.merges", LC_GGUF_STRING, 0, true, err);
+    if (mi < 0)
+        return false;
+    uint64_t nm = lc_gguf_arr_n(g, mi);
+    if (nm > (1u << 24)) { /* ranks must stay exact as floats in the merge queue */
+        set_err(err, fmt_err("%s: tokenizer.ggml.merges: too many merges (%llu)", path,
+                             (unsigned long long)nm));
+        return false;
+    }
+    size_t total = 0;
+    for (uint64_t i = 0; i < nm; i++) {
+        const char *s = lc_gguf_arr_str(g, mi, i);
+        size_t l = s ? strlen(s) : 0;
+        if (!s || l > UINT32_MAX / 4) {
+            set_err(err, fmt_err("%s: tokenizer.ggml.merges[%llu]: unreadable", path,
+                                 (unsigned long long)i));
+            return false;
+        }
+        total += l + 1;
+    }
+    uint32_t size = 16;
+    while (size < 2 * nm)
+        size *= 2;
+    v->merge_arena = malloc(total ? total : 1);
+    v->merge_off = malloc((nm ? nm : 1) * sizeof(uint32_t));
+    v->merge_first = malloc((nm ? nm : 1) * sizeof(uint32_t));
+    v->merge_second = malloc((nm ? nm : 1) * sizeof(uint32_t));
+    v->mht = malloc(size * sizeof(int32_t));
+    if (!v->merge_arena || !v->merge_off || !v->merge_first || !v->merge_second || !v->mht ||
+        total > UINT32_MAX)
+        return false;
+    memset(v->mht, 0xff, size * sizeof(int32_t));
+    v->mht_mask = size - 1;
+    size_t k = 0;
+    for (uint64_t i = 0; i < nm; i++) {
+        const char *s = lc_gguf_arr_str(g, mi, i);
+        size_t l = strlen(s);
+        const char *sp = l > 1 ? memchr(s + 1, ' ', l - 1) : NULL;
+        if (!sp)
+            continue; /* llama.cpp files it as ("", ""), which never matches */
+        int32_t m = v->n_merges++;
+        memcpy(v->merge_arena + k, s, l + 1);
+        v->merge_arena[k + (size_t)(sp - s)] = '\0';
+        v->merge_off[m] = (uint32_t)k;
+        v->merge_first[m] = (uint32_t)(sp - s);
+        v->merge_second[m] = (uint32_t)(l - (size_t)(sp - s) - 1);
+        /* The rank is m: increasing with the line index, so it orders merges as the file. */
+        k += l + 1;
+        const char *a = v->merge_arena + v->merge_off[m];
+        if (merge_rank(v, a, v->merge_first[m], a + v->merge_first[m] + 1,
+                       v->merge_second[m]) >= 0) {
+            v->n_merges--; /* duplicate pair: the earlier rank stays */
+            continue;
+        }
+        uint32_t h = hash_bytes(a, v->merge_first[m] + 1 + v->merge_second[m]);
+        uint32_t j = h & v->mht_mask;
+        while (v->mht[j] >= 0)
+            j = (j + 1) & v->mht_mask;
+        v->mht[j] = m;
+    }
+    return true;
+}
+
+/* Settings, regexes, byte tables and merges of a "gpt2" vocab. */
+static bool bpe_setup(struct lc_vocab *v, const struct lc_gguf *g, char **err)
+{
+    const char *path = lc_gguf_path(g) ? lc_gguf_path(g) : "gguf";
+    const char *pre = lc_gguf_get_str(g, "tokenizer.ggml.pre");
+    const struct pre_type *pt = find_pre_type(pre);
+    if (!pt) {
+        set_err(err, fmt_err("%s: tokenizer.ggml.pre: unsupported pre-tokenizer '%s'", path,
+                             pre));
+        return false;
+    }
+    v->ignore_merges = pt->ignore_merges;
+    v->clean_spaces = pt->clean_spaces;
+    v->add_bos = pt->add_bos;
+    if (pt->no_bos)
+        v->bos = -1;
+    for (int i = 0; i < MAX_PRE_REGEX && pt->re[i]; i++) {
+        int code;
+        PCRE2_SIZE off;
+        v->re[i] = pcre2_compile((PCRE2_SPTR)pt->re[i], PCRE2_ZERO_TERMINATED,
+                                 PCRE2_UTF | PCRE2_UCP | PCRE2_NO_UTF_CHECK, &code, &off, NULL);
+        if (!v->re[i]) {
+            PCRE2_UCHAR msg[256];
+            pcre2_get_error_message(code, msg, sizeof(msg));
+            set_err(err, fmt_err("%s: pre-tokenizer '%s': regex %d: %s at %zu", path,
+                                 pre ? pre : "default", i, (const char *)msg, (size_t)off));
+            return false;
+        }
+        pcre2_jit_compile(v->re[i], PCRE2_JIT_COMPLETE); /* optional: falls back to the interpreter */
+        v->n_re = i + 1;
+    }
+    build_byte_tables(v);
+    return load_merges(v, g, err);
 }
 
 struct lc_vocab *lc_vocab_load(const struct lc_gguf *g, char **err)
@@ -930,7 +1537,8 @@ struct lc_vocab *lc_vocab_load(const struct lc_gguf *g, char **err)
         set_err(err, fmt_err("%s: tokenizer.ggml.model: missing", path));
         return NULL;
     }
-    if (strcmp(model, "llama") != 0) {
+    bool bpe = strcmp(model, "gpt2") == 0;
+    if (strcmp(model, "llama") != 0 && !bpe) {
         set_err(err, fmt_err("%s: tokenizer.ggml.model: unsupported tokenizer '%s'", path, model));
         return NULL;
     }
@@ -965,13 +1573,21 @@ struct lc_vocab *lc_vocab_load(const struct lc_gguf *g, char **err)
     v->add_bos = true;
     v->add_eos = false;
     v->add_space_prefix = true;
+    if (bpe) {
+        /* ... and for "gpt2" (byte-level BPE); the pre-tokenizer may change them. */
+        v->kind = VOCAB_BPE;
+        v->bos = 11;
+        v->eos = 11;
+        v->unk = -1;
+        v->add_bos = false;
+        v->add_space_prefix = false;
+    }
 
     v->text = malloc((size_t)n * sizeof(*v->text));
     v->text_len = malloc((size_t)n * sizeof(*v->text_len));
     v->score = malloc((size_t)n * sizeof(*v->score));
-    v->type = malloc((size_t)n);
     v->attr = malloc((size_t)n * sizeof(*v->attr));
-    if (!v->text || !v->text_len || !v->score || !v->type || !v->attr)
+    if (!v->text || !v->text_len || !v->score || !v->attr)
         goto oom;
 
     /* Texts: an empty piece becomes "[EMPTY_<i>]", as in llama.cpp. */
@@ -1015,12 +1631,11 @@ struct lc_vocab *lc_vocab_load(const struct lc_gguf *g, char **err)
         int32_t ty = LC_TOKEN_NORMAL;
         if (types)
             memcpy(&ty, types + 4 * (size_t)i, 4);
-        v->type[i] = (uint8_t)(ty >= 0 && ty <= LC_TOKEN_BYTE ? ty : LC_TOKEN_UNDEFINED);
         v->attr[i] = types ? attr_of_type(ty) : ATTR_NORMAL;
     }
 
     char *e = NULL;
-    if (!vocab_finish(v, g, &e)) {
+    if ((bpe && !bpe_setup(v, g, &e)) || !vocab_finish(v, g, &e)) {
         lc_vocab_free(v);
         if (!e)
             e = fmt_err("%s: out of memory loading the vocab", path);
