@@ -12,6 +12,8 @@
 #include <string.h>
 
 #include "cli.h"
+#include "config.h"
+#include "tui/tui.h"
 #include "llm/arch/kernels.h"
 #include "options.h"
 
@@ -244,6 +246,13 @@ int main(int argc, char **argv)
 {
     struct lc_options o;
     options_defaults(&o);
+    /* ~/.llamachatrc ($LLAMACHATRC) over the defaults, under the command line; problems are
+     * reported (and shown again in the chat) and the defaults kept. */
+    char *warn = NULL;
+    lc_config_load(&o, NULL, &warn);
+    if (warn)
+        fputs(warn, stderr);
+    free(warn);
     int r = parse_args(&o, argc, argv);
     if (r != 0) {
         options_free(&o);
@@ -267,8 +276,7 @@ int main(int argc, char **argv)
                lc_kernels_built());
         status = 0;
     } else if (o.mode == LC_MODE_TUI) {
-        fprintf(stderr, "llamachat: the full-screen chat is not built yet; use -p PROMPT\n");
-        status = 2;
+        status = lc_tui_run(&o);
     } else {
         status = lc_cli_run(&o);
     }
