@@ -6,10 +6,11 @@
  * runs on Cortex-A53/A57 (widening multiplies, vmull_s8 + vpadalq_s16) and uses sdot on newer
  * cores.
  *
- * Quantized dots: the 32 products of a block are summed exactly in integers (either path), then
- * each block is added in float exactly as scalar.c does it (sumf += dx*dy * sumi [+ mx*sy]), so
- * these kernels, with or without sdot, give scalar.c's results bit for bit, and so do the GEMM
- * tiles, which repeat the same per-(row, column) sequence.  Activation quantizers round like
+ * Quantized dots: the products of a block are summed exactly in integers in ggml's x86 lanes
+ * (4 consecutive products per lane: what sdot does; the fallback gets there with vmull_s8 and
+ * two pairwise adds), and the lanes are accumulated in float with fused multiply-adds and added up
+ * exactly as scalar.c does it, so these kernels, with or without sdot, the GEMM tiles included,
+ * give scalar.c's (and llama.cpp-on-x86's) results bit for bit.  Activation quantizers round like
  * scalar.c (ggml's x86 SIMD: id = 127/amax, half-to-even via vcvtnq_s32_f32).
  */
 #include <arm_neon.h>
@@ -139,36 +140,61 @@ INLINE struct wblk q8_0_x(const lc_block_q8_0 *x)
     return (struct wblk){vld1q_s8(x->qs), vld1q_s8(x->qs + 16)};
 }
 
-/* exact integer dot of a weight block with 32 activations */
+/*
+ * The integer products of a weight block with 32 activations, summed in ggml's x86 lanes:
+ * lane j = elements 4j .. 4j+3 (lanes 0-3 from the first 16 elements, 4-7 from the last 16).
+ */
+struct lanes {
+    int32x4_t lo, hi;
+};
+
 #ifndef LC_NEON_NO_DOTPROD
-DOTPROD INLINE int32_t idot_dp(struct wblk w, const int8_t *y)
+DOTPROD INLINE struct lanes idot_dp(struct wblk w, const int8_t *y)
 {
-    const int32x4_t p = vdotq_s32(vdotq_s32(vdupq_n_s32(0), w.lo, vld1q_s8(y)), w.hi,
-                                  vld1q_s8(y + 16));
-    return vaddvq_s32(p);
+    /* sdot sums exactly four consecutive byte products per lane */
+    return (struct lanes){vdotq_s32(vdupq_n_s32(0), w.lo, vld1q_s8(y)),
+                          vdotq_s32(vdupq_n_s32(0), w.hi, vld1q_s8(y + 16))};
 }
 #endif
 
-INLINE int32_t idot_nodp(struct wblk w, const int8_t *y)
+/* 16 byte products -> 4 lanes of 4 consecutive: pairs (vpaddl), then pairs of pairs (vpadd) */
+INLINE int32x4_t quad_sums(int8x16_t a, int8x16_t b)
 {
-    const int8x16_t y0 = vld1q_s8(y), y1 = vld1q_s8(y + 16);
-    int32x4_t acc = vpaddlq_s16(vmull_s8(vget_low_s8(w.lo), vget_low_s8(y0)));
-    acc = vpadalq_s16(acc, vmull_high_s8(w.lo, y0));
-    acc = vpadalq_s16(acc, vmull_s8(vget_low_s8(w.hi), vget_low_s8(y1)));
-    acc = vpadalq_s16(acc, vmull_high_s8(w.hi, y1));
-    return vaddvq_s32(acc);
+    const int32x4_t p0 = vpaddlq_s16(vmull_s8(vget_low_s8(a), vget_low_s8(b)));
+    const int32x4_t p1 = vpaddlq_s16(vmull_high_s8(a, b));
+    return vpaddq_s32(p0, p1);
+}
+
+INLINE struct lanes idot_nodp(struct wblk w, const int8_t *y)
+{
+    return (struct lanes){quad_sums(w.lo, vld1q_s8(y)), quad_sums(w.hi, vld1q_s8(y + 16))};
+}
+
+/* acc += d * lanes, fused, lane by lane (ggml: _mm256_fmadd_ps(d, lanes, acc)) */
+INLINE void acc_lanes(float32x4_t acc[2], struct lanes l, float d)
+{
+    acc[0] = vfmaq_n_f32(acc[0], vcvtq_f32_s32(l.lo), d);
+    acc[1] = vfmaq_n_f32(acc[1], vcvtq_f32_s32(l.hi), d);
+}
+
+/* ggml's hsum_float_8: ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)) */
+INLINE float hsum8(const float32x4_t acc[2])
+{
+    const float32x4_t r = vaddq_f32(acc[0], acc[1]);
+    const float a = vgetq_lane_f32(r, 0) + vgetq_lane_f32(r, 2);
+    const float b = vgetq_lane_f32(r, 1) + vgetq_lane_f32(r, 3);
+    return a + b;
 }
 
 /* ---------------------------------------------------------------- dots and GEMM tiles */
 
 /*
- * For each type and each integer path (dp / nodp): vec_dot and an RM x CN GEMM tile.
- * Per block, in float: sumf += (dx * dy) * (float)sumi, plus mx * sy for Q4_1 (scalar.c order).
+ * For each type and each integer path (dp / nodp): vec_dot and an RM x CN GEMM tile, in
+ * scalar.c's order of float operations; the Q4_1 m_x * s_y terms are summed apart in block order.
  */
-#define BLOCK_SUM_q4_1(sumf, x, y, sumi)                                                       \
-    sumf += (h2f((x)->d) * h2f((y)->d)) * (float)(sumi) + h2f((x)->m) * h2f((y)->s)
-#define BLOCK_SUM_q4_0(sumf, x, y, sumi) sumf += (float)(sumi) * (h2f((x)->d) * h2f((y)->d))
-#define BLOCK_SUM_q8_0(sumf, x, y, sumi) sumf += (float)(sumi) * (h2f((x)->d) * h2f((y)->d))
+#define HAS_M_q4_1 1
+#define HAS_M_q4_0 0
+#define HAS_M_q8_0 0
 
 #define DEFINE_KERNELS(NAME, WT, AT, PATH, ATTR)                                               \
     ATTR static void vec_dot_##NAME##_##PATH(int n, float *s, const void *vx, const void *vy)  \
@@ -176,37 +202,54 @@ INLINE int32_t idot_nodp(struct wblk w, const int8_t *y)
         const WT *x = vx;                                                                     \
         const AT *y = vy;                                                                     \
         const int nb = n / 32;                                                                \
-        float sumf = 0.0f;                                                                    \
+        float32x4_t acc[2] = {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)};                          \
+        float summs = 0.0f;                                                                   \
         for (int i = 0; i < nb; i++) {                                                        \
-            const int32_t sumi = idot_##PATH(NAME##_x(x + i), y[i].qs);                       \
-            BLOCK_SUM_##NAME(sumf, x + i, y + i, sumi);                                       \
+            if (HAS_M_##NAME)                                                                 \
+                summs += h2f(((const lc_block_q4_1 *)vx)[i].m) *                              \
+                         h2f(((const lc_block_q8_1 *)vy)[i].s);                               \
+            acc_lanes(acc, idot_##PATH(NAME##_x(x + i), y[i].qs), h2f(x[i].d) * h2f(y[i].d)); \
         }                                                                                     \
-        *s = sumf;                                                                            \
+        *s = HAS_M_##NAME ? hsum8(acc) + summs : hsum8(acc);                                  \
     }                                                                                         \
     ATTR INLINE void NAME##_tile_##PATH(int nb, float *s, size_t ld_s, const uint8_t *w,        \
                                         size_t w_stride, const uint8_t *a, size_t a_stride,     \
                                         const int RM, const int CN)                             \
     {                                                                                         \
-        float sumf[4][4];                                                                     \
+        float32x4_t acc[4][4][2];                                                             \
         _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++)                                  \
-            _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++) sumf[r][c] = 0.0f;           \
+            _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++) acc[r][c][0] =               \
+                acc[r][c][1] = vdupq_n_f32(0.0f);                                             \
         for (int i = 0; i < nb; i++) {                                                        \
             struct wblk bx[4];                                                                \
-            _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++) bx[r] =                      \
-                NAME##_x((const WT *)(const void *)(w + r * w_stride) + i);                   \
+            float dw[4];                                                                      \
+            _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++)                              \
+            {                                                                                 \
+                const WT *x = (const WT *)(const void *)(w + r * w_stride) + i;               \
+                bx[r] = NAME##_x(x);                                                          \
+                dw[r] = h2f(x->d);                                                            \
+            }                                                                                 \
             _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++)                              \
             {                                                                                 \
                 const AT *y = (const AT *)(const void *)(a + c * a_stride) + i;               \
+                const float da = h2f(y->d);                                                   \
                 _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++)                          \
-                {                                                                             \
-                    const int32_t sumi = idot_##PATH(bx[r], y->qs);                           \
-                    BLOCK_SUM_##NAME(sumf[r][c], (const WT *)(const void *)(w + r * w_stride) + i, \
-                                     y, sumi);                                                \
-                }                                                                             \
+                    acc_lanes(acc[r][c], idot_##PATH(bx[r], y->qs), dw[r] * da);              \
             }                                                                                 \
         }                                                                                     \
+        float ms[4][4] = {{0}};                                                               \
+        if (HAS_M_##NAME)                                                                     \
+            for (int i = 0; i < nb; i++)                                                      \
+                _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++)                          \
+                {                                                                             \
+                    const float m =                                                           \
+                        h2f(((const lc_block_q4_1 *)(const void *)(w + r * w_stride))[i].m);  \
+                    _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++) ms[r][c] +=          \
+                        m * h2f(((const lc_block_q8_1 *)(const void *)(a + c * a_stride))[i].s); \
+                }                                                                             \
         _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++)                                  \
-            _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++) s[c * ld_s + r] = sumf[r][c];  \
+            _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++) s[c * ld_s + r] =            \
+                HAS_M_##NAME ? hsum8(acc[r][c]) + ms[r][c] : hsum8(acc[r][c]);                \
     }                                                                                         \
     ATTR static void gemm_##NAME##_##PATH(int n, float *s, size_t ld_s, const void *vw,         \
                                           size_t w_stride, int nr, const void *va,              \
@@ -217,9 +260,9 @@ INLINE int32_t idot_nodp(struct wblk w, const int8_t *y)
         int r = 0;                                                                            \
         for (; r + 4 <= nr; r += 4) {                                                         \
             int c = 0;                                                                        \
-            for (; c + 4 <= nc; c += 4)                                                       \
+            for (; c + 2 <= nc; c += 2)                                                       \
                 NAME##_tile_##PATH(nb, s + c * ld_s + r, ld_s, w + r * w_stride, w_stride,    \
-                                   a + c * a_stride, a_stride, 4, 4);                         \
+                                   a + c * a_stride, a_stride, 4, 2);                         \
             for (; c < nc; c++)                                                               \
                 NAME##_tile_##PATH(nb, s + c * ld_s + r, ld_s, w + r * w_stride, w_stride,    \
                                    a + c * a_stride, a_stride, 4, 1);                         \

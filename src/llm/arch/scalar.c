@@ -130,49 +130,73 @@ static void vec_dot_bf16(int n, float *s, const void *vx, const void *vy)
 /* ---------------------------------------------------------------- quantized dots */
 
 /*
- * Q4_0 . Q8_0: x = dx * (q - 8), y = dy * p  ->  sum over blocks of dx * dy * sum((q - 8) * p).
- * The low nibble of qs[j] pairs with p[j], the high nibble with p[j + 16].
+ * The quantized dots add their terms in the order of ggml's x86 kernels (ggml-cpu-quants.c,
+ * the __AVX2__ paths of ggml_vec_dot_{q4_0_q8_0,q4_1_q8_1,q8_0_q8_0}, which llama.cpp also runs
+ * on AVX-512 machines, with vpdpbusd for the integer part): the golden data came from there, and
+ * with quantized activations a one-ulp difference in a layer's output can flip an activation
+ * quant in the next layer and move the logits by 0.1.  So every llamachat ISA computes exactly
+ * this, and all of them agree with llama.cpp on x86 bit for bit:
+ *
+ *   - a block's 32 weights are taken in the unpacked order (for Q4: the low nibbles of qs[0..15],
+ *     then the high nibbles) with the activations qs[0..31], and the integer products are summed
+ *     in 8 lanes of 4 consecutive elements (lane j = elements 4j .. 4j+3);
+ *   - per block, each lane is converted to float and accumulated with a fused multiply-add by
+ *     d = dx * dy:  acc[j] = fma(d, lane[j], acc[j]);
+ *   - at the end the lanes are added as ggml's hsum_float_8 does (below), and for Q4_1 the sum
+ *     of mx * sy over the blocks (a plain float sum in block order) is added last.
  */
+static float hsum8(const float l[8])
+{
+    return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
+}
+
+/* acc[j] = fma(d, sum of p[4j .. 4j+3], acc[j]) for the 32 integer products p of one block */
+static void block_lanes(float acc[8], float d, const int p[32])
+{
+    for (int j = 0; j < 8; j++)
+        acc[j] = fmaf(d, (float)(p[4 * j] + p[4 * j + 1] + p[4 * j + 2] + p[4 * j + 3]), acc[j]);
+}
+
+/* Q4_0 . Q8_0: x = dx * (q - 8), y = dy * p  ->  sum over blocks of dx * dy * sum((q - 8) * p). */
 static void vec_dot_q4_0_q8_0(int n, float *s, const void *vx, const void *vy)
 {
     const lc_block_q4_0 *x = vx;
     const lc_block_q8_0 *y = vy;
     const int nb = n / LC_QK4_0;
-    float sumf = 0.0f;
+    float acc[8] = {0};
     for (int i = 0; i < nb; i++) {
-        int sumi = 0;
-        for (int j = 0; j < LC_QK4_0 / 2; j++) {
-            const int v0 = (x[i].qs[j] & 0x0F) - 8;
-            const int v1 = (x[i].qs[j] >> 4) - 8;
-            sumi += v0 * y[i].qs[j] + v1 * y[i].qs[j + LC_QK4_0 / 2];
+        int p[32];
+        for (int j = 0; j < 16; j++) {
+            p[j] = ((x[i].qs[j] & 0x0F) - 8) * y[i].qs[j];
+            p[j + 16] = ((x[i].qs[j] >> 4) - 8) * y[i].qs[j + 16];
         }
-        sumf += (float)sumi * (LC_FP16_TO_FP32(x[i].d) * LC_FP16_TO_FP32(y[i].d));
+        block_lanes(acc, LC_FP16_TO_FP32(x[i].d) * LC_FP16_TO_FP32(y[i].d), p);
     }
-    *s = sumf;
+    *s = hsum8(acc);
 }
 
 /*
  * Q4_1 . Q8_1: x = dx * q + mx, y = dy * p, sy = dy * sum(p) (stored in the Q8_1 block):
  *   sum_j x_j y_j = dx * dy * sum(q * p) + mx * sy
- * exactly ggml_vec_dot_q4_1_q8_1's formula, per block, summed in float.
+ * ggml_vec_dot_q4_1_q8_1's formula, per block; the mx * sy terms are summed apart.
  */
 static void vec_dot_q4_1_q8_1(int n, float *s, const void *vx, const void *vy)
 {
     const lc_block_q4_1 *x = vx;
     const lc_block_q8_1 *y = vy;
     const int nb = n / LC_QK4_1;
-    float sumf = 0.0f;
+    float acc[8] = {0};
+    float summs = 0.0f;
     for (int i = 0; i < nb; i++) {
-        int sumi = 0;
-        for (int j = 0; j < LC_QK4_1 / 2; j++) {
-            const int v0 = x[i].qs[j] & 0x0F;
-            const int v1 = x[i].qs[j] >> 4;
-            sumi += v0 * y[i].qs[j] + v1 * y[i].qs[j + LC_QK4_1 / 2];
+        int p[32];
+        for (int j = 0; j < 16; j++) {
+            p[j] = (x[i].qs[j] & 0x0F) * y[i].qs[j];
+            p[j + 16] = (x[i].qs[j] >> 4) * y[i].qs[j + 16];
         }
-        sumf += (LC_FP16_TO_FP32(x[i].d) * LC_FP16_TO_FP32(y[i].d)) * (float)sumi +
-                LC_FP16_TO_FP32(x[i].m) * LC_FP16_TO_FP32(y[i].s);
+        summs += LC_FP16_TO_FP32(x[i].m) * LC_FP16_TO_FP32(y[i].s);
+        block_lanes(acc, LC_FP16_TO_FP32(x[i].d) * LC_FP16_TO_FP32(y[i].d), p);
     }
-    *s = sumf;
+    *s = hsum8(acc) + summs;
 }
 
 /* Q8_0 . Q8_0: sum over blocks of dx * dy * sum(q * p). */
@@ -181,14 +205,14 @@ static void vec_dot_q8_0_q8_0(int n, float *s, const void *vx, const void *vy)
     const lc_block_q8_0 *x = vx;
     const lc_block_q8_0 *y = vy;
     const int nb = n / LC_QK8_0;
-    float sumf = 0.0f;
+    float acc[8] = {0};
     for (int i = 0; i < nb; i++) {
-        int sumi = 0;
-        for (int j = 0; j < LC_QK8_0; j++)
-            sumi += x[i].qs[j] * y[i].qs[j];
-        sumf += (float)sumi * (LC_FP16_TO_FP32(x[i].d) * LC_FP16_TO_FP32(y[i].d));
+        int p[32];
+        for (int j = 0; j < 32; j++)
+            p[j] = x[i].qs[j] * y[i].qs[j];
+        block_lanes(acc, LC_FP16_TO_FP32(x[i].d) * LC_FP16_TO_FP32(y[i].d), p);
     }
-    *s = sumf;
+    *s = hsum8(acc);
 }
 
 /* ---------------------------------------------------------------- element-wise */

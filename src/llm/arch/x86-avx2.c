@@ -6,7 +6,8 @@
  * accumulated lane-wise with a fused multiply-add by the block's dx*dy; the lanes are added at
  * the end.  Integer parts are exact, so the result differs from scalar.c only in the order of
  * the float additions.  The Q4_1 offset term m_x * s_y is summed in a separate float in block
- * order (the GEMM tiles repeat exactly the same sequence, so gemm == vec_dot bit for bit).
+ * order (the GEMM tiles repeat exactly the same sequences, so gemm == vec_dot
+ * bit for bit).
  */
 #include <immintrin.h>
 #include <math.h>
@@ -18,34 +19,6 @@
 
 /* ---------------------------------------------------------------- helpers */
 
-INLINE float hsum_ps(__m256 v)
-{
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
-INLINE int hsum_epi32(__m256i v)
-{
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
-    return _mm_cvtsi128_si32(s);
-}
-
-INLINE float h2f(lc_fp16 h)
-{
-    return _cvtsh_ss(h);
-}
-
-/* 16 bytes of nibbles -> 32 bytes 0..15: low nibbles first (weights 0..15), then high (16..31) */
-INLINE __m256i unpack_nibbles(const uint8_t *qs)
-{
-    const __m128i q = _mm_loadu_si128((const __m128i *)qs);
-    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0F));
-}
-
 /* sum of u8 x s8 products per 4 bytes -> 8 x s32 (|u8| <= 15 or |s8 products| fit s16) */
 INLINE __m256 dot_us8(__m256i ux, __m256i sy)
 {
@@ -53,11 +26,8 @@ INLINE __m256 dot_us8(__m256i ux, __m256i sy)
     return _mm256_cvtepi32_ps(_mm256_madd_epi16(p16, _mm256_set1_epi16(1)));
 }
 
-/* signed x signed: |x| as unsigned times y with x's sign (x, y in -127..127) */
-INLINE __m256 dot_ss8(__m256i x, __m256i y)
-{
-    return dot_us8(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
-}
+#define QDOT_TILE_COLS 2 /* 4 x 2 tiles: 8 accumulators of the 16 ymm registers */
+#include "x86-qdot.h"
 
 /* ---------------------------------------------------------------- activation quantizers */
 
@@ -125,156 +95,6 @@ static void quantize_row_f16(const float *x, void *vy, int64_t n)
     for (; i < n; i++)
         y[i] = lc_fp32_to_fp16(x[i]);
 }
-
-/* ---------------------------------------------------------------- quantized dots */
-
-/* Per-block integer dots as 8 float lanes. */
-INLINE __m256 blk_q4_1(const lc_block_q4_1 *x, const lc_block_q8_1 *y)
-{
-    return dot_us8(unpack_nibbles(x->qs), _mm256_loadu_si256((const __m256i *)y->qs));
-}
-
-INLINE __m256 blk_q4_0(const lc_block_q4_0 *x, const lc_block_q8_0 *y)
-{
-    const __m256i bx = _mm256_sub_epi8(unpack_nibbles(x->qs), _mm256_set1_epi8(8));
-    return dot_ss8(bx, _mm256_loadu_si256((const __m256i *)y->qs));
-}
-
-INLINE __m256 blk_q8_0(const lc_block_q8_0 *x, const lc_block_q8_0 *y)
-{
-    return dot_ss8(_mm256_loadu_si256((const __m256i *)x->qs),
-                   _mm256_loadu_si256((const __m256i *)y->qs));
-}
-
-/* The offset term of Q4_1 . Q8_1: sum over blocks of m_x * s_y, in block order, in float. */
-static float q4_1_summs(const lc_block_q4_1 *x, const lc_block_q8_1 *y, int nb)
-{
-    float summs = 0.0f;
-    for (int i = 0; i < nb; i++)
-        summs += h2f(x[i].m) * h2f(y[i].s);
-    return summs;
-}
-
-static void vec_dot_q4_1_q8_1(int n, float *s, const void *vx, const void *vy)
-{
-    const lc_block_q4_1 *x = vx;
-    const lc_block_q8_1 *y = vy;
-    const int nb = n / LC_QK4_1;
-    __m256 acc = _mm256_setzero_ps();
-    for (int i = 0; i < nb; i++)
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x[i].d) * h2f(y[i].d)), blk_q4_1(x + i, y + i),
-                              acc);
-    *s = hsum_ps(acc) + q4_1_summs(x, y, nb);
-}
-
-static void vec_dot_q4_0_q8_0(int n, float *s, const void *vx, const void *vy)
-{
-    const lc_block_q4_0 *x = vx;
-    const lc_block_q8_0 *y = vy;
-    const int nb = n / LC_QK4_0;
-    __m256 acc = _mm256_setzero_ps();
-    for (int i = 0; i < nb; i++)
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x[i].d) * h2f(y[i].d)), blk_q4_0(x + i, y + i),
-                              acc);
-    *s = hsum_ps(acc);
-}
-
-static void vec_dot_q8_0_q8_0(int n, float *s, const void *vx, const void *vy)
-{
-    const lc_block_q8_0 *x = vx;
-    const lc_block_q8_0 *y = vy;
-    const int nb = n / LC_QK8_0;
-    __m256 acc = _mm256_setzero_ps();
-    for (int i = 0; i < nb; i++)
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x[i].d) * h2f(y[i].d)), blk_q8_0(x + i, y + i),
-                              acc);
-    *s = hsum_ps(acc);
-}
-
-/* ---------------------------------------------------------------- GEMM tiles */
-
-/*
- * An RM x CN tile: every weight block is unpacked once and multiplied with CN activation
- * blocks.  Per (row, column) pair the operations are exactly those of vec_dot, in the same
- * order, so the results are bit-identical to vec_dot's.
- */
-#define DEFINE_TILE(NAME, WT, AT, BLK, HAS_M)                                                  \
-    INLINE void NAME##_tile(int nb, float *s, size_t ld_s, const uint8_t *w, size_t w_stride,   \
-                            const uint8_t *a, size_t a_stride, const int RM, const int CN)      \
-    {                                                                                         \
-        __m256 acc[4][4];                                                                     \
-        _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++)                                  \
-            _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++) acc[r][c] =                  \
-                _mm256_setzero_ps();                                                          \
-        for (int i = 0; i < nb; i++) {                                                        \
-            __m256i bx[4];                                                                    \
-            float dw[4];                                                                      \
-            _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++)                              \
-            {                                                                                 \
-                const WT *x = (const WT *)(w + r * w_stride) + i;                             \
-                bx[r] = BLK##_x(x);                                                           \
-                dw[r] = h2f(x->d);                                                            \
-            }                                                                                 \
-            _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++)                              \
-            {                                                                                 \
-                const AT *y = (const AT *)(a + c * a_stride) + i;                             \
-                const __m256i by = _mm256_loadu_si256((const __m256i *)y->qs);                \
-                const float da = h2f(y->d);                                                   \
-                _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++) acc[r][c] =              \
-                    _mm256_fmadd_ps(_mm256_set1_ps(dw[r] * da), BLK##_xy(bx[r], by),          \
-                                    acc[r][c]);                                               \
-            }                                                                                 \
-        }                                                                                     \
-        _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++)                                  \
-            _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++)                              \
-        {                                                                                     \
-            float v = hsum_ps(acc[r][c]);                                                     \
-            if (HAS_M)                                                                        \
-                v += q4_1_summs((const lc_block_q4_1 *)(const void *)(w + r * w_stride),      \
-                                (const lc_block_q8_1 *)(const void *)(a + c * a_stride), nb); \
-            s[c * ld_s + r] = v;                                                              \
-        }                                                                                     \
-    }                                                                                         \
-    static void gemm_##NAME(int n, float *s, size_t ld_s, const void *vw, size_t w_stride,      \
-                            int nr, const void *va, size_t a_stride, int nc)                    \
-    {                                                                                         \
-        const uint8_t *w = vw, *a = va;                                                       \
-        const int nb = n / 32;                                                                \
-        int r = 0;                                                                            \
-        for (; r + 4 <= nr; r += 4) {                                                         \
-            int c = 0;                                                                        \
-            for (; c + 2 <= nc; c += 2)                                                       \
-                NAME##_tile(nb, s + c * ld_s + r, ld_s, w + r * w_stride, w_stride,           \
-                            a + c * a_stride, a_stride, 4, 2);                                \
-            for (; c < nc; c++)                                                               \
-                NAME##_tile(nb, s + c * ld_s + r, ld_s, w + r * w_stride, w_stride,           \
-                            a + c * a_stride, a_stride, 4, 1);                                \
-        }                                                                                     \
-        for (; r < nr; r++) {                                                                 \
-            int c = 0;                                                                        \
-            for (; c + 4 <= nc; c += 4)                                                       \
-                NAME##_tile(nb, s + c * ld_s + r, ld_s, w + r * w_stride, w_stride,           \
-                            a + c * a_stride, a_stride, 1, 4);                                \
-            for (; c < nc; c++)                                                               \
-                NAME##_tile(nb, s + c * ld_s + r, ld_s, w + r * w_stride, w_stride,           \
-                            a + c * a_stride, a_stride, 1, 1);                                \
-        }                                                                                     \
-    }
-
-/* operand preparation and block dot per weight type, as in blk_* above */
-INLINE __m256i q4_1_x(const lc_block_q4_1 *x) { return unpack_nibbles(x->qs); }
-INLINE __m256 q4_1_xy(__m256i bx, __m256i by) { return dot_us8(bx, by); }
-INLINE __m256i q4_0_x(const lc_block_q4_0 *x)
-{
-    return _mm256_sub_epi8(unpack_nibbles(x->qs), _mm256_set1_epi8(8));
-}
-INLINE __m256 q4_0_xy(__m256i bx, __m256i by) { return dot_ss8(bx, by); }
-INLINE __m256i q8_0_x(const lc_block_q8_0 *x) { return _mm256_loadu_si256((const __m256i *)x->qs); }
-INLINE __m256 q8_0_xy(__m256i bx, __m256i by) { return dot_ss8(bx, by); }
-
-DEFINE_TILE(q4_1, lc_block_q4_1, lc_block_q8_1, q4_1, 1)
-DEFINE_TILE(q4_0, lc_block_q4_0, lc_block_q8_0, q4_0, 0)
-DEFINE_TILE(q8_0, lc_block_q8_0, lc_block_q8_0, q8_0, 0)
 
 /* ---------------------------------------------------------------- float kernels */
 
