@@ -123,4 +123,11 @@ void lc_dequantize_row_q4_1(const lc_block_q4_1 *x, float *y, int64_t n);
 void lc_dequantize_row_q8_0(const lc_block_q8_0 *x, float *y, int64_t n);
 void lc_dequantize_row_q6_K(const lc_block_q6_K *x, float *y, int64_t n);
 
+/*
+ * Scalar reference dot products (ggml's generic ggml_vec_dot_*, same summation order), the
+ * scalar entries of the kernel table: *s = dot(x, y), x a row of n weights, y n activations
+ * in the weight type's vec_dot_type.  n a multiple of the block size.
+ */
+void lc_vec_dot_q6_K_q8_K_ref(int n, float *s, const void *x, const void *y);
+
 #endif

@@ -289,7 +289,7 @@ const struct lc_kernels lc_kernels_scalar = {
         [LC_TYPE_Q4_0] = vec_dot_q4_0_q8_0,
         [LC_TYPE_Q4_1] = vec_dot_q4_1_q8_1,
         [LC_TYPE_Q8_0] = vec_dot_q8_0_q8_0,
-        /* Q6_K: lc_vec_dot_q6_K_q8_K_ref once quant_k.c has it */
+        [LC_TYPE_Q6_K] = lc_vec_dot_q6_K_q8_K_ref, /* quant_k.c: ggml's generic version */
     },
     .quantize_row = {
         [LC_TYPE_F32] = quantize_row_f32,
