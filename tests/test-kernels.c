@@ -290,6 +290,60 @@ static void check_quantized(const struct lc_kernels *S, const struct lc_kernels 
 }
 
 /*
+ * Q6_K . Q8_K: the ISA's kernel equals scalar.c's bit for bit; scalar.c's (ggml's x86 order)
+ * agrees with the generic reference lc_vec_dot_q6_K_q8_K_ref up to float summation order.
+ */
+static void check_q6_K(const struct lc_kernels *S, const struct lc_kernels *K)
+{
+    enum { MAXB = 9 };
+    lc_block_q6_K *w = malloc(MAXB * sizeof(*w));
+    lc_block_q8_K *a = malloc(MAXB * sizeof(*a));
+    float *xf = malloc(MAXB * LC_QK_K * sizeof(float));
+    int n_cases = 0;
+    for (int nb = 1; nb <= MAXB; nb += 2)
+        for (int edge = 0; edge < 4; edge++) {
+            const int n = nb * LC_QK_K;
+            for (int b = 0; b < nb; b++) {
+                for (int j = 0; j < LC_QK_K / 2; j++)
+                    w[b].ql[j] = edge == 1 ? 0 : edge == 2 ? 0xFF : (uint8_t)rnd();
+                for (int j = 0; j < LC_QK_K / 4; j++)
+                    w[b].qh[j] = edge == 1 ? 0 : edge == 2 ? 0xFF : (uint8_t)rnd();
+                for (int j = 0; j < LC_QK_K / 16; j++)
+                    w[b].scales[j] = (int8_t)(edge == 2 ? -128 : edge == 3 ? 127 : (int)(rnd() % 256) - 128);
+                w[b].d = lc_fp32_to_fp16(frand(-0.01f, 0.01f));
+            }
+            for (int i = 0; i < n; i++)
+                xf[i] = edge == 1 ? -frand(0, 2) : frand(-2, 2);
+            S->quantize_row[LC_TYPE_Q8_K](xf, a, n);
+            float ss = NAN, sk = NAN, sr = NAN;
+            S->vec_dot[LC_TYPE_Q6_K](n, &ss, w, a);
+            lc_vec_dot_q6_K_q8_K_ref(n, &sr, w, a);
+            double mag = 0;
+            for (int b = 0; b < nb; b++)
+                for (int j = 0; j < LC_QK_K; j++) {
+                    const int h = j / 128, l = j % 128, v = l / 32, e = l % 32;
+                    const int byte = w[b].ql[64 * h + 32 * (v & 1) + e];
+                    const int q = ((v < 2 ? byte & 15 : byte >> 4) |
+                                   (((w[b].qh[32 * h + e] >> (2 * v)) & 3) << 4)) - 32;
+                    mag += fabs((double)lc_fp16_to_fp32(w[b].d) * (double)a[b].d *
+                                w[b].scales[j / 16] * q * a[b].qs[j]);
+                }
+            CHECK(close_to(ss, sr, mag, 1e-5), "q6_K scalar vs generic ref: %d blocks: %.9g vs %.9g",
+                  nb, (double)ss, (double)sr);
+            if (K->vec_dot[LC_TYPE_Q6_K] != S->vec_dot[LC_TYPE_Q6_K]) {
+                K->vec_dot[LC_TYPE_Q6_K](n, &sk, w, a);
+                CHECK(memcmp(&ss, &sk, sizeof ss) == 0, "%s vec_dot q6_K: %d blocks, edge %d: %.9g vs scalar %.9g",
+                      K->isa, nb, edge, (double)sk, (double)ss);
+                n_cases++;
+            }
+        }
+    fprintf(stderr, "  %s q6_K: %d cases compared\n", K->isa, n_cases);
+    free(w);
+    free(a);
+    free(xf);
+}
+
+/*
  * Activation quantizers on many blocks: a 1/d instead of 127/amax scale, or another rounding of
  * ties, changes about one quant in a few thousand, so thousands of blocks are needed to see it.
  */
@@ -492,6 +546,7 @@ int main(void)
         check_quantized(S, K, LC_TYPE_Q4_1);
         check_quantized(S, K, LC_TYPE_Q4_0);
         check_quantized(S, K, LC_TYPE_Q8_0);
+        check_q6_K(S, K);
         check_quantize_stress(S, K);
         check_float(S, K);
         compared++;

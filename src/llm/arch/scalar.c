@@ -215,6 +215,42 @@ static void vec_dot_q8_0_q8_0(int n, float *s, const void *vx, const void *vy)
     *s = hsum8(acc);
 }
 
+/*
+ * Q6_K . Q8_K in the order of ggml's x86 kernel (the __AVX2__ ggml_vec_dot_q6_K_q8_K, which
+ * llama.cpp runs on AVX-512 machines too), not the generic one (lc_vec_dot_q6_K_q8_K_ref): per
+ * super-block, exact integer sums in 8 lanes, then acc[lane] = fma(d, lane, acc[lane]) with
+ * d = dy * dx, and hsum_float_8 at the end.
+ * A super-block is two halves of 128 weights; a half is four quarters v = 0..3 of 32 weights:
+ * quarter v takes the low (v < 2) or high nibbles of ql[32 * (v & 1) + l] and bits 2v, 2v+1 of
+ * qh[l] as its upper two bits, minus 32; weights l = 0..15 of a quarter use scale 2v, 16..31
+ * scale 2v + 1 (of the half's 8).  Lane k collects, in every quarter, the weights 4k .. 4k+3.
+ */
+static void vec_dot_q6_K_q8_K(int n, float *s, const void *vx, const void *vy)
+{
+    const lc_block_q6_K *x = vx;
+    const lc_block_q8_K *y = vy;
+    const int nb = n / LC_QK_K;
+    float acc[8] = {0};
+    for (int i = 0; i < nb; i++) {
+        int lanes[8] = {0};
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *ql = x[i].ql + 64 * h, *qh = x[i].qh + 32 * h;
+            const int8_t *q8 = y[i].qs + 128 * h;
+            const int8_t *sc = x[i].scales + 8 * h;
+            for (int v = 0; v < 4; v++)
+                for (int l = 0; l < 32; l++) {
+                    const int b = ql[32 * (v & 1) + l];
+                    const int q = ((v < 2 ? b & 0x0F : b >> 4) | (((qh[l] >> (2 * v)) & 3) << 4)) - 32;
+                    lanes[l / 4] += sc[2 * v + l / 16] * q * q8[32 * v + l];
+                }
+        }
+        const float d = y[i].d * LC_FP16_TO_FP32(x[i].d);
+        for (int k = 0; k < 8; k++)
+            acc[k] = fmaf(d, (float)lanes[k], acc[k]);
+    }
+    *s = hsum8(acc);
+}
+
 /* ---------------------------------------------------------------- element-wise */
 
 /*
@@ -289,7 +325,7 @@ const struct lc_kernels lc_kernels_scalar = {
         [LC_TYPE_Q4_0] = vec_dot_q4_0_q8_0,
         [LC_TYPE_Q4_1] = vec_dot_q4_1_q8_1,
         [LC_TYPE_Q8_0] = vec_dot_q8_0_q8_0,
-        [LC_TYPE_Q6_K] = lc_vec_dot_q6_K_q8_K_ref, /* quant_k.c: ggml's generic version */
+        [LC_TYPE_Q6_K] = vec_dot_q6_K_q8_K,
     },
     .quantize_row = {
         [LC_TYPE_F32] = quantize_row_f32,

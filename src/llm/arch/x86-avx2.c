@@ -96,6 +96,56 @@ static void quantize_row_f16(const float *x, void *vy, int64_t n)
         y[i] = lc_fp32_to_fp16(x[i]);
 }
 
+/* ---------------------------------------------------------------- Q6_K . Q8_K */
+
+/*
+ * As ggml's AVX2 ggml_vec_dot_q6_K_q8_K (see scalar.c for the layout and the order): each
+ * 32-weight quarter is rebuilt as unsigned 6-bit values q, multiplied with the activations by
+ * maddubs, and 32 * activations (maddubs again) subtracted, which is (q - 32) * y in pairs; madd
+ * with the quarter's two scales widened to 16 bits sums four products per 32-bit lane.
+ */
+static void vec_dot_q6_K_q8_K(int n, float *s, const void *vx, const void *vy)
+{
+    const lc_block_q6_K *x = vx;
+    const lc_block_q8_K *y = vy;
+    const int nb = n / LC_QK_K;
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(3);
+    const __m256i m32s = _mm256_set1_epi8(32);
+    __m256 acc = _mm256_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        const float d = y[i].d * h2f(x[i].d);
+        const uint8_t *ql = x[i].ql, *qh = x[i].qh;
+        const int8_t *q8 = y[i].qs;
+        const __m128i scales = _mm_loadu_si128((const __m128i *)x[i].scales);
+        __m256i sumi = _mm256_setzero_si256();
+        for (int h = 0; h < 2; h++, ql += 64, qh += 32, q8 += 128) {
+            const __m256i b1 = _mm256_loadu_si256((const __m256i *)ql);
+            const __m256i b2 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+            const __m256i bh = _mm256_loadu_si256((const __m256i *)qh);
+            __m256i q[4];
+            q[0] = _mm256_or_si256(_mm256_and_si256(b1, m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(bh, m2), 4));
+            q[1] = _mm256_or_si256(_mm256_and_si256(b2, m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(bh, 2), m2), 4));
+            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b1, 4), m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(bh, 4), m2), 4));
+            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b2, 4), m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(bh, 6), m2), 4));
+            for (int v = 0; v < 4; v++) {
+                const __m256i y8 = _mm256_loadu_si256((const __m256i *)(q8 + 32 * v));
+                const __m256i p16 =
+                    _mm256_sub_epi16(_mm256_maddubs_epi16(q[v], y8), _mm256_maddubs_epi16(m32s, y8));
+                const int k = 8 * h + 2 * v; /* scales k (weights 0..15) and k + 1 (16..31) */
+                const __m128i idx = _mm_unpacklo_epi64(_mm_set1_epi8((char)k), _mm_set1_epi8((char)(k + 1)));
+                const __m256i sc = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(scales, idx));
+                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(sc, p16));
+            }
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
+    }
+    *s = hsum_ps(acc);
+}
+
 /* ---------------------------------------------------------------- float kernels */
 
 static float dot_f32(const float *x, const float *y, int n)
@@ -208,6 +258,7 @@ const struct lc_kernels lc_kernels_avx2 = {
         [LC_TYPE_Q4_0] = vec_dot_q4_0_q8_0,
         [LC_TYPE_Q4_1] = vec_dot_q4_1_q8_1,
         [LC_TYPE_Q8_0] = vec_dot_q8_0_q8_0,
+        [LC_TYPE_Q6_K] = vec_dot_q6_K_q8_K,
     },
     .quantize_row = {
         [LC_TYPE_F16] = quantize_row_f16,
