@@ -318,48 +318,62 @@ DEFINE_ENTRIES(q8_0)
 
 /* ---------------------------------------------------------------- float kernels */
 
-static float dot_f32(const float *x, const float *y, int n)
-{
-    float32x4_t a0 = vdupq_n_f32(0), a1 = vdupq_n_f32(0), a2 = vdupq_n_f32(0),
-                a3 = vdupq_n_f32(0);
-    int i = 0;
-    for (; i + 16 <= n; i += 16) {
-        a0 = vfmaq_f32(a0, vld1q_f32(x + i), vld1q_f32(y + i));
-        a1 = vfmaq_f32(a1, vld1q_f32(x + i + 4), vld1q_f32(y + i + 4));
-        a2 = vfmaq_f32(a2, vld1q_f32(x + i + 8), vld1q_f32(y + i + 8));
-        a3 = vfmaq_f32(a3, vld1q_f32(x + i + 12), vld1q_f32(y + i + 12));
-    }
-    for (; i + 4 <= n; i += 4)
-        a0 = vfmaq_f32(a0, vld1q_f32(x + i), vld1q_f32(y + i));
-    float sum = vaddvq_f32(vaddq_f32(vaddq_f32(a0, a1), vaddq_f32(a2, a3)));
-    for (; i < n; i++)
-        sum += x[i] * y[i];
-    return sum;
-}
-
+/*
+ * Float dots in llama.cpp's x86 order (see scalar.c), its 16-lane vectors held as four quarters.
+ */
 INLINE float32x4_t load_h4(const lc_fp16 *p)
 {
     return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p)));
 }
 
-static float dot_f16(const lc_fp16 *x, const lc_fp16 *y, int n)
+/* _mm512_reduce_add_ps's order (GCC): halves, then quarters, then (0 + 2) + (1 + 3) */
+INLINE float reduce16(const float32x4_t q[4])
 {
-    float32x4_t a0 = vdupq_n_f32(0), a1 = vdupq_n_f32(0), a2 = vdupq_n_f32(0),
-                a3 = vdupq_n_f32(0);
-    int i = 0;
-    for (; i + 16 <= n; i += 16) {
-        a0 = vfmaq_f32(a0, load_h4(x + i), load_h4(y + i));
-        a1 = vfmaq_f32(a1, load_h4(x + i + 4), load_h4(y + i + 4));
-        a2 = vfmaq_f32(a2, load_h4(x + i + 8), load_h4(y + i + 8));
-        a3 = vfmaq_f32(a3, load_h4(x + i + 12), load_h4(y + i + 12));
-    }
-    for (; i + 4 <= n; i += 4)
-        a0 = vfmaq_f32(a0, load_h4(x + i), load_h4(y + i));
-    float sum = vaddvq_f32(vaddq_f32(vaddq_f32(a0, a1), vaddq_f32(a2, a3)));
-    for (; i < n; i++)
-        sum += h2f(x[i]) * h2f(y[i]);
-    return sum;
+    const float32x4_t t6 = vaddq_f32(vaddq_f32(q[3], q[1]), vaddq_f32(q[2], q[0]));
+    const float a = vgetq_lane_f32(t6, 0) + vgetq_lane_f32(t6, 2);
+    const float b = vgetq_lane_f32(t6, 1) + vgetq_lane_f32(t6, 3);
+    return a + b;
 }
+
+#define DEFINE_FLOAT_DOT(NAME, T, LOADV, LEFTOVER)                                             \
+    static float NAME(const T *x, const T *y, int n)                                          \
+    {                                                                                         \
+        if (n % 16 == 0) {                                                                    \
+            float32x4_t q[4];                                                                 \
+            for (int k = 0; k < 4; k++)                                                       \
+                q[k] = vdupq_n_f32(0.0f);                                                     \
+            for (int i = 0; i < n; i += 16)                                                   \
+                for (int k = 0; k < 4; k++)                                                   \
+                    q[k] = vfmaq_f32(q[k], LOADV(x + i + 4 * k), LOADV(y + i + 4 * k));       \
+            return reduce16(q);                                                               \
+        }                                                                                     \
+        const int np = n & ~63;                                                               \
+        float32x4_t v[16];                                                                    \
+        for (int k = 0; k < 16; k++)                                                          \
+            v[k] = vdupq_n_f32(0.0f);                                                         \
+        for (int i = 0; i < np; i += 64)                                                      \
+            for (int k = 0; k < 16; k++)                                                      \
+                v[k] = vfmaq_f32(v[k], LOADV(x + i + 4 * k), LOADV(y + i + 4 * k));           \
+        /* 16-lane vector m is v[4m .. 4m+3]; (v0 + v2) + (v1 + v3) */                        \
+        float32x4_t q[4];                                                                     \
+        for (int k = 0; k < 4; k++)                                                           \
+            q[k] = vaddq_f32(vaddq_f32(v[k], v[8 + k]), vaddq_f32(v[4 + k], v[12 + k]));      \
+        LEFTOVER(reduce16(q), x, y, np, n);                                                   \
+    }
+
+#define LEFTOVER_F32(r, x, y, np, n)                                                           \
+    float sum = r;                                                                            \
+    for (int i = np; i < n; i++)                                                              \
+        sum = fmaf(x[i], y[i], sum);                                                          \
+    return sum
+#define LEFTOVER_F16(r, x, y, np, n)                                                           \
+    double sum = (double)(r);                                                                 \
+    for (int i = np; i < n; i++)                                                              \
+        sum += (double)(h2f(x[i]) * h2f(y[i]));                                               \
+    return (float)sum
+
+DEFINE_FLOAT_DOT(dot_f32, float, vld1q_f32, LEFTOVER_F32)
+DEFINE_FLOAT_DOT(dot_f16, lc_fp16, load_h4, LEFTOVER_F16)
 
 static void vec_dot_f32(int n, float *s, const void *x, const void *y)
 {

@@ -90,23 +90,67 @@ static void quantize_row_bf16(const float *x, void *vy, int64_t n)
 
 /* ---------------------------------------------------------------- float dots */
 
-/* Float dots accumulate in double, as ggml's scalar paths (ggml_float); SIMD versions use float
- * lanes, which is the noise the golden tests tolerate. */
-static float dot_f32(const float *x, const float *y, int n)
+/*
+ * Float dots in the order llama.cpp uses on x86 (its AVX-512 build made the golden data).  In
+ * F32/F16 models a one-ulp difference in a K or V value can flip its rounding to fp16 in the KV
+ * cache and move the logits by 1e-3, so every ISA reproduces these orders exactly:
+ *
+ *  - n % 16 == 0: ggml_mul_mat hands the rows to llamafile's tinyBLAS (sgemm.cpp, KN = 16):
+ *    16 lanes, lane j accumulating x[16t + j] * y[16t + j] over t with fused multiply-adds,
+ *    then _mm512_reduce_add_ps (reduce16 below: GCC's order).
+ *  - otherwise ggml_vec_dot_f32 / ggml_vec_dot_f16 (GGML_F32_STEP 64): 4 x 16 lanes over the
+ *    first n & ~63 elements (vector k, lane j takes 64t + 16k + j), the vectors reduced as
+ *    (v0 + v2) + (v1 + v3), reduce16, then the leftover elements one by one: in float with a
+ *    fused multiply-add for f32 (GCC contracts `sumf += x[i]*y[i]`), in double for f16
+ *    (`sumf += (ggml_float)(x*y)`).
+ */
+static float reduce16(const float l[16])
 {
-    double sum = 0.0;
-    for (int i = 0; i < n; i++)
-        sum += (double)(x[i] * y[i]);
-    return (float)sum;
+    float t3[8], t6[4];
+    for (int k = 0; k < 8; k++)
+        t3[k] = l[k + 8] + l[k];
+    for (int k = 0; k < 4; k++)
+        t6[k] = t3[k + 4] + t3[k];
+    return (t6[0] + t6[2]) + (t6[1] + t6[3]);
 }
 
-static float dot_f16(const lc_fp16 *x, const lc_fp16 *y, int n)
-{
-    double sum = 0.0;
-    for (int i = 0; i < n; i++)
-        sum += (double)(LC_FP16_TO_FP32(x[i]) * LC_FP16_TO_FP32(y[i]));
-    return (float)sum;
-}
+#define DEFINE_FLOAT_DOT(NAME, T, LOAD, LEFTOVER)                                              \
+    static float NAME(const T *x, const T *y, int n)                                          \
+    {                                                                                         \
+        if (n % 16 == 0) {                                                                    \
+            float acc[16] = {0};                                                              \
+            for (int i = 0; i < n; i += 16)                                                   \
+                for (int j = 0; j < 16; j++)                                                  \
+                    acc[j] = fmaf(LOAD(x[i + j]), LOAD(y[i + j]), acc[j]);                    \
+            return reduce16(acc);                                                             \
+        }                                                                                     \
+        const int np = n & ~63;                                                               \
+        float v[4][16] = {{0}};                                                               \
+        for (int i = 0; i < np; i += 64)                                                      \
+            for (int k = 0; k < 4; k++)                                                       \
+                for (int j = 0; j < 16; j++)                                                  \
+                    v[k][j] = fmaf(LOAD(x[i + 16 * k + j]), LOAD(y[i + 16 * k + j]), v[k][j]); \
+        for (int j = 0; j < 16; j++)                                                          \
+            v[0][j] = (v[0][j] + v[2][j]) + (v[1][j] + v[3][j]);                              \
+        LEFTOVER(reduce16(v[0]), x, y, np, n);                                                \
+    }
+
+/* f32 leftovers: float sum, fused */
+#define LEFTOVER_F32(r, x, y, np, n)                                                           \
+    float sum = r;                                                                            \
+    for (int i = np; i < n; i++)                                                              \
+        sum = fmaf(x[i], y[i], sum);                                                          \
+    return sum
+/* f16 leftovers: double sum of float products */
+#define LEFTOVER_F16(r, x, y, np, n)                                                           \
+    double sum = (double)(r);                                                                 \
+    for (int i = np; i < n; i++)                                                              \
+        sum += (double)(LC_FP16_TO_FP32(x[i]) * LC_FP16_TO_FP32(y[i]));                       \
+    return (float)sum
+#define LOAD_F32(v) (v)
+
+DEFINE_FLOAT_DOT(dot_f32, float, LOAD_F32, LEFTOVER_F32)
+DEFINE_FLOAT_DOT(dot_f16, lc_fp16, LC_FP16_TO_FP32, LEFTOVER_F16)
 
 static void vec_dot_f32(int n, float *s, const void *x, const void *y)
 {

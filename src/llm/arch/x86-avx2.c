@@ -148,48 +148,62 @@ static void vec_dot_q6_K_q8_K(int n, float *s, const void *vx, const void *vy)
 
 /* ---------------------------------------------------------------- float kernels */
 
-static float dot_f32(const float *x, const float *y, int n)
-{
-    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
-    __m256 a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
-    int i = 0;
-    for (; i + 32 <= n; i += 32) {
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), a0);
-        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8), _mm256_loadu_ps(y + i + 8), a1);
-        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 16), _mm256_loadu_ps(y + i + 16), a2);
-        a3 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 24), _mm256_loadu_ps(y + i + 24), a3);
-    }
-    for (; i + 8 <= n; i += 8)
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), a0);
-    float sum = hsum_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
-    for (; i < n; i++)
-        sum += x[i] * y[i];
-    return sum;
-}
-
+/*
+ * Float dots in llama.cpp's x86 order (see scalar.c), its 16-lane vectors held as two 8-lane
+ * halves (lo = lanes 0..7, hi = 8..15).
+ */
 INLINE __m256 load_h8(const lc_fp16 *p)
 {
     return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
 }
 
-static float dot_f16(const lc_fp16 *x, const lc_fp16 *y, int n)
+/* _mm512_reduce_add_ps's order (GCC): halves, then quarters, then (0 + 2) + (1 + 3) */
+INLINE float reduce16(__m256 lo, __m256 hi)
 {
-    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
-    __m256 a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
-    int i = 0;
-    for (; i + 32 <= n; i += 32) {
-        a0 = _mm256_fmadd_ps(load_h8(x + i), load_h8(y + i), a0);
-        a1 = _mm256_fmadd_ps(load_h8(x + i + 8), load_h8(y + i + 8), a1);
-        a2 = _mm256_fmadd_ps(load_h8(x + i + 16), load_h8(y + i + 16), a2);
-        a3 = _mm256_fmadd_ps(load_h8(x + i + 24), load_h8(y + i + 24), a3);
-    }
-    for (; i + 8 <= n; i += 8)
-        a0 = _mm256_fmadd_ps(load_h8(x + i), load_h8(y + i), a0);
-    float sum = hsum_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
-    for (; i < n; i++)
-        sum += h2f(x[i]) * h2f(y[i]);
-    return sum;
+    const __m256 t3 = _mm256_add_ps(hi, lo);
+    const __m128 t6 = _mm_add_ps(_mm256_extractf128_ps(t3, 1), _mm256_castps256_ps128(t3));
+    const __m128 t8 = _mm_add_ps(t6, _mm_movehl_ps(t6, t6));
+    return _mm_cvtss_f32(_mm_add_ss(t8, _mm_movehdup_ps(t8)));
 }
+
+#define LOAD_F32(p) _mm256_loadu_ps(p)
+#define DEFINE_FLOAT_DOT(NAME, T, LOADV, LEFTOVER)                                             \
+    static float NAME(const T *x, const T *y, int n)                                          \
+    {                                                                                         \
+        if (n % 16 == 0) {                                                                    \
+            __m256 lo = _mm256_setzero_ps(), hi = lo;                                         \
+            for (int i = 0; i < n; i += 16) {                                                 \
+                lo = _mm256_fmadd_ps(LOADV(x + i), LOADV(y + i), lo);                         \
+                hi = _mm256_fmadd_ps(LOADV(x + i + 8), LOADV(y + i + 8), hi);                 \
+            }                                                                                 \
+            return reduce16(lo, hi);                                                          \
+        }                                                                                     \
+        const int np = n & ~63;                                                               \
+        __m256 v[8];                                                                          \
+        for (int k = 0; k < 8; k++)                                                           \
+            v[k] = _mm256_setzero_ps();                                                       \
+        for (int i = 0; i < np; i += 64)                                                      \
+            for (int k = 0; k < 8; k++)                                                       \
+                v[k] = _mm256_fmadd_ps(LOADV(x + i + 8 * k), LOADV(y + i + 8 * k), v[k]);     \
+        /* 16-lane vector k is (v[2k], v[2k+1]); (v0 + v2) + (v1 + v3) */                     \
+        const __m256 lo = _mm256_add_ps(_mm256_add_ps(v[0], v[4]), _mm256_add_ps(v[2], v[6])); \
+        const __m256 hi = _mm256_add_ps(_mm256_add_ps(v[1], v[5]), _mm256_add_ps(v[3], v[7])); \
+        LEFTOVER(reduce16(lo, hi), x, y, np, n);                                              \
+    }
+
+#define LEFTOVER_F32(r, x, y, np, n)                                                           \
+    float sum = r;                                                                            \
+    for (int i = np; i < n; i++)                                                              \
+        sum = fmaf(x[i], y[i], sum);                                                          \
+    return sum
+#define LEFTOVER_F16(r, x, y, np, n)                                                           \
+    double sum = (double)(r);                                                                 \
+    for (int i = np; i < n; i++)                                                              \
+        sum += (double)(h2f(x[i]) * h2f(y[i]));                                               \
+    return (float)sum
+
+DEFINE_FLOAT_DOT(dot_f32, float, LOAD_F32, LEFTOVER_F32)
+DEFINE_FLOAT_DOT(dot_f16, lc_fp16, load_h8, LEFTOVER_F16)
 
 static void vec_dot_f32(int n, float *s, const void *x, const void *y)
 {

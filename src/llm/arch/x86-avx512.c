@@ -5,10 +5,11 @@
  * vpdpbusd (u8 x s8, four products summed per 32-bit lane), exactly as llama.cpp does it on these
  * machines: the golden data came from that order of float operations (see scalar.c), so the
  * blocks are not processed two per 512-bit register, which would reorder the sums.  The GEMM
- * tiles are 4 x 4 (the 32 vector registers hold the 16 accumulators).  The float dots use
- * 512-bit FMAs with masked tails.  Quantizers and element-wise kernels come from the AVX2 table.
+ * tiles are 4 x 4 (the 32 vector registers hold the 16 accumulators).  The float dots follow
+ * llama.cpp's orders with 512-bit FMAs (see scalar.c).  Quantizers and element-wise kernels come from the AVX2 table.
  */
 #include <immintrin.h>
+#include <math.h>
 #include <string.h>
 
 #include "kernels.h"
@@ -26,51 +27,49 @@ INLINE __m256 dot_us8(__m256i ux, __m256i sy)
 
 /* ---------------------------------------------------------------- float dots */
 
-static float dot_f32(const float *x, const float *y, int n)
-{
-    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
-    __m512 a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
-    int i = 0;
-    for (; i + 64 <= n; i += 64) {
-        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i), a0);
-        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i + 16), _mm512_loadu_ps(y + i + 16), a1);
-        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i + 32), _mm512_loadu_ps(y + i + 32), a2);
-        a3 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i + 48), _mm512_loadu_ps(y + i + 48), a3);
-    }
-    for (; i + 16 <= n; i += 16)
-        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i), a0);
-    if (i < n) { /* masked tail: the missing lanes load as 0 */
-        const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
-        a1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, x + i), _mm512_maskz_loadu_ps(m, y + i), a1);
-    }
-    return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
-}
-
+/*
+ * In llama.cpp's order (see scalar.c): one 16-lane accumulator when n % 16 == 0 (tinyBLAS),
+ * else four over 64-element steps with ggml's reduction and the leftovers one by one.
+ */
 INLINE __m512 load_h16(const lc_fp16 *p)
 {
     return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
 }
 
-static float dot_f16(const lc_fp16 *x, const lc_fp16 *y, int n)
-{
-    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
-    __m512 a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
-    int i = 0;
-    for (; i + 64 <= n; i += 64) {
-        a0 = _mm512_fmadd_ps(load_h16(x + i), load_h16(y + i), a0);
-        a1 = _mm512_fmadd_ps(load_h16(x + i + 16), load_h16(y + i + 16), a1);
-        a2 = _mm512_fmadd_ps(load_h16(x + i + 32), load_h16(y + i + 32), a2);
-        a3 = _mm512_fmadd_ps(load_h16(x + i + 48), load_h16(y + i + 48), a3);
+#define DEFINE_FLOAT_DOT(NAME, T, LOADV, LEFTOVER)                                             \
+    static float NAME(const T *x, const T *y, int n)                                          \
+    {                                                                                         \
+        if (n % 16 == 0) {                                                                    \
+            __m512 acc = _mm512_setzero_ps();                                                 \
+            for (int i = 0; i < n; i += 16)                                                   \
+                acc = _mm512_fmadd_ps(LOADV(x + i), LOADV(y + i), acc);                       \
+            return _mm512_reduce_add_ps(acc);                                                 \
+        }                                                                                     \
+        const int np = n & ~63;                                                               \
+        __m512 v0 = _mm512_setzero_ps(), v1 = v0, v2 = v0, v3 = v0;                           \
+        for (int i = 0; i < np; i += 64) {                                                    \
+            v0 = _mm512_fmadd_ps(LOADV(x + i), LOADV(y + i), v0);                             \
+            v1 = _mm512_fmadd_ps(LOADV(x + i + 16), LOADV(y + i + 16), v1);                   \
+            v2 = _mm512_fmadd_ps(LOADV(x + i + 32), LOADV(y + i + 32), v2);                   \
+            v3 = _mm512_fmadd_ps(LOADV(x + i + 48), LOADV(y + i + 48), v3);                   \
+        }                                                                                     \
+        v0 = _mm512_add_ps(_mm512_add_ps(v0, v2), _mm512_add_ps(v1, v3));                     \
+        LEFTOVER(_mm512_reduce_add_ps(v0), x, y, np, n);                                      \
     }
-    for (; i + 16 <= n; i += 16)
-        a0 = _mm512_fmadd_ps(load_h16(x + i), load_h16(y + i), a0);
-    if (i < n) {
-        const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
-        a1 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, x + i)),
-                             _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, y + i)), a1);
-    }
-    return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
-}
+
+#define LEFTOVER_F32(r, x, y, np, n)                                                           \
+    float sum = r;                                                                            \
+    for (int i = np; i < n; i++)                                                              \
+        sum = fmaf(x[i], y[i], sum);                                                          \
+    return sum
+#define LEFTOVER_F16(r, x, y, np, n)                                                           \
+    double sum = (double)(r);                                                                 \
+    for (int i = np; i < n; i++)                                                              \
+        sum += (double)(_cvtsh_ss(x[i]) * _cvtsh_ss(y[i]));                                   \
+    return (float)sum
+
+DEFINE_FLOAT_DOT(dot_f32, float, _mm512_loadu_ps, LEFTOVER_F32)
+DEFINE_FLOAT_DOT(dot_f16, lc_fp16, load_h16, LEFTOVER_F16)
 
 static void vec_dot_f32(int n, float *s, const void *x, const void *y)
 {
