@@ -196,86 +196,86 @@ INLINE float hsum8(const float32x4_t acc[2])
 #define HAS_M_q4_0 0
 #define HAS_M_q8_0 0
 
-#define DEFINE_KERNELS(NAME, WT, AT, PATH, ATTR)                                               \
-    ATTR static void vec_dot_##NAME##_##PATH(int n, float *s, const void *vx, const void *vy)  \
-    {                                                                                         \
-        const WT *x = vx;                                                                     \
-        const AT *y = vy;                                                                     \
-        const int nb = n / 32;                                                                \
-        float32x4_t acc[2] = {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)};                          \
-        float summs = 0.0f;                                                                   \
-        for (int i = 0; i < nb; i++) {                                                        \
-            if (HAS_M_##NAME)                                                                 \
-                summs += h2f(((const lc_block_q4_1 *)vx)[i].m) *                              \
-                         h2f(((const lc_block_q8_1 *)vy)[i].s);                               \
-            acc_lanes(acc, idot_##PATH(NAME##_x(x + i), y[i].qs), h2f(x[i].d) * h2f(y[i].d)); \
-        }                                                                                     \
-        *s = HAS_M_##NAME ? hsum8(acc) + summs : hsum8(acc);                                  \
-    }                                                                                         \
-    ATTR INLINE void NAME##_tile_##PATH(int nb, float *s, size_t ld_s, const uint8_t *w,        \
-                                        size_t w_stride, const uint8_t *a, size_t a_stride,     \
-                                        const int RM, const int CN)                             \
-    {                                                                                         \
-        float32x4_t acc[4][4][2];                                                             \
-        _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++)                                  \
-            _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++) acc[r][c][0] =               \
-                acc[r][c][1] = vdupq_n_f32(0.0f);                                             \
-        for (int i = 0; i < nb; i++) {                                                        \
-            struct wblk bx[4];                                                                \
-            float dw[4];                                                                      \
-            _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++)                              \
-            {                                                                                 \
-                const WT *x = (const WT *)(const void *)(w + r * w_stride) + i;               \
-                bx[r] = NAME##_x(x);                                                          \
-                dw[r] = h2f(x->d);                                                            \
-            }                                                                                 \
-            _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++)                              \
-            {                                                                                 \
-                const AT *y = (const AT *)(const void *)(a + c * a_stride) + i;               \
-                const float da = h2f(y->d);                                                   \
-                _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++)                          \
-                    acc_lanes(acc[r][c], idot_##PATH(bx[r], y->qs), dw[r] * da);              \
-            }                                                                                 \
-        }                                                                                     \
-        float ms[4][4] = {{0}};                                                               \
-        if (HAS_M_##NAME)                                                                     \
-            for (int i = 0; i < nb; i++)                                                      \
-                _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++)                          \
-                {                                                                             \
-                    const float m =                                                           \
-                        h2f(((const lc_block_q4_1 *)(const void *)(w + r * w_stride))[i].m);  \
-                    _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++) ms[r][c] +=          \
-                        m * h2f(((const lc_block_q8_1 *)(const void *)(a + c * a_stride))[i].s); \
-                }                                                                             \
-        _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++)                                  \
-            _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++) s[c * ld_s + r] =            \
-                HAS_M_##NAME ? hsum8(acc[r][c]) + ms[r][c] : hsum8(acc[r][c]);                \
-    }                                                                                         \
-    ATTR static void gemm_##NAME##_##PATH(int n, float *s, size_t ld_s, const void *vw,         \
-                                          size_t w_stride, int nr, const void *va,              \
-                                          size_t a_stride, int nc)                              \
-    {                                                                                         \
-        const uint8_t *w = vw, *a = va;                                                       \
-        const int nb = n / 32;                                                                \
-        int r = 0;                                                                            \
-        for (; r + 4 <= nr; r += 4) {                                                         \
-            int c = 0;                                                                        \
-            for (; c + 2 <= nc; c += 2)                                                       \
-                NAME##_tile_##PATH(nb, s + c * ld_s + r, ld_s, w + r * w_stride, w_stride,    \
-                                   a + c * a_stride, a_stride, 4, 2);                         \
-            for (; c < nc; c++)                                                               \
-                NAME##_tile_##PATH(nb, s + c * ld_s + r, ld_s, w + r * w_stride, w_stride,    \
-                                   a + c * a_stride, a_stride, 4, 1);                         \
-        }                                                                                     \
-        for (; r < nr; r++) {                                                                 \
-            int c = 0;                                                                        \
-            for (; c + 4 <= nc; c += 4)                                                       \
-                NAME##_tile_##PATH(nb, s + c * ld_s + r, ld_s, w + r * w_stride, w_stride,    \
-                                   a + c * a_stride, a_stride, 1, 4);                         \
-            for (; c < nc; c++)                                                               \
-                NAME##_tile_##PATH(nb, s + c * ld_s + r, ld_s, w + r * w_stride, w_stride,    \
-                                   a + c * a_stride, a_stride, 1, 1);                         \
-        }                                                                                     \
+#define DEFINE_KERNELS(NAME, WT, AT, PATH, ATTR)                                                  \
+    ATTR static void vec_dot_##NAME##_##PATH(int n, float *s, const void *vx, const void *vy)     \
+    {                                                                                             \
+        const WT *x = vx;                                                                         \
+        const AT *y = vy;                                                                         \
+        const int nb = n / 32;                                                                    \
+        float32x4_t acc[2] = {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)};                              \
+        float summs = 0.0f;                                                                       \
+        for (int i = 0; i < nb; i++) {                                                            \
+            if (HAS_M_##NAME)                                                                     \
+                summs += h2f(((const lc_block_q4_1 *)vx)[i].m) *                                  \
+                         h2f(((const lc_block_q8_1 *)vy)[i].s);                                   \
+            acc_lanes(acc, idot_##PATH(NAME##_x(x + i), y[i].qs), h2f(x[i].d) * h2f(y[i].d));     \
+        }                                                                                         \
+        *s = HAS_M_##NAME ? hsum8(acc) + summs : hsum8(acc);                                      \
+    }                                                                                             \
+    ATTR INLINE void NAME##_tile_##PATH(int nb, float *s, size_t ld_s, const uint8_t *w,          \
+                                        size_t w_stride, const uint8_t *a, size_t a_stride,       \
+                                        const int RM, const int CN)                               \
+    {                                                                                             \
+        float32x4_t acc[4][4][2];                                                                 \
+        _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++)                                      \
+            _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++) acc[r][c][0] =                   \
+                acc[r][c][1] = vdupq_n_f32(0.0f);                                                 \
+        for (int i = 0; i < nb; i++) {                                                            \
+            struct wblk bx[4];                                                                    \
+            float dw[4];                                                                          \
+            _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++)                                  \
+            {                                                                                     \
+                const WT *x = (const WT *)(const void *)(w + r * w_stride) + i;                   \
+                bx[r] = NAME##_x(x);                                                              \
+                dw[r] = h2f(x->d);                                                                \
+            }                                                                                     \
+            _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++)                                  \
+            {                                                                                     \
+                const AT *y = (const AT *)(const void *)(a + c * a_stride) + i;                   \
+                const float da = h2f(y->d);                                                       \
+                _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++)                              \
+                    acc_lanes(acc[r][c], idot_##PATH(bx[r], y->qs), dw[r] * da);                  \
+            }                                                                                     \
+        }                                                                                         \
+        float ms[4][4] = {{0}};                                                                   \
+        if (HAS_M_##NAME)                                                                         \
+            for (int i = 0; i < nb; i++)                                                          \
+                _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++)                              \
+                {                                                                                 \
+                    const float m =                                                               \
+                        h2f(((const lc_block_q4_1 *)(const void *)(w + r * w_stride))[i].m);      \
+                    _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++) ms[r][c] +=              \
+                        m * h2f(((const lc_block_q8_1 *)(const void *)(a + c * a_stride))[i].s);  \
+                }                                                                                 \
+        _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++)                                      \
+            _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++) s[c * ld_s + r] =                \
+                HAS_M_##NAME ? hsum8(acc[r][c]) + ms[r][c] : hsum8(acc[r][c]);                    \
+    }                                                                                             \
+    ATTR static void gemm_##NAME##_##PATH(int n, float *s, size_t ld_s, const void *vw,           \
+                                          size_t w_stride, int nr, const void *va,                \
+                                          size_t a_stride, int nc)                                \
+    {                                                                                             \
+        const uint8_t *w = vw, *a = va;                                                           \
+        const int nb = n / 32;                                                                    \
+        int r = 0;                                                                                \
+        for (; r + 4 <= nr; r += 4) {                                                             \
+            int c = 0;                                                                            \
+            for (; c + 2 <= nc; c += 2)                                                           \
+                NAME##_tile_##PATH(nb, s + c * ld_s + r, ld_s, w + r * w_stride, w_stride,        \
+                                   a + c * a_stride, a_stride, 4, 2);                             \
+            for (; c < nc; c++)                                                                   \
+                NAME##_tile_##PATH(nb, s + c * ld_s + r, ld_s, w + r * w_stride, w_stride,        \
+                                   a + c * a_stride, a_stride, 4, 1);                             \
+        }                                                                                         \
+        for (; r < nr; r++) {                                                                     \
+            int c = 0;                                                                            \
+            for (; c + 4 <= nc; c += 4)                                                           \
+                NAME##_tile_##PATH(nb, s + c * ld_s + r, ld_s, w + r * w_stride, w_stride,        \
+                                   a + c * a_stride, a_stride, 1, 4);                             \
+            for (; c < nc; c++)                                                                   \
+                NAME##_tile_##PATH(nb, s + c * ld_s + r, ld_s, w + r * w_stride, w_stride,        \
+                                   a + c * a_stride, a_stride, 1, 1);                             \
+        }                                                                                         \
     }
 
 #define NO_ATTR
@@ -296,21 +296,21 @@ DEFINE_KERNELS(q8_0, lc_block_q8_0, lc_block_q8_0, dp, DOTPROD)
 #endif
 
 /* Entry points: pick the integer path from the hwcaps (one predictable branch per call). */
-#define DEFINE_ENTRIES(NAME)                                                                   \
-    static void vec_dot_##NAME(int n, float *s, const void *x, const void *y)                  \
-    {                                                                                         \
-        if (dotprod())                                                                        \
-            vec_dot_##NAME##_dp(n, s, x, y);                                                  \
-        else                                                                                  \
-            vec_dot_##NAME##_nodp(n, s, x, y);                                                \
-    }                                                                                         \
-    static void gemm_##NAME(int n, float *s, size_t ld_s, const void *w, size_t w_stride,       \
-                            int nr, const void *a, size_t a_stride, int nc)                     \
-    {                                                                                         \
-        if (dotprod())                                                                        \
-            gemm_##NAME##_dp(n, s, ld_s, w, w_stride, nr, a, a_stride, nc);                   \
-        else                                                                                  \
-            gemm_##NAME##_nodp(n, s, ld_s, w, w_stride, nr, a, a_stride, nc);                 \
+#define DEFINE_ENTRIES(NAME)                                                                      \
+    static void vec_dot_##NAME(int n, float *s, const void *x, const void *y)                     \
+    {                                                                                             \
+        if (dotprod())                                                                            \
+            vec_dot_##NAME##_dp(n, s, x, y);                                                      \
+        else                                                                                      \
+            vec_dot_##NAME##_nodp(n, s, x, y);                                                    \
+    }                                                                                             \
+    static void gemm_##NAME(int n, float *s, size_t ld_s, const void *w, size_t w_stride,         \
+                            int nr, const void *a, size_t a_stride, int nc)                       \
+    {                                                                                             \
+        if (dotprod())                                                                            \
+            gemm_##NAME##_dp(n, s, ld_s, w, w_stride, nr, a, a_stride, nc);                       \
+        else                                                                                      \
+            gemm_##NAME##_nodp(n, s, ld_s, w, w_stride, nr, a, a_stride, nc);                     \
     }
 DEFINE_ENTRIES(q4_1)
 DEFINE_ENTRIES(q4_0)
@@ -335,41 +335,41 @@ INLINE float reduce16(const float32x4_t q[4])
     return a + b;
 }
 
-#define DEFINE_FLOAT_DOT(NAME, T, LOADV, LEFTOVER)                                             \
-    static float NAME(const T *x, const T *y, int n)                                          \
-    {                                                                                         \
-        if (n % 16 == 0) {                                                                    \
-            float32x4_t q[4];                                                                 \
-            for (int k = 0; k < 4; k++)                                                       \
-                q[k] = vdupq_n_f32(0.0f);                                                     \
-            for (int i = 0; i < n; i += 16)                                                   \
-                for (int k = 0; k < 4; k++)                                                   \
-                    q[k] = vfmaq_f32(q[k], LOADV(x + i + 4 * k), LOADV(y + i + 4 * k));       \
-            return reduce16(q);                                                               \
-        }                                                                                     \
-        const int np = n & ~63;                                                               \
-        float32x4_t v[16];                                                                    \
-        for (int k = 0; k < 16; k++)                                                          \
-            v[k] = vdupq_n_f32(0.0f);                                                         \
-        for (int i = 0; i < np; i += 64)                                                      \
-            for (int k = 0; k < 16; k++)                                                      \
-                v[k] = vfmaq_f32(v[k], LOADV(x + i + 4 * k), LOADV(y + i + 4 * k));           \
-        /* 16-lane vector m is v[4m .. 4m+3]; (v0 + v2) + (v1 + v3) */                        \
-        float32x4_t q[4];                                                                     \
-        for (int k = 0; k < 4; k++)                                                           \
-            q[k] = vaddq_f32(vaddq_f32(v[k], v[8 + k]), vaddq_f32(v[4 + k], v[12 + k]));      \
-        LEFTOVER(reduce16(q), x, y, np, n);                                                   \
+#define DEFINE_FLOAT_DOT(NAME, T, LOADV, LEFTOVER)                                                \
+    static float NAME(const T *x, const T *y, int n)                                              \
+    {                                                                                             \
+        if (n % 16 == 0) {                                                                        \
+            float32x4_t q[4];                                                                     \
+            for (int k = 0; k < 4; k++)                                                           \
+                q[k] = vdupq_n_f32(0.0f);                                                         \
+            for (int i = 0; i < n; i += 16)                                                       \
+                for (int k = 0; k < 4; k++)                                                       \
+                    q[k] = vfmaq_f32(q[k], LOADV(x + i + 4 * k), LOADV(y + i + 4 * k));           \
+            return reduce16(q);                                                                   \
+        }                                                                                         \
+        const int np = n & ~63;                                                                   \
+        float32x4_t v[16];                                                                        \
+        for (int k = 0; k < 16; k++)                                                              \
+            v[k] = vdupq_n_f32(0.0f);                                                             \
+        for (int i = 0; i < np; i += 64)                                                          \
+            for (int k = 0; k < 16; k++)                                                          \
+                v[k] = vfmaq_f32(v[k], LOADV(x + i + 4 * k), LOADV(y + i + 4 * k));               \
+        /* 16-lane vector m is v[4m .. 4m+3]; (v0 + v2) + (v1 + v3) */                            \
+        float32x4_t q[4];                                                                         \
+        for (int k = 0; k < 4; k++)                                                               \
+            q[k] = vaddq_f32(vaddq_f32(v[k], v[8 + k]), vaddq_f32(v[4 + k], v[12 + k]));          \
+        LEFTOVER(reduce16(q), x, y, np, n);                                                       \
     }
 
-#define LEFTOVER_F32(r, x, y, np, n)                                                           \
-    float sum = r;                                                                            \
-    for (int i = np; i < n; i++)                                                              \
-        sum = fmaf(x[i], y[i], sum);                                                          \
+#define LEFTOVER_F32(r, x, y, np, n)                                                              \
+    float sum = r;                                                                                \
+    for (int i = np; i < n; i++)                                                                  \
+        sum = fmaf(x[i], y[i], sum);                                                              \
     return sum
-#define LEFTOVER_F16(r, x, y, np, n)                                                           \
-    double sum = (double)(r);                                                                 \
-    for (int i = np; i < n; i++)                                                              \
-        sum += (double)(h2f(x[i]) * h2f(y[i]));                                               \
+#define LEFTOVER_F16(r, x, y, np, n)                                                              \
+    double sum = (double)(r);                                                                     \
+    for (int i = np; i < n; i++)                                                                  \
+        sum += (double)(h2f(x[i]) * h2f(y[i]));                                                   \
     return (float)sum
 
 DEFINE_FLOAT_DOT(dot_f32, float, vld1q_f32, LEFTOVER_F32)

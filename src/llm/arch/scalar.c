@@ -114,38 +114,38 @@ static float reduce16(const float l[16])
     return (t6[0] + t6[2]) + (t6[1] + t6[3]);
 }
 
-#define DEFINE_FLOAT_DOT(NAME, T, LOAD, LEFTOVER)                                              \
-    static float NAME(const T *x, const T *y, int n)                                          \
-    {                                                                                         \
-        if (n % 16 == 0) {                                                                    \
-            float acc[16] = {0};                                                              \
-            for (int i = 0; i < n; i += 16)                                                   \
-                for (int j = 0; j < 16; j++)                                                  \
-                    acc[j] = fmaf(LOAD(x[i + j]), LOAD(y[i + j]), acc[j]);                    \
-            return reduce16(acc);                                                             \
-        }                                                                                     \
-        const int np = n & ~63;                                                               \
-        float v[4][16] = {{0}};                                                               \
-        for (int i = 0; i < np; i += 64)                                                      \
-            for (int k = 0; k < 4; k++)                                                       \
-                for (int j = 0; j < 16; j++)                                                  \
-                    v[k][j] = fmaf(LOAD(x[i + 16 * k + j]), LOAD(y[i + 16 * k + j]), v[k][j]); \
-        for (int j = 0; j < 16; j++)                                                          \
-            v[0][j] = (v[0][j] + v[2][j]) + (v[1][j] + v[3][j]);                              \
-        LEFTOVER(reduce16(v[0]), x, y, np, n);                                                \
+#define DEFINE_FLOAT_DOT(NAME, T, LOAD, LEFTOVER)                                                 \
+    static float NAME(const T *x, const T *y, int n)                                              \
+    {                                                                                             \
+        if (n % 16 == 0) {                                                                        \
+            float acc[16] = {0};                                                                  \
+            for (int i = 0; i < n; i += 16)                                                       \
+                for (int j = 0; j < 16; j++)                                                      \
+                    acc[j] = fmaf(LOAD(x[i + j]), LOAD(y[i + j]), acc[j]);                        \
+            return reduce16(acc);                                                                 \
+        }                                                                                         \
+        const int np = n & ~63;                                                                   \
+        float v[4][16] = {{0}};                                                                   \
+        for (int i = 0; i < np; i += 64)                                                          \
+            for (int k = 0; k < 4; k++)                                                           \
+                for (int j = 0; j < 16; j++)                                                      \
+                    v[k][j] = fmaf(LOAD(x[i + 16 * k + j]), LOAD(y[i + 16 * k + j]), v[k][j]);    \
+        for (int j = 0; j < 16; j++)                                                              \
+            v[0][j] = (v[0][j] + v[2][j]) + (v[1][j] + v[3][j]);                                  \
+        LEFTOVER(reduce16(v[0]), x, y, np, n);                                                    \
     }
 
 /* f32 leftovers: float sum, fused */
-#define LEFTOVER_F32(r, x, y, np, n)                                                           \
-    float sum = r;                                                                            \
-    for (int i = np; i < n; i++)                                                              \
-        sum = fmaf(x[i], y[i], sum);                                                          \
+#define LEFTOVER_F32(r, x, y, np, n)                                                              \
+    float sum = r;                                                                                \
+    for (int i = np; i < n; i++)                                                                  \
+        sum = fmaf(x[i], y[i], sum);                                                              \
     return sum
 /* f16 leftovers: double sum of float products */
-#define LEFTOVER_F16(r, x, y, np, n)                                                           \
-    double sum = (double)(r);                                                                 \
-    for (int i = np; i < n; i++)                                                              \
-        sum += (double)(LC_FP16_TO_FP32(x[i]) * LC_FP16_TO_FP32(y[i]));                       \
+#define LEFTOVER_F16(r, x, y, np, n)                                                              \
+    double sum = (double)(r);                                                                     \
+    for (int i = np; i < n; i++)                                                                  \
+        sum += (double)(LC_FP16_TO_FP32(x[i]) * LC_FP16_TO_FP32(y[i]));                           \
     return (float)sum
 #define LOAD_F32(v) (v)
 

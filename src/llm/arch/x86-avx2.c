@@ -167,39 +167,39 @@ INLINE float reduce16(__m256 lo, __m256 hi)
 }
 
 #define LOAD_F32(p) _mm256_loadu_ps(p)
-#define DEFINE_FLOAT_DOT(NAME, T, LOADV, LEFTOVER)                                             \
-    static float NAME(const T *x, const T *y, int n)                                          \
-    {                                                                                         \
-        if (n % 16 == 0) {                                                                    \
-            __m256 lo = _mm256_setzero_ps(), hi = lo;                                         \
-            for (int i = 0; i < n; i += 16) {                                                 \
-                lo = _mm256_fmadd_ps(LOADV(x + i), LOADV(y + i), lo);                         \
-                hi = _mm256_fmadd_ps(LOADV(x + i + 8), LOADV(y + i + 8), hi);                 \
-            }                                                                                 \
-            return reduce16(lo, hi);                                                          \
-        }                                                                                     \
-        const int np = n & ~63;                                                               \
-        __m256 v[8];                                                                          \
-        for (int k = 0; k < 8; k++)                                                           \
-            v[k] = _mm256_setzero_ps();                                                       \
-        for (int i = 0; i < np; i += 64)                                                      \
-            for (int k = 0; k < 8; k++)                                                       \
-                v[k] = _mm256_fmadd_ps(LOADV(x + i + 8 * k), LOADV(y + i + 8 * k), v[k]);     \
-        /* 16-lane vector k is (v[2k], v[2k+1]); (v0 + v2) + (v1 + v3) */                     \
-        const __m256 lo = _mm256_add_ps(_mm256_add_ps(v[0], v[4]), _mm256_add_ps(v[2], v[6])); \
-        const __m256 hi = _mm256_add_ps(_mm256_add_ps(v[1], v[5]), _mm256_add_ps(v[3], v[7])); \
-        LEFTOVER(reduce16(lo, hi), x, y, np, n);                                              \
+#define DEFINE_FLOAT_DOT(NAME, T, LOADV, LEFTOVER)                                                \
+    static float NAME(const T *x, const T *y, int n)                                              \
+    {                                                                                             \
+        if (n % 16 == 0) {                                                                        \
+            __m256 lo = _mm256_setzero_ps(), hi = lo;                                             \
+            for (int i = 0; i < n; i += 16) {                                                     \
+                lo = _mm256_fmadd_ps(LOADV(x + i), LOADV(y + i), lo);                             \
+                hi = _mm256_fmadd_ps(LOADV(x + i + 8), LOADV(y + i + 8), hi);                     \
+            }                                                                                     \
+            return reduce16(lo, hi);                                                              \
+        }                                                                                         \
+        const int np = n & ~63;                                                                   \
+        __m256 v[8];                                                                              \
+        for (int k = 0; k < 8; k++)                                                               \
+            v[k] = _mm256_setzero_ps();                                                           \
+        for (int i = 0; i < np; i += 64)                                                          \
+            for (int k = 0; k < 8; k++)                                                           \
+                v[k] = _mm256_fmadd_ps(LOADV(x + i + 8 * k), LOADV(y + i + 8 * k), v[k]);         \
+        /* 16-lane vector k is (v[2k], v[2k+1]); (v0 + v2) + (v1 + v3) */                         \
+        const __m256 lo = _mm256_add_ps(_mm256_add_ps(v[0], v[4]), _mm256_add_ps(v[2], v[6]));    \
+        const __m256 hi = _mm256_add_ps(_mm256_add_ps(v[1], v[5]), _mm256_add_ps(v[3], v[7]));    \
+        LEFTOVER(reduce16(lo, hi), x, y, np, n);                                                  \
     }
 
-#define LEFTOVER_F32(r, x, y, np, n)                                                           \
-    float sum = r;                                                                            \
-    for (int i = np; i < n; i++)                                                              \
-        sum = fmaf(x[i], y[i], sum);                                                          \
+#define LEFTOVER_F32(r, x, y, np, n)                                                              \
+    float sum = r;                                                                                \
+    for (int i = np; i < n; i++)                                                                  \
+        sum = fmaf(x[i], y[i], sum);                                                              \
     return sum
-#define LEFTOVER_F16(r, x, y, np, n)                                                           \
-    double sum = (double)(r);                                                                 \
-    for (int i = np; i < n; i++)                                                              \
-        sum += (double)(h2f(x[i]) * h2f(y[i]));                                               \
+#define LEFTOVER_F16(r, x, y, np, n)                                                              \
+    double sum = (double)(r);                                                                     \
+    for (int i = np; i < n; i++)                                                                  \
+        sum += (double)(h2f(x[i]) * h2f(y[i]));                                                   \
     return (float)sum
 
 DEFINE_FLOAT_DOT(dot_f32, float, LOAD_F32, LEFTOVER_F32)

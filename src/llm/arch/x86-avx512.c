@@ -36,36 +36,36 @@ INLINE __m512 load_h16(const lc_fp16 *p)
     return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
 }
 
-#define DEFINE_FLOAT_DOT(NAME, T, LOADV, LEFTOVER)                                             \
-    static float NAME(const T *x, const T *y, int n)                                          \
-    {                                                                                         \
-        if (n % 16 == 0) {                                                                    \
-            __m512 acc = _mm512_setzero_ps();                                                 \
-            for (int i = 0; i < n; i += 16)                                                   \
-                acc = _mm512_fmadd_ps(LOADV(x + i), LOADV(y + i), acc);                       \
-            return _mm512_reduce_add_ps(acc);                                                 \
-        }                                                                                     \
-        const int np = n & ~63;                                                               \
-        __m512 v0 = _mm512_setzero_ps(), v1 = v0, v2 = v0, v3 = v0;                           \
-        for (int i = 0; i < np; i += 64) {                                                    \
-            v0 = _mm512_fmadd_ps(LOADV(x + i), LOADV(y + i), v0);                             \
-            v1 = _mm512_fmadd_ps(LOADV(x + i + 16), LOADV(y + i + 16), v1);                   \
-            v2 = _mm512_fmadd_ps(LOADV(x + i + 32), LOADV(y + i + 32), v2);                   \
-            v3 = _mm512_fmadd_ps(LOADV(x + i + 48), LOADV(y + i + 48), v3);                   \
-        }                                                                                     \
-        v0 = _mm512_add_ps(_mm512_add_ps(v0, v2), _mm512_add_ps(v1, v3));                     \
-        LEFTOVER(_mm512_reduce_add_ps(v0), x, y, np, n);                                      \
+#define DEFINE_FLOAT_DOT(NAME, T, LOADV, LEFTOVER)                                                \
+    static float NAME(const T *x, const T *y, int n)                                              \
+    {                                                                                             \
+        if (n % 16 == 0) {                                                                        \
+            __m512 acc = _mm512_setzero_ps();                                                     \
+            for (int i = 0; i < n; i += 16)                                                       \
+                acc = _mm512_fmadd_ps(LOADV(x + i), LOADV(y + i), acc);                           \
+            return _mm512_reduce_add_ps(acc);                                                     \
+        }                                                                                         \
+        const int np = n & ~63;                                                                   \
+        __m512 v0 = _mm512_setzero_ps(), v1 = v0, v2 = v0, v3 = v0;                               \
+        for (int i = 0; i < np; i += 64) {                                                        \
+            v0 = _mm512_fmadd_ps(LOADV(x + i), LOADV(y + i), v0);                                 \
+            v1 = _mm512_fmadd_ps(LOADV(x + i + 16), LOADV(y + i + 16), v1);                       \
+            v2 = _mm512_fmadd_ps(LOADV(x + i + 32), LOADV(y + i + 32), v2);                       \
+            v3 = _mm512_fmadd_ps(LOADV(x + i + 48), LOADV(y + i + 48), v3);                       \
+        }                                                                                         \
+        v0 = _mm512_add_ps(_mm512_add_ps(v0, v2), _mm512_add_ps(v1, v3));                         \
+        LEFTOVER(_mm512_reduce_add_ps(v0), x, y, np, n);                                          \
     }
 
-#define LEFTOVER_F32(r, x, y, np, n)                                                           \
-    float sum = r;                                                                            \
-    for (int i = np; i < n; i++)                                                              \
-        sum = fmaf(x[i], y[i], sum);                                                          \
+#define LEFTOVER_F32(r, x, y, np, n)                                                              \
+    float sum = r;                                                                                \
+    for (int i = np; i < n; i++)                                                                  \
+        sum = fmaf(x[i], y[i], sum);                                                              \
     return sum
-#define LEFTOVER_F16(r, x, y, np, n)                                                           \
-    double sum = (double)(r);                                                                 \
-    for (int i = np; i < n; i++)                                                              \
-        sum += (double)(_cvtsh_ss(x[i]) * _cvtsh_ss(y[i]));                                   \
+#define LEFTOVER_F16(r, x, y, np, n)                                                              \
+    double sum = (double)(r);                                                                     \
+    for (int i = np; i < n; i++)                                                                  \
+        sum += (double)(_cvtsh_ss(x[i]) * _cvtsh_ss(y[i]));                                       \
     return (float)sum
 
 DEFINE_FLOAT_DOT(dot_f32, float, _mm512_loadu_ps, LEFTOVER_F32)

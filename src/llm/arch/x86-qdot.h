@@ -123,78 +123,78 @@ static void vec_dot_q8_0_q8_0(int n, float *s, const void *vx, const void *vy)
  * blocks.  Per (row, column) pair the operations are exactly those of vec_dot, in the same
  * order, so the results are bit-identical to vec_dot's.
  */
-#define DEFINE_TILE(NAME, WT, AT, BLK, HAS_M)                                                  \
-    INLINE void NAME##_tile(int nb, float *s, size_t ld_s, const uint8_t *w, size_t w_stride,   \
-                            const uint8_t *a, size_t a_stride, const int RM, const int CN)      \
-    {                                                                                         \
-        __m256 acc[4][4];                                                                     \
-        _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++)                                  \
-            _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++) acc[r][c] =                  \
-                _mm256_setzero_ps();                                                          \
-        for (int i = 0; i < nb; i++) {                                                        \
-            __m256i bx[4];                                                                    \
-            float dw[4];                                                                      \
-            _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++)                              \
-            {                                                                                 \
-                const WT *x = (const WT *)(w + r * w_stride) + i;                             \
-                bx[r] = BLK##_x(x);                                                           \
-                dw[r] = h2f(x->d);                                                            \
-            }                                                                                 \
-            _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++)                              \
-            {                                                                                 \
-                const AT *y = (const AT *)(a + c * a_stride) + i;                             \
-                const __m256i by = _mm256_loadu_si256((const __m256i *)y->qs);                \
-                const float da = h2f(y->d);                                                   \
-                _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++) acc[r][c] =              \
-                    _mm256_fmadd_ps(_mm256_set1_ps(dw[r] * da), BLK##_xy(bx[r], by),          \
-                                    acc[r][c]);                                               \
-            }                                                                                 \
-        }                                                                                     \
-        float ms[4][4] = {{0}};                                                               \
-        if (HAS_M) /* the m_x * s_y sums, each in block order */                       \
-            for (int i = 0; i < nb; i++) {                                                    \
-                float mr[4], sc[4];                                                           \
-                _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++) mr[r] =                  \
-                    h2f(((const lc_block_q4_1 *)(const void *)(w + r * w_stride))[i].m);      \
-                _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++) sc[c] =                  \
-                    h2f(((const lc_block_q8_1 *)(const void *)(a + c * a_stride))[i].s);      \
-                _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++)                          \
-                    _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++) ms[r][c] +=          \
-                        mr[r] * sc[c];                                                        \
-            }                                                                                 \
-        _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++)                                  \
-            _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++)                              \
-        {                                                                                     \
-            float v = hsum_ps(acc[r][c]);                                                     \
-            if (HAS_M)                                                                        \
-                v += ms[r][c];                                                                \
-            s[c * ld_s + r] = v;                                                              \
-        }                                                                                     \
-    }                                                                                         \
-    static void gemm_##NAME(int n, float *s, size_t ld_s, const void *vw, size_t w_stride,      \
-                            int nr, const void *va, size_t a_stride, int nc)                    \
-    {                                                                                         \
-        const uint8_t *w = vw, *a = va;                                                       \
-        const int nb = n / 32;                                                                \
-        int r = 0;                                                                            \
-        for (; r + 4 <= nr; r += 4) {                                                         \
-            int c = 0;                                                                        \
-            for (; c + QDOT_TILE_COLS <= nc; c += QDOT_TILE_COLS)                                                       \
-                NAME##_tile(nb, s + c * ld_s + r, ld_s, w + r * w_stride, w_stride,           \
-                            a + c * a_stride, a_stride, 4, QDOT_TILE_COLS);                                \
-            for (; c < nc; c++)                                                               \
-                NAME##_tile(nb, s + c * ld_s + r, ld_s, w + r * w_stride, w_stride,           \
-                            a + c * a_stride, a_stride, 4, 1);                                \
-        }                                                                                     \
-        for (; r < nr; r++) {                                                                 \
-            int c = 0;                                                                        \
-            for (; c + 4 <= nc; c += 4)                                                       \
-                NAME##_tile(nb, s + c * ld_s + r, ld_s, w + r * w_stride, w_stride,           \
-                            a + c * a_stride, a_stride, 1, 4);                                \
-            for (; c < nc; c++)                                                               \
-                NAME##_tile(nb, s + c * ld_s + r, ld_s, w + r * w_stride, w_stride,           \
-                            a + c * a_stride, a_stride, 1, 1);                                \
-        }                                                                                     \
+#define DEFINE_TILE(NAME, WT, AT, BLK, HAS_M)                                                     \
+    INLINE void NAME##_tile(int nb, float *s, size_t ld_s, const uint8_t *w, size_t w_stride,     \
+                            const uint8_t *a, size_t a_stride, const int RM, const int CN)        \
+    {                                                                                             \
+        __m256 acc[4][4];                                                                         \
+        _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++)                                      \
+            _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++) acc[r][c] =                      \
+                _mm256_setzero_ps();                                                              \
+        for (int i = 0; i < nb; i++) {                                                            \
+            __m256i bx[4];                                                                        \
+            float dw[4];                                                                          \
+            _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++)                                  \
+            {                                                                                     \
+                const WT *x = (const WT *)(w + r * w_stride) + i;                                 \
+                bx[r] = BLK##_x(x);                                                               \
+                dw[r] = h2f(x->d);                                                                \
+            }                                                                                     \
+            _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++)                                  \
+            {                                                                                     \
+                const AT *y = (const AT *)(a + c * a_stride) + i;                                 \
+                const __m256i by = _mm256_loadu_si256((const __m256i *)y->qs);                    \
+                const float da = h2f(y->d);                                                       \
+                _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++) acc[r][c] =                  \
+                    _mm256_fmadd_ps(_mm256_set1_ps(dw[r] * da), BLK##_xy(bx[r], by),              \
+                                    acc[r][c]);                                                   \
+            }                                                                                     \
+        }                                                                                         \
+        float ms[4][4] = {{0}};                                                                   \
+        if (HAS_M) /* the m_x * s_y sums, each in block order */                                  \
+            for (int i = 0; i < nb; i++) {                                                        \
+                float mr[4], sc[4];                                                               \
+                _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++) mr[r] =                      \
+                    h2f(((const lc_block_q4_1 *)(const void *)(w + r * w_stride))[i].m);          \
+                _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++) sc[c] =                      \
+                    h2f(((const lc_block_q8_1 *)(const void *)(a + c * a_stride))[i].s);          \
+                _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++)                              \
+                    _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++) ms[r][c] +=              \
+                        mr[r] * sc[c];                                                            \
+            }                                                                                     \
+        _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++)                                      \
+            _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++)                                  \
+        {                                                                                         \
+            float v = hsum_ps(acc[r][c]);                                                         \
+            if (HAS_M)                                                                            \
+                v += ms[r][c];                                                                    \
+            s[c * ld_s + r] = v;                                                                  \
+        }                                                                                         \
+    }                                                                                             \
+    static void gemm_##NAME(int n, float *s, size_t ld_s, const void *vw, size_t w_stride,        \
+                            int nr, const void *va, size_t a_stride, int nc)                      \
+    {                                                                                             \
+        const uint8_t *w = vw, *a = va;                                                           \
+        const int nb = n / 32;                                                                    \
+        int r = 0;                                                                                \
+        for (; r + 4 <= nr; r += 4) {                                                             \
+            int c = 0;                                                                            \
+            for (; c + QDOT_TILE_COLS <= nc; c += QDOT_TILE_COLS)                                 \
+                NAME##_tile(nb, s + c * ld_s + r, ld_s, w + r * w_stride, w_stride,               \
+                            a + c * a_stride, a_stride, 4, QDOT_TILE_COLS);                       \
+            for (; c < nc; c++)                                                                   \
+                NAME##_tile(nb, s + c * ld_s + r, ld_s, w + r * w_stride, w_stride,               \
+                            a + c * a_stride, a_stride, 4, 1);                                    \
+        }                                                                                         \
+        for (; r < nr; r++) {                                                                     \
+            int c = 0;                                                                            \
+            for (; c + 4 <= nc; c += 4)                                                           \
+                NAME##_tile(nb, s + c * ld_s + r, ld_s, w + r * w_stride, w_stride,               \
+                            a + c * a_stride, a_stride, 1, 4);                                    \
+            for (; c < nc; c++)                                                                   \
+                NAME##_tile(nb, s + c * ld_s + r, ld_s, w + r * w_stride, w_stride,               \
+                            a + c * a_stride, a_stride, 1, 1);                                    \
+        }                                                                                         \
     }
 
 /* operand preparation and block dot per weight type, as in blk_* above */
