@@ -253,7 +253,8 @@ static void test_alignment(void)
     free(err);
     if (g) {
         CHECK(lc_gguf_alignment(g) == 64 && lc_gguf_data_offset(g) % 64 == 0, "alignment");
-        const struct lc_gguf_tensor *ta = lc_gguf_find_tensor(g, "a"), *tb = lc_gguf_find_tensor(g, "b");
+        const struct lc_gguf_tensor *ta = lc_gguf_find_tensor(g, "a");
+        const struct lc_gguf_tensor *tb = lc_gguf_find_tensor(g, "b");
         CHECK(ta && tb && ta->offset == 0 && tb->offset == 64 && ta->nbytes == 12 &&
                   tb->nbytes == 20 && tb->ne[1] == 5 && tb->n_dims == 2,
               "offsets");

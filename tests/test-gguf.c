@@ -133,7 +133,8 @@ static void test_model(const struct expect *e)
               t->ne[3] == 1 && (int)t->type == e->embd_type,
           "%s: token_embd", e->file);
     t = lc_gguf_find_tensor(g, "output.weight");
-    CHECK(t && (int)t->type == e->output_type, "%s: output type %d", e->file, t ? (int)t->type : -1);
+    CHECK(t && (int)t->type == e->output_type, "%s: output type %d", e->file,
+          t ? (int)t->type : -1);
     t = lc_gguf_find_tensor(g, "blk.0.ffn_down.weight");
     CHECK(t && t->ne[0] == e->ffn_down_ne0, "%s: ffn_down", e->file);
     t = lc_gguf_find_tensor(g, "output_norm.weight");

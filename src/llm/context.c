@@ -7,7 +7,7 @@
  *   xb   = RMSNorm(x) * attn_norm                        (T, n_embd)
  *   q    = xb Wq^T, k = xb Wk^T, v = xb Wv^T              (T, n_embd), (T, n_kv), (T, n_kv)
  *   q, k = RoPE(q, k)  (adjacent pairs, llama.cpp's mode 0 for GGUF llama weights)
- *   K/V cache rows [pos, pos+T) = k, v                    (n_ctx, n_kv) per layer
+ *   K cache rows [pos, pos+T) = k  (n_ctx, n_kv); V cache columns = v  (n_kv, n_ctx)
  *   att  = softmax(q K^T / sqrt(head_dim), causal) V      per head; head h reads KV head
  *                                                          h / (n_head / n_head_kv)  (GQA)
  *   x   += att Wo^T
@@ -53,8 +53,7 @@ struct lc_context {
     float *att;               /* (n_batch, n_embd) attention output */
     float *hg, *hu;           /* (n_batch, n_ff) gate, up */
     float *scores;            /* (n_threads, n_ctx) attention scores per thread */
-    lc_fp16 *q16;             /* (n_threads, head_dim) q rounded to f16 */
-    float *outb;              /* (n_threads, head_dim) */
+    lc_fp16 *q16;             /* (n_threads, max(head_dim, n_ctx)) q or p rounded to f16 */
     void *act;                /* activations converted to a vec_dot_type, (n_batch, max row) */
     size_t act_stride;        /* bytes per row in act */
     enum lc_type act_type;    /* what act holds now (LC_TYPE_COUNT = nothing) */
@@ -148,8 +147,8 @@ struct lc_context *lc_context_new(const struct lc_model *m, const struct lc_cont
     c->hg = xcalloc(B * F, sizeof(float), &ok);
     c->hu = xcalloc(B * F, sizeof(float), &ok);
     c->scores = xcalloc((size_t)n_threads * (size_t)c->n_ctx, sizeof(float), &ok);
-    c->q16 = xcalloc((size_t)n_threads * (size_t)hp->head_dim, sizeof(lc_fp16), &ok);
-    c->outb = xcalloc((size_t)n_threads * (size_t)hp->head_dim, sizeof(float), &ok);
+    c->q16 = xcalloc((size_t)n_threads * (size_t)(hp->head_dim > c->n_ctx ? hp->head_dim : c->n_ctx),
+                     sizeof(lc_fp16), &ok);
     /* Widest activation row: n_ff or n_embd floats in any vec_dot_type; F32 is the largest. */
     const size_t maxn = E > F ? E : F;
     c->act_stride = (maxn + 256) * sizeof(float);
@@ -183,7 +182,6 @@ void lc_context_free(struct lc_context *c)
     free(c->hu);
     free(c->scores);
     free(c->q16);
-    free(c->outb);
     free(c->act);
     free(c->logits);
     free(c);
@@ -339,11 +337,50 @@ static void rope(float *x, int n_heads, int head_dim, int n_rot, int pos, float 
 
 /* ---------------------------------------------------------------- attention */
 
+/*
+ * The KV length llama.cpp attends over: the used cells rounded up to a multiple of 32 (its
+ * cache padding without flash attention), at most n_ctx.  The extra positions are masked; they
+ * matter only because they fix the blocks in which softmax and the V product sum.
+ */
+static int kv_len_padded(const struct lc_context *c, int n_used)
+{
+    int n = (n_used + 31) / 32 * 32;
+    return n < c->n_ctx ? n : c->n_ctx;
+}
+
 struct attn_task {
     struct lc_context *c;
     int layer, n_tok, pos;
 };
 
+/* dot of two f16 rows in the order llama.cpp uses: tinyBLAS for batches, vec_dot for one token */
+static float dot16(const struct lc_kernels *k, bool batch, const lc_fp16 *x, const lc_fp16 *y,
+                   int n)
+{
+    if (batch && k->gemm[LC_TYPE_F16]) {
+        float s;
+        k->gemm[LC_TYPE_F16](n, &s, 1, x, 0, 1, y, 0, 1);
+        return s;
+    }
+    return k->dot_f16(x, y, n);
+}
+
+static float dot32(const struct lc_kernels *k, bool batch, const float *x, const float *y, int n)
+{
+    if (batch && k->gemm[LC_TYPE_F32]) {
+        float s;
+        k->gemm[LC_TYPE_F32](n, &s, 1, x, 0, 1, y, 0, 1);
+        return s;
+    }
+    return k->dot_f32(x, y, n);
+}
+
+/*
+ * Per (token, head): scores = q.K^T * scale over keys 0 .. pos+i (the rest of the padded length
+ * masked), softmax, out = V^T p.  K is stored one row per position (n_ctx, n_kv); V is stored
+ * transposed (n_kv, n_ctx) so that each output element is one contiguous dot product over
+ * positions, as in llama.cpp's cache.
+ */
 static void attention_heads(void *arg, int ith, int nth)
 {
     const struct attn_task *t = arg;
@@ -353,8 +390,10 @@ static void attention_heads(void *arg, int ith, int nth)
     const int group = hp->n_head / hp->n_head_kv;
     const float scale = 1.0f / sqrtf((float)hd);
     const size_t layer_off = (size_t)t->layer * (size_t)c->n_ctx * (size_t)c->n_kv;
+    const bool batch = t->n_tok > 1;
+    const int n_kv = kv_len_padded(c, t->pos + t->n_tok);
     float *scores = c->scores + (size_t)ith * (size_t)c->n_ctx;
-    lc_fp16 *q16 = c->q16 + (size_t)ith * (size_t)hd;
+    lc_fp16 *q16 = c->q16 + (size_t)ith * (size_t)(hd > c->n_ctx ? hd : c->n_ctx);
     const struct lc_kernels *k = c->k;
     int lo, hi;
     lc_split_range(t->n_tok * n_head, ith, nth, &lo, &hi);
@@ -369,44 +408,55 @@ static void attention_heads(void *arg, int ith, int nth)
             for (int d = 0; d < hd; d++)
                 q16[d] = lc_fp32_to_fp16(q[d]);
             for (int j = 0; j < n_keys; j++)
-                scores[j] = k->dot_f16(kc + (size_t)j * (size_t)c->n_kv, q16, hd) * scale;
+                scores[j] = dot16(k, batch, kc + (size_t)j * (size_t)c->n_kv, q16, hd) * scale;
         } else {
             const float *kc = (const float *)c->k_cache + layer_off + (size_t)kvh * (size_t)hd;
             for (int j = 0; j < n_keys; j++)
-                scores[j] = k->dot_f32(kc + (size_t)j * (size_t)c->n_kv, q, hd) * scale;
+                scores[j] = dot32(k, batch, kc + (size_t)j * (size_t)c->n_kv, q, hd) * scale;
         }
-        k->softmax(scores, n_keys);
-        memset(out, 0, (size_t)hd * sizeof(float));
+        for (int j = n_keys; j < n_kv; j++)
+            scores[j] = -INFINITY;
+        k->softmax(scores, n_kv);
         if (c->kv_type == LC_TYPE_F16) {
-            const lc_fp16 *vc = (const lc_fp16 *)c->v_cache + layer_off + (size_t)kvh * (size_t)hd;
-            for (int j = 0; j < n_keys; j++) {
-                /* ggml rounds the softmax row to f16 for the product with the f16 V cache */
-                const float pj = LC_FP16_TO_FP32(lc_fp32_to_fp16(scores[j]));
-                k->axpy_f16(out, pj, vc + (size_t)j * (size_t)c->n_kv, hd);
-            }
+            /* ggml rounds the softmax row to f16 for the product with the f16 V cache */
+            for (int j = 0; j < n_kv; j++)
+                q16[j] = lc_fp32_to_fp16(scores[j]);
+            const lc_fp16 *vc = (const lc_fp16 *)c->v_cache + layer_off +
+                                (size_t)kvh * (size_t)hd * (size_t)c->n_ctx;
+            for (int d = 0; d < hd; d++)
+                out[d] = dot16(k, batch, vc + (size_t)d * (size_t)c->n_ctx, q16, n_kv);
         } else {
-            const float *vc = (const float *)c->v_cache + layer_off + (size_t)kvh * (size_t)hd;
-            for (int j = 0; j < n_keys; j++)
-                k->axpy_f32(out, scores[j], vc + (size_t)j * (size_t)c->n_kv, hd);
+            const float *vc = (const float *)c->v_cache + layer_off +
+                              (size_t)kvh * (size_t)hd * (size_t)c->n_ctx;
+            for (int d = 0; d < hd; d++)
+                out[d] = dot32(k, batch, vc + (size_t)d * (size_t)c->n_ctx, scores, n_kv);
         }
     }
 }
 
 /* ---------------------------------------------------------------- one batch */
 
+/* Write the batch's k rows (one per position) and v columns (V is stored transposed). */
 static void store_kv(struct lc_context *c, int layer, int n_tok, int pos)
 {
-    const size_t off = ((size_t)layer * (size_t)c->n_ctx + (size_t)pos) * (size_t)c->n_kv;
-    const size_t n = (size_t)n_tok * (size_t)c->n_kv;
+    const size_t lo = (size_t)layer * (size_t)c->n_ctx * (size_t)c->n_kv;
+    const size_t koff = lo + (size_t)pos * (size_t)c->n_kv;
+    const size_t nk = (size_t)n_tok * (size_t)c->n_kv;
     if (c->kv_type == LC_TYPE_F16) {
-        lc_fp16 *kc = (lc_fp16 *)c->k_cache + off, *vc = (lc_fp16 *)c->v_cache + off;
-        for (size_t i = 0; i < n; i++) {
+        lc_fp16 *kc = (lc_fp16 *)c->k_cache + koff, *vc = (lc_fp16 *)c->v_cache + lo;
+        for (size_t i = 0; i < nk; i++)
             kc[i] = lc_fp32_to_fp16(c->kb[i]);
-            vc[i] = lc_fp32_to_fp16(c->vb[i]);
-        }
+        for (int t = 0; t < n_tok; t++)
+            for (int d = 0; d < c->n_kv; d++)
+                vc[(size_t)d * (size_t)c->n_ctx + (size_t)(pos + t)] =
+                    lc_fp32_to_fp16(c->vb[(size_t)t * (size_t)c->n_kv + (size_t)d]);
     } else {
-        memcpy((float *)c->k_cache + off, c->kb, n * sizeof(float));
-        memcpy((float *)c->v_cache + off, c->vb, n * sizeof(float));
+        float *vc = (float *)c->v_cache + lo;
+        memcpy((float *)c->k_cache + koff, c->kb, nk * sizeof(float));
+        for (int t = 0; t < n_tok; t++)
+            for (int d = 0; d < c->n_kv; d++)
+                vc[(size_t)d * (size_t)c->n_ctx + (size_t)(pos + t)] =
+                    c->vb[(size_t)t * (size_t)c->n_kv + (size_t)d];
     }
 }
 

@@ -460,7 +460,8 @@ static bool read_kv_value(struct cursor *c, struct gguf_kv *kv)
     const size_t esize = kv->arr_type == LC_GGUF_STRING ? 8 : gguf_type_size(kv->arr_type);
     /* Each element takes at least esize bytes (a string at least its length field). */
     if (kv->arr_n > cur_left(c) / esize) {
-        cur_fail(c, n_at, "array count %" PRIu64 " of %s needs more than the %zu bytes left in the file",
+        cur_fail(c, n_at,
+                 "array count %" PRIu64 " of %s needs more than the %zu bytes left in the file",
                  kv->arr_n, gguf_type_name(kv->arr_type), cur_left(c));
         return false;
     }
@@ -1485,27 +1486,29 @@ int lc_gguf_writer_begin(struct lc_gguf_writer *w, const char *path, char **err)
         return -1;
     }
 
-    /* The temporary file next to the destination, so that rename() is atomic. */
+    /* The temporary file next to the destination, so that rename() is atomic.  w->tmp_path
+     * is set only once the file exists: writer_abort unlinks it. */
     w->path = strdup(path);
     size_t tl = strlen(path) + sizeof(".tmp.XXXXXX");
-    w->tmp_path = malloc(tl);
-    if (!w->path || !w->tmp_path) {
+    char *tmp = malloc(tl);
+    if (!w->path || !tmp) {
+        free(tmp);
         free(b.p);
         set_err(err, "%s: out of memory", path);
         writer_abort(w);
         return -1;
     }
-    snprintf(w->tmp_path, tl, "%s.tmp.XXXXXX", path);
-    w->fd = mkostemp(w->tmp_path, O_CLOEXEC);
-    if (w->fd < 0) {
-        set_err(err, "%s: cannot create temporary file %s: %s", path, w->tmp_path,
-                strerror(errno));
-        free(w->tmp_path); /* nothing to unlink */
-        w->tmp_path = NULL;
+    snprintf(tmp, tl, "%s.tmp.XXXXXX", path);
+    int fd = mkostemp(tmp, O_CLOEXEC);
+    if (fd < 0) {
+        set_err(err, "%s: cannot create temporary file %s: %s", path, tmp, strerror(errno));
+        free(tmp);
         free(b.p);
         writer_abort(w);
         return -1;
     }
+    w->fd = fd;
+    w->tmp_path = tmp;
     w->begun = true;
     w->failed = false;
     w->pos = 0;
@@ -1579,17 +1582,18 @@ int lc_gguf_writer_end(struct lc_gguf_writer *w, char **err)
     }
     free(w->tmp_path);
     w->tmp_path = NULL;
-    /* Make the rename durable: fsync the directory (best effort). */
-    char *slash = strrchr(w->path, '/');
-    char *dir = slash ? strndup(w->path, (size_t)(slash - w->path) + (slash == w->path)) :
-                        strdup(".");
-    if (dir) {
+    /* Make the rename durable: fsync the directory (best effort, no allocation). */
+    char dir[PATH_MAX];
+    const char *slash = strrchr(w->path, '/');
+    const size_t dl = slash ? (size_t)(slash - w->path) + (slash == w->path) : 0;
+    if (dl < sizeof(dir)) {
+        memcpy(dir, slash ? w->path : ".", slash ? dl : 1);
+        dir[slash ? dl : 1] = '\0';
         int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd >= 0) {
             (void)fsync(dfd);
             close(dfd);
         }
-        free(dir);
     }
     free(w->path);
     w->path = NULL;

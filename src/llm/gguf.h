@@ -12,7 +12,9 @@
  *
  * Strings read from the file are copied and NUL-terminated (a key or value containing a NUL
  * byte is rejected).  Tensor data stays in the read-only mapping; pointers into it live as long
- * as the lc_gguf object.
+ * as the lc_gguf object.  (As with any mmap, a file truncated by someone else while it is open
+ * raises SIGBUS when the lost pages are touched; the checks cannot cover that.)  An opened
+ * lc_gguf is never modified, so any number of threads may read it.
  */
 #ifndef LC_GGUF_H
 #define LC_GGUF_H

@@ -183,51 +183,43 @@ int32_t lc_sampler_sample(struct lc_sampler *s, const float *logits)
         return best;
     }
 
-    /* Sort only as far as top-k needs; without top-k sort all. */
+    /* top-k: a partial selection for small k, a full sort otherwise; candidates end sorted. */
     int32_t n = nv;
-    if (p->top_k > 0 && p->top_k < n) {
-        /* partial selection: keep the k largest, then sort them */
-        int32_t k = p->top_k;
-        for (int32_t i = 0; i < k; i++) {
+    if (p->top_k > 0 && p->top_k < n && p->top_k <= 64) {
+        for (int32_t i = 0; i < p->top_k; i++) {
             int32_t best = i;
-            if (k <= 64) {
-                for (int32_t j = i + 1; j < n; j++)
-                    if (cmp_logit_desc(&c[j], &c[best]) < 0)
-                        best = j;
-                struct cand tmp = c[i];
-                c[i] = c[best];
-                c[best] = tmp;
-            } else {
-                qsort(c, (size_t)n, sizeof(*c), cmp_logit_desc);
-                break;
-            }
+            for (int32_t j = i + 1; j < n; j++)
+                if (cmp_logit_desc(&c[j], &c[best]) < 0)
+                    best = j;
+            const struct cand tmp = c[i];
+            c[i] = c[best];
+            c[best] = tmp;
         }
-        n = k;
     } else {
         qsort(c, (size_t)n, sizeof(*c), cmp_logit_desc);
     }
+    if (p->top_k > 0 && p->top_k < n)
+        n = p->top_k;
 
     /* Softmax over the candidates (sorted, descending). */
     double sum = 0.0;
     for (int32_t i = 0; i < n; i++) {
         c[i].p = expf(c[i].logit - c[0].logit);
-        sum += c[i].p;
+        sum += (double)c[i].p;
     }
     for (int32_t i = 0; i < n; i++)
-        c[i].p = (float)(c[i].p / sum);
+        c[i].p = (float)((double)c[i].p / sum);
 
     /* top-p: the smallest prefix whose mass reaches top_p (at least one). */
     if (p->top_p < 1.0f) {
         double cum = 0.0;
-        int32_t keep = n;
         for (int32_t i = 0; i < n; i++) {
-            cum += c[i].p;
-            if (cum >= p->top_p) {
-                keep = i + 1;
+            cum += (double)c[i].p;
+            if (cum >= (double)p->top_p) {
+                n = i + 1;
                 break;
             }
         }
-        n = keep;
     }
     /* min-p: drop tokens less likely than min_p times the most likely one. */
     if (p->min_p > 0.0f) {
@@ -241,11 +233,11 @@ int32_t lc_sampler_sample(struct lc_sampler *s, const float *logits)
     sum = 0.0;
     for (int32_t i = 0; i < n; i++) {
         c[i].p = expf((c[i].logit - c[0].logit) / p->temp);
-        sum += c[i].p;
+        sum += (double)c[i].p;
     }
     double r = rng_uniform(s) * sum;
     for (int32_t i = 0; i < n; i++) {
-        r -= c[i].p;
+        r -= (double)c[i].p;
         if (r < 0.0)
             return c[i].id;
     }

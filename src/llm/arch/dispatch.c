@@ -8,9 +8,9 @@
  *
  * Tables are merged: an entry the chosen ISA lacks (NULL) comes from the next-best ISA built,
  * down to scalar, so the result is always complete.  Only ISA files configure built
- * (config.h LC_HAVE_AVX2 / LC_HAVE_AVX512 / LC_HAVE_NEON) are referenced.
+ * (lcconfig.h LC_HAVE_AVX2 / LC_HAVE_AVX512 / LC_HAVE_NEON) are referenced.
  */
-#include "config.h"
+#include "lcconfig.h"
 
 #include <pthread.h>
 #include <stdarg.h>

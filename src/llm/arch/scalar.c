@@ -90,20 +90,76 @@ static void quantize_row_bf16(const float *x, void *vy, int64_t n)
 
 /* ---------------------------------------------------------------- float dots */
 
-/* Float dots accumulate in double, as ggml's scalar paths (ggml_float); SIMD versions use float
- * lanes, which is the noise the golden tests tolerate. */
+/*
+ * Float dots in the order llama.cpp's x86 AVX-512 build sums them, so that logits agree to the
+ * last bits where they can (an F16 KV cache and Q8 activations turn one-ulp differences into
+ * different roundings, and those into different tokens a few dozen tokens later):
+ *
+ *  - ggml_vec_dot_f32 / ggml_vec_dot_f16 (one token: decode, and q.k): four accumulators of
+ *    16 float lanes over blocks of 64 elements, fused multiply-add, reduced 0+2, 1+3, 0+1 and
+ *    then across lanes (reduce16); the tail (n % 64) is added one product at a time, in float
+ *    for f32 and in double for f16 (whose whole sum is a double, ggml_float).
+ *  - tinyBLAS (llamafile sgemm, prompt batches of 2 or more tokens, k a multiple of 16):
+ *    one accumulator of 16 lanes per output over the whole row, then reduce16.
+ *
+ * reduce16 is _mm512_reduce_add_ps as GCC expands it: halves 256-bit, then 128-bit, then
+ * (0+2, 1+3), then the last two.
+ */
+static float reduce16(const float v[16])
+{
+    float t8[8], t4[4];
+    for (int i = 0; i < 8; i++)
+        t8[i] = v[i + 8] + v[i];
+    for (int i = 0; i < 4; i++)
+        t4[i] = t8[i + 4] + t8[i];
+    const float a = t4[0] + t4[2], b = t4[1] + t4[3];
+    return a + b;
+}
+
+/* Four 16-lane accumulators over the first n & ~63 elements, reduced to one float. */
+#define SIMD64_SUM(LOADX, LOADY, np, out)                                                        \
+    do {                                                                                         \
+        float acc_[4][16] = {{0}};                                                               \
+        for (int i_ = 0; i_ < (np); i_ += 64)                                                    \
+            for (int j_ = 0; j_ < 4; j_++)                                                       \
+                for (int m_ = 0; m_ < 16; m_++) {                                                \
+                    const int e_ = i_ + 16 * j_ + m_;                                            \
+                    acc_[j_][m_] = fmaf(LOADX(e_), LOADY(e_), acc_[j_][m_]);                     \
+                }                                                                                \
+        for (int m_ = 0; m_ < 16; m_++) {                                                        \
+            acc_[0][m_] += acc_[2][m_];                                                          \
+            acc_[1][m_] += acc_[3][m_];                                                          \
+        }                                                                                        \
+        for (int m_ = 0; m_ < 16; m_++)                                                          \
+            acc_[0][m_] += acc_[1][m_];                                                          \
+        (out) = reduce16(acc_[0]);                                                               \
+    } while (0)
+
 static float dot_f32(const float *x, const float *y, int n)
 {
-    double sum = 0.0;
-    for (int i = 0; i < n; i++)
-        sum += (double)(x[i] * y[i]);
-    return (float)sum;
+    const int np = n & ~63;
+    float sum;
+#define LX(e) x[e]
+#define LY(e) y[e]
+    SIMD64_SUM(LX, LY, np, sum);
+#undef LX
+#undef LY
+    for (int i = np; i < n; i++)
+        sum = fmaf(x[i], y[i], sum); /* GCC contracts ggml's `sumf += x[i]*y[i]` with -mfma */
+    return sum;
 }
 
 static float dot_f16(const lc_fp16 *x, const lc_fp16 *y, int n)
 {
-    double sum = 0.0;
-    for (int i = 0; i < n; i++)
+    const int np = n & ~63;
+    float simd;
+#define LX(e) LC_FP16_TO_FP32(x[e])
+#define LY(e) LC_FP16_TO_FP32(y[e])
+    SIMD64_SUM(LX, LY, np, simd);
+#undef LX
+#undef LY
+    double sum = (double)simd;
+    for (int i = np; i < n; i++)
         sum += (double)(LC_FP16_TO_FP32(x[i]) * LC_FP16_TO_FP32(y[i]));
     return (float)sum;
 }
@@ -118,6 +174,50 @@ static void vec_dot_f16(int n, float *s, const void *x, const void *y)
     *s = dot_f16(x, y, n);
 }
 
+/* tinyBLAS order: one 16-lane fused accumulator per output over the row, then reduce16.
+ * Rows whose length is not a multiple of 16 are not tinyBLAS's: use the vec_dot order. */
+static float tiny_dot_f32(const float *x, const float *y, int n)
+{
+    if (n % 16)
+        return dot_f32(x, y, n);
+    float acc[16] = {0};
+    for (int l = 0; l < n; l += 16)
+        for (int m = 0; m < 16; m++)
+            acc[m] = fmaf(x[l + m], y[l + m], acc[m]);
+    return reduce16(acc);
+}
+
+static float tiny_dot_f16(const lc_fp16 *x, const lc_fp16 *y, int n)
+{
+    if (n % 16)
+        return dot_f16(x, y, n);
+    float acc[16] = {0};
+    for (int l = 0; l < n; l += 16)
+        for (int m = 0; m < 16; m++)
+            acc[m] = fmaf(LC_FP16_TO_FP32(x[l + m]), LC_FP16_TO_FP32(y[l + m]), acc[m]);
+    return reduce16(acc);
+}
+
+static void gemm_f32(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
+                     const void *a, size_t a_stride, int nc)
+{
+    for (int c = 0; c < nc; c++)
+        for (int r = 0; r < nr; r++)
+            s[(size_t)c * ld_s + (size_t)r] =
+                tiny_dot_f32((const float *)((const uint8_t *)w + (size_t)r * w_stride),
+                             (const float *)((const uint8_t *)a + (size_t)c * a_stride), n);
+}
+
+static void gemm_f16(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
+                     const void *a, size_t a_stride, int nc)
+{
+    for (int c = 0; c < nc; c++)
+        for (int r = 0; r < nr; r++)
+            s[(size_t)c * ld_s + (size_t)r] =
+                tiny_dot_f16((const lc_fp16 *)((const uint8_t *)w + (size_t)r * w_stride),
+                             (const lc_fp16 *)((const uint8_t *)a + (size_t)c * a_stride), n);
+}
+
 static void vec_dot_bf16(int n, float *s, const void *vx, const void *vy)
 {
     const lc_bf16 *x = vx, *y = vy;
@@ -130,25 +230,46 @@ static void vec_dot_bf16(int n, float *s, const void *vx, const void *vy)
 /* ---------------------------------------------------------------- quantized dots */
 
 /*
- * Q4_0 . Q8_0: x = dx * (q - 8), y = dy * p  ->  sum over blocks of dx * dy * sum((q - 8) * p).
- * The low nibble of qs[j] pairs with p[j], the high nibble with p[j + 16].
+ * The quantized dot products below keep the summation order of ggml's AVX2 kernels, which is
+ * what llama.cpp runs on x86 (AVX-512 machines included, and its tinyBLAS Q8_0/Q4_0 path has
+ * the same order): eight float lanes, lane l accumulating, block after block,
+ * fma(dx * dy, integer sum of elements 4l..4l+3, acc[l]), then hsum_float_8.  The integer sums
+ * are exact in any order; keeping the float order too makes greedy decoding agree with
+ * llama.cpp token for token instead of drifting apart at a near-tie after a few dozen tokens.
+ * SIMD versions must use the same lanes.
+ */
+/* hsum_float_8: (lanes l + l+4), then (0+2, 1+3), then the two halves. */
+static float hsum8(const float acc[8])
+{
+    float r4[4];
+    for (int l = 0; l < 4; l++)
+        r4[l] = acc[l] + acc[l + 4];
+    const float r0 = r4[0] + r4[2], r1 = r4[1] + r4[3];
+    return r0 + r1;
+}
+
+/*
+ * Q4_0 . Q8_0: sum over blocks of dx * dy * sum((q - 8) * p).  llama.cpp (since late 2024)
+ * repacks Q4_0 weights with a multiple of 8 rows into its interleaved Q4_0x8 layout on AVX2
+ * machines and multiplies them with ggml_gemv/gemm_q4_0_8x8_q8_0, which keep one float
+ * accumulator per output: acc = fma((float)block_sum, dx * dy, acc), block after block.
+ * That order is the one reproduced here.
  */
 static void vec_dot_q4_0_q8_0(int n, float *s, const void *vx, const void *vy)
 {
     const lc_block_q4_0 *x = vx;
     const lc_block_q8_0 *y = vy;
     const int nb = n / LC_QK4_0;
-    float sumf = 0.0f;
+    float acc = 0.0f;
     for (int i = 0; i < nb; i++) {
         int sumi = 0;
         for (int j = 0; j < LC_QK4_0 / 2; j++) {
-            const int v0 = (x[i].qs[j] & 0x0F) - 8;
-            const int v1 = (x[i].qs[j] >> 4) - 8;
-            sumi += v0 * y[i].qs[j] + v1 * y[i].qs[j + LC_QK4_0 / 2];
+            sumi += ((x[i].qs[j] & 0x0F) - 8) * y[i].qs[j];
+            sumi += ((x[i].qs[j] >> 4) - 8) * y[i].qs[j + LC_QK4_0 / 2];
         }
-        sumf += (float)sumi * (LC_FP16_TO_FP32(x[i].d) * LC_FP16_TO_FP32(y[i].d));
+        acc = fmaf((float)sumi, LC_FP16_TO_FP32(x[i].d) * LC_FP16_TO_FP32(y[i].d), acc);
     }
-    *s = sumf;
+    *s = acc;
 }
 
 /*
@@ -161,34 +282,82 @@ static void vec_dot_q4_1_q8_1(int n, float *s, const void *vx, const void *vy)
     const lc_block_q4_1 *x = vx;
     const lc_block_q8_1 *y = vy;
     const int nb = n / LC_QK4_1;
-    float sumf = 0.0f;
+    /*
+     * The summation order of ggml's AVX2 kernel (what llama.cpp runs on x86, AVX-512 machines
+     * included): eight float lanes, lane l accumulating, block after block, fma(dx*dy, the
+     * integer sum of weights 4l..4l+3, acc[l]); the m * s terms summed apart in block order;
+     * then hsum_float_8 (lanes l and l+4, then pairs, then the two halves) + that sum.
+     * Reproducing it makes greedy decoding agree with llama.cpp token for token.
+     */
+    float acc[8] = {0};
+    float summs = 0.0f;
     for (int i = 0; i < nb; i++) {
-        int sumi = 0;
-        for (int j = 0; j < LC_QK4_1 / 2; j++) {
-            const int v0 = x[i].qs[j] & 0x0F;
-            const int v1 = x[i].qs[j] >> 4;
-            sumi += v0 * y[i].qs[j] + v1 * y[i].qs[j + LC_QK4_1 / 2];
+        summs += LC_FP16_TO_FP32(x[i].m) * LC_FP16_TO_FP32(y[i].s);
+        const float d0d1 = LC_FP16_TO_FP32(x[i].d) * LC_FP16_TO_FP32(y[i].d);
+        for (int l = 0; l < 8; l++) {
+            int sumi = 0;
+            for (int e = 4 * l; e < 4 * l + 4; e++) {
+                const int q = e < 16 ? (x[i].qs[e] & 0x0F) : (x[i].qs[e - 16] >> 4);
+                sumi += q * y[i].qs[e];
+            }
+            acc[l] = fmaf(d0d1, (float)sumi, acc[l]);
         }
-        sumf += (LC_FP16_TO_FP32(x[i].d) * LC_FP16_TO_FP32(y[i].d)) * (float)sumi +
-                LC_FP16_TO_FP32(x[i].m) * LC_FP16_TO_FP32(y[i].s);
     }
-    *s = sumf;
+    *s = hsum8(acc) + summs;
 }
 
-/* Q8_0 . Q8_0: sum over blocks of dx * dy * sum(q * p). */
+/* Q8_0 . Q8_0: sum over blocks of dx * dy * sum(q * p), in ggml's AVX2 lane order. */
 static void vec_dot_q8_0_q8_0(int n, float *s, const void *vx, const void *vy)
 {
     const lc_block_q8_0 *x = vx;
     const lc_block_q8_0 *y = vy;
     const int nb = n / LC_QK8_0;
-    float sumf = 0.0f;
+    float acc[8] = {0};
     for (int i = 0; i < nb; i++) {
-        int sumi = 0;
-        for (int j = 0; j < LC_QK8_0; j++)
-            sumi += x[i].qs[j] * y[i].qs[j];
-        sumf += (float)sumi * (LC_FP16_TO_FP32(x[i].d) * LC_FP16_TO_FP32(y[i].d));
+        const float d = LC_FP16_TO_FP32(x[i].d) * LC_FP16_TO_FP32(y[i].d);
+        for (int l = 0; l < 8; l++) {
+            int sumi = 0;
+            for (int e = 4 * l; e < 4 * l + 4; e++)
+                sumi += x[i].qs[e] * y[i].qs[e];
+            acc[l] = fmaf(d, (float)sumi, acc[l]);
+        }
     }
-    *s = sumf;
+    *s = hsum8(acc);
+}
+
+/*
+ * Q6_K . Q8_K in the lane order of ggml's AVX2 ggml_vec_dot_q6_K_q8_K: per 256-weight block,
+ * eight integer lanes, lane m collecting, in each 32-weight chunk, weights 4m..4m+3 times their
+ * 16-weight sub-block scale; then acc[m] = fma(dy * dx, lane m, acc[m]) and hsum8 at the end.
+ * q = 6-bit value - 32; low 4 bits in ql, high 2 bits in qh (ggml's layout, see quant_k.c).
+ */
+static void vec_dot_q6_K_q8_K(int n, float *s, const void *vx, const void *vy)
+{
+    const lc_block_q6_K *x = vx;
+    const lc_block_q8_K *y = vy;
+    const int nb = n / LC_QK_K;
+    float acc[8] = {0};
+    for (int i = 0; i < nb; i++) {
+        int8_t q[LC_QK_K];
+        const uint8_t *ql = x[i].ql, *qh = x[i].qh;
+        for (int j = 0; j < LC_QK_K; j += 128) {
+            for (int l = 0; l < 32; l++) {
+                q[j + l + 0] = (int8_t)(((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32);
+                q[j + l + 32] = (int8_t)(((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32);
+                q[j + l + 64] = (int8_t)(((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32);
+                q[j + l + 96] = (int8_t)(((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32);
+            }
+            ql += 64;
+            qh += 32;
+        }
+        int lanes[8] = {0};
+        for (int e = 0; e < LC_QK_K; e++)
+            lanes[(e % 32) / 4] += x[i].scales[e / 16] * q[e] * y[i].qs[e];
+        const float d = y[i].d * LC_FP16_TO_FP32(x[i].d);
+        for (int m = 0; m < 8; m++)
+            acc[m] = fmaf(d, (float)lanes[m], acc[m]);
+    }
+    *s = hsum8(acc);
 }
 
 /* ---------------------------------------------------------------- element-wise */
@@ -210,9 +379,32 @@ static void rms_norm(float *y, const float *x, const float *w, int n, float eps)
 }
 
 /*
- * Softmax as ggml's soft_max: max in float, exp(x - max) summed in double, then every value
- * multiplied by the float reciprocal of the sum (ggml_vec_scale_f32 with 1/sum).
- * -INFINITY entries (masked positions) become exactly 0.
+ * expf as ggml_v_expf (AVX-512), lane by lane: n = round(x / ln 2) by the 1.5 * 2^23 trick,
+ * b = x - n ln 2 in two fused steps, a degree-5 polynomial in b, scaled by 2^n; |n| > 192
+ * saturates to +inf or 0.  Within 1.5 ulp of expf, but not equal to it, hence the copy.
+ */
+static float v_expf(float x)
+{
+    const float r = 0x1.8p23f;
+    const float z = fmaf(x, 0x1.715476p+0f, r);
+    const float n = z - r;
+    if (fabsf(n) > 192.0f || isnan(n))
+        return n > 0.0f ? INFINITY : 0.0f;
+    float b = fmaf(-n, 0x1.62e4p-1f, x);
+    b = fmaf(-n, 0x1.7f7d1cp-20f, b);
+    const float u = b * b;
+    const float p1 = fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f);
+    const float p2 = fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f);
+    const float p4 = fmaf(0x1.ffffecp-1f, b, 1.0f);
+    const float j = fmaf(fmaf(p1, u, p2), u, p4);
+    return ldexpf(j, (int)n);
+}
+
+/*
+ * Softmax as ggml's soft_max on AVX-512: max in float; exp(x - max) by v_expf in blocks of 16,
+ * each block's 16 values summed by reduce16 and added in double (the tail, n % 16, by expf one
+ * at a time); every value then multiplied by the float reciprocal of the sum.  The caller pads
+ * n to llama.cpp's KV length (a multiple of 32) with -INFINITY, which become exactly 0.
  */
 static void softmax(float *x, int n)
 {
@@ -225,20 +417,33 @@ static void softmax(float *x, int n)
         return;
     }
     double sum = 0.0;
-    for (int i = 0; i < n; i++) {
+    int i = 0;
+    for (; i + 15 < n; i += 16) {
+        for (int m = 0; m < 16; m++)
+            x[i + m] = v_expf(x[i + m] - max);
+        sum += (double)reduce16(x + i);
+    }
+    for (; i < n; i++) {
         const float v = expf(x[i] - max);
         sum += (double)v;
         x[i] = v;
     }
     const float scale = (float)(1.0 / sum);
-    for (int i = 0; i < n; i++)
+    for (i = 0; i < n; i++)
         x[i] *= scale;
 }
 
-/* SwiGLU: silu(g) * u with silu(v) = v / (1 + exp(-v)) (ggml_silu_f32, then ggml_mul). */
+/*
+ * SwiGLU as llama.cpp's graph computes it (ggml_silu, then ggml_mul): silu(v) = v / (1 + e^-v)
+ * with v_expf in blocks of 16 (ggml_v_silu), libm expf for the tail; then times u.
+ */
 static void swiglu(float *y, const float *g, const float *u, int n)
 {
-    for (int i = 0; i < n; i++)
+    int i = 0;
+    for (; i + 15 < n; i += 16)
+        for (int m = 0; m < 16; m++)
+            y[i + m] = (g[i + m] / (1.0f + v_expf(0.0f - g[i + m]))) * u[i + m];
+    for (; i < n; i++)
         y[i] = (g[i] / (1.0f + expf(-g[i]))) * u[i];
 }
 
@@ -265,7 +470,7 @@ const struct lc_kernels lc_kernels_scalar = {
         [LC_TYPE_Q4_0] = vec_dot_q4_0_q8_0,
         [LC_TYPE_Q4_1] = vec_dot_q4_1_q8_1,
         [LC_TYPE_Q8_0] = vec_dot_q8_0_q8_0,
-        /* Q6_K: lc_vec_dot_q6_K_q8_K_ref once quant_k.c has it */
+        [LC_TYPE_Q6_K] = vec_dot_q6_K_q8_K,
     },
     .quantize_row = {
         [LC_TYPE_F32] = quantize_row_f32,
@@ -275,7 +480,11 @@ const struct lc_kernels lc_kernels_scalar = {
         [LC_TYPE_Q8_1] = quantize_row_q8_1,
         [LC_TYPE_Q8_K] = quantize_row_q8_K,
     },
-    .gemm = {0}, /* NULL: callers loop vec_dot */
+    .gemm = {
+        [LC_TYPE_F32] = gemm_f32,
+        [LC_TYPE_F16] = gemm_f16,
+        /* quantized types: vec_dot's order is also tinyBLAS's; callers loop vec_dot */
+    },
     .rms_norm = rms_norm,
     .softmax = softmax,
     .swiglu = swiglu,
