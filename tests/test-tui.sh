@@ -129,7 +129,14 @@ check "back to 100x30" 'Parameters'
 $T send-keys -t lc "/set top-k 7" Enter
 check "working after resize" 'top-k +7$|top-k +7 '
 
-# 7. Ctrl-D quits; the terminal is as before
+# 7. help
+$T send-keys -t lc F1
+check "F1 shows the help" 'llamachat keys'
+$T send-keys -t lc x
+check "a key closes the help" 'Parameters'
+if screen | grep -q 'llamachat keys'; then bad "help closed"; else ok "help closed"; fi
+
+# 8. Ctrl-D quits; the terminal is as before
 $T send-keys -t lc C-d
 check "exit status 0" '^EXIT=0'
 $T send-keys -t lc 'echo RESTORED-$((40+2))' Enter
@@ -145,4 +152,16 @@ if grep -Fxq "$PROMPT" "$tmp/home/.local/state/llamachat/history" 2>/dev/null; t
 else
     bad "history saved"
 fi
+# 9. SIGTERM and a fatal signal also restore the terminal
+for sig in TERM SEGV; do
+    $T send-keys -t lc "clear; '$LC' 2>'$tmp/stderr.$sig'; echo EXIT=\$?; stty -g >'$tmp/stty.$sig'" Enter
+    wait_for '^ idle \|' 30 || { bad "restart for SIG$sig"; continue; }
+    shell=$($T list-panes -t lc -F '#{pane_pid}')
+    pid=$(pgrep -P "$shell" -x llamachat | head -1)
+    [ -n "$pid" ] || pid=$(pgrep -P "$shell" | head -1)
+    kill -"$sig" "$pid"
+    if [ $sig = TERM ]; then check "SIGTERM: exit 143" '^EXIT=143'; else check "SIGSEGV: exit 139" '^EXIT=139'; fi
+    if cmp -s "$tmp/stty.before" "$tmp/stty.$sig"; then ok "SIG$sig: terminal modes restored"; else bad "SIG$sig: terminal modes restored"; fi
+    if screen | grep -q 'Parameters'; then bad "SIG$sig: left the chat screen"; else ok "SIG$sig: left the chat screen"; fi
+done
 exit $fail
