@@ -218,6 +218,52 @@ int main(void)
     CHECK(notes >= 1, "no context-full note");
     lc_engine_free(e);
 
+    /* a chat template forced on a base model: rendered, tokenized with special tokens, and
+     * answered; a system prompt goes first.  (Unknown template names fall back with a note.) */
+    cfg.n_ctx = 256;
+    cfg.chat_template = "chatml";
+    cfg.system_prompt = "Be brief.";
+    e = lc_engine_start(&cfg, &err);
+    CHECK(e && collect(e, &r, true, false), "chatml engine");
+    if (e) {
+        lc_engine_submit(e, "Hello");
+        CHECK(collect(e, &r, false, false) && r.errors == 0 &&
+              (r.reason == LC_DONE_LIMIT || r.reason == LC_DONE_EOG), "chatml reply: reason %d", r.reason);
+        /* "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n" */
+        int32_t n_tmpl = lc_tokenize(m->vocab,
+            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n",
+            strlen("<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n"),
+            true, true, toks, 4096);
+        CHECK(r.n_eval == n_tmpl, "chatml prompt: %d tokens evaluated, rendering has %d", r.n_eval, n_tmpl);
+    }
+    lc_engine_free(e);
+    cfg.chat_template = "no-such-template";
+    cfg.system_prompt = NULL;
+    e = lc_engine_start(&cfg, &err);
+    CHECK(e != NULL, "start");
+    if (e) {
+        struct reply rn;
+        memset(&rn, 0, sizeof(rn));
+        /* the note comes before LOADED */
+        struct lc_event ev;
+        int seen_note = 0;
+        for (int spins = 0; spins < 600;) {
+            if (!lc_engine_poll(e, &ev)) {
+                struct pollfd pf = { lc_engine_fd(e), POLLIN, 0 };
+                if (poll(&pf, 1, 100) == 0)
+                    spins++;
+                continue;
+            }
+            if (ev.type == LC_EV_NOTE && strstr(ev.text, "unknown chat template 'no-such-template'"))
+                seen_note = 1;
+            if (ev.type == LC_EV_LOADED)
+                break;
+        }
+        CHECK(seen_note, "no note for an unknown template");
+    }
+    lc_engine_free(e);
+    cfg.chat_template = NULL;
+
     /* a bad model path is an error event, not a crash */
     cfg.model_path = "/nonexistent.gguf";
     e = lc_engine_start(&cfg, &err);
