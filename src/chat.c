@@ -472,6 +472,7 @@ struct lc_chat *lc_chat_from_json(const char *text, size_t len, const char *name
     if (*err)
         goto fail;
     if (p) {
+        c->has_params = true;
         double d;
         int r;
         if ((r = get_num(p, "temp", 0, 100, name, &d, err)) < 0) goto fail;

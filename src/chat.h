@@ -39,6 +39,7 @@ struct lc_chat {
     char *model;                       /* model name for the transcript, or NULL */
     struct lc_sampler_params params;   /* parameters in force (saved with the transcript) */
     int32_t max_tokens;
+    bool has_params;                   /* loaded from a file that had "parameters" */
 };
 
 enum lc_chat_format { LC_CHAT_AUTO = 0, LC_CHAT_MARKDOWN, LC_CHAT_JSON };

@@ -74,6 +74,7 @@ struct lc_engine {
     int32_t *cache;
     int32_t n_cache, cap_cache;
     double last_stats;        /* monotonic seconds of the last STATS event */
+    int32_t n_eval;           /* prompt tokens evaluated for the current reply */
 };
 
 static double now_s(void)
@@ -489,6 +490,7 @@ static int sync_prompt(struct lc_engine *e, int32_t reserve)
     lc_context_truncate(e->ctx, common);
     e->n_cache = common;
     int rc = 0;
+    e->n_eval += n - common;
     if (n - common > 0) {
         int r = lc_context_decode(e->ctx, toks + common, n - common, common, false, &err);
         int32_t past = lc_context_n_past(e->ctx);
@@ -604,6 +606,7 @@ static void reply(struct lc_engine *e)
 {
     int32_t n_gen = 0;
     int reason = LC_DONE_ERROR;
+    e->n_eval = 0;
     if (!e->ctx) {
         emit_str(e, LC_EV_ERROR, "no model is loaded");
         goto done_noconv;
@@ -674,7 +677,12 @@ static void reply(struct lc_engine *e)
         }
         char *err = NULL;
         int32_t pos = e->n_cache;
-        if (lc_context_decode(e->ctx, &tok, 1, pos, false, &err) != 0) {
+        int dr = lc_context_decode(e->ctx, &tok, 1, pos, false, &err);
+        if (dr == 1) {   /* the progress callback saw the stop flag; the token is not cached */
+            reason = LC_DONE_STOPPED;
+            break;
+        }
+        if (dr != 0) {
             emit_str(e, LC_EV_ERROR, "%s", err ? err : "decode failed");
             free(err);
             reason = LC_DONE_ERROR;
@@ -685,10 +693,14 @@ static void reply(struct lc_engine *e)
             emit_stats(e);
     }
     hb_flush(e, &hb, (size_t)msg);
+    /* No text at all (stopped at once, or an immediate end of turn): no empty reply is kept,
+     * as the UI adds a reply only when text arrives. */
+    if ((size_t)msg == e->conv->n - 1 && e->conv->msgs[msg].len == 0)
+        lc_chat_truncate(e->conv, (size_t)msg);
     emit_stats(e);
 done_noconv:
     atomic_store(&e->stop, false);
-    emit(e, LC_EV_DONE, reason, n_gen, 0, 0);
+    emit(e, LC_EV_DONE, reason, n_gen, e->n_eval, 0);
     atomic_fetch_sub(&e->busy, 1);
 }
 

@@ -119,6 +119,50 @@ fi
 $T send-keys -t lc "/load $tmp/nope.json" Enter
 check "load error shown" "load failed: $tmp/nope.json: cannot open"
 
+# 5b. what a model writes is never sent raw: control characters become visible placeholders;
+# wide characters wrap by display width
+cat >"$tmp/ctl.json" <<'JSON'
+{ "format": "llamachat-transcript", "version": 1, "messages": [
+  { "role": "user", "content": "show me" },
+  { "role": "assistant", "content": "red \u001b[31mALERT\u001b[0m bell\u0007 end \u65e5\u672c\u8a9e\u65e5\u672c\u8a9e\u65e5\u672c\u8a9e\u65e5\u672c\u8a9e\u65e5\u672c\u8a9e\u65e5\u672c\u8a9e\u65e5\u672c\u8a9e\u65e5\u672c\u8a9e\u65e5\u672c\u8a9e\u65e5\u672c\u8a9e\u65e5\u672c\u8a9e\u65e5\u672c\u8a9e\u65e5\u672c\u8a9e\u65e5\u672c\u8a9e WIDE-END" } ] }
+JSON
+$T send-keys -t lc "/load $tmp/ctl.json" Enter
+check "escape shown as a placeholder" 'red ␛\[31mALERT␛\[0m bell␇ end'
+if $T capture-pane -t lc -p -e | grep -q "$(printf '\033')\[31mALERT"; then bad "raw escape reached the terminal"; else ok "no raw escape"; fi
+# 42 wide characters (84 columns) after "end ": the word moves to its own line, 39 characters
+# (78 columns) fill the 78-column transcript, the rest goes on the next line
+check "wide characters wrapped by width" '^(日本語){13}│'
+check "wide characters, second line" '^日本語 WIDE-END'
+check "text before the long word" 'bell␇ end +│'
+
+# 5c. multi-line input: Alt-Enter and a trailing backslash add lines
+$T send-keys -t lc "/clear" Enter
+check "cleared again" 'conversation cleared'
+$T send-keys -t lc "/set max-tokens 2" Enter
+$T send-keys -t lc "line one" M-Enter "line two\\" Enter "line three" 
+check "input shows three lines" '^line three'
+$T send-keys -t lc Enter
+check "multi-line message answered" '^ idle .*ctx [1-9]'
+$T send-keys -t lc "/save $tmp/m.json" Enter
+check "saved m" "saved $tmp/m.json"
+if grep -Fq '"content": "line one\nline two\nline three"' "$tmp/m.json"; then ok "message kept its newlines"; else bad "message kept its newlines"; grep content "$tmp/m.json"; fi
+
+# 5d. scrollback: PgUp leaves the end, End follows again
+long=$(i=1; while [ $i -le 80 ]; do printf 'line %d\\n' $i; i=$((i + 1)); done)
+printf '{"format": "llamachat-transcript", "version": 1, "messages": [{"role": "user", "content": "%s"}]}\n' \
+    "$long" >"$tmp/long.json"
+$T send-keys -t lc "/load $tmp/long.json" Enter
+check "long transcript loaded, end shown" '^line 80 '
+$T send-keys -t lc PPage
+check "PgUp shows earlier lines" '^line 3[0-9] '
+if screen | grep -q '^line 80 '; then bad "PgUp moved the view"; else ok "PgUp moved the view"; fi
+check "PgUp: scrolled-back mark" 'scrolled back: End follows'
+$T send-keys -t lc End
+check "End follows again" '^line 80 '
+if screen | grep -q 'scrolled back'; then bad "mark gone after End"; else ok "mark gone after End"; fi
+$T send-keys -t lc "/load $tmp/b.json" Enter
+check "reloaded b" "loaded 4 messages"
+
 # 6. resize to 20x6, smaller, and back
 $T resize-window -t lc -x 20 -y 6
 check "20x6: input and status" '^ idle \|'
@@ -129,7 +173,14 @@ check "back to 100x30" 'Parameters'
 $T send-keys -t lc "/set top-k 7" Enter
 check "working after resize" 'top-k +7$|top-k +7 '
 
-# 7. Ctrl-D quits; the terminal is as before
+# 7. help
+$T send-keys -t lc F1
+check "F1 shows the help" 'llamachat keys'
+$T send-keys -t lc x
+check "a key closes the help" 'Parameters'
+if screen | grep -q 'llamachat keys'; then bad "help closed"; else ok "help closed"; fi
+
+# 8. Ctrl-D quits; the terminal is as before
 $T send-keys -t lc C-d
 check "exit status 0" '^EXIT=0'
 $T send-keys -t lc 'echo RESTORED-$((40+2))' Enter
@@ -145,4 +196,16 @@ if grep -Fxq "$PROMPT" "$tmp/home/.local/state/llamachat/history" 2>/dev/null; t
 else
     bad "history saved"
 fi
+# 9. SIGTERM and a fatal signal also restore the terminal
+for sig in TERM SEGV; do
+    $T send-keys -t lc "clear; '$LC' 2>'$tmp/stderr.$sig'; echo EXIT=\$?; stty -g >'$tmp/stty.$sig'" Enter
+    wait_for '^ idle \|' 30 || { bad "restart for SIG$sig"; continue; }
+    shell=$($T list-panes -t lc -F '#{pane_pid}')
+    pid=$(pgrep -P "$shell" -x llamachat | head -1)
+    [ -n "$pid" ] || pid=$(pgrep -P "$shell" | head -1)
+    kill -"$sig" "$pid"
+    if [ $sig = TERM ]; then check "SIGTERM: exit 143" '^EXIT=143'; else check "SIGSEGV: exit 139" '^EXIT=139'; fi
+    if cmp -s "$tmp/stty.before" "$tmp/stty.$sig"; then ok "SIG$sig: terminal modes restored"; else bad "SIG$sig: terminal modes restored"; fi
+    if screen | grep -q 'Parameters'; then bad "SIG$sig: left the chat screen"; else ok "SIG$sig: left the chat screen"; fi
+done
 exit $fail

@@ -387,8 +387,10 @@ static void do_load(struct tui *t, const char *path)
     }
     lc_chat_free(t->chat);
     t->chat = c;
-    t->o->sampling = c->params;
-    t->o->n_predict = c->max_tokens;
+    if (c->has_params) {   /* the parameters in force when it was saved */
+        t->o->sampling = c->params;
+        t->o->n_predict = c->max_tokens;
+    }
     params_changed(t);
     lc_engine_set_conversation(t->engine, c);
     rebuild_entries(t);
@@ -869,8 +871,10 @@ int lc_tui_run(struct lc_options *o)
         }
         lc_chat_free(t->chat);
         t->chat = c;
-        o->sampling = c->params;
-        o->n_predict = c->max_tokens;
+        if (c->has_params) {
+            o->sampling = c->params;
+            o->n_predict = c->max_tokens;
+        }
     } else if (o->system_prompt && *o->system_prompt) {
         lc_chat_set_system(t->chat, o->system_prompt);
     }

@@ -399,13 +399,18 @@ static void draw_message_line(struct tui *t, int y, int width)
     attron(a);
     mvhline(y, 0, ACS_HLINE, width);
     attroff(a);
+    static const char scrolled[] = " scrolled back: End follows ";
+    int room = width - 2;
+    if (t->scroll > 0 && width >= 40) {
+        int w = (int)sizeof(scrolled) - 1;
+        put_str(y, width - w - 1, w, scrolled, attr_of(t, PAIR_NOTE, A_REVERSE));
+        room -= w + 1;
+    }
     if (t->message[0]) {
         char buf[300];
         snprintf(buf, sizeof(buf), " %s ", t->message);
-        put_str(y, 1, width - 2, buf,
+        put_str(y, 1, room, buf,
                 t->message_is_error ? attr_of(t, PAIR_ERROR, A_BOLD) : attr_of(t, PAIR_NOTE, A_BOLD));
-    } else if (t->scroll > 0) {
-        put_str(y, 1, width - 2, " scrolled back: End follows ", attr_of(t, PAIR_NOTE, A_NORMAL));
     }
 }
 
