@@ -1,2 +1,188 @@
+/*
+ * cli.c - the one-shot mode: load, tokenize, evaluate the prompt as a batch, then sample one
+ * token at a time, printing text (or ids) to stdout and figures to stderr.
+ */
+#include "lcconfig.h"
+
 #include "cli.h"
-int lc_cli_run(const struct lc_options *o) { (void)o; return 1; }
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "llm/arch/kernels.h"
+#include "llm/context.h"
+#include "llm/model.h"
+#include "llm/sampler.h"
+#include "llm/tokenizer.h"
+
+const char *lc_default_model_path(void)
+{
+    static const char *candidates[] = {
+#ifdef LC_DEFAULT_MODEL_INSTALLED
+        LC_DEFAULT_MODEL_INSTALLED,
+#endif
+        LC_DEFAULT_MODEL,
+    };
+    for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]); i++) {
+        FILE *f = fopen(candidates[i], "rb");
+        if (f) {
+            fclose(f);
+            return candidates[i];
+        }
+    }
+    return LC_DEFAULT_MODEL;
+}
+
+/* Tokenize text into a malloc'd array; returns the count or -1. */
+static int32_t tokenize_alloc(const struct lc_vocab *v, const char *text, bool bos, int32_t **out)
+{
+    const size_t len = strlen(text);
+    int32_t cap = (int32_t)(len + 8);
+    int32_t *toks = malloc((size_t)cap * sizeof(int32_t));
+    if (!toks)
+        return -1;
+    int32_t n = lc_tokenize(v, text, len, bos, false, toks, cap);
+    if (n < 0 && n != INT32_MIN) {
+        cap = -n;
+        int32_t *t2 = realloc(toks, (size_t)cap * sizeof(int32_t));
+        if (!t2) {
+            free(toks);
+            return -1;
+        }
+        toks = t2;
+        n = lc_tokenize(v, text, len, bos, false, toks, cap);
+    }
+    if (n < 0) {
+        free(toks);
+        return -1;
+    }
+    *out = toks;
+    return n;
+}
+
+int lc_cli_run(const struct lc_options *o)
+{
+    const char *path = o->model_path ? o->model_path : lc_default_model_path();
+    const bool vocab_only = o->mode == LC_MODE_TOKENIZE;
+    char *err = NULL;
+    int status = 1;
+    struct lc_model *m = lc_model_load(path, vocab_only, &err);
+    struct lc_context *ctx = NULL;
+    struct lc_sampler *smp = NULL;
+    int32_t *toks = NULL;
+    if (!m) {
+        fprintf(stderr, "llamachat: %s\n", err ? err : "cannot load the model");
+        goto out;
+    }
+    const struct lc_vocab *v = m->vocab;
+    const bool bos = !o->no_bos && lc_vocab_add_bos(v);
+    const char *prompt = o->prompt ? o->prompt : "";
+    int32_t n_prompt = tokenize_alloc(v, prompt, bos, &toks);
+    if (n_prompt < 0) {
+        fprintf(stderr, "llamachat: cannot tokenize the prompt\n");
+        goto out;
+    }
+    if (o->mode == LC_MODE_TOKENIZE) {
+        for (int32_t i = 0; i < n_prompt; i++)
+            printf("%s%d", i ? " " : "", toks[i]);
+        printf("\n");
+        status = 0;
+        goto out;
+    }
+    if (n_prompt == 0) {
+        fprintf(stderr, "llamachat: the prompt is empty and the model adds no BOS token\n");
+        goto out;
+    }
+    struct lc_context_params cp = lc_context_default_params();
+    cp.n_ctx = o->n_ctx;
+    cp.n_threads = o->n_threads;
+    cp.n_batch = o->n_batch;
+    cp.kv_type = o->kv_f32 ? LC_TYPE_F32 : LC_TYPE_F16;
+    ctx = lc_context_new(m, &cp, &err);
+    if (!ctx) {
+        fprintf(stderr, "llamachat: %s\n", err ? err : "cannot create a context");
+        goto out;
+    }
+    const int32_t n_ctx = lc_context_n_ctx(ctx);
+    if (n_prompt >= n_ctx) {
+        fprintf(stderr,
+                "llamachat: the prompt is %d tokens but the context holds %d; use -c to enlarge "
+                "it\n",
+                n_prompt, n_ctx);
+        goto out;
+    }
+    smp = lc_sampler_new(&o->sampling, m->hp.n_vocab);
+    if (!smp) {
+        fprintf(stderr, "llamachat: out of memory\n");
+        goto out;
+    }
+    if (!o->print_token_ids) {
+        fputs(prompt, stdout);
+        fflush(stdout);
+    }
+    for (int32_t i = 0; i < n_prompt; i++)
+        lc_sampler_accept(smp, toks[i]);
+    if (lc_context_decode(ctx, toks, n_prompt, 0, false, &err) != 0) {
+        fprintf(stderr, "llamachat: %s\n", err ? err : "decode failed");
+        goto out;
+    }
+    int32_t n_gen = 0, pos = n_prompt;
+    bool first = true;
+    const char *why = "";
+    for (;;) {
+        if (o->n_predict >= 0 && n_gen >= o->n_predict)
+            break;
+        int32_t tok = lc_sampler_sample(smp, lc_context_logits(ctx, -1));
+        if (lc_vocab_is_eog(v, tok)) {
+            why = "end of text";
+            break;
+        }
+        lc_sampler_accept(smp, tok);
+        n_gen++;
+        if (o->print_token_ids) {
+            printf("%s%d", first ? "" : " ", tok);
+        } else {
+            char buf[256];
+            int32_t len = lc_token_to_piece(v, tok, buf, sizeof(buf), false);
+            if (len > 0)
+                fwrite(buf, 1, (size_t)len, stdout);
+        }
+        fflush(stdout);
+        first = false;
+        if (o->n_predict >= 0 && n_gen >= o->n_predict)
+            break;
+        if (pos >= n_ctx) {
+            fprintf(stderr, "\nllamachat: context full (%d tokens); stopping\n", n_ctx);
+            why = "context full";
+            break;
+        }
+        if (lc_context_decode(ctx, &tok, 1, pos, false, &err) != 0) {
+            fprintf(stderr, "\nllamachat: %s\n", err ? err : "decode failed");
+            goto out;
+        }
+        pos++;
+    }
+    printf("\n");
+    struct lc_context_stats st;
+    lc_context_stats(ctx, &st);
+    char desc[160];
+    lc_model_desc(m, desc, sizeof(desc));
+    fprintf(stderr,
+            "llamachat: %s, %d threads, %s kernels%s%s\n"
+            "llamachat: prompt %lld tokens in %.3f s (%.1f t/s), generated %lld tokens in %.3f s "
+            "(%.1f t/s)\n",
+            desc, lc_context_n_threads(ctx), lc_kernels()->isa, *why ? "; stopped: " : "", why,
+            (long long)st.n_prompt_tokens, st.t_prompt_s,
+            st.t_prompt_s > 0 ? (double)st.n_prompt_tokens / st.t_prompt_s : 0.0,
+            (long long)st.n_gen_tokens, st.t_gen_s,
+            st.t_gen_s > 0 ? (double)st.n_gen_tokens / st.t_gen_s : 0.0);
+    status = 0;
+out:
+    free(err);
+    free(toks);
+    lc_sampler_free(smp);
+    lc_context_free(ctx);
+    lc_model_free(m);
+    return status;
+}

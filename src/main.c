@@ -1,3 +1,285 @@
-#include "options.h"
+/*
+ * main.c - llamachat's entry: options (defaults < ~/.llamachatrc < command line), then the
+ * full-screen chat, or the one-shot mode (-p, --tokenize) for scripts.
+ */
+#include "lcconfig.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "cli.h"
-int main(void) { struct lc_options o = {0}; return lc_cli_run(&o); }
+#include "config.h"
+#include "tui/tui.h"
+#include "llm/arch/kernels.h"
+#include "options.h"
+
+enum {
+    OPT_TEMP = 1000, OPT_TOP_K, OPT_TOP_P, OPT_MIN_P, OPT_REPEAT_PENALTY, OPT_REPEAT_LAST_N,
+    OPT_SEED, OPT_PRINT_IDS, OPT_TOKENIZE, OPT_NO_BOS, OPT_ISA, OPT_VERSION, OPT_CHAT_TEMPLATE,
+    OPT_SYSTEM, OPT_RESUME, OPT_FORMAT, OPT_KV_F32,
+};
+
+static const struct option long_opts[] = {
+    {"model", required_argument, NULL, 'm'},
+    {"prompt", required_argument, NULL, 'p'},
+    {"n-predict", required_argument, NULL, 'n'},
+    {"threads", required_argument, NULL, 't'},
+    {"ctx-size", required_argument, NULL, 'c'},
+    {"batch-size", required_argument, NULL, 'b'},
+    {"temp", required_argument, NULL, OPT_TEMP},
+    {"top-k", required_argument, NULL, OPT_TOP_K},
+    {"top-p", required_argument, NULL, OPT_TOP_P},
+    {"min-p", required_argument, NULL, OPT_MIN_P},
+    {"repeat-penalty", required_argument, NULL, OPT_REPEAT_PENALTY},
+    {"repeat-last-n", required_argument, NULL, OPT_REPEAT_LAST_N},
+    {"seed", required_argument, NULL, OPT_SEED},
+    {"print-token-ids", no_argument, NULL, OPT_PRINT_IDS},
+    {"tokenize", no_argument, NULL, OPT_TOKENIZE},
+    {"no-bos", no_argument, NULL, OPT_NO_BOS},
+    {"isa", required_argument, NULL, OPT_ISA},
+    {"chat-template", required_argument, NULL, OPT_CHAT_TEMPLATE},
+    {"system", required_argument, NULL, OPT_SYSTEM},
+    {"resume", required_argument, NULL, OPT_RESUME},
+    {"format", required_argument, NULL, OPT_FORMAT},
+    {"kv-f32", no_argument, NULL, OPT_KV_F32},
+    {"verbose", no_argument, NULL, 'v'},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, OPT_VERSION},
+    {NULL, 0, NULL, 0},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "Usage: llamachat [options]            full-screen chat\n"
+            "       llamachat -p PROMPT [options]  one-shot: print the continuation and exit\n"
+            "\n"
+            "Model and compute:\n"
+            "  -m, --model FILE         GGUF model (default: %s)\n"
+            "  -t, --threads N          threads (default: all cores)\n"
+            "  -c, --ctx-size N         context size in tokens (default: model's, at most 4096)\n"
+            "  -b, --batch-size N       prompt batch size (default 512)\n"
+            "      --isa NAME           force kernels: scalar, avx2, avx512, neon, auto\n"
+            "      --kv-f32             keep the KV cache in f32 instead of f16\n"
+            "Sampling:\n"
+            "  -n, --n-predict N        tokens to generate (-1: until end of text or context)\n"
+            "      --temp T             temperature, 0 = greedy (default 0.8)\n"
+            "      --top-k K            (default 40, 0 = off)\n"
+            "      --top-p P            (default 0.95, 1 = off)\n"
+            "      --min-p P            (default 0.05, 0 = off)\n"
+            "      --repeat-penalty R   (default 1.0 = off)\n"
+            "      --repeat-last-n N    tokens the penalty looks back (default 64, -1 = all)\n"
+            "      --seed S             RNG seed (default: random)\n"
+            "Chat:\n"
+            "      --system TEXT        system prompt\n"
+            "      --chat-template NAME override the model's chat template\n"
+            "      --resume FILE        continue a transcript saved as JSON\n"
+            "One-shot and scripting:\n"
+            "  -p, --prompt TEXT        prompt; prints prompt + continuation to stdout\n"
+            "      --print-token-ids    print the generated token ids instead of text\n"
+            "      --tokenize           print the prompt's token ids and exit\n"
+            "      --no-bos             do not add the BOS token\n"
+            "  -v, --verbose            more figures on stderr\n"
+            "  -h, --help               this help\n"
+            "      --version            version and kernels\n"
+            "\nConfiguration: ~/.llamachatrc (or $LLAMACHATRC); see llamachatrc(5).\n",
+            LC_DEFAULT_MODEL);
+}
+
+/* Strict number parsing: the whole argument must be a number within [lo, hi]. */
+static int parse_long(const char *opt, const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) {
+        fprintf(stderr, "llamachat: %s: '%s' is not an integer in [%ld, %ld]\n", opt, s, lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int parse_float(const char *opt, const char *s, float lo, float hi, float *out)
+{
+    char *end;
+    errno = 0;
+    float v = strtof(s, &end);
+    if (errno || end == s || *end || !(v >= lo && v <= hi)) {
+        fprintf(stderr, "llamachat: %s: '%s' is not a number in [%g, %g]\n", opt, s, (double)lo,
+                (double)hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static void replace_str(char **dst, const char *src)
+{
+    free(*dst);
+    *dst = strdup(src);
+}
+
+static void options_defaults(struct lc_options *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->sampling = lc_sampler_default_params();
+    o->n_predict = -1;
+    o->n_batch = 512;
+    o->history = true;
+    o->show_params = true;
+}
+
+static void options_free(struct lc_options *o)
+{
+    free(o->model_path);
+    free(o->isa);
+    free(o->system_prompt);
+    free(o->chat_template);
+    free(o->theme);
+    free(o->prompt);
+    free(o->resume_path);
+    free(o->save_format);
+}
+
+/* Returns 0 to go on, 1 to exit successfully (help/version), -1 on a bad option. */
+static int parse_args(struct lc_options *o, int argc, char **argv)
+{
+    int c;
+    long l;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":m:p:n:t:c:b:vh", long_opts, NULL)) != -1) {
+        const char *name = argv[optind - 1];
+        switch (c) {
+        case 'm': replace_str(&o->model_path, optarg); break;
+        case 'p':
+            replace_str(&o->prompt, optarg);
+            if (o->mode == LC_MODE_TUI)
+                o->mode = LC_MODE_ONESHOT;
+            break;
+        case 'n':
+            if (parse_long(name, optarg, -1, INT_MAX, &l)) return -1;
+            o->n_predict = (int32_t)l;
+            break;
+        case 't':
+            if (parse_long(name, optarg, 1, 1024, &l)) return -1;
+            o->n_threads = (int32_t)l;
+            break;
+        case 'c':
+            if (parse_long(name, optarg, 0, 1 << 24, &l)) return -1;
+            o->n_ctx = (int32_t)l;
+            break;
+        case 'b':
+            if (parse_long(name, optarg, 1, 1 << 16, &l)) return -1;
+            o->n_batch = (int32_t)l;
+            break;
+        case OPT_TEMP:
+            if (parse_float(name, optarg, 0.0f, 100.0f, &o->sampling.temp)) return -1;
+            break;
+        case OPT_TOP_K:
+            if (parse_long(name, optarg, 0, INT_MAX, &l)) return -1;
+            o->sampling.top_k = (int32_t)l;
+            break;
+        case OPT_TOP_P:
+            if (parse_float(name, optarg, 0.0f, 1.0f, &o->sampling.top_p)) return -1;
+            break;
+        case OPT_MIN_P:
+            if (parse_float(name, optarg, 0.0f, 1.0f, &o->sampling.min_p)) return -1;
+            break;
+        case OPT_REPEAT_PENALTY:
+            if (parse_float(name, optarg, 0.01f, 100.0f, &o->sampling.repeat_penalty)) return -1;
+            break;
+        case OPT_REPEAT_LAST_N:
+            if (parse_long(name, optarg, -1, INT_MAX, &l)) return -1;
+            o->sampling.repeat_last_n = (int32_t)l;
+            break;
+        case OPT_SEED: {
+            char *end;
+            errno = 0;
+            unsigned long long v = strtoull(optarg, &end, 10);
+            if (errno || end == optarg || *end || optarg[0] == '-') {
+                fprintf(stderr, "llamachat: --seed: '%s' is not a non-negative integer\n", optarg);
+                return -1;
+            }
+            o->sampling.seed = v;
+            break;
+        }
+        case OPT_PRINT_IDS: o->print_token_ids = true; break;
+        case OPT_TOKENIZE: o->mode = LC_MODE_TOKENIZE; break;
+        case OPT_NO_BOS: o->no_bos = true; break;
+        case OPT_ISA: replace_str(&o->isa, optarg); break;
+        case OPT_CHAT_TEMPLATE: replace_str(&o->chat_template, optarg); break;
+        case OPT_SYSTEM: replace_str(&o->system_prompt, optarg); break;
+        case OPT_RESUME: replace_str(&o->resume_path, optarg); break;
+        case OPT_FORMAT:
+            if (strcmp(optarg, "md") != 0 && strcmp(optarg, "json") != 0) {
+                fprintf(stderr, "llamachat: --format: '%s' is not md or json\n", optarg);
+                return -1;
+            }
+            replace_str(&o->save_format, optarg);
+            break;
+        case OPT_KV_F32: o->kv_f32 = true; break;
+        case 'v': o->verbose = true; break;
+        case 'h': usage(stdout); return 1;
+        case OPT_VERSION: o->mode = LC_MODE_VERSION; break;
+        case ':':
+            fprintf(stderr, "llamachat: option %s needs a value (see --help)\n", name);
+            return -1;
+        default:
+            fprintf(stderr, "llamachat: unknown option %s (see --help)\n", name);
+            return -1;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "llamachat: unexpected argument '%s' (a prompt goes after -p)\n",
+                argv[optind]);
+        return -1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct lc_options o;
+    options_defaults(&o);
+    /* ~/.llamachatrc ($LLAMACHATRC) over the defaults, under the command line; problems are
+     * reported (and shown again in the chat) and the defaults kept. */
+    char *warn = NULL;
+    lc_config_load(&o, NULL, &warn);
+    if (warn)
+        fputs(warn, stderr);
+    free(warn);
+    int r = parse_args(&o, argc, argv);
+    if (r != 0) {
+        options_free(&o);
+        return r > 0 ? 0 : 2;
+    }
+    /* --isa, else LLAMACHAT_ISA: a forced ISA the CPU lacks is an error, not a silent fallback. */
+    const char *isa = o.isa ? o.isa : getenv("LLAMACHAT_ISA");
+    if (isa && *isa) {
+        char *err = NULL;
+        if (lc_kernels_select(isa, &err)) {
+            fprintf(stderr, "llamachat: %s %s: %s\n", o.isa ? "--isa" : "LLAMACHAT_ISA=", isa,
+                    err ? err : "failed");
+            free(err);
+            options_free(&o);
+            return 2;
+        }
+    }
+    int status;
+    if (o.mode == LC_MODE_VERSION) {
+        printf("llamachat %s\nkernels: %s (built: %s)\n", PACKAGE_VERSION, lc_kernels()->isa,
+               lc_kernels_built());
+        status = 0;
+    } else if (o.mode == LC_MODE_TUI) {
+        status = lc_tui_run(&o);
+    } else {
+        status = lc_cli_run(&o);
+    }
+    options_free(&o);
+    return status;
+}

@@ -9,7 +9,7 @@
 
 #include "llm/sampler.h"
 
-enum lc_mode { LC_MODE_TUI = 0, LC_MODE_ONESHOT, LC_MODE_TOKENIZE };
+enum lc_mode { LC_MODE_TUI = 0, LC_MODE_ONESHOT, LC_MODE_TOKENIZE, LC_MODE_VERSION };
 
 struct lc_options {
     /* [model] */
@@ -36,6 +36,7 @@ struct lc_options {
     bool verbose;
     char *resume_path;         /* --resume FILE */
     char *save_format;         /* "md" or "json" */
+    bool kv_f32;               /* KV cache in f32 (default f16, as llama.cpp) */
 };
 
 #endif

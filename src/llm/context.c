@@ -1,1 +1,582 @@
+/*
+ * context.c - the LLaMA forward pass over a batch of tokens, with a KV cache.
+ *
+ * Per layer, for a batch of T tokens at positions pos .. pos+T-1 (shapes are row-major,
+ * one row per token):
+ *
+ *   xb   = RMSNorm(x) * attn_norm                        (T, n_embd)
+ *   q    = xb Wq^T, k = xb Wk^T, v = xb Wv^T              (T, n_embd), (T, n_kv), (T, n_kv)
+ *   q, k = RoPE(q, k)  (adjacent pairs, llama.cpp's mode 0 for GGUF llama weights)
+ *   K cache rows [pos, pos+T) = k  (n_ctx, n_kv); V cache columns = v  (n_kv, n_ctx)
+ *   att  = softmax(q K^T / sqrt(head_dim), causal) V      per head; head h reads KV head
+ *                                                          h / (n_head / n_head_kv)  (GQA)
+ *   x   += att Wo^T
+ *   xb   = RMSNorm(x) * ffn_norm
+ *   x   += (silu(xb Wgate^T) * (xb Wup^T)) Wdown^T       SwiGLU
+ *
+ * then logits = RMSNorm(x) * output_norm  Woutput^T.
+ *
+ * Numerics follow ggml's CPU backend so that logits agree with llama.cpp: each matrix product
+ * first converts the activation rows to the weight's vec_dot_type (Q8_1 for Q4_1, Q8_0 for
+ * Q4_0/Q8_0, Q8_K for Q6_K, F16 for F16); with an F16 KV cache, q is rounded to F16 before
+ * q.K and the softmax weights are rounded to F16 before the weighted sum of V, as ggml's
+ * mul_mat does with F16 operands.
+ */
 #include "context.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "arch/kernels.h"
+#include "threadpool.h"
+
+struct lc_context {
+    const struct lc_model *model;
+    const struct lc_kernels *k;
+    struct lc_threadpool *tp;
+    int32_t n_ctx, n_batch, n_past;
+    enum lc_type kv_type;
+    size_t kv_elt;            /* bytes per KV element */
+    int32_t n_kv;             /* n_head_kv * head_dim */
+
+    void *k_cache, *v_cache;  /* (n_layer, n_ctx, n_kv) each */
+
+    /* scratch for one batch of up to n_batch tokens */
+    float *x;                 /* (n_batch, n_embd) residual stream */
+    float *xb;                /* (n_batch, n_embd) normed input of a block */
+    float *q;                 /* (n_batch, n_embd) */
+    float *kb, *vb;           /* (n_batch, n_kv) */
+    float *att;               /* (n_batch, n_embd) attention output */
+    float *hg, *hu;           /* (n_batch, n_ff) gate, up */
+    float *scores;            /* (n_threads, n_ctx) attention scores per thread */
+    lc_fp16 *q16;             /* (n_threads, max(head_dim, n_ctx)) q or p rounded to f16 */
+    void *act;                /* activations converted to a vec_dot_type, (n_batch, max row) */
+    size_t act_stride;        /* bytes per row in act */
+    enum lc_type act_type;    /* what act holds now (LC_TYPE_COUNT = nothing) */
+    const float *act_src;     /* ... converted from this buffer */
+
+    float *logits;            /* (n_logits_cap, n_vocab) */
+    int32_t n_logits_cap;     /* rows of logits allocated */
+    int32_t n_logits;         /* rows valid after the last decode */
+    bool logits_all;
+
+    lc_progress_fn progress;
+    void *progress_user;
+    struct lc_context_stats stats;
+};
+
+static void set_err(char **err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_err(char **err, const char *fmt, ...)
+{
+    if (!err)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    if (vasprintf(err, fmt, ap) < 0)
+        *err = NULL;
+    va_end(ap);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+struct lc_context_params lc_context_default_params(void)
+{
+    struct lc_context_params p = {.n_ctx = 0, .n_batch = 512, .n_threads = 0,
+                                  .kv_type = LC_TYPE_F16};
+    return p;
+}
+
+static void *xcalloc(size_t n, size_t sz, bool *ok)
+{
+    void *p = calloc(n ? n : 1, sz);
+    if (!p)
+        *ok = false;
+    return p;
+}
+
+struct lc_context *lc_context_new(const struct lc_model *m, const struct lc_context_params *p,
+                                  char **err)
+{
+    if (err)
+        *err = NULL;
+    if (m->vocab_only) {
+        set_err(err, "the model was loaded without weights (vocab only)");
+        return NULL;
+    }
+    struct lc_context *c = calloc(1, sizeof(*c));
+    if (!c) {
+        set_err(err, "out of memory");
+        return NULL;
+    }
+    const struct lc_hparams *hp = &m->hp;
+    c->model = m;
+    c->k = lc_kernels();
+    c->n_ctx = p->n_ctx > 0 ? p->n_ctx : (hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096);
+    c->n_batch = p->n_batch > 0 ? p->n_batch : 512;
+    if (c->n_batch > c->n_ctx)
+        c->n_batch = c->n_ctx;
+    c->kv_type = p->kv_type == LC_TYPE_F32 ? LC_TYPE_F32 : LC_TYPE_F16;
+    c->kv_elt = c->kv_type == LC_TYPE_F32 ? sizeof(float) : sizeof(lc_fp16);
+    c->n_kv = hp->n_head_kv * hp->head_dim;
+    int n_threads = p->n_threads > 0 ? p->n_threads : lc_n_cpus();
+    c->tp = lc_threadpool_new(n_threads, err);
+    if (!c->tp) {
+        free(c);
+        return NULL;
+    }
+    bool ok = true;
+    const size_t B = (size_t)c->n_batch, E = (size_t)hp->n_embd, F = (size_t)hp->n_ff;
+    const size_t kvsize = (size_t)hp->n_layer * (size_t)c->n_ctx * (size_t)c->n_kv;
+    c->k_cache = xcalloc(kvsize, c->kv_elt, &ok);
+    c->v_cache = xcalloc(kvsize, c->kv_elt, &ok);
+    c->x = xcalloc(B * E, sizeof(float), &ok);
+    c->xb = xcalloc(B * E, sizeof(float), &ok);
+    c->q = xcalloc(B * E, sizeof(float), &ok);
+    c->kb = xcalloc(B * (size_t)c->n_kv, sizeof(float), &ok);
+    c->vb = xcalloc(B * (size_t)c->n_kv, sizeof(float), &ok);
+    c->att = xcalloc(B * E, sizeof(float), &ok);
+    c->hg = xcalloc(B * F, sizeof(float), &ok);
+    c->hu = xcalloc(B * F, sizeof(float), &ok);
+    c->scores = xcalloc((size_t)n_threads * (size_t)c->n_ctx, sizeof(float), &ok);
+    c->q16 = xcalloc((size_t)n_threads * (size_t)(hp->head_dim > c->n_ctx ? hp->head_dim : c->n_ctx),
+                     sizeof(lc_fp16), &ok);
+    /* Widest activation row: n_ff or n_embd floats in any vec_dot_type; F32 is the largest. */
+    const size_t maxn = E > F ? E : F;
+    c->act_stride = (maxn + 256) * sizeof(float);
+    c->act = xcalloc(B, c->act_stride, &ok);
+    c->n_logits_cap = 1;
+    c->logits = xcalloc((size_t)hp->n_vocab, sizeof(float), &ok);
+    if (!ok) {
+        lc_context_free(c);
+        set_err(err, "out of memory allocating a context of %d tokens (KV cache %.1f MiB)",
+                c->n_ctx, (double)(2 * kvsize * c->kv_elt) / (1024.0 * 1024.0));
+        return NULL;
+    }
+    c->act_type = LC_TYPE_COUNT;
+    return c;
+}
+
+void lc_context_free(struct lc_context *c)
+{
+    if (!c)
+        return;
+    lc_threadpool_free(c->tp);
+    free(c->k_cache);
+    free(c->v_cache);
+    free(c->x);
+    free(c->xb);
+    free(c->q);
+    free(c->kb);
+    free(c->vb);
+    free(c->att);
+    free(c->hg);
+    free(c->hu);
+    free(c->scores);
+    free(c->q16);
+    free(c->act);
+    free(c->logits);
+    free(c);
+}
+
+int32_t lc_context_n_ctx(const struct lc_context *c) { return c->n_ctx; }
+int32_t lc_context_n_past(const struct lc_context *c) { return c->n_past; }
+int32_t lc_context_n_threads(const struct lc_context *c) { return lc_threadpool_n_threads(c->tp); }
+const struct lc_model *lc_context_model(const struct lc_context *c) { return c->model; }
+
+void lc_context_truncate(struct lc_context *c, int32_t n_past)
+{
+    if (n_past >= 0 && n_past < c->n_past)
+        c->n_past = n_past;
+}
+
+void lc_context_set_progress(struct lc_context *c, lc_progress_fn cb, void *user)
+{
+    c->progress = cb;
+    c->progress_user = user;
+}
+
+void lc_context_stats(const struct lc_context *c, struct lc_context_stats *out) { *out = c->stats; }
+void lc_context_reset_stats(struct lc_context *c) { memset(&c->stats, 0, sizeof(c->stats)); }
+
+const float *lc_context_logits(const struct lc_context *c, int32_t i)
+{
+    if (c->n_logits == 0)
+        return NULL;
+    if (i < 0)
+        return c->logits + (size_t)(c->n_logits - 1) * (size_t)c->model->hp.n_vocab;
+    if (!c->logits_all || i >= c->n_logits)
+        return NULL;
+    return c->logits + (size_t)i * (size_t)c->model->hp.n_vocab;
+}
+
+/* ---------------------------------------------------------------- matrix products */
+
+struct convert_task {
+    const struct lc_context *c;
+    const float *src;
+    int n, rows;
+    size_t src_stride; /* floats */
+    enum lc_type type;
+};
+
+static void convert_rows(void *arg, int ith, int nth)
+{
+    const struct convert_task *t = arg;
+    int lo, hi;
+    lc_split_range(t->rows, ith, nth, &lo, &hi);
+    lc_quantize_row_fn f = t->c->k->quantize_row[t->type];
+    for (int r = lo; r < hi; r++)
+        f(t->src + (size_t)r * t->src_stride, (uint8_t *)t->c->act + (size_t)r * t->c->act_stride,
+          t->n);
+}
+
+/* Convert rows of src (n floats each, src_stride apart) to type into c->act, once per source. */
+static void convert_act(struct lc_context *c, const float *src, int n, int rows,
+                        size_t src_stride, enum lc_type type)
+{
+    if (c->act_type == type && c->act_src == src)
+        return;
+    struct convert_task t = {c, src, n, rows, src_stride, type};
+    if (rows * n >= 4096)
+        lc_threadpool_run(c->tp, convert_rows, &t);
+    else
+        convert_rows(&t, 0, 1);
+    c->act_type = type;
+    c->act_src = src;
+}
+
+struct matmul_task {
+    const struct lc_context *c;
+    const struct lc_weight *w;
+    float *dst;         /* (rows_act, ld) */
+    size_t ld;          /* floats between rows of dst */
+    int rows_act;       /* activation rows (tokens) */
+};
+
+static void matmul_rows(void *arg, int ith, int nth)
+{
+    const struct matmul_task *t = arg;
+    const struct lc_weight *w = t->w;
+    const struct lc_kernels *k = t->c->k;
+    const int n = (int)w->ne[0];
+    const int n_out = (int)w->ne[1];
+    /* Each thread streams its own contiguous part of the weight rows. */
+    int lo, hi;
+    lc_split_range(n_out, ith, nth, &lo, &hi);
+    const uint8_t *wd = w->data;
+    const uint8_t *act = t->c->act;
+    const size_t as = t->c->act_stride;
+    lc_gemm_fn gemm = k->gemm[w->type];
+    if (gemm && t->rows_act > 1) {
+        /* s[c * ld + r] layout: dst row = token, column = output row */
+        gemm(n, t->dst + lo, t->ld, wd + (size_t)lo * w->row_bytes, w->row_bytes, hi - lo, act,
+             as, t->rows_act);
+        return;
+    }
+    lc_vec_dot_fn dot = k->vec_dot[w->type];
+    for (int r = lo; r < hi; r++) {
+        const uint8_t *wr = wd + (size_t)r * w->row_bytes;
+        for (int i = 0; i < t->rows_act; i++) {
+            float s;
+            dot(n, &s, wr, act + (size_t)i * as);
+            t->dst[(size_t)i * t->ld + r] = s;
+        }
+    }
+}
+
+/* dst(rows, n_out) = src(rows, n_in) W^T.  src rows are src_stride floats apart. */
+static void matmul(struct lc_context *c, const struct lc_weight *w, const float *src,
+                   size_t src_stride, int rows, float *dst, size_t ld)
+{
+    const struct lc_type_traits *tt = lc_type_traits(w->type);
+    convert_act(c, src, (int)w->ne[0], rows, src_stride, tt->vec_dot_type);
+    struct matmul_task t = {c, w, dst, ld, rows};
+    lc_threadpool_run(c->tp, matmul_rows, &t);
+}
+
+/* x += y (the residual connection) */
+static void add_rows(float *x, const float *y, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] += y[i];
+}
+
+/* ---------------------------------------------------------------- RoPE */
+
+/*
+ * Rotate adjacent pairs (x[2i], x[2i+1]) of the first n_rot dims of each head by
+ * theta_i = pos * freq_scale * base^(-2i/n_rot), computing theta by repeated multiplication
+ * in float as ggml_rope_cache_init does.
+ */
+static void rope(float *x, int n_heads, int head_dim, int n_rot, int pos, float base,
+                 float freq_scale)
+{
+    const float theta_scale = powf(base, -2.0f / (float)n_rot);
+    for (int h = 0; h < n_heads; h++) {
+        float *v = x + (size_t)h * (size_t)head_dim;
+        float theta = (float)pos;
+        for (int i = 0; i < n_rot; i += 2) {
+            const float th = freq_scale * theta;
+            const float cs = cosf(th), sn = sinf(th);
+            const float x0 = v[i], x1 = v[i + 1];
+            v[i] = x0 * cs - x1 * sn;
+            v[i + 1] = x0 * sn + x1 * cs;
+            theta *= theta_scale;
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- attention */
+
+/*
+ * The KV length llama.cpp attends over: the used cells rounded up to a multiple of 32 (its
+ * cache padding without flash attention), at most n_ctx.  The extra positions are masked; they
+ * matter only because they fix the blocks in which softmax and the V product sum.
+ */
+static int kv_len_padded(const struct lc_context *c, int n_used)
+{
+    int n = (n_used + 31) / 32 * 32;
+    return n < c->n_ctx ? n : c->n_ctx;
+}
+
+struct attn_task {
+    struct lc_context *c;
+    int layer, n_tok, pos;
+};
+
+/* dot of two f16 rows in the order llama.cpp uses: tinyBLAS for batches, vec_dot for one token */
+static float dot16(const struct lc_kernels *k, bool batch, const lc_fp16 *x, const lc_fp16 *y,
+                   int n)
+{
+    if (batch && k->gemm[LC_TYPE_F16]) {
+        float s;
+        k->gemm[LC_TYPE_F16](n, &s, 1, x, 0, 1, y, 0, 1);
+        return s;
+    }
+    return k->dot_f16(x, y, n);
+}
+
+static float dot32(const struct lc_kernels *k, bool batch, const float *x, const float *y, int n)
+{
+    if (batch && k->gemm[LC_TYPE_F32]) {
+        float s;
+        k->gemm[LC_TYPE_F32](n, &s, 1, x, 0, 1, y, 0, 1);
+        return s;
+    }
+    return k->dot_f32(x, y, n);
+}
+
+/*
+ * Per (token, head): scores = q.K^T * scale over keys 0 .. pos+i (the rest of the padded length
+ * masked), softmax, out = V^T p.  K is stored one row per position (n_ctx, n_kv); V is stored
+ * transposed (n_kv, n_ctx) so that each output element is one contiguous dot product over
+ * positions, as in llama.cpp's cache.
+ */
+static void attention_heads(void *arg, int ith, int nth)
+{
+    const struct attn_task *t = arg;
+    struct lc_context *c = t->c;
+    const struct lc_hparams *hp = &c->model->hp;
+    const int hd = hp->head_dim, n_head = hp->n_head;
+    const int group = hp->n_head / hp->n_head_kv;
+    const float scale = 1.0f / sqrtf((float)hd);
+    const size_t layer_off = (size_t)t->layer * (size_t)c->n_ctx * (size_t)c->n_kv;
+    const bool batch = t->n_tok > 1;
+    const int n_kv = kv_len_padded(c, t->pos + t->n_tok);
+    float *scores = c->scores + (size_t)ith * (size_t)c->n_ctx;
+    lc_fp16 *q16 = c->q16 + (size_t)ith * (size_t)(hd > c->n_ctx ? hd : c->n_ctx);
+    const struct lc_kernels *k = c->k;
+    int lo, hi;
+    lc_split_range(t->n_tok * n_head, ith, nth, &lo, &hi);
+    for (int job = lo; job < hi; job++) {
+        const int i = job / n_head, h = job % n_head;
+        const int kvh = h / group;
+        const int n_keys = t->pos + i + 1; /* causal: keys 0 .. pos+i */
+        const float *q = c->q + (size_t)i * (size_t)hp->n_embd + (size_t)h * (size_t)hd;
+        float *out = c->att + (size_t)i * (size_t)hp->n_embd + (size_t)h * (size_t)hd;
+        if (c->kv_type == LC_TYPE_F16) {
+            const lc_fp16 *kc = (const lc_fp16 *)c->k_cache + layer_off + (size_t)kvh * (size_t)hd;
+            for (int d = 0; d < hd; d++)
+                q16[d] = lc_fp32_to_fp16(q[d]);
+            for (int j = 0; j < n_keys; j++)
+                scores[j] = dot16(k, batch, kc + (size_t)j * (size_t)c->n_kv, q16, hd) * scale;
+        } else {
+            const float *kc = (const float *)c->k_cache + layer_off + (size_t)kvh * (size_t)hd;
+            for (int j = 0; j < n_keys; j++)
+                scores[j] = dot32(k, batch, kc + (size_t)j * (size_t)c->n_kv, q, hd) * scale;
+        }
+        for (int j = n_keys; j < n_kv; j++)
+            scores[j] = -INFINITY;
+        k->softmax(scores, n_kv);
+        if (c->kv_type == LC_TYPE_F16) {
+            /* ggml rounds the softmax row to f16 for the product with the f16 V cache */
+            for (int j = 0; j < n_kv; j++)
+                q16[j] = lc_fp32_to_fp16(scores[j]);
+            const lc_fp16 *vc = (const lc_fp16 *)c->v_cache + layer_off +
+                                (size_t)kvh * (size_t)hd * (size_t)c->n_ctx;
+            for (int d = 0; d < hd; d++)
+                out[d] = dot16(k, batch, vc + (size_t)d * (size_t)c->n_ctx, q16, n_kv);
+        } else {
+            const float *vc = (const float *)c->v_cache + layer_off +
+                              (size_t)kvh * (size_t)hd * (size_t)c->n_ctx;
+            for (int d = 0; d < hd; d++)
+                out[d] = dot32(k, batch, vc + (size_t)d * (size_t)c->n_ctx, scores, n_kv);
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- one batch */
+
+/* Write the batch's k rows (one per position) and v columns (V is stored transposed). */
+static void store_kv(struct lc_context *c, int layer, int n_tok, int pos)
+{
+    const size_t lo = (size_t)layer * (size_t)c->n_ctx * (size_t)c->n_kv;
+    const size_t koff = lo + (size_t)pos * (size_t)c->n_kv;
+    const size_t nk = (size_t)n_tok * (size_t)c->n_kv;
+    if (c->kv_type == LC_TYPE_F16) {
+        lc_fp16 *kc = (lc_fp16 *)c->k_cache + koff, *vc = (lc_fp16 *)c->v_cache + lo;
+        for (size_t i = 0; i < nk; i++)
+            kc[i] = lc_fp32_to_fp16(c->kb[i]);
+        for (int t = 0; t < n_tok; t++)
+            for (int d = 0; d < c->n_kv; d++)
+                vc[(size_t)d * (size_t)c->n_ctx + (size_t)(pos + t)] =
+                    lc_fp32_to_fp16(c->vb[(size_t)t * (size_t)c->n_kv + (size_t)d]);
+    } else {
+        float *vc = (float *)c->v_cache + lo;
+        memcpy((float *)c->k_cache + koff, c->kb, nk * sizeof(float));
+        for (int t = 0; t < n_tok; t++)
+            for (int d = 0; d < c->n_kv; d++)
+                vc[(size_t)d * (size_t)c->n_ctx + (size_t)(pos + t)] =
+                    c->vb[(size_t)t * (size_t)c->n_kv + (size_t)d];
+    }
+}
+
+static int eval_batch(struct lc_context *c, const int32_t *tokens, int n_tok, int pos,
+                      bool all_logits, char **err)
+{
+    const struct lc_model *m = c->model;
+    const struct lc_hparams *hp = &m->hp;
+    const struct lc_kernels *k = c->k;
+    const int E = hp->n_embd, F = hp->n_ff, KV = c->n_kv;
+
+    for (int i = 0; i < n_tok; i++) {
+        if (tokens[i] < 0 || tokens[i] >= hp->n_vocab) {
+            set_err(err, "token id %d is out of range [0, %d)", tokens[i], hp->n_vocab);
+            return -1;
+        }
+        lc_weight_get_row(&m->tok_embd, tokens[i], c->x + (size_t)i * (size_t)E);
+    }
+    c->act_type = LC_TYPE_COUNT;
+
+    for (int il = 0; il < hp->n_layer; il++) {
+        const struct lc_layer *L = &m->layers[il];
+        for (int i = 0; i < n_tok; i++)
+            k->rms_norm(c->xb + (size_t)i * (size_t)E, c->x + (size_t)i * (size_t)E,
+                        L->attn_norm.data, E, hp->rms_norm_eps);
+        c->act_type = LC_TYPE_COUNT;
+        matmul(c, &L->wq, c->xb, (size_t)E, n_tok, c->q, (size_t)E);
+        matmul(c, &L->wk, c->xb, (size_t)E, n_tok, c->kb, (size_t)KV);
+        matmul(c, &L->wv, c->xb, (size_t)E, n_tok, c->vb, (size_t)KV);
+        for (int i = 0; i < n_tok; i++) {
+            rope(c->q + (size_t)i * (size_t)E, hp->n_head, hp->head_dim, hp->n_rot, pos + i,
+                 hp->rope_freq_base, hp->rope_freq_scale);
+            rope(c->kb + (size_t)i * (size_t)KV, hp->n_head_kv, hp->head_dim, hp->n_rot, pos + i,
+                 hp->rope_freq_base, hp->rope_freq_scale);
+        }
+        store_kv(c, il, n_tok, pos);
+        struct attn_task at = {c, il, n_tok, pos};
+        lc_threadpool_run(c->tp, attention_heads, &at);
+        c->act_type = LC_TYPE_COUNT;
+        matmul(c, &L->wo, c->att, (size_t)E, n_tok, c->xb, (size_t)E);
+        add_rows(c->x, c->xb, (size_t)n_tok * (size_t)E);
+
+        for (int i = 0; i < n_tok; i++)
+            k->rms_norm(c->xb + (size_t)i * (size_t)E, c->x + (size_t)i * (size_t)E,
+                        L->ffn_norm.data, E, hp->rms_norm_eps);
+        c->act_type = LC_TYPE_COUNT;
+        matmul(c, &L->ffn_gate, c->xb, (size_t)E, n_tok, c->hg, (size_t)F);
+        matmul(c, &L->ffn_up, c->xb, (size_t)E, n_tok, c->hu, (size_t)F);
+        for (int i = 0; i < n_tok; i++)
+            k->swiglu(c->hg + (size_t)i * (size_t)F, c->hg + (size_t)i * (size_t)F,
+                      c->hu + (size_t)i * (size_t)F, F);
+        c->act_type = LC_TYPE_COUNT;
+        matmul(c, &L->ffn_down, c->hg, (size_t)F, n_tok, c->xb, (size_t)E);
+        add_rows(c->x, c->xb, (size_t)n_tok * (size_t)E);
+    }
+
+    /* Output: all rows for perplexity, else only the last token's. */
+    const int first = all_logits ? 0 : n_tok - 1;
+    const int n_out = n_tok - first;
+    for (int i = first; i < n_tok; i++)
+        k->rms_norm(c->xb + (size_t)(i - first) * (size_t)E, c->x + (size_t)i * (size_t)E,
+                    m->output_norm.data, E, hp->rms_norm_eps);
+    float *dst = c->logits;
+    if (all_logits)
+        dst = c->logits + (size_t)c->n_logits * (size_t)hp->n_vocab;
+    c->act_type = LC_TYPE_COUNT;
+    matmul(c, &m->output, c->xb, (size_t)E, n_out, dst, (size_t)hp->n_vocab);
+    c->n_logits = all_logits ? c->n_logits + n_out : 1;
+    return 0;
+}
+
+int lc_context_decode(struct lc_context *c, const int32_t *tokens, int32_t n, int32_t pos,
+                      bool all_logits, char **err)
+{
+    if (err)
+        *err = NULL;
+    if (n <= 0) {
+        set_err(err, "nothing to decode");
+        return -1;
+    }
+    if (pos < 0 || pos > c->n_past) {
+        set_err(err, "position %d is past the cached %d tokens", pos, c->n_past);
+        return -1;
+    }
+    if ((int64_t)pos + n > c->n_ctx) {
+        set_err(err, "context is full: %d + %d tokens exceed n_ctx = %d", pos, n, c->n_ctx);
+        return -1;
+    }
+    c->n_past = pos;
+    c->logits_all = all_logits;
+    c->n_logits = 0;
+    if (all_logits && n > c->n_logits_cap) {
+        float *l = realloc(c->logits, (size_t)n * (size_t)c->model->hp.n_vocab * sizeof(float));
+        if (!l) {
+            set_err(err, "out of memory for %d rows of logits", n);
+            return -1;
+        }
+        c->logits = l;
+        c->n_logits_cap = n;
+    }
+    const double t0 = now_s();
+    for (int32_t done = 0; done < n;) {
+        if (c->progress && c->progress(c->progress_user, done, n)) {
+            return 1;
+        }
+        const int32_t nb = n - done < c->n_batch ? n - done : c->n_batch;
+        if (eval_batch(c, tokens + done, nb, pos + done, all_logits, err))
+            return -1;
+        done += nb;
+        c->n_past = pos + done;
+    }
+    const double dt = now_s() - t0;
+    if (n > 1) {
+        c->stats.n_prompt_tokens += n;
+        c->stats.t_prompt_s += dt;
+    } else {
+        c->stats.n_gen_tokens += n;
+        c->stats.t_gen_s += dt;
+    }
+    if (c->progress)
+        c->progress(c->progress_user, n, n);
+    return 0;
+}

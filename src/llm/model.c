@@ -1,1 +1,333 @@
+/*
+ * model.c - hyper-parameters and weight binding for `general.architecture = llama`.
+ *
+ * Keys and tensor names follow llama.cpp (llama-arch.cpp, llama-model.cpp): `llama.*` keys with
+ * its defaults when absent, tensors `token_embd.weight`, `output_norm.weight`, `output.weight`
+ * (absent: tied to token_embd), `blk.N.{attn_norm,attn_q,attn_k,attn_v,attn_output,ffn_norm,
+ * ffn_gate,ffn_up,ffn_down}.weight`.  Every shape is checked against the hyper-parameters so
+ * that the forward pass can trust them.
+ */
 #include "model.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arch/kernels.h"
+
+static void set_err(char **err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_err(char **err, const char *fmt, ...)
+{
+    if (!err)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    if (vasprintf(err, fmt, ap) < 0)
+        *err = NULL;
+    va_end(ap);
+}
+
+/* Weight types the forward pass can multiply with (a vec_dot kernel and an activation type). */
+static bool type_supported(enum lc_type t)
+{
+    switch (t) {
+    case LC_TYPE_F32:
+    case LC_TYPE_F16:
+    case LC_TYPE_BF16:
+    case LC_TYPE_Q4_0:
+    case LC_TYPE_Q4_1:
+    case LC_TYPE_Q8_0:
+    case LC_TYPE_Q6_K:
+        return lc_kernels()->vec_dot[t] != NULL;
+    default:
+        return false;
+    }
+}
+
+/*
+ * Find tensor `name` in any part and check it has exactly the shape (ne0, ne1) (ne1 = 1 for
+ * vectors).  Returns 0, or -1 with *err.
+ */
+static int bind(const struct lc_model *m, struct lc_weight *w, const char *name, int64_t ne0,
+                int64_t ne1, bool required, bool need_f32, char **err)
+{
+    const struct lc_gguf_tensor *t = NULL;
+    for (int p = 0; p < m->n_parts && !t; p++)
+        t = lc_gguf_find_tensor(m->parts[p], name);
+    if (!t) {
+        if (required)
+            set_err(err, "%s: tensor '%s' is missing", lc_gguf_path(m->gguf), name);
+        return required ? -1 : 1;
+    }
+    const uint32_t want_dims = ne1 == 1 ? 1 : 2;
+    if (t->n_dims > want_dims || t->ne[0] != ne0 || t->ne[1] != ne1 || t->ne[2] != 1 ||
+        t->ne[3] != 1) {
+        set_err(err,
+                "%s: tensor '%s' has shape [%lld, %lld, %lld, %lld], expected [%lld, %lld]",
+                lc_gguf_path(m->gguf), name, (long long)t->ne[0], (long long)t->ne[1],
+                (long long)t->ne[2], (long long)t->ne[3], (long long)ne0, (long long)ne1);
+        return -1;
+    }
+    if (need_f32 && t->type != LC_TYPE_F32) {
+        set_err(err, "%s: tensor '%s' is %s; norm weights must be f32", lc_gguf_path(m->gguf),
+                name, lc_type_name(t->type));
+        return -1;
+    }
+    if (!need_f32 && !type_supported(t->type)) {
+        set_err(err, "%s: tensor '%s' has type %s, which llamachat cannot compute with (supported: "
+                     "f32, f16, bf16, q4_0, q4_1, q8_0, q6_K)",
+                lc_gguf_path(m->gguf), name, lc_type_name(t->type));
+        return -1;
+    }
+    w->type = t->type;
+    w->ne[0] = t->ne[0];
+    w->ne[1] = t->ne[1];
+    w->row_bytes = lc_row_size(t->type, t->ne[0]);
+    w->data = t->data;
+    return 0;
+}
+
+static int get_i32(const struct lc_gguf *g, const char *key, int32_t *out, bool required,
+                   int32_t lo, int32_t hi, char **err)
+{
+    int64_t v;
+    if (!lc_gguf_get_i64(g, key, &v)) {
+        if (lc_gguf_find_key(g, key) >= 0) {
+            set_err(err, "%s: key '%s' has the wrong type", lc_gguf_path(g), key);
+            return -1;
+        }
+        if (required) {
+            set_err(err, "%s: key '%s' is missing", lc_gguf_path(g), key);
+            return -1;
+        }
+        return 0;
+    }
+    if (v < lo || v > hi) {
+        set_err(err, "%s: key '%s' = %lld is out of range [%d, %d]", lc_gguf_path(g), key,
+                (long long)v, lo, hi);
+        return -1;
+    }
+    *out = (int32_t)v;
+    return 0;
+}
+
+static int load_hparams(struct lc_model *m, char **err)
+{
+    const struct lc_gguf *g = m->gguf;
+    struct lc_hparams *hp = &m->hp;
+    const char *arch = lc_gguf_get_str(g, "general.architecture");
+    if (!arch) {
+        set_err(err, "%s: no general.architecture key", lc_gguf_path(g));
+        return -1;
+    }
+    if (strcmp(arch, "llama") != 0) {
+        set_err(err, "%s: architecture '%s' is not supported (llamachat runs 'llama')",
+                lc_gguf_path(g), arch);
+        return -1;
+    }
+    memset(hp, 0, sizeof(*hp));
+    hp->n_ctx_train = 2048;
+    hp->rms_norm_eps = 1e-5f;
+    hp->rope_freq_base = 10000.0f;
+    hp->rope_freq_scale = 1.0f;
+    if (get_i32(g, "llama.context_length", &hp->n_ctx_train, false, 1, 1 << 24, err) ||
+        get_i32(g, "llama.embedding_length", &hp->n_embd, true, 1, 1 << 16, err) ||
+        get_i32(g, "llama.block_count", &hp->n_layer, true, 1, 1024, err) ||
+        get_i32(g, "llama.feed_forward_length", &hp->n_ff, true, 1, 1 << 20, err) ||
+        get_i32(g, "llama.attention.head_count", &hp->n_head, true, 1, 4096, err))
+        return -1;
+    hp->n_head_kv = hp->n_head;
+    if (get_i32(g, "llama.attention.head_count_kv", &hp->n_head_kv, false, 1, 4096, err))
+        return -1;
+    if (hp->n_embd % hp->n_head != 0) {
+        set_err(err, "%s: n_embd %d is not a multiple of n_head %d", lc_gguf_path(g), hp->n_embd,
+                hp->n_head);
+        return -1;
+    }
+    if (hp->n_head % hp->n_head_kv != 0) {
+        set_err(err, "%s: n_head %d is not a multiple of n_head_kv %d", lc_gguf_path(g),
+                hp->n_head, hp->n_head_kv);
+        return -1;
+    }
+    hp->head_dim = hp->n_embd / hp->n_head;
+    hp->n_rot = hp->head_dim;
+    if (get_i32(g, "llama.rope.dimension_count", &hp->n_rot, false, 0, hp->head_dim, err))
+        return -1;
+    if (hp->n_rot % 2 != 0) {
+        set_err(err, "%s: rope dimension count %d is odd", lc_gguf_path(g), hp->n_rot);
+        return -1;
+    }
+    float f;
+    if (lc_gguf_get_f32(g, "llama.attention.layer_norm_rms_epsilon", &f)) {
+        if (!(f > 0.0f && f < 1.0f)) {
+            set_err(err, "%s: layer_norm_rms_epsilon %g is out of range", lc_gguf_path(g),
+                    (double)f);
+            return -1;
+        }
+        hp->rms_norm_eps = f;
+    }
+    if (lc_gguf_get_f32(g, "llama.rope.freq_base", &f)) {
+        if (!(f > 0.0f)) {
+            set_err(err, "%s: rope.freq_base %g is not positive", lc_gguf_path(g), (double)f);
+            return -1;
+        }
+        hp->rope_freq_base = f;
+    }
+    /* Linear RoPE scaling: llama.rope.scaling.factor (or the older rope.scale_linear). */
+    const char *stype = lc_gguf_get_str(g, "llama.rope.scaling.type");
+    if ((!stype || strcmp(stype, "linear") == 0) &&
+        (lc_gguf_get_f32(g, "llama.rope.scaling.factor", &f) ||
+         lc_gguf_get_f32(g, "llama.rope.scale_linear", &f)) &&
+        f > 0.0f)
+        hp->rope_freq_scale = 1.0f / f;
+    return 0;
+}
+
+static int bind_weights(struct lc_model *m, char **err)
+{
+    const struct lc_hparams *hp = &m->hp;
+    const int64_t n_embd = hp->n_embd, n_ff = hp->n_ff, n_vocab = hp->n_vocab;
+    const int64_t n_kv = (int64_t)hp->n_head_kv * hp->head_dim;
+    if (bind(m, &m->tok_embd, "token_embd.weight", n_embd, n_vocab, true, false, err) ||
+        bind(m, &m->output_norm, "output_norm.weight", n_embd, 1, true, true, err))
+        return -1;
+    int r = bind(m, &m->output, "output.weight", n_embd, n_vocab, false, false, err);
+    if (r < 0)
+        return -1;
+    if (r > 0)
+        m->output = m->tok_embd; /* tied embeddings */
+    m->layers = calloc((size_t)hp->n_layer, sizeof(*m->layers));
+    if (!m->layers) {
+        set_err(err, "out of memory");
+        return -1;
+    }
+    for (int il = 0; il < hp->n_layer; il++) {
+        struct lc_layer *L = &m->layers[il];
+        char name[96];
+#define B(field, suffix, ne0, ne1, f32)                                                          \
+    snprintf(name, sizeof(name), "blk.%d.%s.weight", il, suffix);                                \
+    if (bind(m, &L->field, name, ne0, ne1, true, f32, err))                                      \
+        return -1;
+        B(attn_norm, "attn_norm", n_embd, 1, true);
+        B(wq, "attn_q", n_embd, n_embd, false);
+        B(wk, "attn_k", n_embd, n_kv, false);
+        B(wv, "attn_v", n_embd, n_kv, false);
+        B(wo, "attn_output", n_embd, n_embd, false);
+        B(ffn_norm, "ffn_norm", n_embd, 1, true);
+        B(ffn_gate, "ffn_gate", n_embd, n_ff, false);
+        B(ffn_up, "ffn_up", n_embd, n_ff, false);
+        B(ffn_down, "ffn_down", n_ff, n_embd, false);
+#undef B
+    }
+    /* The most common type among the big matrices names the model's quantization. */
+    int64_t count[LC_TYPE_COUNT] = {0};
+    for (int il = 0; il < hp->n_layer; il++) {
+        const struct lc_layer *L = &m->layers[il];
+        const struct lc_weight *ws[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->ffn_gate,
+                                        &L->ffn_up, &L->ffn_down};
+        for (size_t i = 0; i < sizeof(ws) / sizeof(ws[0]); i++)
+            count[ws[i]->type] += ws[i]->ne[0] * ws[i]->ne[1];
+    }
+    int best = 0;
+    for (int t = 0; t < LC_TYPE_COUNT; t++)
+        if (count[t] > count[best])
+            best = t;
+    m->ftype = (enum lc_type)best;
+    return 0;
+}
+
+struct lc_model *lc_model_load(const char *path, bool vocab_only, char **err)
+{
+    if (err)
+        *err = NULL;
+    lc_quant_init();
+    struct lc_model *m = calloc(1, sizeof(*m));
+    if (!m) {
+        set_err(err, "out of memory");
+        return NULL;
+    }
+    m->vocab_only = vocab_only;
+    /* a plain file, or all parts of a split model given its first part (gguf_split.c) */
+    m->parts = lc_gguf_open_split(path, &m->n_parts, err);
+    if (!m->parts)
+        goto fail;
+    m->gguf = m->parts[0];
+
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    const char *gname = lc_gguf_get_str(m->gguf, "general.name");
+    snprintf(m->name, sizeof(m->name), "%s", gname && *gname ? gname : base);
+
+    m->vocab = lc_vocab_load(m->gguf, err);
+    if (!m->vocab)
+        goto fail;
+    if (vocab_only)
+        return m;
+
+    if (load_hparams(m, err))
+        goto fail;
+    const struct lc_gguf_tensor *te = lc_gguf_find_tensor(m->gguf, "token_embd.weight");
+    m->hp.n_vocab = lc_vocab_n_tokens(m->vocab);
+    if (te && te->ne[1] != m->hp.n_vocab) {
+        set_err(err, "%s: token_embd.weight has %lld rows but the vocabulary has %d tokens",
+                path, (long long)te->ne[1], m->hp.n_vocab);
+        goto fail;
+    }
+    if (bind_weights(m, err))
+        goto fail;
+    for (int p = 0; p < m->n_parts; p++)
+        for (int64_t i = 0; i < lc_gguf_n_tensors(m->parts[p]); i++) {
+            const struct lc_gguf_tensor *t = lc_gguf_tensor(m->parts[p], i);
+            m->n_bytes += t->nbytes;
+            m->n_params += (uint64_t)(t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]);
+        }
+    return m;
+fail:
+    lc_model_free(m);
+    return NULL;
+}
+
+void lc_model_free(struct lc_model *m)
+{
+    if (!m)
+        return;
+    lc_vocab_free(m->vocab);
+    free(m->layers);
+    if (m->parts) {
+        for (int p = 0; p < m->n_parts; p++)
+            lc_gguf_free(m->parts[p]);
+        free(m->parts);
+    } else {
+        lc_gguf_free(m->gguf);
+    }
+    free(m);
+}
+
+void lc_model_desc(const struct lc_model *m, char *buf, size_t len)
+{
+    const uint64_t n = m->n_params;
+    char size[32];
+    if (n >= 1000000000ull)
+        snprintf(size, sizeof(size), "%.1fB", (double)n / 1e9);
+    else if (n >= 1000000ull)
+        snprintf(size, sizeof(size), "%.0fM", (double)n / 1e6);
+    else
+        snprintf(size, sizeof(size), "%.0fK", (double)n / 1e3);
+    char tname[16];
+    snprintf(tname, sizeof(tname), "%s", lc_type_name(m->ftype));
+    for (char *p = tname; *p; p++)
+        if (*p >= 'a' && *p <= 'z')
+            *p = (char)(*p - 'a' + 'A');
+    snprintf(buf, len, "llama %s %s", size, tname);
+}
+
+int lc_weight_get_row(const struct lc_weight *w, int64_t r, float *y)
+{
+    const struct lc_type_traits *tt = lc_type_traits(w->type);
+    if (!tt || !tt->to_float || r < 0 || r >= w->ne[1])
+        return -1;
+    tt->to_float((const uint8_t *)w->data + (size_t)r * w->row_bytes, y, w->ne[0]);
+    return 0;
+}

@@ -17,7 +17,7 @@ struct lc_sampler_params {
     int32_t top_k;         /* 40; <= 0 disables */
     float top_p;           /* 0.95; >= 1 disables */
     float min_p;           /* 0.05; <= 0 disables */
-    float repeat_penalty;  /* 1.1; 1 disables.  logit > 0 ? logit / p : logit * p */
+    float repeat_penalty;  /* 1.0 (off, as llama.cpp); logit > 0 ? logit / p : logit * p */
     int32_t repeat_last_n; /* 64; 0 disables, -1 = whole context */
     uint64_t seed;         /* RNG seed; LC_SEED_RANDOM picks one from the clock */
 };

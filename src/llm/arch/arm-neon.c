@@ -335,10 +335,10 @@ INLINE float reduce16(const float32x4_t q[4])
     return a + b;
 }
 
-#define DEFINE_FLOAT_DOT(NAME, T, LOADV, LEFTOVER)                                                \
+#define DEFINE_FLOAT_DOT(NAME, T, LOADV, LEFTOVER, TINY)                                          \
     static float NAME(const T *x, const T *y, int n)                                              \
     {                                                                                             \
-        if (n % 16 == 0) {                                                                        \
+        if (TINY && n % 16 == 0) {                                                                \
             float32x4_t q[4];                                                                     \
             for (int k = 0; k < 4; k++)                                                           \
                 q[k] = vdupq_n_f32(0.0f);                                                         \
@@ -372,8 +372,31 @@ INLINE float reduce16(const float32x4_t q[4])
         sum += (double)(h2f(x[i]) * h2f(y[i]));                                                   \
     return (float)sum
 
-DEFINE_FLOAT_DOT(dot_f32, float, vld1q_f32, LEFTOVER_F32)
-DEFINE_FLOAT_DOT(dot_f16, lc_fp16, load_h4, LEFTOVER_F16)
+/* dot_*: ggml_vec_dot's order (one token); tiny_dot_*: tinyBLAS's (batches), see scalar.c */
+DEFINE_FLOAT_DOT(dot_f32, float, vld1q_f32, LEFTOVER_F32, 0)
+DEFINE_FLOAT_DOT(dot_f16, lc_fp16, load_h4, LEFTOVER_F16, 0)
+DEFINE_FLOAT_DOT(tiny_dot_f32, float, vld1q_f32, LEFTOVER_F32, 1)
+DEFINE_FLOAT_DOT(tiny_dot_f16, lc_fp16, load_h4, LEFTOVER_F16, 1)
+
+static void gemm_f32(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
+                     const void *a, size_t a_stride, int nc)
+{
+    for (int c = 0; c < nc; c++)
+        for (int r = 0; r < nr; r++)
+            s[(size_t)c * ld_s + (size_t)r] =
+                tiny_dot_f32((const float *)((const char *)w + (size_t)r * w_stride),
+                             (const float *)((const char *)a + (size_t)c * a_stride), n);
+}
+
+static void gemm_f16(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
+                     const void *a, size_t a_stride, int nc)
+{
+    for (int c = 0; c < nc; c++)
+        for (int r = 0; r < nr; r++)
+            s[(size_t)c * ld_s + (size_t)r] =
+                tiny_dot_f16((const lc_fp16 *)((const char *)w + (size_t)r * w_stride),
+                             (const lc_fp16 *)((const char *)a + (size_t)c * a_stride), n);
+}
 
 static void vec_dot_f32(int n, float *s, const void *x, const void *y)
 {
@@ -441,6 +464,8 @@ const struct lc_kernels lc_kernels_neon = {
         [LC_TYPE_Q8_1] = quantize_row_q8_1,
     },
     .gemm = {
+        [LC_TYPE_F32] = gemm_f32,
+        [LC_TYPE_F16] = gemm_f16,
         [LC_TYPE_Q4_0] = gemm_q4_0,
         [LC_TYPE_Q4_1] = gemm_q4_1,
         [LC_TYPE_Q8_0] = gemm_q8_0,

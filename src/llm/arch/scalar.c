@@ -91,66 +91,78 @@ static void quantize_row_bf16(const float *x, void *vy, int64_t n)
 /* ---------------------------------------------------------------- float dots */
 
 /*
- * Float dots in the order llama.cpp uses on x86 (its AVX-512 build made the golden data).  In
- * F32/F16 models a one-ulp difference in a K or V value can flip its rounding to fp16 in the KV
- * cache and move the logits by 1e-3, so every ISA reproduces these orders exactly:
+ * Float dots in the order llama.cpp's x86 AVX-512 build sums them, so that logits agree to the
+ * last bits where they can (an F16 KV cache and Q8 activations turn one-ulp differences into
+ * different roundings, and those into different tokens a few dozen tokens later):
  *
- *  - n % 16 == 0: ggml_mul_mat hands the rows to llamafile's tinyBLAS (sgemm.cpp, KN = 16):
- *    16 lanes, lane j accumulating x[16t + j] * y[16t + j] over t with fused multiply-adds,
- *    then _mm512_reduce_add_ps (reduce16 below: GCC's order).
- *  - otherwise ggml_vec_dot_f32 / ggml_vec_dot_f16 (GGML_F32_STEP 64): 4 x 16 lanes over the
- *    first n & ~63 elements (vector k, lane j takes 64t + 16k + j), the vectors reduced as
- *    (v0 + v2) + (v1 + v3), reduce16, then the leftover elements one by one: in float with a
- *    fused multiply-add for f32 (GCC contracts `sumf += x[i]*y[i]`), in double for f16
- *    (`sumf += (ggml_float)(x*y)`).
+ *  - ggml_vec_dot_f32 / ggml_vec_dot_f16 (one token: decode, and q.k): four accumulators of
+ *    16 float lanes over blocks of 64 elements, fused multiply-add, reduced 0+2, 1+3, 0+1 and
+ *    then across lanes (reduce16); the tail (n % 64) is added one product at a time, in float
+ *    for f32 and in double for f16 (whose whole sum is a double, ggml_float).
+ *  - tinyBLAS (llamafile sgemm, prompt batches of 2 or more tokens, k a multiple of 16):
+ *    one accumulator of 16 lanes per output over the whole row, then reduce16.
+ *
+ * reduce16 is _mm512_reduce_add_ps as GCC expands it: halves 256-bit, then 128-bit, then
+ * (0+2, 1+3), then the last two.
  */
-static float reduce16(const float l[16])
+static float reduce16(const float v[16])
 {
-    float t3[8], t6[4];
-    for (int k = 0; k < 8; k++)
-        t3[k] = l[k + 8] + l[k];
-    for (int k = 0; k < 4; k++)
-        t6[k] = t3[k + 4] + t3[k];
-    return (t6[0] + t6[2]) + (t6[1] + t6[3]);
+    float t8[8], t4[4];
+    for (int i = 0; i < 8; i++)
+        t8[i] = v[i + 8] + v[i];
+    for (int i = 0; i < 4; i++)
+        t4[i] = t8[i + 4] + t8[i];
+    const float a = t4[0] + t4[2], b = t4[1] + t4[3];
+    return a + b;
 }
 
-#define DEFINE_FLOAT_DOT(NAME, T, LOAD, LEFTOVER)                                                 \
-    static float NAME(const T *x, const T *y, int n)                                              \
-    {                                                                                             \
-        if (n % 16 == 0) {                                                                        \
-            float acc[16] = {0};                                                                  \
-            for (int i = 0; i < n; i += 16)                                                       \
-                for (int j = 0; j < 16; j++)                                                      \
-                    acc[j] = fmaf(LOAD(x[i + j]), LOAD(y[i + j]), acc[j]);                        \
-            return reduce16(acc);                                                                 \
-        }                                                                                         \
-        const int np = n & ~63;                                                                   \
-        float v[4][16] = {{0}};                                                                   \
-        for (int i = 0; i < np; i += 64)                                                          \
-            for (int k = 0; k < 4; k++)                                                           \
-                for (int j = 0; j < 16; j++)                                                      \
-                    v[k][j] = fmaf(LOAD(x[i + 16 * k + j]), LOAD(y[i + 16 * k + j]), v[k][j]);    \
-        for (int j = 0; j < 16; j++)                                                              \
-            v[0][j] = (v[0][j] + v[2][j]) + (v[1][j] + v[3][j]);                                  \
-        LEFTOVER(reduce16(v[0]), x, y, np, n);                                                    \
-    }
+/* Four 16-lane accumulators over the first n & ~63 elements, reduced to one float. */
+#define SIMD64_SUM(LOADX, LOADY, np, out)                                                        \
+    do {                                                                                         \
+        float acc_[4][16] = {{0}};                                                               \
+        for (int i_ = 0; i_ < (np); i_ += 64)                                                    \
+            for (int j_ = 0; j_ < 4; j_++)                                                       \
+                for (int m_ = 0; m_ < 16; m_++) {                                                \
+                    const int e_ = i_ + 16 * j_ + m_;                                            \
+                    acc_[j_][m_] = fmaf(LOADX(e_), LOADY(e_), acc_[j_][m_]);                     \
+                }                                                                                \
+        for (int m_ = 0; m_ < 16; m_++) {                                                        \
+            acc_[0][m_] += acc_[2][m_];                                                          \
+            acc_[1][m_] += acc_[3][m_];                                                          \
+        }                                                                                        \
+        for (int m_ = 0; m_ < 16; m_++)                                                          \
+            acc_[0][m_] += acc_[1][m_];                                                          \
+        (out) = reduce16(acc_[0]);                                                               \
+    } while (0)
 
-/* f32 leftovers: float sum, fused */
-#define LEFTOVER_F32(r, x, y, np, n)                                                              \
-    float sum = r;                                                                                \
-    for (int i = np; i < n; i++)                                                                  \
-        sum = fmaf(x[i], y[i], sum);                                                              \
-    return sum
-/* f16 leftovers: double sum of float products */
-#define LEFTOVER_F16(r, x, y, np, n)                                                              \
-    double sum = (double)(r);                                                                     \
-    for (int i = np; i < n; i++)                                                                  \
-        sum += (double)(LC_FP16_TO_FP32(x[i]) * LC_FP16_TO_FP32(y[i]));                           \
-    return (float)sum
-#define LOAD_F32(v) (v)
+static float dot_f32(const float *x, const float *y, int n)
+{
+    const int np = n & ~63;
+    float sum;
+#define LX(e) x[e]
+#define LY(e) y[e]
+    SIMD64_SUM(LX, LY, np, sum);
+#undef LX
+#undef LY
+    for (int i = np; i < n; i++)
+        sum = fmaf(x[i], y[i], sum); /* GCC contracts ggml's `sumf += x[i]*y[i]` with -mfma */
+    return sum;
+}
 
-DEFINE_FLOAT_DOT(dot_f32, float, LOAD_F32, LEFTOVER_F32)
-DEFINE_FLOAT_DOT(dot_f16, lc_fp16, LC_FP16_TO_FP32, LEFTOVER_F16)
+static float dot_f16(const lc_fp16 *x, const lc_fp16 *y, int n)
+{
+    const int np = n & ~63;
+    float simd;
+#define LX(e) LC_FP16_TO_FP32(x[e])
+#define LY(e) LC_FP16_TO_FP32(y[e])
+    SIMD64_SUM(LX, LY, np, simd);
+#undef LX
+#undef LY
+    double sum = (double)simd;
+    for (int i = np; i < n; i++)
+        sum += (double)(LC_FP16_TO_FP32(x[i]) * LC_FP16_TO_FP32(y[i]));
+    return (float)sum;
+}
 
 static void vec_dot_f32(int n, float *s, const void *x, const void *y)
 {
@@ -160,6 +172,50 @@ static void vec_dot_f32(int n, float *s, const void *x, const void *y)
 static void vec_dot_f16(int n, float *s, const void *x, const void *y)
 {
     *s = dot_f16(x, y, n);
+}
+
+/* tinyBLAS order: one 16-lane fused accumulator per output over the row, then reduce16.
+ * Rows whose length is not a multiple of 16 are not tinyBLAS's: use the vec_dot order. */
+static float tiny_dot_f32(const float *x, const float *y, int n)
+{
+    if (n % 16)
+        return dot_f32(x, y, n);
+    float acc[16] = {0};
+    for (int l = 0; l < n; l += 16)
+        for (int m = 0; m < 16; m++)
+            acc[m] = fmaf(x[l + m], y[l + m], acc[m]);
+    return reduce16(acc);
+}
+
+static float tiny_dot_f16(const lc_fp16 *x, const lc_fp16 *y, int n)
+{
+    if (n % 16)
+        return dot_f16(x, y, n);
+    float acc[16] = {0};
+    for (int l = 0; l < n; l += 16)
+        for (int m = 0; m < 16; m++)
+            acc[m] = fmaf(LC_FP16_TO_FP32(x[l + m]), LC_FP16_TO_FP32(y[l + m]), acc[m]);
+    return reduce16(acc);
+}
+
+static void gemm_f32(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
+                     const void *a, size_t a_stride, int nc)
+{
+    for (int c = 0; c < nc; c++)
+        for (int r = 0; r < nr; r++)
+            s[(size_t)c * ld_s + (size_t)r] =
+                tiny_dot_f32((const float *)((const uint8_t *)w + (size_t)r * w_stride),
+                             (const float *)((const uint8_t *)a + (size_t)c * a_stride), n);
+}
+
+static void gemm_f16(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
+                     const void *a, size_t a_stride, int nc)
+{
+    for (int c = 0; c < nc; c++)
+        for (int r = 0; r < nr; r++)
+            s[(size_t)c * ld_s + (size_t)r] =
+                tiny_dot_f16((const lc_fp16 *)((const uint8_t *)w + (size_t)r * w_stride),
+                             (const lc_fp16 *)((const uint8_t *)a + (size_t)c * a_stride), n);
 }
 
 static void vec_dot_bf16(int n, float *s, const void *vx, const void *vy)
@@ -243,7 +299,7 @@ static void vec_dot_q4_1_q8_1(int n, float *s, const void *vx, const void *vy)
     *s = hsum8(acc) + summs;
 }
 
-/* Q8_0 . Q8_0: sum over blocks of dx * dy * sum(q * p). */
+/* Q8_0 . Q8_0: sum over blocks of dx * dy * sum(q * p), in ggml's AVX2 lane order. */
 static void vec_dot_q8_0_q8_0(int n, float *s, const void *vx, const void *vy)
 {
     const lc_block_q8_0 *x = vx;
@@ -314,9 +370,32 @@ static void rms_norm(float *y, const float *x, const float *w, int n, float eps)
 }
 
 /*
- * Softmax as ggml's soft_max: max in float, exp(x - max) summed in double, then every value
- * multiplied by the float reciprocal of the sum (ggml_vec_scale_f32 with 1/sum).
- * -INFINITY entries (masked positions) become exactly 0.
+ * expf as ggml_v_expf (AVX-512), lane by lane: n = round(x / ln 2) by the 1.5 * 2^23 trick,
+ * b = x - n ln 2 in two fused steps, a degree-5 polynomial in b, scaled by 2^n; |n| > 192
+ * saturates to +inf or 0.  Within 1.5 ulp of expf, but not equal to it, hence the copy.
+ */
+static float v_expf(float x)
+{
+    const float r = 0x1.8p23f;
+    const float z = fmaf(x, 0x1.715476p+0f, r);
+    const float n = z - r;
+    if (fabsf(n) > 192.0f || isnan(n))
+        return n > 0.0f ? INFINITY : 0.0f;
+    float b = fmaf(-n, 0x1.62e4p-1f, x);
+    b = fmaf(-n, 0x1.7f7d1cp-20f, b);
+    const float u = b * b;
+    const float p1 = fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f);
+    const float p2 = fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f);
+    const float p4 = fmaf(0x1.ffffecp-1f, b, 1.0f);
+    const float j = fmaf(fmaf(p1, u, p2), u, p4);
+    return ldexpf(j, (int)n);
+}
+
+/*
+ * Softmax as ggml's soft_max on AVX-512: max in float; exp(x - max) by v_expf in blocks of 16,
+ * each block's 16 values summed by reduce16 and added in double (the tail, n % 16, by expf one
+ * at a time); every value then multiplied by the float reciprocal of the sum.  The caller pads
+ * n to llama.cpp's KV length (a multiple of 32) with -INFINITY, which become exactly 0.
  */
 static void softmax(float *x, int n)
 {
@@ -329,20 +408,33 @@ static void softmax(float *x, int n)
         return;
     }
     double sum = 0.0;
-    for (int i = 0; i < n; i++) {
+    int i = 0;
+    for (; i + 15 < n; i += 16) {
+        for (int m = 0; m < 16; m++)
+            x[i + m] = v_expf(x[i + m] - max);
+        sum += (double)reduce16(x + i);
+    }
+    for (; i < n; i++) {
         const float v = expf(x[i] - max);
         sum += (double)v;
         x[i] = v;
     }
     const float scale = (float)(1.0 / sum);
-    for (int i = 0; i < n; i++)
+    for (i = 0; i < n; i++)
         x[i] *= scale;
 }
 
-/* SwiGLU: silu(g) * u with silu(v) = v / (1 + exp(-v)) (ggml_silu_f32, then ggml_mul). */
+/*
+ * SwiGLU as llama.cpp's graph computes it (ggml_silu, then ggml_mul): silu(v) = v / (1 + e^-v)
+ * with v_expf in blocks of 16 (ggml_v_silu), libm expf for the tail; then times u.
+ */
 static void swiglu(float *y, const float *g, const float *u, int n)
 {
-    for (int i = 0; i < n; i++)
+    int i = 0;
+    for (; i + 15 < n; i += 16)
+        for (int m = 0; m < 16; m++)
+            y[i + m] = (g[i + m] / (1.0f + v_expf(0.0f - g[i + m]))) * u[i + m];
+    for (; i < n; i++)
         y[i] = (g[i] / (1.0f + expf(-g[i]))) * u[i];
 }
 
@@ -379,7 +471,11 @@ const struct lc_kernels lc_kernels_scalar = {
         [LC_TYPE_Q8_1] = quantize_row_q8_1,
         [LC_TYPE_Q8_K] = quantize_row_q8_K,
     },
-    .gemm = {0}, /* NULL: callers loop vec_dot */
+    .gemm = {
+        [LC_TYPE_F32] = gemm_f32,
+        [LC_TYPE_F16] = gemm_f16,
+        /* quantized types: vec_dot's order is also tinyBLAS's; callers loop vec_dot */
+    },
     .rms_norm = rms_norm,
     .softmax = softmax,
     .swiglu = swiglu,

@@ -37,10 +37,10 @@ INLINE __m512 load_h16(const lc_fp16 *p)
     return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
 }
 
-#define DEFINE_FLOAT_DOT(NAME, T, LOADV, LEFTOVER)                                                \
+#define DEFINE_FLOAT_DOT(NAME, T, LOADV, LEFTOVER, TINY)                                          \
     static float NAME(const T *x, const T *y, int n)                                              \
     {                                                                                             \
-        if (n % 16 == 0) {                                                                        \
+        if (TINY && n % 16 == 0) {                                                                \
             __m512 acc = _mm512_setzero_ps();                                                     \
             for (int i = 0; i < n; i += 16)                                                       \
                 acc = _mm512_fmadd_ps(LOADV(x + i), LOADV(y + i), acc);                           \
@@ -69,8 +69,31 @@ INLINE __m512 load_h16(const lc_fp16 *p)
         sum += (double)(_cvtsh_ss(x[i]) * _cvtsh_ss(y[i]));                                       \
     return (float)sum
 
-DEFINE_FLOAT_DOT(dot_f32, float, _mm512_loadu_ps, LEFTOVER_F32)
-DEFINE_FLOAT_DOT(dot_f16, lc_fp16, load_h16, LEFTOVER_F16)
+/* dot_*: ggml_vec_dot's order (one token); tiny_dot_*: tinyBLAS's (batches), see scalar.c */
+DEFINE_FLOAT_DOT(dot_f32, float, _mm512_loadu_ps, LEFTOVER_F32, 0)
+DEFINE_FLOAT_DOT(dot_f16, lc_fp16, load_h16, LEFTOVER_F16, 0)
+DEFINE_FLOAT_DOT(tiny_dot_f32, float, _mm512_loadu_ps, LEFTOVER_F32, 1)
+DEFINE_FLOAT_DOT(tiny_dot_f16, lc_fp16, load_h16, LEFTOVER_F16, 1)
+
+static void gemm_f32(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
+                     const void *a, size_t a_stride, int nc)
+{
+    for (int c = 0; c < nc; c++)
+        for (int r = 0; r < nr; r++)
+            s[(size_t)c * ld_s + (size_t)r] =
+                tiny_dot_f32((const float *)((const char *)w + (size_t)r * w_stride),
+                             (const float *)((const char *)a + (size_t)c * a_stride), n);
+}
+
+static void gemm_f16(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
+                     const void *a, size_t a_stride, int nc)
+{
+    for (int c = 0; c < nc; c++)
+        for (int r = 0; r < nr; r++)
+            s[(size_t)c * ld_s + (size_t)r] =
+                tiny_dot_f16((const lc_fp16 *)((const char *)w + (size_t)r * w_stride),
+                             (const lc_fp16 *)((const char *)a + (size_t)c * a_stride), n);
+}
 
 static void vec_dot_f32(int n, float *s, const void *x, const void *y)
 {
@@ -92,6 +115,8 @@ const struct lc_kernels lc_kernels_avx512 = {
         [LC_TYPE_Q8_0] = vec_dot_q8_0_q8_0,
     },
     .gemm = {
+        [LC_TYPE_F32] = gemm_f32,
+        [LC_TYPE_F16] = gemm_f16,
         [LC_TYPE_Q4_0] = gemm_q4_0,
         [LC_TYPE_Q4_1] = gemm_q4_1,
         [LC_TYPE_Q8_0] = gemm_q8_0,

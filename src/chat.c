@@ -1,0 +1,606 @@
+/* chat.c - the conversation and its transcripts (layout in chat.h). */
+#include "chat.h"
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Limits for untrusted transcripts: enough for any real chat, small enough to stay safe. */
+#define LC_CHAT_MAX_FILE (64u << 20)
+#define LC_CHAT_MAX_MESSAGES 1000000
+
+static char *fmt_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *fmt_err(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    if (vasprintf(&s, fmt, ap) < 0)
+        s = NULL;
+    va_end(ap);
+    return s;
+}
+
+static const char *const role_names[] = { "system", "user", "assistant" };
+
+const char *lc_role_name(enum lc_chat_role r)
+{
+    return (unsigned)r < 3 ? role_names[r] : "?";
+}
+
+int lc_role_from_name(const char *s)
+{
+    for (int i = 0; i < 3; i++)
+        if (strcmp(s, role_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+struct lc_chat *lc_chat_new(void)
+{
+    struct lc_chat *c = calloc(1, sizeof(*c));
+    if (!c)
+        return NULL;
+    c->params = lc_sampler_default_params();
+    c->max_tokens = -1;
+    return c;
+}
+
+void lc_chat_free(struct lc_chat *c)
+{
+    if (!c)
+        return;
+    lc_chat_truncate(c, 0);
+    free(c->msgs);
+    free(c->model);
+    free(c);
+}
+
+int lc_chat_add(struct lc_chat *c, enum lc_chat_role role, const char *text, size_t len)
+{
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 16;
+        struct lc_message *m = realloc(c->msgs, cap * sizeof(*m));
+        if (!m)
+            return -1;
+        c->msgs = m;
+        c->cap = cap;
+    }
+    char *t = malloc(len + 1);
+    if (!t)
+        return -1;
+    if (len)
+        memcpy(t, text, len);
+    t[len] = '\0';
+    c->msgs[c->n] = (struct lc_message){ role, t, len, time(NULL) };
+    return (int)c->n++;
+}
+
+int lc_chat_append(struct lc_chat *c, size_t i, const char *text, size_t len)
+{
+    if (i >= c->n)
+        return -1;
+    struct lc_message *m = &c->msgs[i];
+    char *t = realloc(m->text, m->len + len + 1);
+    if (!t)
+        return -1;
+    memcpy(t + m->len, text, len);
+    m->len += len;
+    t[m->len] = '\0';
+    m->text = t;
+    return 0;
+}
+
+void lc_chat_truncate(struct lc_chat *c, size_t i)
+{
+    while (c->n > i)
+        free(c->msgs[--c->n].text);
+}
+
+int lc_chat_set_system(struct lc_chat *c, const char *text)
+{
+    bool has = c->n > 0 && c->msgs[0].role == LC_ROLE_SYSTEM;
+    if (!text) {
+        if (has) {
+            free(c->msgs[0].text);
+            memmove(c->msgs, c->msgs + 1, (c->n - 1) * sizeof(*c->msgs));
+            c->n--;
+        }
+        return 0;
+    }
+    if (has) {
+        char *t = strdup(text);
+        if (!t)
+            return -1;
+        free(c->msgs[0].text);
+        c->msgs[0].text = t;
+        c->msgs[0].len = strlen(t);
+        c->msgs[0].time = time(NULL);
+        return 0;
+    }
+    if (lc_chat_add(c, LC_ROLE_SYSTEM, text, strlen(text)) < 0)
+        return -1;
+    /* rotate the new last message to the front */
+    struct lc_message m = c->msgs[c->n - 1];
+    memmove(c->msgs + 1, c->msgs, (c->n - 1) * sizeof(*c->msgs));
+    c->msgs[0] = m;
+    return 0;
+}
+
+void lc_chat_set_model(struct lc_chat *c, const char *name)
+{
+    free(c->model);
+    c->model = name ? strdup(name) : NULL;
+}
+
+/* ---------------------------------------------------------------- JSON */
+
+static void iso_time(time_t t, char *buf, size_t len)
+{
+    struct tm tm;
+    if (!gmtime_r(&t, &tm) || !strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm))
+        snprintf(buf, len, "1970-01-01T00:00:00Z");
+}
+
+/* Parse "YYYY-MM-DDTHH:MM:SSZ" (UTC).  -1 if malformed. */
+static int parse_iso_time(const char *s, time_t *out)
+{
+    struct tm tm;
+    memset(&tm, 0, sizeof(tm));
+    const char *e = strptime(s, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    if (!e || *e)
+        return -1;
+    *out = timegm(&tm);
+    return 0;
+}
+
+/* A float as the shortest decimal that reads back as the same float (0.8f -> "0.8"). */
+static json_object *json_float(float f)
+{
+    char buf[32];
+    for (int prec = 1; prec <= 9; prec++) {
+        snprintf(buf, sizeof(buf), "%.*g", prec, (double)f);
+        if (strtof(buf, NULL) == f)
+            break;
+    }
+    return json_object_new_double_s((double)f, buf);
+}
+
+char *lc_chat_to_json(const struct lc_chat *c)
+{
+    json_object *root = json_object_new_object();
+    if (!root)
+        return NULL;
+    char ts[32];
+    iso_time(time(NULL), ts, sizeof(ts));
+    json_object_object_add(root, "format", json_object_new_string("llamachat-transcript"));
+    json_object_object_add(root, "version", json_object_new_int(1));
+    if (c->model)
+        json_object_object_add(root, "model", json_object_new_string(c->model));
+    json_object_object_add(root, "saved", json_object_new_string(ts));
+    json_object *p = json_object_new_object();
+    json_object_object_add(p, "temp", json_float(c->params.temp));
+    json_object_object_add(p, "top_k", json_object_new_int(c->params.top_k));
+    json_object_object_add(p, "top_p", json_float(c->params.top_p));
+    json_object_object_add(p, "min_p", json_float(c->params.min_p));
+    json_object_object_add(p, "repeat_penalty", json_float(c->params.repeat_penalty));
+    json_object_object_add(p, "repeat_last_n", json_object_new_int(c->params.repeat_last_n));
+    json_object_object_add(p, "max_tokens", json_object_new_int(c->max_tokens));
+    if (c->params.seed == LC_SEED_RANDOM)
+        json_object_object_add(p, "seed", json_object_new_string("random"));
+    else
+        json_object_object_add(p, "seed", json_object_new_uint64(c->params.seed));
+    json_object_object_add(root, "parameters", p);
+    json_object *msgs = json_object_new_array();
+    for (size_t i = 0; i < c->n; i++) {
+        json_object *m = json_object_new_object();
+        json_object_object_add(m, "role", json_object_new_string(lc_role_name(c->msgs[i].role)));
+        json_object_object_add(m, "content",
+                               json_object_new_string_len(c->msgs[i].text, (int)c->msgs[i].len));
+        iso_time(c->msgs[i].time, ts, sizeof(ts));
+        json_object_object_add(m, "time", json_object_new_string(ts));
+        json_object_array_add(msgs, m);
+    }
+    json_object_object_add(root, "messages", msgs);
+    const char *s = json_object_to_json_string_ext(
+        root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE);
+    char *out = s ? malloc(strlen(s) + 2) : NULL;
+    if (out) {
+        strcpy(out, s);
+        strcat(out, "\n");
+    }
+    json_object_put(root);
+    return out;
+}
+
+/* ---------------------------------------------------------------- Markdown */
+
+struct buf {
+    char *s;
+    size_t n, cap;
+    bool oom;
+};
+
+static void b_put(struct buf *b, const char *s, size_t n)
+{
+    if (b->oom)
+        return;
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = (b->n + n + 1) * 2;
+        char *t = realloc(b->s, cap);
+        if (!t) {
+            b->oom = true;
+            return;
+        }
+        b->s = t;
+        b->cap = cap;
+    }
+    memcpy(b->s + b->n, s, n);
+    b->n += n;
+    b->s[b->n] = '\0';
+}
+
+static void b_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void b_printf(struct buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    int n = vasprintf(&s, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        b->oom = true;
+        return;
+    }
+    b_put(b, s, (size_t)n);
+    free(s);
+}
+
+static void b_float(struct buf *b, const char *name, float f)
+{
+    json_object *o = json_float(f);
+    b_printf(b, "%s %s", name, json_object_to_json_string(o));
+    json_object_put(o);
+}
+
+char *lc_chat_to_markdown(const struct lc_chat *c)
+{
+    struct buf b = { 0 };
+    char ts[32];
+    static const char *const heads[] = { "System", "User", "Assistant" };
+    iso_time(time(NULL), ts, sizeof(ts));
+    b_printf(&b, "# llamachat transcript\n\n");
+    if (c->model)
+        b_printf(&b, "- model: %s\n", c->model);
+    b_printf(&b, "- saved: %s\n- parameters: ", ts);
+    b_float(&b, "temp", c->params.temp);
+    b_printf(&b, ", top_k %d, ", c->params.top_k);
+    b_float(&b, "top_p", c->params.top_p);
+    b_put(&b, ", ", 2);
+    b_float(&b, "min_p", c->params.min_p);
+    b_put(&b, ", ", 2);
+    b_float(&b, "repeat_penalty", c->params.repeat_penalty);
+    b_printf(&b, ", repeat_last_n %d, max_tokens %d, seed ", c->params.repeat_last_n,
+             c->max_tokens);
+    if (c->params.seed == LC_SEED_RANDOM)
+        b_printf(&b, "random\n");
+    else
+        b_printf(&b, "%llu\n", (unsigned long long)c->params.seed);
+    for (size_t i = 0; i < c->n; i++) {
+        const struct lc_message *m = &c->msgs[i];
+        iso_time(m->time, ts, sizeof(ts));
+        b_printf(&b, "\n## %s (%s)\n\n", heads[m->role < 3 ? m->role : 0], ts);
+        b_put(&b, m->text, m->len);
+        if (m->len == 0 || m->text[m->len - 1] != '\n')
+            b_put(&b, "\n", 1);
+    }
+    if (b.oom) {
+        free(b.s);
+        return NULL;
+    }
+    return b.s;
+}
+
+/* ---------------------------------------------------------------- files */
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcasecmp(s + n - m, suffix) == 0;
+}
+
+int lc_chat_save(const struct lc_chat *c, const char *path, enum lc_chat_format fmt, char **err)
+{
+    *err = NULL;
+    if (fmt == LC_CHAT_AUTO)
+        fmt = ends_with(path, ".json") ? LC_CHAT_JSON : LC_CHAT_MARKDOWN;
+    char *text = fmt == LC_CHAT_JSON ? lc_chat_to_json(c) : lc_chat_to_markdown(c);
+    if (!text) {
+        *err = fmt_err("%s: out of memory", path);
+        return -1;
+    }
+    /* Temp file beside the target so that rename() is atomic (same file system). */
+    size_t n = strlen(path) + 16;
+    char *tmp = malloc(n);
+    if (!tmp) {
+        free(text);
+        *err = fmt_err("%s: out of memory", path);
+        return -1;
+    }
+    snprintf(tmp, n, "%s.tmp.XXXXXX", path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        *err = fmt_err("%s: cannot create a temporary file: %s", path, strerror(errno));
+        free(tmp);
+        free(text);
+        return -1;
+    }
+    /* mkstemp makes 0600; a transcript is an ordinary file (umask applies). */
+    mode_t um = umask(0);
+    umask(um);
+    fchmod(fd, 0666 & ~um);
+    size_t len = strlen(text), off = 0;
+    int rc = 0;
+    while (off < len) {
+        ssize_t w = write(fd, text + off, len - off);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            *err = fmt_err("%s: write failed: %s", path, strerror(errno));
+            rc = -1;
+            break;
+        }
+        off += (size_t)w;
+    }
+    if (rc == 0 && fsync(fd) != 0 && errno != EINVAL) {
+        *err = fmt_err("%s: write failed: %s", path, strerror(errno));
+        rc = -1;
+    }
+    if (close(fd) != 0 && rc == 0) {
+        *err = fmt_err("%s: write failed: %s", path, strerror(errno));
+        rc = -1;
+    }
+    if (rc == 0 && rename(tmp, path) != 0) {
+        *err = fmt_err("%s: cannot rename the temporary file over it: %s", path, strerror(errno));
+        rc = -1;
+    }
+    if (rc != 0)
+        unlink(tmp);
+    free(tmp);
+    free(text);
+    return rc;
+}
+
+/* Field lookup with a type check; NULL + *err when present with the wrong type or required
+ * and missing. */
+static json_object *get_field(json_object *o, const char *key, json_type t, bool required,
+                              const char *name, const char *where, char **err)
+{
+    json_object *v = NULL;
+    if (!json_object_object_get_ex(o, key, &v) || v == NULL) {
+        if (required)
+            *err = fmt_err("%s: %s%s: missing", name, where, key);
+        return NULL;
+    }
+    if (!json_object_is_type(v, t)) {
+        static const char *const tn[] = { "null", "a boolean", "a number", "a number",
+                                          "an object", "an array", "a string" };
+        *err = fmt_err("%s: %s%s: expected %s", name, where, key, tn[t]);
+        return NULL;
+    }
+    return v;
+}
+
+static int get_num(json_object *p, const char *key, double lo, double hi, const char *name,
+                   double *out, char **err)
+{
+    json_object *v = NULL;
+    if (!json_object_object_get_ex(p, key, &v) || !v)
+        return 0;   /* absent: keep the default */
+    if (!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int)) {
+        *err = fmt_err("%s: parameters.%s: expected a number", name, key);
+        return -1;
+    }
+    double d = json_object_get_double(v);
+    if (!(d >= lo && d <= hi)) {
+        *err = fmt_err("%s: parameters.%s: %g out of range [%g, %g]", name, key, d, lo, hi);
+        return -1;
+    }
+    *out = d;
+    return 1;
+}
+
+struct lc_chat *lc_chat_from_json(const char *text, size_t len, const char *name, char **err)
+{
+    *err = NULL;
+    if (len > INT_MAX) {
+        *err = fmt_err("%s: too large", name);
+        return NULL;
+    }
+    json_tokener *tok = json_tokener_new();
+    if (!tok) {
+        *err = fmt_err("%s: out of memory", name);
+        return NULL;
+    }
+    json_object *root = json_tokener_parse_ex(tok, text, (int)len);
+    enum json_tokener_error jerr = json_tokener_get_error(tok);
+    if (!root || jerr != json_tokener_success) {
+        *err = fmt_err("%s: not valid JSON at byte %zu: %s", name, json_tokener_get_parse_end(tok),
+                       json_tokener_error_desc(jerr == json_tokener_success ? json_tokener_continue : jerr));
+        json_tokener_free(tok);
+        json_object_put(root);
+        return NULL;
+    }
+    json_tokener_free(tok);
+    struct lc_chat *c = NULL;
+    if (!json_object_is_type(root, json_type_object)) {
+        *err = fmt_err("%s: not a llamachat transcript (top level is not an object)", name);
+        goto fail;
+    }
+    json_object *f = get_field(root, "format", json_type_string, true, name, "", err);
+    if (!f)
+        goto fail;
+    if (strcmp(json_object_get_string(f), "llamachat-transcript") != 0) {
+        *err = fmt_err("%s: format: '%s' is not llamachat-transcript", name, json_object_get_string(f));
+        goto fail;
+    }
+    json_object *ver = get_field(root, "version", json_type_int, true, name, "", err);
+    if (!ver)
+        goto fail;
+    if (json_object_get_int64(ver) != 1) {
+        *err = fmt_err("%s: version %lld not supported (this llamachat reads version 1)", name,
+                       (long long)json_object_get_int64(ver));
+        goto fail;
+    }
+    c = lc_chat_new();
+    if (!c) {
+        *err = fmt_err("%s: out of memory", name);
+        goto fail;
+    }
+    json_object *model = get_field(root, "model", json_type_string, false, name, "", err);
+    if (*err)
+        goto fail;
+    if (model)
+        lc_chat_set_model(c, json_object_get_string(model));
+    json_object *p = get_field(root, "parameters", json_type_object, false, name, "", err);
+    if (*err)
+        goto fail;
+    if (p) {
+        c->has_params = true;
+        double d;
+        int r;
+        if ((r = get_num(p, "temp", 0, 100, name, &d, err)) < 0) goto fail;
+        if (r) c->params.temp = (float)d;
+        if ((r = get_num(p, "top_k", 0, 1 << 24, name, &d, err)) < 0) goto fail;
+        if (r) c->params.top_k = (int32_t)d;
+        if ((r = get_num(p, "top_p", 0, 1, name, &d, err)) < 0) goto fail;
+        if (r) c->params.top_p = (float)d;
+        if ((r = get_num(p, "min_p", 0, 1, name, &d, err)) < 0) goto fail;
+        if (r) c->params.min_p = (float)d;
+        if ((r = get_num(p, "repeat_penalty", 0.01, 100, name, &d, err)) < 0) goto fail;
+        if (r) c->params.repeat_penalty = (float)d;
+        if ((r = get_num(p, "repeat_last_n", -1, 1 << 20, name, &d, err)) < 0) goto fail;
+        if (r) c->params.repeat_last_n = (int32_t)d;
+        if ((r = get_num(p, "max_tokens", -1, 1 << 20, name, &d, err)) < 0) goto fail;
+        if (r) c->max_tokens = (int32_t)d;
+        json_object *seed = NULL;
+        if (json_object_object_get_ex(p, "seed", &seed) && seed) {
+            if (json_object_is_type(seed, json_type_string) &&
+                strcmp(json_object_get_string(seed), "random") == 0) {
+                c->params.seed = LC_SEED_RANDOM;
+            } else if (json_object_is_type(seed, json_type_int) &&
+                       !(json_object_get_int64(seed) < 0)) {
+                c->params.seed = json_object_get_uint64(seed);
+            } else {
+                *err = fmt_err("%s: parameters.seed: expected an integer >= 0 or \"random\"", name);
+                goto fail;
+            }
+        }
+    }
+    json_object *msgs = get_field(root, "messages", json_type_array, true, name, "", err);
+    if (!msgs)
+        goto fail;
+    size_t n = json_object_array_length(msgs);
+    if (n > LC_CHAT_MAX_MESSAGES) {
+        *err = fmt_err("%s: messages: %zu messages is too many", name, n);
+        goto fail;
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_object *m = json_object_array_get_idx(msgs, i);
+        char where[48];
+        snprintf(where, sizeof(where), "messages[%zu].", i);
+        if (!json_object_is_type(m, json_type_object)) {
+            *err = fmt_err("%s: messages[%zu]: expected an object", name, i);
+            goto fail;
+        }
+        json_object *role = get_field(m, "role", json_type_string, true, name, where, err);
+        if (!role)
+            goto fail;
+        int r = lc_role_from_name(json_object_get_string(role));
+        if (r < 0) {
+            *err = fmt_err("%s: %srole: unknown role '%s'", name, where, json_object_get_string(role));
+            goto fail;
+        }
+        if (r == LC_ROLE_SYSTEM && i != 0) {
+            *err = fmt_err("%s: %srole: a system message must come first", name, where);
+            goto fail;
+        }
+        json_object *content = get_field(m, "content", json_type_string, true, name, where, err);
+        if (!content)
+            goto fail;
+        const char *t = json_object_get_string(content);
+        int tl = json_object_get_string_len(content);
+        if (memchr(t, '\0', (size_t)tl)) {
+            *err = fmt_err("%s: %scontent: contains a NUL character", name, where);
+            goto fail;
+        }
+        int idx = lc_chat_add(c, (enum lc_chat_role)r, t, (size_t)tl);
+        if (idx < 0) {
+            *err = fmt_err("%s: out of memory", name);
+            goto fail;
+        }
+        json_object *tm = get_field(m, "time", json_type_string, false, name, where, err);
+        if (*err)
+            goto fail;
+        if (tm && parse_iso_time(json_object_get_string(tm), &c->msgs[idx].time) != 0) {
+            *err = fmt_err("%s: %stime: '%s' is not YYYY-MM-DDTHH:MM:SSZ", name, where,
+                           json_object_get_string(tm));
+            goto fail;
+        }
+    }
+    json_object_put(root);
+    return c;
+fail:
+    if (!*err)
+        *err = fmt_err("%s: out of memory", name);
+    lc_chat_free(c);
+    json_object_put(root);
+    return NULL;
+}
+
+struct lc_chat *lc_chat_load(const char *path, char **err)
+{
+    *err = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        *err = fmt_err("%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    char *text = NULL;
+    size_t n = 0, cap = 0;
+    for (;;) {
+        if (n + 65536 + 1 > cap) {
+            cap = cap ? cap * 2 : 65536 * 2;
+            if (cap > LC_CHAT_MAX_FILE + 65536 * 2) {
+                *err = fmt_err("%s: larger than %u MiB, not a transcript", path,
+                               LC_CHAT_MAX_FILE >> 20);
+                break;
+            }
+            char *t = realloc(text, cap);
+            if (!t) {
+                *err = fmt_err("%s: out of memory", path);
+                break;
+            }
+            text = t;
+        }
+        size_t r = fread(text + n, 1, cap - n - 1, f);
+        n += r;
+        if (r == 0) {
+            if (ferror(f))
+                *err = fmt_err("%s: read error: %s", path, strerror(errno));
+            break;
+        }
+    }
+    fclose(f);
+    struct lc_chat *c = NULL;
+    if (!*err)
+        c = lc_chat_from_json(text, n, path, err);
+    free(text);
+    return c;
+}

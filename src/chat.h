@@ -1,0 +1,84 @@
+/*
+ * chat.h - a conversation: an ordered list of messages with roles, and its transcripts.
+ *
+ * A transcript is saved as Markdown (for people; not read back) or JSON (read back by /load and
+ * --resume).  The JSON layout, version 1:
+ *   { "format": "llamachat-transcript", "version": 1,
+ *     "model": "stories260K", "saved": "2026-11-29T21:00:00Z",
+ *     "parameters": { "temp": 0.8, "top_k": 40, "top_p": 0.95, "min_p": 0.05,
+ *                     "repeat_penalty": 1, "repeat_last_n": 64, "max_tokens": -1,
+ *                     "seed": "random" | 1234 },
+ *     "messages": [ { "role": "system" | "user" | "assistant", "content": "...",
+ *                     "time": "2026-11-29T20:59:01Z" }, ... ] }
+ * Files are written to a temporary file in the same directory and renamed over the target, so
+ * a failed save never leaves a half-written transcript.
+ */
+#ifndef LC_CHAT_H
+#define LC_CHAT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "llm/chat_template.h"
+#include "llm/sampler.h"
+
+/* Roles are chat_template.h's enum lc_chat_role: LC_ROLE_SYSTEM, LC_ROLE_USER, LC_ROLE_ASSISTANT. */
+
+struct lc_message {
+    enum lc_chat_role role;
+    char *text;       /* malloc'd UTF-8, NUL-terminated */
+    size_t len;       /* strlen(text) */
+    time_t time;      /* when it was written (seconds since the epoch) */
+};
+
+struct lc_chat {
+    struct lc_message *msgs;
+    size_t n, cap;
+    char *model;                       /* model name for the transcript, or NULL */
+    struct lc_sampler_params params;   /* parameters in force (saved with the transcript) */
+    int32_t max_tokens;
+    bool has_params;                   /* loaded from a file that had "parameters" */
+};
+
+enum lc_chat_format { LC_CHAT_AUTO = 0, LC_CHAT_MARKDOWN, LC_CHAT_JSON };
+
+/* "system", "user", "assistant"; role from name (-1 if unknown). */
+const char *lc_role_name(enum lc_chat_role r);
+int lc_role_from_name(const char *s);
+
+/* Empty conversation with llama.cpp's default parameters.  NULL on allocation failure. */
+struct lc_chat *lc_chat_new(void);
+void lc_chat_free(struct lc_chat *c);
+/* Append a message (text copied, len bytes); returns its index, or -1 on allocation failure. */
+int lc_chat_add(struct lc_chat *c, enum lc_chat_role role, const char *text, size_t len);
+/* Append bytes to message i (streaming a reply).  0, or -1 on allocation failure. */
+int lc_chat_append(struct lc_chat *c, size_t i, const char *text, size_t len);
+/* Remove messages from index i to the end. */
+void lc_chat_truncate(struct lc_chat *c, size_t i);
+/* Set (text != NULL) or remove the system prompt, kept as message 0. */
+int lc_chat_set_system(struct lc_chat *c, const char *text);
+/* Set the model name (copied; NULL clears). */
+void lc_chat_set_model(struct lc_chat *c, const char *name);
+
+/*
+ * Save to path.  fmt LC_CHAT_AUTO picks JSON for a name ending in ".json", else Markdown.
+ * Returns 0, or -1 with a malloc'd *err naming the file and the reason; the target is left as
+ * it was on failure.
+ */
+int lc_chat_save(const struct lc_chat *c, const char *path, enum lc_chat_format fmt, char **err);
+/* The transcript as a malloc'd string (for tests and the clipboard), NULL on failure. */
+char *lc_chat_to_json(const struct lc_chat *c);
+char *lc_chat_to_markdown(const struct lc_chat *c);
+
+/*
+ * Load a JSON transcript.  Every field is checked (types, roles, sizes); unknown fields are
+ * ignored.  Returns a new conversation, or NULL with a malloc'd *err ("FILE: messages[3].role:
+ * unknown role 'bot'").
+ */
+struct lc_chat *lc_chat_load(const char *path, char **err);
+/* Same from a string; name is used in messages. */
+struct lc_chat *lc_chat_from_json(const char *text, size_t len, const char *name, char **err);
+
+#endif

@@ -1,0 +1,62 @@
+/*
+ * config.h - ~/.llamachatrc: defaults < the file < the command line.
+ *
+ * The file is INI (read with iniparser).  Sections and keys (share/llamachatrc.example and
+ * llamachatrc(5) document each):
+ *   [model]    path, threads, context_size, batch, isa
+ *   [sampling] temp, top_k, top_p, min_p, repeat_penalty, repeat_last_n, max_tokens, seed
+ *   [ui]       theme, history, show_params
+ *   [chat]     system_prompt, template
+ * An unknown section or key, or a value that does not parse or is out of range, is reported
+ * as "FILE:LINE: ..." and the setting keeps its previous (default) value; the rest of the file
+ * still applies.
+ */
+#ifndef LC_CONFIG_H
+#define LC_CONFIG_H
+
+#include "options.h"
+
+/* Fill o with the built-in defaults (llama.cpp's sampling defaults, history and the parameter
+ * pane on).  Strings are NULL. */
+void lc_config_defaults(struct lc_options *o);
+
+/*
+ * The config file path: $LLAMACHATRC when set and non-empty, else $HOME/.llamachatrc.
+ * Returns a malloc'd string, or NULL when neither is available.
+ */
+char *lc_config_path(void);
+
+/*
+ * Read the config file at path (NULL = lc_config_path()) into o, over what o holds.
+ * A missing file is not an error when path is NULL and $LLAMACHATRC is unset (the default
+ * location is optional); otherwise it is reported.  *warnings (if warnings != NULL) receives
+ * NULL or a malloc'd text of one "FILE:LINE: message" per line.
+ * Returns the number of problems reported (0 = clean).  Strings in o that are replaced are freed.
+ */
+int lc_config_load(struct lc_options *o, const char *path, char **warnings);
+
+/* The warnings of the last lc_config_load call (owned by config.c, NULL if none), so that the
+ * chat can show them after the terminal was taken over. */
+const char *lc_config_last_warnings(void);
+
+/* Free the malloc'd strings in o and set them to NULL. */
+void lc_config_free(struct lc_options *o);
+
+/*
+ * Set one setting by section and key (as in the file; key "-" and "_" are the same), from its
+ * text value.  section NULL looks the key up in every section (for /set NAME VALUE).
+ * Returns 0, or -1 with a malloc'd *err ("unknown key 'x'" or "bad value 'v' for temp:
+ * expected a number from 0 to 100") and o unchanged.
+ */
+int lc_config_set(struct lc_options *o, const char *section, const char *key, const char *value,
+                  char **err);
+
+/* Parse helpers shared with /set: return 0 and store on success, -1 if s is not a valid value.
+ * Booleans accept yes/no, on/off, true/false, 1/0 (any case). */
+int lc_config_parse_bool(const char *s, bool *out);
+int lc_config_parse_int(const char *s, long lo, long hi, int32_t *out);
+int lc_config_parse_float(const char *s, double lo, double hi, float *out);
+/* An integer seed, or "random" / -1 for LC_SEED_RANDOM. */
+int lc_config_parse_seed(const char *s, uint64_t *out);
+
+#endif

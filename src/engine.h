@@ -1,0 +1,95 @@
+/*
+ * engine.h - the inference thread and its command/event protocol.
+ *
+ * One engine thread owns the model, the context (KV cache) and the sampler.  The UI thread
+ * talks to it in two directions:
+ *   - commands (submit a user message, regenerate, clear, set parameters, set the system
+ *     prompt, replace the conversation, quit) go into a small mutex-protected queue; they are
+ *     rare, so a lock is fine there.  Stopping a reply does not queue: lc_engine_stop sets an
+ *     atomic flag that the engine checks between tokens and between prompt batches.
+ *   - events (reply text, prompt progress, speed figures, done, notes, errors) come back
+ *     through a lock-free SPSC ring (ring.h); after pushing, the engine writes to an eventfd
+ *     (or a pipe) so the UI's poll() wakes up.  The UI drains them with lc_engine_poll.
+ *
+ * The engine keeps its own copy of the conversation and the tokens that are in the KV cache.
+ * For every reply it renders the whole conversation (chat template, or plain text for base
+ * models), tokenizes it and evaluates only what differs from the cached tokens: a new turn costs
+ * only its own tokens.  When the conversation no longer fits the context it drops the oldest
+ * turns after the system prompt (or, for a single huge turn, the older half of it), reports a
+ * note, and re-evaluates.  Parameter changes apply from the next token.
+ */
+#ifndef LC_ENGINE_H
+#define LC_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "chat.h"
+#include "llm/sampler.h"
+
+struct lc_engine_config {
+    const char *model_path;
+    int32_t n_ctx, n_threads, n_batch;
+    bool kv_f32;
+    struct lc_sampler_params sampling;
+    int32_t n_predict;             /* max reply tokens, -1 = until end of turn / no limit */
+    const char *system_prompt;     /* may be NULL */
+    const char *chat_template;     /* built-in template name, or NULL = from the model */
+};
+
+enum lc_event_type {
+    LC_EV_LOADED = 1,  /* text: model description; a: n_ctx; b: n_threads; text2 in NOTE after */
+    LC_EV_TEXT,        /* text: bytes of the reply (UTF-8 may be split between events) */
+    LC_EV_PROGRESS,    /* a: prompt tokens done, b: total (reading the prompt) */
+    LC_EV_STATS,       /* a: n_past, b: n_ctx, x: prompt t/s, y: generation t/s */
+    LC_EV_DONE,        /* a: enum lc_done_reason, b: tokens generated, x: prompt tokens evaluated */
+    LC_EV_NOTE,        /* text: a note for the transcript (context trimmed, ...) */
+    LC_EV_ERROR,       /* text: an error message; the engine stays up if it can */
+    LC_EV_INFO,        /* text: "key=value" facts for the status bar (isa, template) */
+    LC_EV_QUIT,        /* the engine thread is finishing */
+};
+
+enum lc_done_reason { LC_DONE_EOG = 0, LC_DONE_LIMIT, LC_DONE_STOPPED, LC_DONE_ERROR };
+
+#define LC_EVENT_TEXT 94
+/* One ring record.  Text longer than LC_EVENT_TEXT goes in several records of the same type,
+ * all but the last with more = 1. */
+struct lc_event {
+    uint8_t type;
+    uint8_t more;
+    uint8_t len;
+    char text[LC_EVENT_TEXT];
+    int32_t a, b;
+    double x, y;
+};
+
+struct lc_engine;
+
+/*
+ * Start the engine thread; it loads the model itself (LC_EV_LOADED or LC_EV_ERROR follows).
+ * The config's strings are copied.  Returns NULL with a malloc'd *err when the thread, the ring
+ * or the wake-up descriptor cannot be created.
+ */
+struct lc_engine *lc_engine_start(const struct lc_engine_config *cfg, char **err);
+/* Ask the engine to quit, join it and free everything.  NULL is fine. */
+void lc_engine_free(struct lc_engine *e);
+/* The descriptor to poll() for input; readable when events are waiting. */
+int lc_engine_fd(const struct lc_engine *e);
+/* Pop one event (clears the wake-up first when the ring is empty).  false if none. */
+bool lc_engine_poll(struct lc_engine *e, struct lc_event *ev);
+
+/* Commands.  Each returns 0, or -1 on allocation failure.  Text is copied. */
+int lc_engine_submit(struct lc_engine *e, const char *text);   /* user message, then reply */
+int lc_engine_regen(struct lc_engine *e);                      /* drop last reply, reply again */
+int lc_engine_clear(struct lc_engine *e);                      /* keep only the system prompt */
+int lc_engine_set_system(struct lc_engine *e, const char *text);/* NULL or "" removes it */
+int lc_engine_set_params(struct lc_engine *e, const struct lc_sampler_params *p, int32_t n_predict);
+/* Replace the conversation (after /load): copies c's messages; evaluated with the next reply. */
+int lc_engine_set_conversation(struct lc_engine *e, const struct lc_chat *c);
+/* Stop the current reply (keeps what was written).  Lock-free; safe from a signal handler. */
+void lc_engine_stop(struct lc_engine *e);
+/* True while a reply or a prompt is being processed (commands queued count as busy). */
+bool lc_engine_busy(const struct lc_engine *e);
+
+#endif

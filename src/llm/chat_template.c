@@ -1,0 +1,786 @@
+/*
+ * chat_template.c - chat template families: detection from Jinja text, rendering in C.
+ *
+ * The model: a chat template is one of a few dozen fixed formats.  Each family below is a
+ * table row (name, stop strings) plus a case in render(); detection is a list of substring
+ * tests run in a fixed order.  Formats, the detection order and the quirks (which families trim
+ * messages, where BOS repeats, how a system message is folded into a template without a system
+ * role) follow llama.cpp's src/llama-chat.cpp (llm_chat_detect_template /
+ * llm_chat_apply_template, as of early 2025), which is the behaviour the golden cases in
+ * ../shared/reference/chat-templates/cases.json record.  This file is UTF-8.
+ */
+#include "chat_template.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ names and stop strings */
+
+static const char *const stop_none[] = { NULL };
+static const char *const stop_chatml[] = { "<|im_end|>", "<|im_start|>", NULL };
+static const char *const stop_inst[] = { "</s>", "[INST]", NULL };
+static const char *const stop_phi3[] = { "<|end|>", "<|endoftext|>", "<|user|>", NULL };
+static const char *const stop_falcon3[] = { "<|endoftext|>", "<|user|>", NULL };
+static const char *const stop_zephyr[] = { "<|endoftext|>", "</s>", "<|user|>", NULL };
+static const char *const stop_monarch[] = { "</s>", "<s>user", NULL };
+static const char *const stop_gemma[] = { "<end_of_turn>", "<start_of_turn>", NULL };
+static const char *const stop_orion[] = { "</s>", "Human:", NULL };
+static const char *const stop_openchat[] = { "<|end_of_turn|>", "GPT4 Correct User:", NULL };
+static const char *const stop_vicuna[] = { "</s>", "USER:", NULL };
+static const char *const stop_deepseek[] = { "<|EOT|>", "### Instruction:", NULL };
+static const char *const stop_deepseek2[] = { "<｜end▁of▁sentence｜>", "User:", NULL };
+static const char *const stop_deepseek3[] = { "<｜end▁of▁sentence｜>", "<｜User｜>", NULL };
+static const char *const stop_command_r[] = { "<|END_OF_TURN_TOKEN|>", "<|START_OF_TURN_TOKEN|>",
+                                              NULL };
+static const char *const stop_llama3[] = { "<|eot_id|>", "<|end_of_text|>", "<|start_header_id|>",
+                                           NULL };
+static const char *const stop_glm[] = { "<|user|>", "<|observation|>", "<|endoftext|>", NULL };
+static const char *const stop_minicpm[] = { "</s>", "<用户>", NULL };
+static const char *const stop_exaone3[] = { "[|endofturn|]", "[|user|]", NULL };
+static const char *const stop_rwkv[] = { "\n\n", "User:", NULL };
+static const char *const stop_granite[] = { "<|end_of_text|>", "<|start_of_role|>", NULL };
+static const char *const stop_gigachat[] = { "<|message_sep|>", "</s>", NULL };
+static const char *const stop_megrez[] = { "<|turn_end|>", "<|role_start|>", NULL };
+
+/* Indexed by enum lc_chat_template_id. */
+static const struct {
+    const char *name;
+    const char *const *stop;
+} families[LC_CHAT_TEMPLATE_COUNT] = {
+    [LC_CHAT_TEMPLATE_NONE] = { "plain", stop_none },
+    [LC_CHAT_TEMPLATE_CHATML] = { "chatml", stop_chatml },
+    [LC_CHAT_TEMPLATE_LLAMA_2] = { "llama2", stop_inst },
+    [LC_CHAT_TEMPLATE_LLAMA_2_SYS] = { "llama2-sys", stop_inst },
+    [LC_CHAT_TEMPLATE_LLAMA_2_SYS_BOS] = { "llama2-sys-bos", stop_inst },
+    [LC_CHAT_TEMPLATE_LLAMA_2_SYS_STRIP] = { "llama2-sys-strip", stop_inst },
+    [LC_CHAT_TEMPLATE_MISTRAL_V1] = { "mistral-v1", stop_inst },
+    [LC_CHAT_TEMPLATE_MISTRAL_V3] = { "mistral-v3", stop_inst },
+    [LC_CHAT_TEMPLATE_MISTRAL_V3_TEKKEN] = { "mistral-v3-tekken", stop_inst },
+    [LC_CHAT_TEMPLATE_MISTRAL_V7] = { "mistral-v7", stop_inst },
+    [LC_CHAT_TEMPLATE_MISTRAL_V7_TEKKEN] = { "mistral-v7-tekken", stop_inst },
+    [LC_CHAT_TEMPLATE_PHI_3] = { "phi3", stop_phi3 },
+    [LC_CHAT_TEMPLATE_PHI_4] = { "phi4", stop_chatml },
+    [LC_CHAT_TEMPLATE_FALCON_3] = { "falcon3", stop_falcon3 },
+    [LC_CHAT_TEMPLATE_ZEPHYR] = { "zephyr", stop_zephyr },
+    [LC_CHAT_TEMPLATE_MONARCH] = { "monarch", stop_monarch },
+    [LC_CHAT_TEMPLATE_GEMMA] = { "gemma", stop_gemma },
+    [LC_CHAT_TEMPLATE_ORION] = { "orion", stop_orion },
+    [LC_CHAT_TEMPLATE_OPENCHAT] = { "openchat", stop_openchat },
+    [LC_CHAT_TEMPLATE_VICUNA] = { "vicuna", stop_vicuna },
+    [LC_CHAT_TEMPLATE_VICUNA_ORCA] = { "vicuna-orca", stop_vicuna },
+    [LC_CHAT_TEMPLATE_DEEPSEEK] = { "deepseek", stop_deepseek },
+    [LC_CHAT_TEMPLATE_DEEPSEEK_2] = { "deepseek2", stop_deepseek2 },
+    [LC_CHAT_TEMPLATE_DEEPSEEK_3] = { "deepseek3", stop_deepseek3 },
+    [LC_CHAT_TEMPLATE_COMMAND_R] = { "command-r", stop_command_r },
+    [LC_CHAT_TEMPLATE_LLAMA_3] = { "llama3", stop_llama3 },
+    [LC_CHAT_TEMPLATE_CHATGLM_3] = { "chatglm3", stop_glm },
+    [LC_CHAT_TEMPLATE_CHATGLM_4] = { "chatglm4", stop_glm },
+    [LC_CHAT_TEMPLATE_GLMEDGE] = { "glmedge", stop_glm },
+    [LC_CHAT_TEMPLATE_MINICPM] = { "minicpm", stop_minicpm },
+    [LC_CHAT_TEMPLATE_EXAONE_3] = { "exaone3", stop_exaone3 },
+    [LC_CHAT_TEMPLATE_RWKV_WORLD] = { "rwkv-world", stop_rwkv },
+    [LC_CHAT_TEMPLATE_GRANITE] = { "granite", stop_granite },
+    [LC_CHAT_TEMPLATE_GIGACHAT] = { "gigachat", stop_gigachat },
+    [LC_CHAT_TEMPLATE_MEGREZ] = { "megrez", stop_megrez },
+};
+
+int lc_chat_template_count(void)
+{
+    return LC_CHAT_TEMPLATE_COUNT;
+}
+
+const char *lc_chat_template_name(int id)
+{
+    if (id < 0 || id >= LC_CHAT_TEMPLATE_COUNT)
+        return NULL;
+    return families[id].name;
+}
+
+int lc_chat_template_from_name(const char *name)
+{
+    if (!name)
+        return -1;
+    if (strcmp(name, "none") == 0)
+        return LC_CHAT_TEMPLATE_NONE;
+    for (int id = 0; id < LC_CHAT_TEMPLATE_COUNT; id++)
+        if (strcmp(name, families[id].name) == 0)
+            return id;
+    return -1;
+}
+
+const char *const *lc_chat_template_stop_strings(int id)
+{
+    if (id < 0 || id >= LC_CHAT_TEMPLATE_COUNT)
+        return stop_none;
+    return families[id].stop;
+}
+
+/* ------------------------------------------------------------------ detection */
+
+static bool has(const char *hay, const char *needle)
+{
+    return strstr(hay, needle) != NULL;
+}
+
+int lc_chat_template_detect(const char *t)
+{
+    if (!t)
+        return -1;
+    int id = lc_chat_template_from_name(t);
+    if (id >= 0)
+        return id;
+
+    /* The tests mirror llama.cpp's order; earlier tests shadow later ones on purpose (a Phi-4
+     * template also contains "<|im_start|>", a Zephyr-like one "<|user|>"). */
+    if (has(t, "<|im_start|>"))
+        return has(t, "<|im_sep|>") ? LC_CHAT_TEMPLATE_PHI_4 : LC_CHAT_TEMPLATE_CHATML;
+    if (strncmp(t, "mistral", 7) == 0 || has(t, "[INST]")) {
+        if (has(t, "[SYSTEM_PROMPT]"))
+            return LC_CHAT_TEMPLATE_MISTRAL_V7;
+        /* Mistral's official v1 template prepends the system message as "' [INST] ' +
+         * system_message"; v3 and v3-tekken declare tool support with [AVAILABLE_TOOLS]. */
+        if (has(t, "' [INST] ' + system_message") || has(t, "[AVAILABLE_TOOLS]")) {
+            if (has(t, " [INST]"))
+                return LC_CHAT_TEMPLATE_MISTRAL_V1;
+            if (has(t, "\"[INST]\""))
+                return LC_CHAT_TEMPLATE_MISTRAL_V3_TEKKEN;
+            return LC_CHAT_TEMPLATE_MISTRAL_V3;
+        }
+        /* Llama-2 and its variants (https://huggingface.co/blog/llama2#how-to-prompt-llama-2). */
+        if (has(t, "content.strip()"))
+            return LC_CHAT_TEMPLATE_LLAMA_2_SYS_STRIP;
+        if (has(t, "bos_token + '[INST]"))
+            return LC_CHAT_TEMPLATE_LLAMA_2_SYS_BOS;
+        if (has(t, "<<SYS>>"))
+            return LC_CHAT_TEMPLATE_LLAMA_2_SYS;
+        return LC_CHAT_TEMPLATE_LLAMA_2;
+    }
+    if (has(t, "<|assistant|>") && has(t, "<|end|>"))
+        return LC_CHAT_TEMPLATE_PHI_3;
+    if (has(t, "[gMASK]<sop>"))
+        return LC_CHAT_TEMPLATE_CHATGLM_4;
+    if (has(t, "<|assistant|>") && has(t, "<|user|>"))
+        return has(t, "</s>") ? LC_CHAT_TEMPLATE_FALCON_3 : LC_CHAT_TEMPLATE_GLMEDGE;
+    if (has(t, "<|user|>") && has(t, "<|endoftext|>"))
+        return LC_CHAT_TEMPLATE_ZEPHYR;
+    if (has(t, "bos_token + message['role']"))
+        return LC_CHAT_TEMPLATE_MONARCH;
+    if (has(t, "<start_of_turn>"))
+        return LC_CHAT_TEMPLATE_GEMMA;
+    if (has(t, "'\\n\\nAssistant: ' + eos_token"))  /* OrionStarAI/Orion-14B-Chat */
+        return LC_CHAT_TEMPLATE_ORION;
+    if (has(t, "GPT4 Correct "))                     /* openchat/openchat-3.5-0106 */
+        return LC_CHAT_TEMPLATE_OPENCHAT;
+    if (has(t, "USER: ") && has(t, "ASSISTANT: "))   /* eachadea/vicuna-13b-1.1, Orca-Vicuna */
+        return has(t, "SYSTEM: ") ? LC_CHAT_TEMPLATE_VICUNA_ORCA : LC_CHAT_TEMPLATE_VICUNA;
+    if (has(t, "### Instruction:") && has(t, "<|EOT|>"))  /* deepseek-coder-33b-instruct */
+        return LC_CHAT_TEMPLATE_DEEPSEEK;
+    if (has(t, "<|START_OF_TURN_TOKEN|>") && has(t, "<|USER_TOKEN|>"))  /* c4ai-command-r */
+        return LC_CHAT_TEMPLATE_COMMAND_R;
+    if (has(t, "<|start_header_id|>") && has(t, "<|end_header_id|>"))
+        return LC_CHAT_TEMPLATE_LLAMA_3;
+    if (has(t, "[gMASK]sop"))
+        return LC_CHAT_TEMPLATE_CHATGLM_3;
+    if (has(t, "<用户>"))                            /* MiniCPM-3B-OpenHermes-2.5-v2 */
+        return LC_CHAT_TEMPLATE_MINICPM;
+    if (has(t, "'Assistant: ' + message['content'] + eos_token"))
+        return LC_CHAT_TEMPLATE_DEEPSEEK_2;
+    if (has(t, "<｜Assistant｜>") && has(t, "<｜User｜>") && has(t, "<｜end▁of▁sentence｜>"))
+        return LC_CHAT_TEMPLATE_DEEPSEEK_3;
+    if (has(t, "[|system|]") && has(t, "[|assistant|]") && has(t, "[|endofturn|]"))
+        return LC_CHAT_TEMPLATE_EXAONE_3;
+    if (has(t, "rwkv-world") || has(t, "{{- 'User: ' + message['content']|trim + '\\n\\n' -}}"))
+        return LC_CHAT_TEMPLATE_RWKV_WORLD;
+    if (has(t, "<|start_of_role|>"))
+        return LC_CHAT_TEMPLATE_GRANITE;
+    if (has(t, "message['role'] + additional_special_tokens[0] + message['content'] + "
+               "additional_special_tokens[1]"))
+        return LC_CHAT_TEMPLATE_GIGACHAT;
+    if (has(t, "<|role_start|>"))
+        return LC_CHAT_TEMPLATE_MEGREZ;
+    return -1;
+}
+
+/* ------------------------------------------------------------------ rendering */
+
+/* Growable output string; oom latches so callers check once at the end. */
+struct sbuf {
+    char *p;
+    size_t len, cap;
+    bool oom;
+};
+
+static void sb_putn(struct sbuf *b, const char *s, size_t n)
+{
+    if (b->oom)
+        return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + n + 1) {
+            if (cap > ((size_t)-1) / 2) {
+                b->oom = true;
+                return;
+            }
+            cap *= 2;
+        }
+        char *q = realloc(b->p, cap);
+        if (!q) {
+            b->oom = true;
+            return;
+        }
+        b->p = q;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+static void sb_put(struct sbuf *b, const char *s)
+{
+    sb_putn(b, s, strlen(s));
+}
+
+/* The C-locale isspace set, as llama.cpp's trim() sees it. */
+static bool is_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
+}
+
+/* Append s without leading and trailing white space (Jinja's |trim, Python's .strip()). */
+static void sb_put_trim(struct sbuf *b, const char *s)
+{
+    size_t n = strlen(s);
+    while (n > 0 && is_space(*s)) {
+        s++;
+        n--;
+    }
+    while (n > 0 && is_space(s[n - 1]))
+        n--;
+    sb_putn(b, s, n);
+}
+
+static void sb_content(struct sbuf *b, const char *s, bool trim)
+{
+    if (trim)
+        sb_put_trim(b, s);
+    else
+        sb_put(b, s);
+}
+
+static const char *role_name(enum lc_chat_role r)
+{
+    switch (r) {
+    case LC_ROLE_SYSTEM: return "system";
+    case LC_ROLE_USER: return "user";
+    case LC_ROLE_ASSISTANT: return "assistant";
+    }
+    return NULL;
+}
+
+static void set_err(char **err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_err(char **err, const char *fmt, ...)
+{
+    if (!err)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    if (vasprintf(&s, fmt, ap) < 0)
+        s = NULL;
+    va_end(ap);
+    *err = s;
+}
+
+/* Llama-2 family: "[INST] " opens a turn, the user text ends with " [/INST]", the assistant
+ * reply with "</s>".  The first "[INST] " comes without BOS (the tokenizer adds it). */
+static void render_llama2(struct sbuf *b, int id, const struct lc_chat_msg *m, size_t n)
+{
+    bool with_sys = id != LC_CHAT_TEMPLATE_LLAMA_2;
+    bool bos_in_history = id == LC_CHAT_TEMPLATE_LLAMA_2_SYS_BOS;
+    bool strip = id == LC_CHAT_TEMPLATE_LLAMA_2_SYS_STRIP;
+    bool in_turn = true;
+    sb_put(b, "[INST] ");
+    for (size_t i = 0; i < n; i++) {
+        if (!in_turn) {
+            in_turn = true;
+            sb_put(b, bos_in_history ? "<s>[INST] " : "[INST] ");
+        }
+        switch (m[i].role) {
+        case LC_ROLE_SYSTEM:
+            if (with_sys) {
+                sb_put(b, "<<SYS>>\n");
+                sb_content(b, m[i].content, strip);
+                sb_put(b, "\n<</SYS>>\n\n");
+            } else {
+                /* no system role: the text still leads the first instruction */
+                sb_content(b, m[i].content, strip);
+                sb_put(b, "\n");
+            }
+            break;
+        case LC_ROLE_USER:
+            sb_content(b, m[i].content, strip);
+            sb_put(b, " [/INST]");
+            break;
+        case LC_ROLE_ASSISTANT:
+            sb_content(b, m[i].content, strip);
+            sb_put(b, "</s>");
+            in_turn = false;
+            break;
+        }
+    }
+}
+
+/* Mistral v1 / v3 / v3-tekken (mistralai/cookbook, concept-deep-dive/tokenization): they differ
+ * only in the spaces around [INST] and in trimming the assistant reply (v3). */
+static void render_mistral(struct sbuf *b, int id, const struct lc_chat_msg *m, size_t n)
+{
+    const char *lead = id == LC_CHAT_TEMPLATE_MISTRAL_V1 ? " " : "";
+    const char *trail = id == LC_CHAT_TEMPLATE_MISTRAL_V3_TEKKEN ? "" : " ";
+    bool trim_reply = id == LC_CHAT_TEMPLATE_MISTRAL_V3;
+    bool in_turn = false;
+    for (size_t i = 0; i < n; i++) {
+        if (!in_turn) {
+            sb_put(b, lead);
+            sb_put(b, "[INST]");
+            sb_put(b, trail);
+            in_turn = true;
+        }
+        switch (m[i].role) {
+        case LC_ROLE_SYSTEM:
+            sb_put(b, m[i].content);
+            sb_put(b, "\n\n");
+            break;
+        case LC_ROLE_USER:
+            sb_put(b, m[i].content);
+            sb_put(b, lead);
+            sb_put(b, "[/INST]");
+            break;
+        case LC_ROLE_ASSISTANT:
+            sb_put(b, trail);
+            sb_content(b, m[i].content, trim_reply);
+            sb_put(b, "</s>");
+            in_turn = false;
+            break;
+        }
+    }
+}
+
+/* Gemma has no system role and calls the assistant "model": system text (trimmed, several
+ * concatenated) is put in front of the next user turn, separated by a blank line. */
+static void render_gemma(struct sbuf *b, const struct lc_chat_msg *m, size_t n, bool add_ass)
+{
+    struct sbuf sys = { 0 };
+    for (size_t i = 0; i < n; i++) {
+        if (m[i].role == LC_ROLE_SYSTEM) {
+            sb_put_trim(&sys, m[i].content);
+            continue;
+        }
+        bool is_user = m[i].role == LC_ROLE_USER;
+        sb_put(b, is_user ? "<start_of_turn>user\n" : "<start_of_turn>model\n");
+        if (is_user && sys.len > 0) {
+            sb_putn(b, sys.p, sys.len);
+            sb_put(b, "\n\n");
+            sys.len = 0;
+        }
+        sb_put_trim(b, m[i].content);
+        sb_put(b, "<end_of_turn>\n");
+    }
+    if (sys.oom)
+        b->oom = true;
+    free(sys.p);
+    if (add_ass)
+        sb_put(b, "<start_of_turn>model\n");
+}
+
+/* Orion: no system role either; the user turn already ends with the assistant header. */
+static void render_orion(struct sbuf *b, const struct lc_chat_msg *m, size_t n)
+{
+    struct sbuf sys = { 0 };
+    for (size_t i = 0; i < n; i++) {
+        switch (m[i].role) {
+        case LC_ROLE_SYSTEM:
+            sb_put(&sys, m[i].content);
+            break;
+        case LC_ROLE_USER:
+            sb_put(b, "Human: ");
+            if (sys.len > 0) {
+                sb_putn(b, sys.p, sys.len);
+                sb_put(b, "\n\n");
+                sys.len = 0;
+            }
+            sb_put(b, m[i].content);
+            sb_put(b, "\n\nAssistant: </s>");
+            break;
+        case LC_ROLE_ASSISTANT:
+            sb_put(b, m[i].content);
+            sb_put(b, "</s>");
+            break;
+        }
+    }
+    if (sys.oom)
+        b->oom = true;
+    free(sys.p);
+}
+
+/* Append the rendering of m[0..n-1] in family id to b (roles and contents already checked). */
+static void render(struct sbuf *b, int id, const struct lc_chat_msg *m, size_t n, bool add_ass)
+{
+    switch ((enum lc_chat_template_id)id) {
+    case LC_CHAT_TEMPLATE_NONE:
+        for (size_t i = 0; i < n; i++)
+            sb_put(b, m[i].content);
+        break;
+    case LC_CHAT_TEMPLATE_CHATML:
+        for (size_t i = 0; i < n; i++) {
+            sb_put(b, "<|im_start|>");
+            sb_put(b, role_name(m[i].role));
+            sb_put(b, "\n");
+            sb_put(b, m[i].content);
+            sb_put(b, "<|im_end|>\n");
+        }
+        if (add_ass)
+            sb_put(b, "<|im_start|>assistant\n");
+        break;
+    case LC_CHAT_TEMPLATE_LLAMA_2:
+    case LC_CHAT_TEMPLATE_LLAMA_2_SYS:
+    case LC_CHAT_TEMPLATE_LLAMA_2_SYS_BOS:
+    case LC_CHAT_TEMPLATE_LLAMA_2_SYS_STRIP:
+        render_llama2(b, id, m, n);
+        break;
+    case LC_CHAT_TEMPLATE_MISTRAL_V1:
+    case LC_CHAT_TEMPLATE_MISTRAL_V3:
+    case LC_CHAT_TEMPLATE_MISTRAL_V3_TEKKEN:
+        render_mistral(b, id, m, n);
+        break;
+    case LC_CHAT_TEMPLATE_MISTRAL_V7:
+    case LC_CHAT_TEMPLATE_MISTRAL_V7_TEKKEN: {
+        /* https://huggingface.co/mistralai/Mistral-Large-Instruct-2411 (v7) */
+        const char *sp = id == LC_CHAT_TEMPLATE_MISTRAL_V7 ? " " : "";
+        for (size_t i = 0; i < n; i++) {
+            switch (m[i].role) {
+            case LC_ROLE_SYSTEM: sb_put(b, "[SYSTEM_PROMPT]"); break;
+            case LC_ROLE_USER: sb_put(b, "[INST]"); break;
+            case LC_ROLE_ASSISTANT: break;
+            }
+            sb_put(b, sp);
+            sb_put(b, m[i].content);
+            switch (m[i].role) {
+            case LC_ROLE_SYSTEM: sb_put(b, "[/SYSTEM_PROMPT]"); break;
+            case LC_ROLE_USER: sb_put(b, "[/INST]"); break;
+            case LC_ROLE_ASSISTANT: sb_put(b, "</s>"); break;
+            }
+        }
+        break;
+    }
+    case LC_CHAT_TEMPLATE_PHI_3:
+    case LC_CHAT_TEMPLATE_FALCON_3:
+    case LC_CHAT_TEMPLATE_ZEPHYR:
+        /* <|role|>\n content end, with end "<|end|>\n", "\n", "<|endoftext|>\n" */
+        for (size_t i = 0; i < n; i++) {
+            sb_put(b, "<|");
+            sb_put(b, role_name(m[i].role));
+            sb_put(b, "|>\n");
+            sb_put(b, m[i].content);
+            sb_put(b, id == LC_CHAT_TEMPLATE_PHI_3     ? "<|end|>\n"
+                      : id == LC_CHAT_TEMPLATE_ZEPHYR ? "<|endoftext|>\n"
+                                                      : "\n");
+        }
+        if (add_ass)
+            sb_put(b, "<|assistant|>\n");
+        break;
+    case LC_CHAT_TEMPLATE_PHI_4:
+        for (size_t i = 0; i < n; i++) {
+            sb_put(b, "<|im_start|>");
+            sb_put(b, role_name(m[i].role));
+            sb_put(b, "<|im_sep|>");
+            sb_put(b, m[i].content);
+            sb_put(b, "<|im_end|>");
+        }
+        if (add_ass)
+            sb_put(b, "<|im_start|>assistant<|im_sep|>");
+        break;
+    case LC_CHAT_TEMPLATE_MONARCH:
+        /* mlabonne/AlphaMonarch-7B: BOS opens every message; the first one is the tokenizer's */
+        for (size_t i = 0; i < n; i++) {
+            if (i > 0)
+                sb_put(b, "<s>");
+            sb_put(b, role_name(m[i].role));
+            sb_put(b, "\n");
+            sb_put(b, m[i].content);
+            sb_put(b, "</s>\n");
+        }
+        if (add_ass)
+            sb_put(b, "<s>assistant\n");
+        break;
+    case LC_CHAT_TEMPLATE_GEMMA:
+        render_gemma(b, m, n, add_ass);
+        break;
+    case LC_CHAT_TEMPLATE_ORION:
+        render_orion(b, m, n);
+        break;
+    case LC_CHAT_TEMPLATE_OPENCHAT:
+        for (size_t i = 0; i < n; i++) {
+            if (m[i].role == LC_ROLE_USER)
+                sb_put(b, "GPT4 Correct User: ");
+            else if (m[i].role == LC_ROLE_ASSISTANT)
+                sb_put(b, "GPT4 Correct Assistant: ");
+            sb_put(b, m[i].content);
+            sb_put(b, "<|end_of_turn|>");
+        }
+        if (add_ass)
+            sb_put(b, "GPT4 Correct Assistant:");
+        break;
+    case LC_CHAT_TEMPLATE_VICUNA:
+    case LC_CHAT_TEMPLATE_VICUNA_ORCA:
+        for (size_t i = 0; i < n; i++) {
+            switch (m[i].role) {
+            case LC_ROLE_SYSTEM:
+                if (id == LC_CHAT_TEMPLATE_VICUNA_ORCA) {
+                    sb_put(b, "SYSTEM: ");
+                    sb_put(b, m[i].content);
+                    sb_put(b, "\n");
+                } else {
+                    sb_put(b, m[i].content);
+                    sb_put(b, "\n\n");
+                }
+                break;
+            case LC_ROLE_USER:
+                sb_put(b, "USER: ");
+                sb_put(b, m[i].content);
+                sb_put(b, "\n");
+                break;
+            case LC_ROLE_ASSISTANT:
+                sb_put(b, "ASSISTANT: ");
+                sb_put(b, m[i].content);
+                sb_put(b, "</s>\n");
+                break;
+            }
+        }
+        if (add_ass)
+            sb_put(b, "ASSISTANT:");
+        break;
+    case LC_CHAT_TEMPLATE_DEEPSEEK:
+        for (size_t i = 0; i < n; i++) {
+            switch (m[i].role) {
+            case LC_ROLE_SYSTEM:
+                sb_put(b, m[i].content);
+                break;
+            case LC_ROLE_USER:
+                sb_put(b, "### Instruction:\n");
+                sb_put(b, m[i].content);
+                sb_put(b, "\n");
+                break;
+            case LC_ROLE_ASSISTANT:
+                sb_put(b, "### Response:\n");
+                sb_put(b, m[i].content);
+                sb_put(b, "\n<|EOT|>\n");
+                break;
+            }
+        }
+        if (add_ass)
+            sb_put(b, "### Response:\n");
+        break;
+    case LC_CHAT_TEMPLATE_DEEPSEEK_2:
+    case LC_CHAT_TEMPLATE_DEEPSEEK_3: {
+        bool v3 = id == LC_CHAT_TEMPLATE_DEEPSEEK_3;
+        for (size_t i = 0; i < n; i++) {
+            switch (m[i].role) {
+            case LC_ROLE_SYSTEM:
+                sb_put(b, m[i].content);
+                sb_put(b, "\n\n");
+                break;
+            case LC_ROLE_USER:
+                sb_put(b, v3 ? "<｜User｜>" : "User: ");
+                sb_put(b, m[i].content);
+                if (!v3)
+                    sb_put(b, "\n\n");
+                break;
+            case LC_ROLE_ASSISTANT:
+                sb_put(b, v3 ? "<｜Assistant｜>" : "Assistant: ");
+                sb_put(b, m[i].content);
+                sb_put(b, "<｜end▁of▁sentence｜>");
+                break;
+            }
+        }
+        if (add_ass)
+            sb_put(b, v3 ? "<｜Assistant｜>" : "Assistant:");
+        break;
+    }
+    case LC_CHAT_TEMPLATE_COMMAND_R:
+        for (size_t i = 0; i < n; i++) {
+            sb_put(b, m[i].role == LC_ROLE_SYSTEM ? "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>"
+                      : m[i].role == LC_ROLE_USER ? "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>"
+                                                  : "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>");
+            sb_put_trim(b, m[i].content);
+            sb_put(b, "<|END_OF_TURN_TOKEN|>");
+        }
+        if (add_ass)
+            sb_put(b, "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>");
+        break;
+    case LC_CHAT_TEMPLATE_LLAMA_3:
+        for (size_t i = 0; i < n; i++) {
+            sb_put(b, "<|start_header_id|>");
+            sb_put(b, role_name(m[i].role));
+            sb_put(b, "<|end_header_id|>\n\n");
+            sb_put_trim(b, m[i].content);
+            sb_put(b, "<|eot_id|>");
+        }
+        if (add_ass)
+            sb_put(b, "<|start_header_id|>assistant<|end_header_id|>\n\n");
+        break;
+    case LC_CHAT_TEMPLATE_CHATGLM_3:
+    case LC_CHAT_TEMPLATE_CHATGLM_4:
+    case LC_CHAT_TEMPLATE_GLMEDGE:
+        /* <|role|>\n content; ChatGLM3 adds a space after the newline, ChatGLM3/4 open with a
+         * fixed [gMASK] prefix, GLMEdge has none */
+        if (id == LC_CHAT_TEMPLATE_CHATGLM_3)
+            sb_put(b, "[gMASK]sop");
+        else if (id == LC_CHAT_TEMPLATE_CHATGLM_4)
+            sb_put(b, "[gMASK]<sop>");
+        for (size_t i = 0; i < n; i++) {
+            sb_put(b, "<|");
+            sb_put(b, role_name(m[i].role));
+            sb_put(b, id == LC_CHAT_TEMPLATE_CHATGLM_3 ? "|>\n " : "|>\n");
+            sb_put(b, m[i].content);
+        }
+        if (add_ass)
+            sb_put(b, "<|assistant|>");
+        break;
+    case LC_CHAT_TEMPLATE_MINICPM:
+        for (size_t i = 0; i < n; i++) {
+            if (m[i].role == LC_ROLE_USER) {
+                sb_put(b, "<用户>");
+                sb_put_trim(b, m[i].content);
+                sb_put(b, "<AI>");
+            } else {
+                sb_put_trim(b, m[i].content);
+            }
+        }
+        break;
+    case LC_CHAT_TEMPLATE_EXAONE_3:
+        /* LGAI-EXAONE/EXAONE-3.0-7.8B-Instruct: the user turn has no [|endofturn|] */
+        for (size_t i = 0; i < n; i++) {
+            switch (m[i].role) {
+            case LC_ROLE_SYSTEM:
+                sb_put(b, "[|system|]");
+                sb_put_trim(b, m[i].content);
+                sb_put(b, "[|endofturn|]\n");
+                break;
+            case LC_ROLE_USER:
+                sb_put(b, "[|user|]");
+                sb_put_trim(b, m[i].content);
+                sb_put(b, "\n");
+                break;
+            case LC_ROLE_ASSISTANT:
+                sb_put(b, "[|assistant|]");
+                sb_put_trim(b, m[i].content);
+                sb_put(b, "[|endofturn|]\n");
+                break;
+            }
+        }
+        if (add_ass)
+            sb_put(b, "[|assistant|]");
+        break;
+    case LC_CHAT_TEMPLATE_RWKV_WORLD:
+        /* "\n\n" is the model's end of turn; the header after the last user turn is always
+         * written, as llama.cpp does */
+        for (size_t i = 0; i < n; i++) {
+            sb_put(b, m[i].role == LC_ROLE_SYSTEM ? "System: "
+                      : m[i].role == LC_ROLE_USER ? "User: "
+                                                  : "Assistant: ");
+            sb_put_trim(b, m[i].content);
+            sb_put(b, "\n\n");
+            if (m[i].role == LC_ROLE_USER && i == n - 1)
+                sb_put(b, "Assistant:");
+        }
+        break;
+    case LC_CHAT_TEMPLATE_GRANITE:
+        for (size_t i = 0; i < n; i++) {
+            sb_put(b, "<|start_of_role|>");
+            sb_put(b, role_name(m[i].role));
+            sb_put(b, "<|end_of_role|>");
+            sb_put(b, m[i].content);
+            sb_put(b, "<|end_of_text|>\n");
+        }
+        if (add_ass)
+            sb_put(b, "<|start_of_role|>assistant<|end_of_role|>\n");
+        break;
+    case LC_CHAT_TEMPLATE_GIGACHAT: {
+        /* ai-sage/GigaChat: only a leading system message is kept; every user turn is followed
+         * by an empty function list */
+        size_t i = 0;
+        sb_put(b, "<s>");
+        if (n > 0 && m[0].role == LC_ROLE_SYSTEM) {
+            sb_put(b, m[0].content);
+            sb_put(b, "<|message_sep|>");
+            i = 1;
+        }
+        for (; i < n; i++) {
+            if (m[i].role == LC_ROLE_USER) {
+                sb_put(b, "user<|role_sep|>");
+                sb_put(b, m[i].content);
+                sb_put(b, "<|message_sep|>available functions<|role_sep|>[]<|message_sep|>");
+            } else if (m[i].role == LC_ROLE_ASSISTANT) {
+                sb_put(b, "assistant<|role_sep|>");
+                sb_put(b, m[i].content);
+                sb_put(b, "<|message_sep|>");
+            }
+        }
+        if (add_ass)
+            sb_put(b, "assistant<|role_sep|>");
+        break;
+    }
+    case LC_CHAT_TEMPLATE_MEGREZ:
+        for (size_t i = 0; i < n; i++) {
+            sb_put(b, "<|role_start|>");
+            sb_put(b, role_name(m[i].role));
+            sb_put(b, "<|role_end|>");
+            sb_put(b, m[i].content);
+            sb_put(b, "<|turn_end|>");
+        }
+        if (add_ass)
+            sb_put(b, "<|role_start|>assistant<|role_end|>");
+        break;
+    case LC_CHAT_TEMPLATE_COUNT:
+        break;
+    }
+}
+
+char *lc_chat_template_apply(int id, const struct lc_chat_msg *msgs, size_t n,
+                             bool add_assistant_prefix, char **err)
+{
+    if (err)
+        *err = NULL;
+    if (id < 0 || id >= LC_CHAT_TEMPLATE_COUNT) {
+        set_err(err, "chat template: unknown template id %d", id);
+        return NULL;
+    }
+    if (n > 0 && !msgs) {
+        set_err(err, "chat template: %zu messages but no message array", n);
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!role_name(msgs[i].role)) {
+            set_err(err, "chat template: message %zu has invalid role %d", i, (int)msgs[i].role);
+            return NULL;
+        }
+        if (!msgs[i].content) {
+            set_err(err, "chat template: message %zu (%s) has no content", i,
+                    role_name(msgs[i].role));
+            return NULL;
+        }
+    }
+    struct sbuf b = { 0 };
+    sb_putn(&b, "", 0);  /* an empty conversation still gives a valid "" */
+    render(&b, id, msgs, n, add_assistant_prefix);
+    if (b.oom) {
+        free(b.p);
+        set_err(err, "chat template %s: out of memory rendering %zu messages", families[id].name,
+                n);
+        return NULL;
+    }
+    return b.p;
+}

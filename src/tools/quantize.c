@@ -1,0 +1,757 @@
+/*
+ * llamachat-quantize - convert a GGUF model to another weight type, bit-compatibly with
+ * llama.cpp's llama-quantize; measure quantization error (--stats).
+ *
+ *   llamachat-quantize [options] IN.gguf OUT.gguf TYPE
+ *   llamachat-quantize --stats MODEL.gguf [-t N]
+ *
+ * The model: every tensor is either copied unchanged or converted row by row with the reference
+ * quantizer of its new type (ggml's `_ref` functions, quant.c / quant_k.c), so the bytes are the
+ * ones llama-quantize writes.  Which tensors are converted, and to what, follows llama.cpp's
+ * llama_model_quantize_impl / llama_tensor_get_type (src/llama-quant.cpp, build 4748) for the
+ * types we offer:
+ *   - only tensors whose name ends in "weight", with at least 2 dimensions, and not a norm
+ *     ("_norm.weight"), a MoE router ("ffn_gate_inp.weight") or a position/token-type embedding;
+ *   - to TYPE, except (quantized TYPEs, without --pure) the output projection -- output.weight,
+ *     or token_embd.weight when the model has no output.weight -- which becomes Q6_K when its
+ *     rows are a multiple of 256 and TYPE is not Q8_0, else Q8_0;
+ *   - a tensor already of the chosen type is copied.
+ * The tensors are written in llama.cpp's order (its weights map: tensors outside the blocks by
+ * name, then block by block, names sorted within a block), the metadata copied in order with
+ * general.quantization_version and general.file_type (llama_ftype) re-set at the end, so
+ * that for the same input the whole file is byte-identical to llama-quantize's.
+ *
+ * Where llama.cpp gives up, we do not: a row length that is not a multiple of the block size
+ * (stories260K's FFN of 172) keeps the tensor in F16 -- with a note -- instead of aborting.
+ *
+ * The input may itself be split (give its first part): all parts are read, the split keys
+ * dropped.  --split-max-size writes OUT-00001-of-0000N.gguf ... as llama.cpp's gguf-split
+ * does: the first part holds all metadata, every part has split.no (u16, from 0), split.count
+ * (u16) and split.tensors.count (i32, all tensors); a part is closed when the next tensor
+ * (padded to 32) would take its data past the size.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "llm/gguf.h"
+#include "llm/quant.h"
+
+/* llama.cpp's enum llama_ftype values for the types we write (general.file_type). */
+enum {
+    FTYPE_ALL_F32 = 0,
+    FTYPE_MOSTLY_F16 = 1,
+    FTYPE_MOSTLY_Q4_0 = 2,
+    FTYPE_MOSTLY_Q4_1 = 3,
+    FTYPE_MOSTLY_Q8_0 = 7,
+    FTYPE_MOSTLY_Q6_K = 18,
+    FTYPE_MOSTLY_BF16 = 32,
+};
+
+/* ggml's GGML_QNT_VERSION, stored as general.quantization_version */
+#define QNT_VERSION 2
+
+static const struct {
+    const char *name;
+    enum lc_type type;
+    int ftype;
+} target_types[] = {
+    {"q4_1", LC_TYPE_Q4_1, FTYPE_MOSTLY_Q4_1}, {"q4_0", LC_TYPE_Q4_0, FTYPE_MOSTLY_Q4_0},
+    {"q8_0", LC_TYPE_Q8_0, FTYPE_MOSTLY_Q8_0}, {"q6_k", LC_TYPE_Q6_K, FTYPE_MOSTLY_Q6_K},
+    {"f16", LC_TYPE_F16, FTYPE_MOSTLY_F16},    {"bf16", LC_TYPE_BF16, FTYPE_MOSTLY_BF16},
+    {"f32", LC_TYPE_F32, FTYPE_ALL_F32},
+};
+
+struct opts {
+    const char *in, *out, *type_name, *stats;
+    enum lc_type type;
+    int ftype;
+    bool pure, leave_output, allow_requantize;
+    int n_threads;
+    uint64_t split_max; /* bytes, 0 = one file */
+};
+
+/* One tensor of the output: where its data comes from and what it becomes. */
+struct plan {
+    const struct lc_gguf_tensor *src;
+    enum lc_type type;  /* output type */
+    bool convert;       /* false: bytes copied from the input */
+    size_t nbytes;      /* output data bytes */
+    const char *note;   /* why the type differs from what was asked, or NULL */
+    int part;           /* split part, 0-based */
+};
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("llamachat-quantize: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(1);
+}
+
+static void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        die("out of memory (%zu bytes)", n);
+    return p;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: llamachat-quantize [options] IN.gguf OUT.gguf TYPE\n"
+            "       llamachat-quantize --stats MODEL.gguf [-t N]\n"
+            "\n"
+            "TYPE: q4_1, q4_0, q8_0, q6_k, f16, bf16, f32 (the input: F32, F16 or BF16)\n"
+            "\n"
+            "options:\n"
+            "  --pure                  every 2-D weight in TYPE (no Q6_K/Q8_0 output tensor)\n"
+            "  --leave-output-tensor   copy output.weight unchanged\n"
+            "  --allow-requantize      accept an already-quantized input (loses quality)\n"
+            "  -t, --threads N         quantize with N threads (default: all CPUs)\n"
+            "  --split-max-size SIZE   write OUT-00001-of-0000N.gguf ... parts of at most SIZE\n"
+            "                          bytes of tensor data each (SIZE: 500M, 2G, 64K, bytes)\n"
+            "  --stats MODEL           per 2-D tensor: RMSE and max |error| of q4_0, q4_1, q8_0\n"
+            "  -h, --help              this help\n");
+}
+
+/* "500M" -> 500000000 (decimal units, as gguf-split); K, M, G or a plain byte count. */
+static bool parse_size(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || v == 0)
+        return false;
+    uint64_t mul = 1;
+    if (*end == 'K' || *end == 'k')
+        mul = 1000, end++;
+    else if (*end == 'M' || *end == 'm')
+        mul = 1000 * 1000, end++;
+    else if (*end == 'G' || *end == 'g')
+        mul = 1000 * 1000 * 1000, end++;
+    if (*end != '\0' || v > UINT64_MAX / mul)
+        return false;
+    *out = v * mul;
+    return true;
+}
+
+/* ---------------------------------------------------------------- tensor order and type */
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* ggml_n_dims: dimensions up to the last one that is not 1 (at least 1). */
+static int n_dims_eff(const struct lc_gguf_tensor *t)
+{
+    for (int i = LC_GGUF_MAX_DIMS - 1; i >= 1; i--)
+        if (t->ne[i] > 1)
+            return i + 1;
+    return 1;
+}
+
+static int64_t n_elements(const struct lc_gguf_tensor *t)
+{
+    int64_t n = 1;
+    for (int i = 0; i < LC_GGUF_MAX_DIMS; i++)
+        n *= t->ne[i];
+    return n;
+}
+
+/* Block number of "blk.N.*", or -1 (llama.cpp's weight_name_comparer). */
+static int layer_of(const char *name)
+{
+    int l = -1;
+    if (sscanf(name, "blk.%d.", &l) != 1)
+        return -1;
+    return l;
+}
+
+static int cmp_tensor(const void *a, const void *b)
+{
+    const struct lc_gguf_tensor *ta = *(const struct lc_gguf_tensor *const *)a;
+    const struct lc_gguf_tensor *tb = *(const struct lc_gguf_tensor *const *)b;
+    int la = layer_of(ta->name), lb = layer_of(tb->name);
+    if (la != lb)
+        return la < lb ? -1 : 1;
+    return strcmp(ta->name, tb->name);
+}
+
+static int64_t count_tensors(struct lc_gguf **parts, int n_parts)
+{
+    int64_t n = 0;
+    for (int p = 0; p < n_parts; p++)
+        n += lc_gguf_n_tensors(parts[p]);
+    return n;
+}
+
+/* The tensors of all parts of a (split) model, in file order; malloc'd. */
+static const struct lc_gguf_tensor **collect_tensors(struct lc_gguf **parts, int n_parts)
+{
+    const int64_t n = count_tensors(parts, n_parts);
+    const struct lc_gguf_tensor **t = xmalloc((size_t)n * sizeof(*t));
+    int64_t k = 0;
+    for (int p = 0; p < n_parts; p++)
+        for (int64_t i = 0; i < lc_gguf_n_tensors(parts[p]); i++)
+            t[k++] = lc_gguf_tensor(parts[p], i);
+    return t;
+}
+
+static bool is_float_type(enum lc_type t)
+{
+    return t == LC_TYPE_F32 || t == LC_TYPE_F16 || t == LC_TYPE_BF16;
+}
+
+/*
+ * The type tensor t gets in the output (llama_model_quantize_impl + llama_tensor_get_type).
+ * Sets *convert (false: copy the bytes) and *note when the type is a fallback.
+ */
+static enum lc_type choose_type(const struct opts *o, const struct lc_gguf *g, bool has_output,
+                                const struct lc_gguf_tensor *t, bool *convert, const char **note)
+{
+    const char *name = t->name;
+    *note = NULL;
+    *convert = false;
+    bool quantize = ends_with(name, "weight") && n_dims_eff(t) >= 2;
+    quantize = quantize && strstr(name, "_norm.weight") == NULL;
+    quantize = quantize && !(o->leave_output && strcmp(name, "output.weight") == 0);
+    quantize = quantize && strstr(name, "ffn_gate_inp.weight") == NULL;
+    quantize = quantize && strcmp(name, "position_embd.weight") != 0;
+    quantize = quantize && strcmp(name, "token_types.weight") != 0;
+    quantize = quantize && strstr(name, "ssm_conv1d.weight") == NULL;
+    quantize = quantize && strstr(name, "attn_rel_b.weight") == NULL;
+    if (!quantize)
+        return t->type;
+
+    enum lc_type type = o->type;
+    const bool is_q = lc_type_traits((int)o->type)->is_quantized;
+    if (!o->pure && is_q &&
+        (strcmp(name, "output.weight") == 0 ||
+         (!has_output && strcmp(name, "token_embd.weight") == 0))) {
+        const char *arch = lc_gguf_get_str(g, "general.architecture");
+        if ((arch && strcmp(arch, "falcon") == 0) || t->ne[0] % LC_QK_K != 0)
+            type = LC_TYPE_Q8_0;
+        else if (type != LC_TYPE_Q8_0)
+            type = LC_TYPE_Q6_K;
+    }
+    /* llama.cpp: a K-quant whose blocks do not fit falls back (Q6_K -> Q8_0); any other misfit
+     * aborts.  We keep such a tensor in F16 (exact for F16 input, near-exact for F32). */
+    const int blck = lc_type_traits((int)type)->blck_size;
+    if (t->ne[0] % blck != 0) {
+        if (type == LC_TYPE_Q6_K && t->ne[0] % LC_QK8_0 == 0) {
+            type = LC_TYPE_Q8_0;
+        } else {
+            *note = "row length is not a multiple of the block size: kept in F16";
+            type = t->type == LC_TYPE_F32 || t->type == LC_TYPE_BF16 ? LC_TYPE_F16 : t->type;
+            if (!is_float_type(type))
+                type = LC_TYPE_F16;
+        }
+    }
+    *convert = type != t->type;
+    return type;
+}
+
+/* ---------------------------------------------------------------- parallel conversion */
+
+struct job {
+    const struct lc_gguf_tensor *src;
+    enum lc_type type;
+    void *dst;
+    int64_t nrows, ncols;
+    int ith, nth;
+};
+
+/* Convert rows [lo, hi) of the source tensor: to float, then the reference quantizer. */
+static void *convert_rows(void *arg)
+{
+    const struct job *j = arg;
+    const struct lc_type_traits *ts = lc_type_traits((int)j->src->type);
+    const struct lc_type_traits *td = lc_type_traits((int)j->type);
+    const size_t src_row = lc_row_size(j->src->type, j->ncols);
+    const size_t dst_row = lc_row_size(j->type, j->ncols);
+    int64_t per = j->nrows / j->nth, rem = j->nrows % j->nth;
+    int64_t lo = j->ith * per + (j->ith < rem ? j->ith : rem);
+    int64_t hi = lo + per + (j->ith < rem ? 1 : 0);
+    float *row = xmalloc((size_t)j->ncols * sizeof(float));
+    for (int64_t r = lo; r < hi; r++) {
+        ts->to_float((const uint8_t *)j->src->data + (size_t)r * src_row, row, j->ncols);
+        td->from_float_ref(row, (uint8_t *)j->dst + (size_t)r * dst_row, j->ncols);
+    }
+    free(row);
+    return NULL;
+}
+
+static void convert_tensor(const struct lc_gguf_tensor *src, enum lc_type type, void *dst,
+                           int n_threads)
+{
+    const int64_t ncols = src->ne[0];
+    const int64_t nrows = n_elements(src) / ncols;
+    int nth = n_threads;
+    if (nrows < nth)
+        nth = (int)nrows;
+    if (nth < 1)
+        nth = 1;
+    struct job jobs[nth];
+    pthread_t tid[nth];
+    for (int i = 0; i < nth; i++) {
+        jobs[i] = (struct job){src, type, dst, nrows, ncols, i, nth};
+        if (i > 0 && pthread_create(&tid[i], NULL, convert_rows, &jobs[i]) != 0)
+            die("cannot start a thread");
+    }
+    convert_rows(&jobs[0]);
+    for (int i = 1; i < nth; i++)
+        pthread_join(tid[i], NULL);
+}
+
+/* ---------------------------------------------------------------- progress, table */
+
+static bool progress_on;
+
+static void progress(int done, int total, const char *name)
+{
+    if (!progress_on)
+        return;
+    const int width = 30;
+    int fill = total ? done * width / total : width;
+    char bar[64];
+    for (int i = 0; i < width; i++)
+        bar[i] = i < fill ? '#' : '.';
+    bar[width] = '\0';
+    fprintf(stderr, "\r\033[K[%s] %d/%d %.40s", bar, done, total, name ? name : "");
+    fflush(stderr);
+}
+
+static double mib(double bytes)
+{
+    return bytes / (1024.0 * 1024.0);
+}
+
+static void print_table(const struct plan *p, int n, double seconds, int n_parts, const char *out)
+{
+    struct {
+        int n;
+        double before, after, elems;
+    } by[LC_TYPE_COUNT] = {{0, 0, 0, 0}};
+    double before = 0, after = 0, elems = 0;
+    for (int i = 0; i < n; i++) {
+        const int t = (int)p[i].type;
+        by[t].n++;
+        by[t].before += (double)p[i].src->nbytes;
+        by[t].after += (double)p[i].nbytes;
+        by[t].elems += (double)n_elements(p[i].src);
+        before += (double)p[i].src->nbytes;
+        after += (double)p[i].nbytes;
+        elems += (double)n_elements(p[i].src);
+    }
+    printf("%-8s %8s %14s %14s %8s\n", "type", "tensors", "before (MiB)", "after (MiB)", "bpw");
+    for (int t = 0; t < LC_TYPE_COUNT; t++) {
+        if (!by[t].n)
+            continue;
+        printf("%-8s %8d %14.2f %14.2f %8.2f\n", lc_type_name(t), by[t].n, mib(by[t].before),
+               mib(by[t].after), by[t].after * 8 / by[t].elems);
+    }
+    printf("%-8s %8d %14.2f %14.2f %8.2f\n", "total", n, mib(before), mib(after),
+           after * 8 / elems);
+    printf("wrote %s%s in %.2f s (%d part%s)\n", out, n_parts > 1 ? " (split)" : "", seconds,
+           n_parts, n_parts > 1 ? "s" : "");
+}
+
+/* ---------------------------------------------------------------- writing */
+
+static void check(int rc, char *err, const char *what)
+{
+    if (rc != 0) {
+        if (err)
+            die("%s: %s", what, err);
+        die("%s failed", what);
+    }
+}
+
+/* OUT.gguf -> OUT-00001-of-00003.gguf (llama_split_path on the prefix without ".gguf"). */
+static char *part_path(const char *out, int part, int n_parts)
+{
+    size_t n = strlen(out);
+    if (ends_with(out, ".gguf"))
+        n -= 5;
+    char *prefix = xmalloc(n + 1);
+    memcpy(prefix, out, n);
+    prefix[n] = '\0';
+    char *p = xmalloc(n + 32);
+    if (lc_gguf_split_path(p, n + 32, prefix, part + 1, n_parts) != 0)
+        die("%s: cannot name part %d of %d", out, part + 1, n_parts);
+    free(prefix);
+    return p;
+}
+
+static int quantize_model(const struct opts *o)
+{
+    char *err = NULL;
+    int n_in = 0;
+    struct lc_gguf **in = lc_gguf_open_split(o->in, &n_in, &err);
+    if (!in)
+        die("%s", err ? err : "cannot open input");
+    const struct lc_gguf *g = in[0]; /* the metadata */
+
+    const struct lc_gguf_tensor **order = collect_tensors(in, n_in);
+    const int64_t n = count_tensors(in, n_in);
+    bool has_output = false;
+    for (int64_t i = 0; i < n; i++)
+        has_output = has_output || strcmp(order[i]->name, "output.weight") == 0;
+    qsort(order, (size_t)n, sizeof(*order), cmp_tensor);
+
+    /* 1. plan: the type of every tensor, the part it goes to */
+    struct plan *p = xmalloc((size_t)n * sizeof(*p));
+    bool requant_warned = false;
+    for (int64_t i = 0; i < n; i++) {
+        const struct lc_gguf_tensor *t = order[i];
+        p[i].src = t;
+        p[i].type = choose_type(o, g, has_output, t, &p[i].convert, &p[i].note);
+        if (p[i].convert) {
+            const struct lc_type_traits *ts = lc_type_traits((int)t->type);
+            if (!is_float_type(t->type)) {
+                if (!o->allow_requantize)
+                    die("%s: tensor '%s' is already %s; requantizing loses quality, use "
+                        "--allow-requantize to do it anyway",
+                        o->in, t->name, lc_type_name((int)t->type));
+                if (!ts || !ts->to_float)
+                    die("%s: tensor '%s': cannot read type %s", o->in, t->name,
+                        lc_type_name((int)t->type));
+                if (!requant_warned)
+                    fprintf(stderr, "warning: requantizing from %s: the result is worse than "
+                                    "quantizing the original F32/F16 model\n",
+                            lc_type_name((int)t->type));
+                requant_warned = true;
+            }
+            if (!lc_type_traits((int)p[i].type)->from_float_ref)
+                die("cannot quantize to %s", lc_type_name((int)p[i].type));
+        }
+        p[i].nbytes = p[i].convert ? lc_row_size(p[i].type, t->ne[0]) *
+                                         (size_t)(n_elements(t) / t->ne[0])
+                                   : t->nbytes;
+        if (p[i].note)
+            fprintf(stderr, "note: %s [%" PRId64 " x %" PRId64 "]: %s\n", t->name, t->ne[0],
+                    n_elements(t) / t->ne[0], p[i].note);
+    }
+    int n_parts = 1;
+    if (o->split_max) {
+        uint64_t cur = 0;
+        int64_t in_part = 0;
+        for (int64_t i = 0; i < n; i++) {
+            const uint64_t padded = (p[i].nbytes + 31) / 32 * 32;
+            /* gguf-split: a new part when this tensor would take the data past the size;
+             * unlike it, never leave a part without tensors (a tensor larger than the size
+             * gets a part of its own instead of an error). */
+            if (in_part > 0 && cur + padded > o->split_max) {
+                n_parts++;
+                cur = 0;
+                in_part = 0;
+            }
+            cur += padded;
+            in_part++;
+            p[i].part = n_parts - 1;
+        }
+        if (n_parts > 65535) /* split.count is a u16 */
+            die("--split-max-size %" PRIu64 " would make %d parts (at most 65535)", o->split_max,
+                n_parts);
+    } else {
+        for (int64_t i = 0; i < n; i++)
+            p[i].part = 0;
+    }
+
+    /* 2. write each part: metadata, tensor infos, then the data tensor by tensor */
+    progress_on = isatty(2);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int64_t next = 0;
+    for (int part = 0; part < n_parts; part++) {
+        char *path = o->split_max ? part_path(o->out, part, n_parts) : strdup(o->out);
+        struct lc_gguf_writer *w = lc_gguf_writer_new();
+        if (!w || !path)
+            die("out of memory");
+        if (part == 0) {
+            check(lc_gguf_writer_copy_kvs(w, g), NULL, "copying the metadata");
+            /* gguf_set_val_* in llama.cpp removes the key and appends it */
+            lc_gguf_writer_remove_key(w, "general.quantization_version");
+            check(lc_gguf_writer_set_u32(w, "general.quantization_version", QNT_VERSION), NULL,
+                  "metadata");
+            lc_gguf_writer_remove_key(w, "general.file_type");
+            check(lc_gguf_writer_set_u32(w, "general.file_type", (uint32_t)o->ftype), NULL,
+                  "metadata");
+            lc_gguf_writer_remove_key(w, "split.no");
+            lc_gguf_writer_remove_key(w, "split.count");
+            lc_gguf_writer_remove_key(w, "split.tensors.count");
+        } else {
+            const int64_t ia = lc_gguf_find_key(g, "general.alignment");
+            uint32_t align;
+            if (ia >= 0 && lc_gguf_get_u32(g, "general.alignment", &align))
+                check(lc_gguf_writer_set_u32(w, "general.alignment", align), NULL, "metadata");
+        }
+        if (o->split_max) {
+            int rc = lc_gguf_writer_set_u16(w, LC_GGUF_KEY_SPLIT_NO, (uint16_t)part);
+            rc |= lc_gguf_writer_set_u16(w, LC_GGUF_KEY_SPLIT_COUNT, (uint16_t)n_parts);
+            rc |= lc_gguf_writer_set_i32(w, LC_GGUF_KEY_SPLIT_TENSORS_COUNT, (int32_t)n);
+            check(rc, NULL, "split metadata");
+        }
+        int64_t first = next, end = next;
+        while (end < n && p[end].part == part)
+            end++;
+        for (int64_t i = first; i < end; i++)
+            check(lc_gguf_writer_add_tensor(w, p[i].src->name, p[i].type, p[i].src->n_dims,
+                                            p[i].src->ne),
+                  NULL, "adding a tensor");
+        check(lc_gguf_writer_begin(w, path, &err), err, path);
+        for (int64_t i = first; i < end; i++) {
+            progress((int)i, (int)n, p[i].src->name);
+            if (!p[i].convert) {
+                check(lc_gguf_writer_write_data(w, p[i].src->data, p[i].nbytes, &err), err,
+                      path);
+                continue;
+            }
+            void *buf = xmalloc(p[i].nbytes);
+            convert_tensor(p[i].src, p[i].type, buf, o->n_threads);
+            check(lc_gguf_writer_write_data(w, buf, p[i].nbytes, &err), err, path);
+            free(buf);
+        }
+        check(lc_gguf_writer_end(w, &err), err, path);
+        lc_gguf_writer_free(w);
+        free(path);
+        next = end;
+    }
+    progress((int)n, (int)n, NULL);
+    if (progress_on)
+        fputs("\r\033[K", stderr);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    const double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    char *shown = o->split_max ? part_path(o->out, 0, n_parts) : strdup(o->out);
+    print_table(p, (int)n, secs, n_parts, shown ? shown : o->out);
+    free(shown);
+    free(p);
+    free(order);
+    lc_gguf_free_split(in, n_in);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- --stats */
+
+struct stats_job {
+    const struct lc_gguf_tensor *src;
+    enum lc_type type;
+    int64_t nrows, ncols;
+    int ith, nth;
+    double sum2; /* sum of squared errors */
+    double maxe; /* largest |error| */
+};
+
+static void *stats_rows(void *arg)
+{
+    struct stats_job *j = arg;
+    const struct lc_type_traits *ts = lc_type_traits((int)j->src->type);
+    const struct lc_type_traits *tq = lc_type_traits((int)j->type);
+    const size_t src_row = lc_row_size(j->src->type, j->ncols);
+    int64_t per = j->nrows / j->nth, rem = j->nrows % j->nth;
+    int64_t lo = j->ith * per + (j->ith < rem ? j->ith : rem);
+    int64_t hi = lo + per + (j->ith < rem ? 1 : 0);
+    float *x = xmalloc((size_t)j->ncols * sizeof(float));
+    float *y = xmalloc((size_t)j->ncols * sizeof(float));
+    void *q = xmalloc(lc_row_size(j->type, j->ncols));
+    for (int64_t r = lo; r < hi; r++) {
+        ts->to_float((const uint8_t *)j->src->data + (size_t)r * src_row, x, j->ncols);
+        tq->from_float_ref(x, q, j->ncols);
+        tq->to_float(q, y, j->ncols);
+        for (int64_t c = 0; c < j->ncols; c++) {
+            const double e = fabs((double)x[c] - (double)y[c]);
+            j->sum2 += e * e;
+            if (e > j->maxe)
+                j->maxe = e;
+        }
+    }
+    free(x);
+    free(y);
+    free(q);
+    return NULL;
+}
+
+/* RMSE and max |error| of quantize -> dequantize of tensor t in type q (all rows). */
+static void tensor_error(const struct lc_gguf_tensor *t, enum lc_type type, int n_threads,
+                         double *sum2, double *maxe)
+{
+    const int64_t ncols = t->ne[0], nrows = n_elements(t) / ncols;
+    int nth = nrows < n_threads ? (int)nrows : n_threads;
+    if (nth < 1)
+        nth = 1;
+    struct stats_job jobs[nth];
+    pthread_t tid[nth];
+    for (int i = 0; i < nth; i++) {
+        jobs[i] = (struct stats_job){t, type, nrows, ncols, i, nth, 0, 0};
+        if (i > 0 && pthread_create(&tid[i], NULL, stats_rows, &jobs[i]) != 0)
+            die("cannot start a thread");
+    }
+    stats_rows(&jobs[0]);
+    *sum2 = jobs[0].sum2;
+    *maxe = jobs[0].maxe;
+    for (int i = 1; i < nth; i++) {
+        pthread_join(tid[i], NULL);
+        *sum2 += jobs[i].sum2;
+        if (jobs[i].maxe > *maxe)
+            *maxe = jobs[i].maxe;
+    }
+}
+
+static int quant_stats(const struct opts *o)
+{
+    static const enum lc_type types[] = {LC_TYPE_Q4_0, LC_TYPE_Q4_1, LC_TYPE_Q8_0};
+    enum { NT = sizeof(types) / sizeof(types[0]) };
+    char *err = NULL;
+    int n_in = 0;
+    struct lc_gguf **in = lc_gguf_open_split(o->stats, &n_in, &err);
+    if (!in)
+        die("%s", err ? err : "cannot open model");
+    const struct lc_gguf_tensor **all = collect_tensors(in, n_in);
+    const int64_t n_all = count_tensors(in, n_in);
+    double tot2[NT] = {0}, totmax[NT] = {0}, tot_n[NT] = {0};
+    int skipped = 0;
+
+    printf("%-28s %14s", "tensor", "shape");
+    for (int k = 0; k < NT; k++)
+        printf("  %9s %9s", lc_type_name((int)types[k]), "max");
+    printf("\n%-28s %14s", "", "");
+    for (int k = 0; k < NT; k++)
+        printf("  %9s %9s", "rmse", "|err|");
+    printf("\n");
+    for (int64_t i = 0; i < n_all; i++) {
+        const struct lc_gguf_tensor *t = all[i];
+        if (n_dims_eff(t) < 2)
+            continue;
+        const struct lc_type_traits *ts = lc_type_traits((int)t->type);
+        char shape[32];
+        snprintf(shape, sizeof(shape), "%" PRId64 "x%" PRId64, t->ne[0], n_elements(t) / t->ne[0]);
+        printf("%-28.28s %14s", t->name, shape);
+        if (!ts || !ts->to_float || t->ne[0] % LC_QK4_0 != 0) {
+            printf("  %s\n", !ts || !ts->to_float ? "(type not readable)"
+                                                  : "(row length not a multiple of 32)");
+            skipped++;
+            continue;
+        }
+        const double ne = (double)n_elements(t);
+        for (int k = 0; k < NT; k++) {
+            double s2, mx;
+            tensor_error(t, types[k], o->n_threads, &s2, &mx);
+            printf("  %9.3e %9.3e", sqrt(s2 / ne), mx);
+            tot2[k] += s2;
+            tot_n[k] += ne;
+            if (mx > totmax[k])
+                totmax[k] = mx;
+        }
+        printf("\n");
+        fflush(stdout);
+    }
+    printf("%-28s %14s", "total", "");
+    for (int k = 0; k < NT; k++)
+        printf("  %9.3e %9.3e", tot_n[k] > 0 ? sqrt(tot2[k] / tot_n[k]) : 0.0, totmax[k]);
+    printf("\n");
+    if (skipped)
+        printf("(%d tensor%s skipped)\n", skipped, skipped > 1 ? "s" : "");
+    free(all);
+    lc_gguf_free_split(in, n_in);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- main */
+
+static bool same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
+}
+
+int main(int argc, char **argv)
+{
+    struct opts o = {0};
+    o.n_threads = 0;
+    enum { OPT_PURE = 256, OPT_LEAVE, OPT_REQ, OPT_SPLIT, OPT_STATS };
+    static const struct option longopts[] = {
+        {"pure", no_argument, NULL, OPT_PURE},
+        {"leave-output-tensor", no_argument, NULL, OPT_LEAVE},
+        {"allow-requantize", no_argument, NULL, OPT_REQ},
+        {"split-max-size", required_argument, NULL, OPT_SPLIT},
+        {"stats", required_argument, NULL, OPT_STATS},
+        {"threads", required_argument, NULL, 't'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+    while ((c = getopt_long(argc, argv, "t:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case OPT_PURE: o.pure = true; break;
+        case OPT_LEAVE: o.leave_output = true; break;
+        case OPT_REQ: o.allow_requantize = true; break;
+        case OPT_SPLIT:
+            if (!parse_size(optarg, &o.split_max))
+                die("--split-max-size: '%s' is not a size (e.g. 500M, 2G, 64K, 1000000)", optarg);
+            break;
+        case OPT_STATS: o.stats = optarg; break;
+        case 't': {
+            char *end;
+            long v = strtol(optarg, &end, 10);
+            if (*end || v < 1 || v > 512)
+                die("-t: '%s' is not a thread count (1..512)", optarg);
+            o.n_threads = (int)v;
+            break;
+        }
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (o.n_threads == 0) {
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        o.n_threads = ncpu > 0 ? (int)ncpu : 1;
+    }
+    lc_quant_init();
+    if (o.stats) {
+        if (optind != argc) {
+            usage(stderr);
+            return 2;
+        }
+        return quant_stats(&o);
+    }
+    if (argc - optind != 3) {
+        usage(stderr);
+        return 2;
+    }
+    o.in = argv[optind];
+    o.out = argv[optind + 1];
+    o.type_name = argv[optind + 2];
+    bool found = false;
+    for (size_t i = 0; i < sizeof(target_types) / sizeof(target_types[0]); i++) {
+        if (strcasecmp(o.type_name, target_types[i].name) == 0) {
+            o.type = target_types[i].type;
+            o.ftype = target_types[i].ftype;
+            found = true;
+        }
+    }
+    if (!found)
+        die("unknown type '%s' (q4_1, q4_0, q8_0, q6_k, f16, bf16, f32)", o.type_name);
+    if (same_file(o.in, o.out))
+        die("%s: the output would overwrite the input", o.out);
+    return quantize_model(&o);
+}

@@ -1,0 +1,395 @@
+/*
+ * input.c - the input line: GNU readline through its callback interface, drawn by curses.
+ *
+ * Readline never touches the terminal here.  Keys come from curses (get_wch); keys with a curses
+ * code (arrows, Home, Delete...) are turned back into the ANSI sequences readline binds by
+ * default and queued, together with typed characters as UTF-8, and readline reads them through
+ * rl_getc_function.  Its redisplay hook only marks the screen dirty; view.c draws
+ * rl_display_prompt + rl_line_buffer with the cursor at rl_point.  So emacs keys, ~/.inputrc,
+ * Ctrl-R search and history work as in any readline program, inside a curses layout.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <readline/history.h>
+#include <readline/readline.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static struct tui *T;
+static unsigned char queue[4096];
+static size_t q_head, q_len;
+static FILE *devnull;
+static char *history_path;
+static char *restore_text;   /* put back into the line after readline has cleared it */
+
+static void q_push(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n && q_len < sizeof(queue); i++)
+        queue[(q_head + q_len++) % sizeof(queue)] = (unsigned char)s[i];
+}
+
+static void encode_utf8(wint_t c, char *out, size_t *n)
+{
+    if (c < 0x80) {
+        out[0] = (char)c;
+        *n = 1;
+    } else if (c < 0x800) {
+        out[0] = (char)(0xC0 | (c >> 6));
+        out[1] = (char)(0x80 | (c & 0x3F));
+        *n = 2;
+    } else if (c < 0x10000) {
+        out[0] = (char)(0xE0 | (c >> 12));
+        out[1] = (char)(0x80 | ((c >> 6) & 0x3F));
+        out[2] = (char)(0x80 | (c & 0x3F));
+        *n = 3;
+    } else {
+        out[0] = (char)(0xF0 | (c >> 18));
+        out[1] = (char)(0x80 | ((c >> 12) & 0x3F));
+        out[2] = (char)(0x80 | ((c >> 6) & 0x3F));
+        out[3] = (char)(0x80 | (c & 0x3F));
+        *n = 4;
+    }
+}
+
+/* Queue the bytes readline expects for one curses key. */
+static void queue_key(int is_key_code, wint_t ch)
+{
+    if (!is_key_code) {
+        char b[4];
+        size_t n;
+        encode_utf8(ch, b, &n);
+        q_push(b, n);
+        return;
+    }
+    static const struct { int key; const char *seq; } map[] = {
+        { KEY_LEFT, "\033[D" }, { KEY_RIGHT, "\033[C" }, { KEY_UP, "\033[A" },
+        { KEY_DOWN, "\033[B" }, { KEY_HOME, "\033[H" }, { KEY_END, "\033[F" },
+        { KEY_DC, "\033[3~" }, { KEY_BACKSPACE, "\177" }, { KEY_ENTER, "\r" },
+        { KEY_IC, "\033[2~" },
+    };
+    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+        if ((int)ch == map[i].key) {
+            q_push(map[i].seq, strlen(map[i].seq));
+            return;
+        }
+    const char *name = keyname((int)ch);
+    if (name && strcmp(name, "kLFT5") == 0)
+        q_push("\033[1;5D", 6);
+    else if (name && strcmp(name, "kRIT5") == 0)
+        q_push("\033[1;5C", 6);
+    /* other function keys mean nothing to readline */
+}
+
+/* rl_getc_function: queued bytes; when readline wants more than we queued (a bracketed paste
+ * reads until its end marker), wait for the next key from curses. */
+static int tui_getc(FILE *f)
+{
+    (void)f;
+    while (q_len == 0) {
+        wint_t ch;
+        timeout(-1);
+        int r = get_wch(&ch);
+        nodelay(stdscr, TRUE);
+        if (r == ERR) {
+            if (errno == EINTR)
+                continue;
+            return EOF;
+        }
+        if (r == KEY_CODE_YES && ch == KEY_RESIZE)
+            continue;
+        queue_key(r == KEY_CODE_YES, ch);
+    }
+    int c = queue[q_head];
+    q_head = (q_head + 1) % sizeof(queue);
+    q_len--;
+    return c;
+}
+
+static int tui_input_available(void)
+{
+    return q_len > 0;
+}
+
+static void tui_redisplay(void)
+{
+    if (T)
+        T->dirty = true;
+}
+
+static void noop_prep(int meta)
+{
+    (void)meta;
+}
+
+static void noop_deprep(void)
+{
+}
+
+static void on_line(char *line)
+{
+    if (!line) {   /* Ctrl-D on an empty line */
+        T->quit = true;
+        return;
+    }
+    tui_line(T, line);
+}
+
+/* Enter: a trailing backslash continues the message on a new line; else accept. */
+static int accept_or_continue(int count, int key)
+{
+    if (rl_end > 0 && rl_point == rl_end && rl_line_buffer[rl_end - 1] == '\\') {
+        rl_delete_text(rl_end - 1, rl_end);
+        rl_point = rl_end;
+        rl_insert_text("\n");
+        return 0;
+    }
+    return rl_newline(count, key);
+}
+
+static int insert_newline(int count, int key)
+{
+    (void)count;
+    (void)key;
+    rl_insert_text("\n");
+    return 0;
+}
+
+/* ~/.local/state/llamachat/history ($XDG_STATE_HOME honoured); directories are created. */
+static char *make_history_path(void)
+{
+    const char *state = getenv("XDG_STATE_HOME");
+    const char *home = getenv("HOME");
+    char base[4096];
+    if (state && *state)
+        snprintf(base, sizeof(base), "%s/llamachat", state);
+    else if (home && *home)
+        snprintf(base, sizeof(base), "%s/.local/state/llamachat", home);
+    else
+        return NULL;
+    /* mkdir -p */
+    for (char *p = base + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            mkdir(base, 0700);
+            *p = '/';
+        }
+    if (mkdir(base, 0700) != 0 && errno != EEXIST)
+        return NULL;
+    size_t n = strlen(base) + sizeof("/history");
+    char *path = malloc(n);
+    if (path)
+        snprintf(path, n, "%s/history", base);
+    return path;
+}
+
+int input_init(struct tui *t)
+{
+    T = t;
+    devnull = fopen("/dev/null", "w");
+    rl_readline_name = "llamachat";
+    rl_catch_signals = 0;
+    rl_catch_sigwinch = 0;
+    rl_change_environment = 0;
+    rl_getc_function = tui_getc;
+    rl_input_available_hook = tui_input_available;
+    rl_redisplay_function = tui_redisplay;
+    rl_prep_term_function = noop_prep;
+    rl_deprep_term_function = noop_deprep;
+    rl_outstream = devnull ? devnull : stderr;
+    rl_instream = stdin;
+    rl_initialize();   /* reads ~/.inputrc */
+    rl_bind_key('\r', accept_or_continue);
+    rl_bind_key('\n', accept_or_continue);
+    rl_bind_keyseq("\033\r", insert_newline);
+    rl_bind_keyseq("\033\n", insert_newline);
+    rl_bind_keyseq("\033[1;5C", rl_forward_word);
+    rl_bind_keyseq("\033[1;5D", rl_backward_word);
+    rl_variable_bind("enable-bracketed-paste", "on");
+    using_history();
+    stifle_history(1000);
+    if (t->o->history) {
+        history_path = make_history_path();
+        if (history_path)
+            read_history(history_path);
+    }
+    rl_callback_handler_install("> ", on_line);
+    return 0;
+}
+
+void input_shutdown(struct tui *t)
+{
+    (void)t;
+    rl_callback_handler_remove();
+    if (history_path) {
+        write_history(history_path);
+        history_truncate_file(history_path, 1000);
+    }
+    free(history_path);
+    history_path = NULL;
+    clear_history();
+    if (devnull)
+        fclose(devnull);
+    devnull = NULL;
+    rl_outstream = NULL;
+    T = NULL;
+}
+
+void input_key(struct tui *t, int is_key_code, wint_t ch)
+{
+    (void)t;
+    queue_key(is_key_code, ch);
+    while (q_len > 0 && !t->quit) {
+        rl_callback_read_char();
+        if (restore_text) {
+            rl_replace_line(restore_text, 0);
+            rl_point = rl_end;
+            free(restore_text);
+            restore_text = NULL;
+            t->dirty = true;
+        }
+    }
+}
+
+void input_restore(const char *text)
+{
+    free(restore_text);
+    restore_text = strdup(text);
+}
+
+bool input_is_empty(void)
+{
+    return rl_end == 0;
+}
+
+/* Layout of prompt + buffer: cells with their byte offsets, wrapped at width. */
+struct icell {
+    wchar_t ch;
+    int w;
+    size_t off;
+};
+
+static size_t layout(int width, struct icell **out, size_t *cursor_cell)
+{
+    const char *prompt = rl_display_prompt ? rl_display_prompt : "";
+    size_t pl = strlen(prompt), bl = (size_t)rl_end;
+    size_t total = pl + bl;
+    struct icell *c = malloc((total + 1) * sizeof(*c));
+    if (!c)
+        return 0;
+    size_t n = 0;
+    size_t cur = (size_t)-1;
+    mbstate_t st;
+    memset(&st, 0, sizeof(st));
+    size_t i = 0;
+    while (i < total) {
+        const char *p = i < pl ? prompt + i : rl_line_buffer + (i - pl);
+        size_t avail = i < pl ? pl - i : total - i;
+        if (i >= pl && i - pl == (size_t)rl_point && cur == (size_t)-1)
+            cur = n;
+        unsigned char b = (unsigned char)*p;
+        if (b == '\n') {
+            c[n++] = (struct icell){ L'\n', -1, i };
+            i++;
+            continue;
+        }
+        if (b < 0x20 || b == 0x7F) {
+            c[n++] = (struct icell){ b == 0x7F ? (wchar_t)0x2421 : (wchar_t)(0x2400 + b), 1, i };
+            i++;
+            continue;
+        }
+        wchar_t wc;
+        size_t r = mbrtowc(&wc, p, avail, &st);
+        if (r == (size_t)-1 || r == (size_t)-2 || r == 0) {
+            memset(&st, 0, sizeof(st));
+            c[n++] = (struct icell){ (wchar_t)0xFFFD, 1, i };
+            i++;
+            continue;
+        }
+        int w = wcwidth(wc);
+        if (w < 0)
+            wc = 0xFFFD, w = 1;
+        c[n++] = (struct icell){ wc, w, i };
+        i += r;
+    }
+    if (cur == (size_t)-1)
+        cur = n;
+    *cursor_cell = cur;
+    *out = c;
+    (void)width;
+    return n;
+}
+
+/* Row and column of every cell (and of the end) when wrapped at width. */
+static int place(const struct icell *c, size_t n, int width, size_t upto, int *row, int *col)
+{
+    int r = 0, x = 0;
+    for (size_t i = 0; i < n && i < upto; i++) {
+        if (c[i].w < 0) {
+            r++;
+            x = 0;
+            continue;
+        }
+        if (x + c[i].w > width) {
+            r++;
+            x = 0;
+        }
+        x += c[i].w;
+    }
+    if (x >= width) {
+        r++;
+        x = 0;
+    }
+    *row = r;
+    *col = x;
+    return r + 1;
+}
+
+int input_rows(struct tui *t, int width, int max)
+{
+    (void)t;
+    struct icell *c = NULL;
+    size_t cur;
+    size_t n = layout(width, &c, &cur);
+    int row, col;
+    int rows = place(c, n, width, n, &row, &col);
+    free(c);
+    return rows < 1 ? 1 : rows > max ? max : rows;
+}
+
+void input_draw(struct tui *t, int y0, int h, int width)
+{
+    (void)t;
+    struct icell *c = NULL;
+    size_t cur;
+    size_t n = layout(width, &c, &cur);
+    int crow, ccol;
+    place(c, n, width, cur, &crow, &ccol);
+    int first = crow >= h ? crow - h + 1 : 0;   /* keep the cursor row visible */
+    int r = 0, x = 0;
+    size_t plen = strlen(rl_display_prompt ? rl_display_prompt : "");
+    for (size_t i = 0; i < n; i++) {
+        if (c[i].w < 0) {
+            r++;
+            x = 0;
+            continue;
+        }
+        if (x + c[i].w > width) {
+            r++;
+            x = 0;
+        }
+        if (r >= first && r - first < h) {
+            cchar_t cc;
+            wchar_t wc[2] = { c[i].ch, 0 };
+            attr_t a = c[i].off < plen ? A_BOLD : A_NORMAL;
+            setcchar(&cc, wc, a, 0, NULL);
+            mvadd_wch(y0 + r - first, x, &cc);
+        }
+        x += c[i].w;
+    }
+    free(c);
+    if (crow - first < h)
+        move(y0 + crow - first, ccol < width ? ccol : width - 1);
+}

@@ -1,0 +1,118 @@
+/*
+ * internal.h - shared state of the chat's modules (tui.c: the loop, commands and engine events;
+ * view.c: layout and drawing; input.c: readline through its callback interface).
+ *
+ * Model, htop-style: the state below is the single source of truth; input handlers change it
+ * and set `dirty`; one draw pass (view_draw) rebuilds the screen from it.  Nothing here touches
+ * the model: the engine thread does (engine.h).
+ */
+#ifndef LC_TUI_INTERNAL_H
+#define LC_TUI_INTERNAL_H
+
+#define NCURSES_WIDECHAR 1
+#include <curses.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <wchar.h>
+
+#include "chat.h"
+#include "engine.h"
+#include "options.h"
+
+enum entry_kind { E_SYSTEM, E_USER, E_ASSISTANT, E_NOTE, E_ERROR };
+
+/* A transcript entry: a message of the conversation or a note shown only on screen.  The text
+ * is decoded once into cells (a character and its display width), and wrapped into lines for
+ * the current width; both caches are rebuilt when the text or the width changes. */
+struct cell {
+    wchar_t ch;
+    int8_t w;           /* display columns: 0 (combining), 1 or 2; newline: -1 */
+};
+
+struct entry {
+    enum entry_kind kind;
+    int msg;             /* index in the chat for messages, -1 for notes */
+    char *text;
+    size_t len, cap;
+    /* caches */
+    struct cell *cells;
+    size_t n_cells, cells_cap;
+    size_t decoded_len;  /* bytes of text decoded into cells */
+    int *line_start;     /* cell index where each wrapped line starts */
+    int n_lines;
+    int wrap_width;      /* width the lines were computed for; 0 = stale */
+};
+
+enum focus { FOCUS_INPUT, FOCUS_PARAMS };
+enum state { ST_LOADING, ST_IDLE, ST_READING, ST_WRITING, ST_FAILED };
+
+struct tui {
+    struct lc_options *o;
+    struct lc_engine *engine;
+    struct lc_chat *chat;          /* the conversation as saved by /save */
+    struct entry *entries;
+    size_t n_entries, cap_entries;
+    int reply_entry;               /* entry receiving the reply, -1 */
+    int reply_msg;                 /* chat message receiving the reply, -1 */
+    /* view */
+    int scroll;                    /* lines above the bottom; 0 = following the end */
+    int last_total_lines;
+    bool show_params;
+    bool show_help;
+    enum focus focus;
+    int param_sel;
+    bool dirty;
+    bool mono;
+    /* status */
+    enum state state;
+    char model_desc[192];
+    char model_name[128];
+    char isa[32];
+    char template_name[48];
+    int n_threads;
+    int32_t n_past, n_ctx;
+    int32_t prog_done, prog_total;
+    double pp_tps, gen_tps;
+    char message[256];             /* one-line message in the status area (errors, "saved") */
+    bool message_is_error;
+    /* event text being assembled (records with more = 1) */
+    char *ev_text;
+    size_t ev_len, ev_cap;
+    bool quit;
+    int exit_status;
+};
+
+/* view.c */
+void view_init_colors(struct tui *t);
+void view_draw(struct tui *t);
+int view_transcript_height(void);
+void entry_free(struct entry *e);
+/* Invalidate the wrap cache of every entry (resize). */
+void view_invalidate(struct tui *t);
+/* Parameter pane: n rows; name, value text. */
+int view_param_count(void);
+const char *view_param_name(int i);
+
+/* input.c */
+int input_init(struct tui *t);      /* readline callback handler; history */
+void input_shutdown(struct tui *t); /* save history, remove the handler */
+/* Feed one key from curses (get_wch result) to readline. */
+void input_key(struct tui *t, int is_key_code, wint_t ch);
+/* Draw the input area (rows y0 .. y0+h-1 of stdscr, full width) and place the cursor. */
+void input_draw(struct tui *t, int y0, int h, int width);
+/* Rows the input wants for the width (1 .. max). */
+int input_rows(struct tui *t, int width, int max);
+bool input_is_empty(void);
+/* Put text back into the input line (a message refused while the model is busy). */
+void input_restore(const char *text);
+
+/* tui.c */
+void tui_line(struct tui *t, char *line);   /* a line accepted by readline (owned) */
+void tui_message(struct tui *t, bool error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int tui_add_entry(struct tui *t, enum entry_kind k, const char *text, size_t len);
+void tui_append_entry(struct tui *t, int i, const char *text, size_t len);
+void tui_param_change(struct tui *t, int idx, int dir);
+void tui_param_text(const struct tui *t, int idx, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,1008 @@
+/*
+ * tui.c - the chat's main loop: terminal set-up and restore, signals, keys, commands, and the
+ * engine's events.
+ *
+ * One thread (this one) does all terminal work.  It sleeps in poll() on three descriptors: the
+ * terminal, the engine's wake-up descriptor and a self-pipe written by signal handlers, so it
+ * reacts at once to a key, a token or a signal, and never waits for the engine.  The inference
+ * thread and its workers are started with the handled signals blocked, so handlers always run
+ * here.  The terminal is restored by endwin() on normal exits and SIGTERM/SIGHUP (which end
+ * the loop), and by a raw, async-signal-safe write of the saved terminfo strings plus
+ * tcsetattr() in the fatal-signal handler.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <langinfo.h>
+#include <locale.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <term.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <readline/history.h>
+
+#include "../cli.h"
+#include "../config.h"
+#include "tui.h"
+
+/* ---------------------------------------------------------------- terminal restore */
+
+static struct termios saved_tio;
+static bool have_tio;
+static volatile sig_atomic_t curses_on;
+static char restore_seq[256];   /* rmcup, cnorm, sgr0, mouse and paste modes off */
+static size_t restore_len;
+static int sig_pipe[2] = { -1, -1 };
+
+static void add_restore(const char *s)
+{
+    if (!s || s == (char *)-1)
+        return;
+    size_t n = strlen(s);
+    if (restore_len + n < sizeof(restore_seq)) {
+        memcpy(restore_seq + restore_len, s, n);
+        restore_len += n;
+    }
+}
+
+/* Async-signal-safe: only write() and tcsetattr(). */
+static void restore_terminal_raw(void)
+{
+    if (!curses_on)
+        return;
+    curses_on = 0;
+    ssize_t r = write(STDOUT_FILENO, restore_seq, restore_len);
+    (void)r;
+    if (have_tio)
+        tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved_tio);
+}
+
+static void on_fatal(int sig)
+{
+    restore_terminal_raw();
+    static const char msg[] = "llamachat: fatal signal; terminal restored\n";
+    ssize_t r = write(STDERR_FILENO, msg, sizeof(msg) - 1);
+    (void)r;
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void on_signal(int sig)
+{
+    int saved = errno;
+    unsigned char c = (unsigned char)sig;
+    ssize_t r = write(sig_pipe[1], &c, 1);
+    (void)r;
+    errno = saved;
+}
+
+static void at_exit_restore(void)
+{
+    if (curses_on) {
+        endwin();
+        restore_terminal_raw();
+    }
+}
+
+static const int handled_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGWINCH };
+static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGQUIT };
+
+static void install_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sigemptyset(&sa.sa_mask);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART;
+    for (size_t i = 0; i < sizeof(handled_signals) / sizeof(handled_signals[0]); i++)
+        sigaction(handled_signals[i], &sa, NULL);
+    sa.sa_handler = on_fatal;
+    sa.sa_flags = SA_RESETHAND;
+    for (size_t i = 0; i < sizeof(fatal_signals) / sizeof(fatal_signals[0]); i++)
+        sigaction(fatal_signals[i], &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+static void reset_signals(void)
+{
+    for (size_t i = 0; i < sizeof(handled_signals) / sizeof(handled_signals[0]); i++)
+        signal(handled_signals[i], SIG_DFL);
+    for (size_t i = 0; i < sizeof(fatal_signals) / sizeof(fatal_signals[0]); i++)
+        signal(fatal_signals[i], SIG_DFL);
+}
+
+/* ---------------------------------------------------------------- entries */
+
+static int add_entry_msg(struct tui *t, enum entry_kind k, int msg, const char *text, size_t len)
+{
+    if (t->n_entries == t->cap_entries) {
+        size_t cap = t->cap_entries ? t->cap_entries * 2 : 32;
+        struct entry *e = realloc(t->entries, cap * sizeof(*e));
+        if (!e)
+            return -1;
+        t->entries = e;
+        t->cap_entries = cap;
+    }
+    struct entry *e = &t->entries[t->n_entries];
+    memset(e, 0, sizeof(*e));
+    e->kind = k;
+    e->msg = msg;
+    e->text = malloc(len + 1);
+    if (!e->text)
+        return -1;
+    memcpy(e->text, text, len);
+    e->text[len] = '\0';
+    e->len = len;
+    e->cap = len + 1;
+    t->dirty = true;
+    return (int)t->n_entries++;
+}
+
+int tui_add_entry(struct tui *t, enum entry_kind k, const char *text, size_t len)
+{
+    return add_entry_msg(t, k, -1, text, len);
+}
+
+void tui_append_entry(struct tui *t, int i, const char *text, size_t len)
+{
+    if (i < 0 || (size_t)i >= t->n_entries)
+        return;
+    struct entry *e = &t->entries[i];
+    if (e->len + len + 1 > e->cap) {
+        size_t cap = (e->len + len + 1) * 2;
+        char *s = realloc(e->text, cap);
+        if (!s)
+            return;
+        e->text = s;
+        e->cap = cap;
+    }
+    memcpy(e->text + e->len, text, len);
+    e->len += len;
+    e->text[e->len] = '\0';
+    t->dirty = true;
+}
+
+static void note(struct tui *t, enum entry_kind k, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void note(struct tui *t, enum entry_kind k, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    int n = vasprintf(&s, fmt, ap);
+    va_end(ap);
+    if (n >= 0)
+        tui_add_entry(t, k, s, (size_t)n);
+    free(s);
+}
+
+void tui_message(struct tui *t, bool error, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(t->message, sizeof(t->message), fmt, ap);
+    va_end(ap);
+    /* one line only */
+    for (char *c = t->message; *c; c++)
+        if (*c == '\n' || *c == '\r' || *c == '\t' || (unsigned char)*c < 0x20)
+            *c = ' ';
+    t->message_is_error = error;
+    t->dirty = true;
+}
+
+static void clear_entries(struct tui *t)
+{
+    for (size_t i = 0; i < t->n_entries; i++)
+        entry_free(&t->entries[i]);
+    t->n_entries = 0;
+    t->reply_entry = -1;
+    t->reply_msg = -1;
+    t->scroll = 0;
+    t->last_total_lines = 0;
+}
+
+/* Entries from the conversation (after /load, /clear, /system). */
+static void rebuild_entries(struct tui *t)
+{
+    clear_entries(t);
+    for (size_t i = 0; i < t->chat->n; i++) {
+        const struct lc_message *m = &t->chat->msgs[i];
+        enum entry_kind k = m->role == LC_ROLE_SYSTEM ? E_SYSTEM
+                            : m->role == LC_ROLE_USER ? E_USER : E_ASSISTANT;
+        add_entry_msg(t, k, (int)i, m->text, m->len);
+    }
+    t->dirty = true;
+}
+
+/* ---------------------------------------------------------------- parameters */
+
+void tui_param_text(const struct tui *t, int idx, char *buf, size_t len)
+{
+    const struct lc_sampler_params *p = &t->o->sampling;
+    switch (idx) {
+    case 0: snprintf(buf, len, "%.2f", (double)p->temp); break;
+    case 1: if (p->top_k > 0) snprintf(buf, len, "%d", p->top_k); else snprintf(buf, len, "off"); break;
+    case 2: snprintf(buf, len, "%.2f", (double)p->top_p); break;
+    case 3: snprintf(buf, len, "%.2f", (double)p->min_p); break;
+    case 4: snprintf(buf, len, "%.2f", (double)p->repeat_penalty); break;
+    case 5: if (p->repeat_last_n >= 0) snprintf(buf, len, "%d", p->repeat_last_n); else snprintf(buf, len, "all"); break;
+    case 6: if (t->o->n_predict >= 0) snprintf(buf, len, "%d", t->o->n_predict); else snprintf(buf, len, "none"); break;
+    case 7:
+        if (p->seed == LC_SEED_RANDOM) snprintf(buf, len, "random");
+        else snprintf(buf, len, "%llu", (unsigned long long)p->seed);
+        break;
+    default: snprintf(buf, len, "?");
+    }
+}
+
+static void params_changed(struct tui *t)
+{
+    t->chat->params = t->o->sampling;
+    t->chat->max_tokens = t->o->n_predict;
+    if (t->engine)
+        lc_engine_set_params(t->engine, &t->o->sampling, t->o->n_predict);
+    t->dirty = true;
+}
+
+static float step_float(float v, int dir, float step, float lo, float hi)
+{
+    float r = roundf(v / step + (float)dir) * step;
+    return r < lo ? lo : r > hi ? hi : r;
+}
+
+void tui_param_change(struct tui *t, int idx, int dir)
+{
+    struct lc_sampler_params *p = &t->o->sampling;
+    switch (idx) {
+    case 0: p->temp = step_float(p->temp, dir, 0.05f, 0.0f, 5.0f); break;
+    case 1: p->top_k = p->top_k + dir < 0 ? 0 : p->top_k + dir; break;
+    case 2: p->top_p = step_float(p->top_p, dir, 0.01f, 0.0f, 1.0f); break;
+    case 3: p->min_p = step_float(p->min_p, dir, 0.01f, 0.0f, 1.0f); break;
+    case 4: p->repeat_penalty = step_float(p->repeat_penalty, dir, 0.05f, 0.05f, 5.0f); break;
+    case 5: p->repeat_last_n = p->repeat_last_n + dir * 8 < -1 ? -1 : p->repeat_last_n < 0 && dir > 0 ? 0 : p->repeat_last_n + dir * 8; break;
+    case 6: t->o->n_predict = t->o->n_predict < 0 ? (dir > 0 ? 16 : -1)
+                              : t->o->n_predict + dir * 16 < 0 ? -1 : t->o->n_predict + dir * 16; break;
+    case 7:
+        if (p->seed == LC_SEED_RANDOM) p->seed = dir > 0 ? 0 : LC_SEED_RANDOM;
+        else if (p->seed == 0 && dir < 0) p->seed = LC_SEED_RANDOM;
+        else p->seed += (uint64_t)(int64_t)dir;
+        break;
+    default: return;
+    }
+    params_changed(t);
+}
+
+/* /set NAME VALUE: only what the parameter pane shows can change at run time. */
+static void cmd_set(struct tui *t, const char *args)
+{
+    static const struct { const char *alias, *key; } names[] = {
+        { "temp", "temp" }, { "temperature", "temp" }, { "top_k", "top_k" }, { "top-k", "top_k" },
+        { "top_p", "top_p" }, { "top-p", "top_p" }, { "min_p", "min_p" }, { "min-p", "min_p" },
+        { "repeat_penalty", "repeat_penalty" }, { "repeat-penalty", "repeat_penalty" },
+        { "repeat_last_n", "repeat_last_n" }, { "repeat-last-n", "repeat_last_n" },
+        { "max_tokens", "max_tokens" }, { "max-tokens", "max_tokens" }, { "n_predict", "max_tokens" },
+        { "seed", "seed" },
+    };
+    char name[64] = "", value[128] = "";
+    if (sscanf(args, "%63s %127s", name, value) != 2) {
+        tui_message(t, true, "usage: /set NAME VALUE (temp, top-k, top-p, min-p, repeat-penalty, repeat-last-n, max-tokens, seed)");
+        return;
+    }
+    const char *key = NULL;
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (strcasecmp(name, names[i].alias) == 0)
+            key = names[i].key;
+    if (!key) {
+        tui_message(t, true, "unknown parameter '%s' (temp, top-k, top-p, min-p, repeat-penalty, repeat-last-n, max-tokens, seed)", name);
+        return;
+    }
+    char *err = NULL;
+    if (lc_config_set(t->o, "sampling", key, value, &err) != 0) {
+        tui_message(t, true, "%s", err ? err : "bad value");
+        free(err);
+        return;
+    }
+    params_changed(t);
+    tui_message(t, false, "%s = %s", key, value);
+}
+
+/* ---------------------------------------------------------------- commands */
+
+static bool busy(struct tui *t)
+{
+    return t->state == ST_READING || t->state == ST_WRITING || t->state == ST_LOADING;
+}
+
+static bool refuse_if_busy(struct tui *t, const char *what)
+{
+    if (t->state == ST_LOADING) {
+        tui_message(t, true, "the model is still loading");
+        return true;
+    }
+    if (busy(t)) {
+        tui_message(t, true, "%s: the model is writing (Esc stops it)", what);
+        return true;
+    }
+    if (t->state == ST_FAILED) {
+        tui_message(t, true, "no model is loaded");
+        return true;
+    }
+    return false;
+}
+
+static void do_save(struct tui *t, const char *name)
+{
+    char def[64];
+    bool json_default = t->o->save_format && strcmp(t->o->save_format, "json") == 0;
+    if (!name || !*name) {
+        time_t now = time(NULL);
+        struct tm tm;
+        localtime_r(&now, &tm);
+        strftime(def, sizeof(def), "llamachat-%Y%m%d-%H%M%S", &tm);
+        strcat(def, json_default ? ".json" : ".md");
+        name = def;
+    }
+    size_t n = strlen(name);
+    enum lc_chat_format fmt = LC_CHAT_AUTO;
+    if (!(n > 5 && strcasecmp(name + n - 5, ".json") == 0) && !(n > 3 && strcasecmp(name + n - 3, ".md") == 0))
+        fmt = json_default ? LC_CHAT_JSON : LC_CHAT_MARKDOWN;
+    t->chat->params = t->o->sampling;
+    t->chat->max_tokens = t->o->n_predict;
+    if (t->model_name[0])
+        lc_chat_set_model(t->chat, t->model_name);
+    char *err = NULL;
+    if (lc_chat_save(t->chat, name, fmt, &err) != 0) {
+        note(t, E_ERROR, "save failed: %s (the conversation is still here)", err ? err : "?");
+        tui_message(t, true, "save failed: %s", err ? err : "?");
+        free(err);
+        return;
+    }
+    tui_message(t, false, "saved %s", name);
+}
+
+static void do_load(struct tui *t, const char *path)
+{
+    if (!path || !*path) {
+        tui_message(t, true, "usage: /load FILE.json");
+        return;
+    }
+    if (refuse_if_busy(t, "/load"))
+        return;
+    char *err = NULL;
+    struct lc_chat *c = lc_chat_load(path, &err);
+    if (!c) {
+        note(t, E_ERROR, "load failed: %s", err ? err : "?");
+        tui_message(t, true, "load failed: %s", err ? err : "?");
+        free(err);
+        return;
+    }
+    lc_chat_free(t->chat);
+    t->chat = c;
+    if (c->has_params) {   /* the parameters in force when it was saved */
+        t->o->sampling = c->params;
+        t->o->n_predict = c->max_tokens;
+    }
+    params_changed(t);
+    lc_engine_set_conversation(t->engine, c);
+    rebuild_entries(t);
+    tui_message(t, false, "loaded %zu messages from %s", c->n, path);
+}
+
+static void submit(struct tui *t, const char *text)
+{
+    if (refuse_if_busy(t, "not sent")) {
+        input_restore(text);
+        return;
+    }
+    int m = lc_chat_add(t->chat, LC_ROLE_USER, text, strlen(text));
+    add_entry_msg(t, E_USER, m, text, strlen(text));
+    if (lc_engine_submit(t->engine, text) != 0) {
+        tui_message(t, true, "out of memory");
+        return;
+    }
+    t->state = ST_READING;
+    t->prog_done = t->prog_total = 0;
+    t->reply_entry = -1;
+    t->reply_msg = -1;
+    t->scroll = 0;
+    t->message[0] = '\0';
+}
+
+static void do_regen(struct tui *t)
+{
+    if (refuse_if_busy(t, "/regen"))
+        return;
+    struct lc_chat *c = t->chat;
+    if (c->n && c->msgs[c->n - 1].role == LC_ROLE_ASSISTANT) {
+        int m = (int)c->n - 1;
+        for (size_t i = t->n_entries; i-- > 0;)
+            if (t->entries[i].msg == m) {
+                entry_free(&t->entries[i]);
+                memmove(t->entries + i, t->entries + i + 1, (t->n_entries - i - 1) * sizeof(*t->entries));
+                t->n_entries--;
+                break;
+            }
+        lc_chat_truncate(c, c->n - 1);
+    }
+    if (!c->n || c->msgs[c->n - 1].role != LC_ROLE_USER) {
+        tui_message(t, true, "nothing to regenerate");
+        return;
+    }
+    lc_engine_regen(t->engine);
+    t->state = ST_READING;
+    t->reply_entry = -1;
+    t->reply_msg = -1;
+    t->scroll = 0;
+    t->dirty = true;
+}
+
+static const char *skip_ws(const char *s)
+{
+    while (*s == ' ' || *s == '\t')
+        s++;
+    return s;
+}
+
+static void command(struct tui *t, const char *line)
+{
+    char cmd[32];
+    size_t n = strcspn(line + 1, " \t\n");
+    if (n >= sizeof(cmd))
+        n = sizeof(cmd) - 1;
+    memcpy(cmd, line + 1, n);
+    cmd[n] = '\0';
+    const char *args = skip_ws(line + 1 + n);
+    /* trailing white space of arguments is not part of a file name */
+    char arg[4096];
+    snprintf(arg, sizeof(arg), "%s", args);
+    for (size_t k = strlen(arg); k > 0 && (arg[k - 1] == ' ' || arg[k - 1] == '\n'); k--)
+        arg[k - 1] = '\0';
+    if (!strcmp(cmd, "help") || !strcmp(cmd, "?")) {
+        t->show_help = true;
+    } else if (!strcmp(cmd, "quit") || !strcmp(cmd, "exit") || !strcmp(cmd, "q")) {
+        t->quit = true;
+    } else if (!strcmp(cmd, "save")) {
+        do_save(t, arg);
+    } else if (!strcmp(cmd, "load")) {
+        do_load(t, arg);
+    } else if (!strcmp(cmd, "clear")) {
+        if (refuse_if_busy(t, "/clear"))
+            return;
+        lc_chat_truncate(t->chat, t->chat->n && t->chat->msgs[0].role == LC_ROLE_SYSTEM ? 1 : 0);
+        lc_engine_clear(t->engine);
+        rebuild_entries(t);
+        tui_message(t, false, "conversation cleared");
+    } else if (!strcmp(cmd, "regen")) {
+        do_regen(t);
+    } else if (!strcmp(cmd, "system")) {
+        if (refuse_if_busy(t, "/system"))
+            return;
+        lc_chat_set_system(t->chat, *arg ? arg : NULL);
+        lc_engine_set_system(t->engine, arg);
+        rebuild_entries(t);
+        tui_message(t, false, *arg ? "system prompt set" : "system prompt removed");
+    } else if (!strcmp(cmd, "set")) {
+        cmd_set(t, arg);
+    } else if (!strcmp(cmd, "params")) {
+        t->show_params = true;
+        char b[8][32];
+        for (int i = 0; i < 8; i++)
+            tui_param_text(t, i, b[i], sizeof(b[i]));
+        tui_message(t, false, "temp %s, top-k %s, top-p %s, min-p %s, repeat-penalty %s, repeat-last-n %s, max-tokens %s, seed %s",
+                    b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]);
+    } else {
+        tui_message(t, true, "unknown command /%s (F1 for help)", cmd);
+    }
+    t->dirty = true;
+}
+
+void tui_line(struct tui *t, char *line)
+{
+    if (*line)
+        add_history(line);
+    if (line[0] == '/' && line[1] != '/')
+        command(t, line);
+    else if (*line)
+        submit(t, line[0] == '/' ? line + 1 : line);   /* "//x" sends "/x" */
+    free(line);
+}
+
+/* ---------------------------------------------------------------- engine events */
+
+static void dispatch_event(struct tui *t, const struct lc_event *ev, const char *text, size_t len)
+{
+    switch (ev->type) {
+    case LC_EV_INFO:
+        if (!strncmp(text, "isa=", 4))
+            snprintf(t->isa, sizeof(t->isa), "%s", text + 4);
+        else if (!strncmp(text, "template=", 9))
+            snprintf(t->template_name, sizeof(t->template_name), "%s", text + 9);
+        else if (!strncmp(text, "name=", 5))
+            snprintf(t->model_name, sizeof(t->model_name), "%s", text + 5);
+        else if (!strncmp(text, "threads=", 8))
+            t->n_threads = atoi(text + 8);
+        break;
+    case LC_EV_LOADED:
+        snprintf(t->model_desc, sizeof(t->model_desc), "%.*s", (int)len, text);
+        t->state = ST_IDLE;
+        lc_chat_set_model(t->chat, t->model_name);
+        if (!strcmp(t->template_name, "plain"))
+            tui_message(t, false, "%s: a base model; it continues your text. F1: help", t->model_name);
+        else
+            tui_message(t, false, "%s (%s chat template). F1: help", t->model_name, t->template_name);
+        break;
+    case LC_EV_TEXT:
+        if (t->reply_entry < 0) {
+            t->reply_msg = lc_chat_add(t->chat, LC_ROLE_ASSISTANT, "", 0);
+            t->reply_entry = add_entry_msg(t, E_ASSISTANT, t->reply_msg, "", 0);
+        }
+        tui_append_entry(t, t->reply_entry, text, len);
+        if (t->reply_msg >= 0)
+            lc_chat_append(t->chat, (size_t)t->reply_msg, text, len);
+        t->state = ST_WRITING;
+        break;
+    case LC_EV_PROGRESS:
+        if (t->state != ST_WRITING)
+            t->state = ST_READING;
+        t->prog_done = ev->a;
+        t->prog_total = ev->b;
+        break;
+    case LC_EV_STATS:
+        t->n_past = ev->a;
+        t->n_ctx = ev->b;
+        if (ev->x > 0)
+            t->pp_tps = ev->x;
+        if (ev->y > 0)
+            t->gen_tps = ev->y;
+        break;
+    case LC_EV_DONE:
+        if (t->state != ST_FAILED)
+            t->state = ST_IDLE;
+        if (ev->a == LC_DONE_STOPPED)
+            tui_message(t, false, "stopped after %d tokens", ev->b);
+        t->reply_entry = -1;
+        t->reply_msg = -1;
+        break;
+    case LC_EV_NOTE:
+        tui_add_entry(t, E_NOTE, text, len);
+        break;
+    case LC_EV_ERROR:
+        tui_add_entry(t, E_ERROR, text, len);
+        tui_message(t, true, "%.*s", (int)len, text);
+        if (t->state == ST_LOADING)
+            t->state = ST_FAILED;
+        break;
+    default:
+        break;
+    }
+    t->dirty = true;
+}
+
+static void drain_events(struct tui *t)
+{
+    struct lc_event ev;
+    while (lc_engine_poll(t->engine, &ev)) {
+        if (ev.type == LC_EV_TEXT) {   /* reply text streams straight through */
+            dispatch_event(t, &ev, ev.text, ev.len);
+            continue;
+        }
+        if (t->ev_len + ev.len + 1 > t->ev_cap) {
+            size_t cap = (t->ev_len + ev.len + 1) * 2;
+            char *s = realloc(t->ev_text, cap);
+            if (!s)
+                continue;
+            t->ev_text = s;
+            t->ev_cap = cap;
+        }
+        memcpy(t->ev_text + t->ev_len, ev.text, ev.len);
+        t->ev_len += ev.len;
+        t->ev_text[t->ev_len] = '\0';
+        if (ev.more)
+            continue;
+        dispatch_event(t, &ev, t->ev_text, t->ev_len);
+        t->ev_len = 0;
+    }
+}
+
+/* ---------------------------------------------------------------- keys */
+
+static void stop_reply(struct tui *t)
+{
+    if (busy(t) && t->state != ST_LOADING) {
+        lc_engine_stop(t->engine);
+        tui_message(t, false, "stopping");
+    }
+}
+
+static void scroll_by(struct tui *t, int n)
+{
+    t->scroll += n;
+    if (t->scroll < 0)
+        t->scroll = 0;
+    t->dirty = true;
+}
+
+static void handle_resize(struct tui *t)
+{
+    struct winsize ws;
+    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0 && ws.ws_col > 0)
+        resizeterm(ws.ws_row, ws.ws_col);
+    view_invalidate(t);
+    clearok(curscr, TRUE);
+    t->dirty = true;
+}
+
+static void handle_key(struct tui *t, int r, wint_t ch)
+{
+    bool code = r == KEY_CODE_YES;
+    int page = view_transcript_height() - 1;
+    if (page < 1)
+        page = 1;
+    if (code && ch == KEY_RESIZE) {   /* queued by resizeterm(): the size is already set */
+        view_invalidate(t);
+        t->dirty = true;
+        return;
+    }
+    if (t->show_help) {   /* any key closes the help */
+        t->show_help = false;
+        t->dirty = true;
+        return;
+    }
+    if (code) {
+        const char *name = keyname((int)ch);
+        switch (ch) {
+        case KEY_F(1): t->show_help = true; t->dirty = true; return;
+        case KEY_F(2):
+            t->show_params = !t->show_params;
+            if (!t->show_params)
+                t->focus = FOCUS_INPUT;
+            t->dirty = true;
+            return;
+        case KEY_PPAGE: scroll_by(t, page); return;
+        case KEY_NPAGE: scroll_by(t, -page); return;
+        case KEY_BTAB:
+            t->focus = t->focus == FOCUS_INPUT ? FOCUS_PARAMS : FOCUS_INPUT;
+            t->show_params = true;
+            t->dirty = true;
+            return;
+        case KEY_MOUSE: {
+            MEVENT me;
+            if (getmouse(&me) == OK) {
+                if (me.bstate & BUTTON4_PRESSED)
+                    scroll_by(t, 3);
+#ifdef BUTTON5_PRESSED
+                else if (me.bstate & BUTTON5_PRESSED)
+                    scroll_by(t, -3);
+#endif
+            }
+            return;
+        }
+        default: break;
+        }
+        if (name && (!strcmp(name, "kHOM5") || !strcmp(name, "kHOM3"))) {
+            scroll_by(t, 1 << 28);
+            return;
+        }
+        if (name && (!strcmp(name, "kEND5") || !strcmp(name, "kEND3"))) {
+            t->scroll = 0;
+            t->dirty = true;
+            return;
+        }
+        if (t->focus == FOCUS_PARAMS) {
+            int n = view_param_count();
+            switch (ch) {
+            case KEY_UP: t->param_sel = (t->param_sel + n - 1) % n; break;
+            case KEY_DOWN: t->param_sel = (t->param_sel + 1) % n; break;
+            case KEY_LEFT: tui_param_change(t, t->param_sel, -1); break;
+            case KEY_RIGHT: tui_param_change(t, t->param_sel, +1); break;
+            case KEY_ENTER: t->focus = FOCUS_INPUT; break;
+            default: break;
+            }
+            t->dirty = true;
+            return;
+        }
+        if ((ch == KEY_HOME || ch == KEY_END) && input_is_empty()) {
+            if (ch == KEY_HOME)
+                scroll_by(t, 1 << 28);
+            else
+                t->scroll = 0;
+            t->dirty = true;
+            return;
+        }
+        input_key(t, 1, ch);
+        return;
+    }
+    switch (ch) {
+    case 27: {   /* Esc alone stops; Esc + key is Alt-key for readline */
+        wint_t c2;
+        int r2 = get_wch(&c2);
+        if (r2 == ERR) {
+            if (t->focus == FOCUS_PARAMS) {
+                t->focus = FOCUS_INPUT;
+                t->dirty = true;
+            } else {
+                stop_reply(t);
+            }
+            return;
+        }
+        if (r2 == KEY_CODE_YES) {
+            stop_reply(t);
+            handle_key(t, r2, c2);
+            return;
+        }
+        if (t->focus == FOCUS_INPUT) {
+            input_key(t, 0, 27);
+            input_key(t, 0, c2);
+        }
+        return;
+    }
+    case 3:   /* Ctrl-C */
+        if (busy(t))
+            stop_reply(t);
+        else
+            tui_message(t, false, "Ctrl-D on an empty line or /quit exits");
+        return;
+    case '\t':
+        t->focus = t->focus == FOCUS_INPUT ? FOCUS_PARAMS : FOCUS_INPUT;
+        t->show_params = true;
+        t->dirty = true;
+        return;
+    case 19:  /* Ctrl-S */
+        do_save(t, NULL);
+        return;
+    case 12:  /* Ctrl-L */
+        clearok(curscr, TRUE);
+        view_invalidate(t);
+        t->dirty = true;
+        return;
+    default:
+        break;
+    }
+    if (t->focus == FOCUS_PARAMS) {
+        if (ch == '+' || ch == '=' || ch == 'l')
+            tui_param_change(t, t->param_sel, +1);
+        else if (ch == '-' || ch == 'h')
+            tui_param_change(t, t->param_sel, -1);
+        else if (ch == 'k')
+            t->param_sel = (t->param_sel + view_param_count() - 1) % view_param_count();
+        else if (ch == 'j')
+            t->param_sel = (t->param_sel + 1) % view_param_count();
+        else if (ch == '\r' || ch == '\n')
+            t->focus = FOCUS_INPUT;
+        t->dirty = true;
+        return;
+    }
+    input_key(t, 0, ch);
+}
+
+static void read_keys(struct tui *t)
+{
+    wint_t ch;
+    int r;
+    while (!t->quit && (r = get_wch(&ch)) != ERR)
+        handle_key(t, r, ch);
+}
+
+/* ---------------------------------------------------------------- set-up */
+
+static void ensure_utf8_locale(void)
+{
+    setlocale(LC_ALL, "");
+    const char *cs = nl_langinfo(CODESET);
+    if (cs && (!strcmp(cs, "UTF-8") || !strcmp(cs, "utf8")))
+        return;
+    /* curses needs a UTF-8 locale for wide characters; take one if the environment has none */
+    if (!setlocale(LC_CTYPE, "C.UTF-8"))
+        setlocale(LC_CTYPE, "en_US.UTF-8");
+}
+
+static void save_restore_strings(void)
+{
+    restore_len = 0;
+    add_restore("\033[?1000l\033[?1002l\033[?1006l\033[?2004l");
+    add_restore(tigetstr("sgr0"));
+    add_restore(tigetstr("cnorm"));
+    add_restore(tigetstr("rmcup"));
+    add_restore(tigetstr("rmkx"));
+}
+
+static struct lc_engine *start_engine(struct tui *t, const char *model, char **err)
+{
+    struct lc_engine_config cfg = {
+        .model_path = model,
+        .n_ctx = t->o->n_ctx,
+        .n_threads = t->o->n_threads,
+        .n_batch = t->o->n_batch,
+        .kv_f32 = t->o->kv_f32,
+        .sampling = t->o->sampling,
+        .n_predict = t->o->n_predict,
+        .system_prompt = t->o->system_prompt,
+        .chat_template = t->o->chat_template,
+    };
+    /* The engine and its workers must not take our signals: start them with those blocked. */
+    sigset_t block, old;
+    sigemptyset(&block);
+    for (size_t i = 0; i < sizeof(handled_signals) / sizeof(handled_signals[0]); i++)
+        sigaddset(&block, handled_signals[i]);
+    pthread_sigmask(SIG_BLOCK, &block, &old);
+    struct lc_engine *e = lc_engine_start(&cfg, err);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return e;
+}
+
+int lc_tui_run(struct lc_options *o)
+{
+    if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
+        fprintf(stderr, "llamachat: the chat needs a terminal; use -p PROMPT in scripts\n");
+        return 1;
+    }
+    ensure_utf8_locale();
+    struct tui tt;
+    struct tui *t = &tt;
+    memset(t, 0, sizeof(*t));
+    t->o = o;
+    t->reply_entry = t->reply_msg = -1;
+    t->show_params = o->show_params;
+    t->state = ST_LOADING;
+    t->chat = lc_chat_new();
+    if (!t->chat) {
+        fprintf(stderr, "llamachat: out of memory\n");
+        return 1;
+    }
+    t->chat->params = o->sampling;
+    t->chat->max_tokens = o->n_predict;
+    if (o->resume_path) {
+        char *err = NULL;
+        struct lc_chat *c = lc_chat_load(o->resume_path, &err);
+        if (!c) {
+            fprintf(stderr, "llamachat: --resume: %s\n", err ? err : "cannot load");
+            free(err);
+            lc_chat_free(t->chat);
+            return 1;
+        }
+        lc_chat_free(t->chat);
+        t->chat = c;
+        if (c->has_params) {
+            o->sampling = c->params;
+            o->n_predict = c->max_tokens;
+        }
+    } else if (o->system_prompt && *o->system_prompt) {
+        lc_chat_set_system(t->chat, o->system_prompt);
+    }
+
+    if (pipe(sig_pipe) != 0) {
+        fprintf(stderr, "llamachat: pipe: %s\n", strerror(errno));
+        lc_chat_free(t->chat);
+        return 1;
+    }
+    for (int i = 0; i < 2; i++) {
+        fcntl(sig_pipe[i], F_SETFL, fcntl(sig_pipe[i], F_GETFL) | O_NONBLOCK);
+        fcntl(sig_pipe[i], F_SETFD, FD_CLOEXEC);
+    }
+    have_tio = tcgetattr(STDIN_FILENO, &saved_tio) == 0;
+    install_signals();
+
+    const char *model = o->model_path ? o->model_path : lc_default_model_path();
+    char *err = NULL;
+    /* With --resume the engine starts without the system prompt: the transcript has its own. */
+    char *sys = o->system_prompt;
+    if (o->resume_path)
+        o->system_prompt = NULL;
+    t->engine = start_engine(t, model, &err);
+    o->system_prompt = sys;
+    if (!t->engine) {
+        fprintf(stderr, "llamachat: %s\n", err ? err : "cannot start the engine");
+        free(err);
+        reset_signals();
+        lc_chat_free(t->chat);
+        return 1;
+    }
+    if (o->resume_path)
+        lc_engine_set_conversation(t->engine, t->chat);
+
+    if (!initscr()) {
+        lc_engine_free(t->engine);
+        reset_signals();
+        lc_chat_free(t->chat);
+        return 1;
+    }
+    save_restore_strings();
+    curses_on = 1;
+    atexit(at_exit_restore);
+    raw();
+    noecho();
+    nonl();
+    keypad(stdscr, TRUE);
+    nodelay(stdscr, TRUE);
+    set_escdelay(25);
+    mousemask(BUTTON4_PRESSED
+#ifdef BUTTON5_PRESSED
+              | BUTTON5_PRESSED
+#endif
+              , NULL);
+    mouseinterval(0);
+    /* bracketed paste: pasted newlines stay in the message */
+    fputs("\033[?2004h", stdout);
+    fflush(stdout);
+    view_init_colors(t);
+    input_init(t);
+
+    rebuild_entries(t);
+    if (o->resume_path)
+        tui_message(t, false, "resumed %zu messages from %s", t->chat->n, o->resume_path);
+    const char *warn = lc_config_last_warnings();
+    for (const char *p = warn; p && *p;) {
+        size_t n = strcspn(p, "\n");
+        tui_add_entry(t, E_NOTE, p, n);
+        p += n + (p[n] == '\n');
+    }
+    if (!o->resume_path)
+        tui_message(t, false, "loading %s ...", model);
+    t->dirty = true;
+
+    struct pollfd fds[3] = {
+        { STDIN_FILENO, POLLIN, 0 },
+        { lc_engine_fd(t->engine), POLLIN, 0 },
+        { sig_pipe[0], POLLIN, 0 },
+    };
+    while (!t->quit) {
+        if (t->dirty) {
+            t->dirty = false;
+            view_draw(t);
+        }
+        int r = poll(fds, 3, -1);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        if (fds[2].revents & POLLIN) {
+            unsigned char sigs[32];
+            ssize_t n = read(sig_pipe[0], sigs, sizeof(sigs));
+            for (ssize_t i = 0; i < n; i++) {
+                if (sigs[i] == SIGINT)
+                    stop_reply(t);
+                else if (sigs[i] == SIGWINCH)
+                    handle_resize(t);
+                else {
+                    t->quit = true;
+                    t->exit_status = 128 + sigs[i];
+                }
+            }
+        }
+        if (fds[1].revents & POLLIN)
+            drain_events(t);
+        if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+            read_keys(t);
+            if ((fds[0].revents & (POLLHUP | POLLERR)) && !(fds[0].revents & POLLIN))
+                t->quit = true;   /* the terminal went away */
+        }
+    }
+
+    input_shutdown(t);
+    fputs("\033[?2004l", stdout);
+    fflush(stdout);
+    endwin();
+    curses_on = 0;
+    if (have_tio)
+        tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved_tio);
+    lc_engine_free(t->engine);
+    reset_signals();
+    clear_entries(t);
+    free(t->entries);
+    free(t->ev_text);
+    lc_chat_free(t->chat);
+    close(sig_pipe[0]);
+    close(sig_pipe[1]);
+    sig_pipe[0] = sig_pipe[1] = -1;
+    return t->exit_status;
+}

@@ -1,0 +1,503 @@
+/*
+ * view.c - layout and drawing.  Everything is drawn from the state in struct tui, on stdscr:
+ *
+ *   +------------------------------------------+-------------+
+ *   | transcript (wrapped, scrollback)         | parameters  |  (pane hidden with F2 or when
+ *   |                                          |             |   the terminal is narrow)
+ *   +-- message line -------------------------------------------+
+ *   | input (readline, 1..5 rows)                               |
+ *   | status bar                                                |
+ *
+ * Text from the model is untrusted: it is decoded here into cells, and control characters,
+ * invalid UTF-8 and non-printable code points become visible placeholders (U+2400 control
+ * pictures, U+FFFD), so nothing the model writes reaches the terminal as an escape sequence.
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { PAIR_USER = 1, PAIR_ASSISTANT, PAIR_NOTE, PAIR_ERROR, PAIR_STATUS, PAIR_TITLE, PAIR_SEL,
+       PAIR_SYSTEM };
+
+#define PARAM_PANE_W 22
+#define MIN_COLS 20
+#define MIN_ROWS 5
+
+static const char *const param_names[] = { "temp", "top-k", "top-p", "min-p", "repeat-penalty",
+                                           "repeat-last-n", "max-tokens", "seed" };
+
+int view_param_count(void)
+{
+    return (int)(sizeof(param_names) / sizeof(param_names[0]));
+}
+
+const char *view_param_name(int i)
+{
+    return i >= 0 && i < view_param_count() ? param_names[i] : "?";
+}
+
+void view_init_colors(struct tui *t)
+{
+    const char *theme = t->o->theme ? t->o->theme : "default";
+    t->mono = strcmp(theme, "mono") == 0 || !has_colors();
+    if (t->mono)
+        return;
+    start_color();
+    use_default_colors();
+    bool light = strcmp(theme, "light") == 0;
+    init_pair(PAIR_USER, light ? COLOR_BLUE : COLOR_CYAN, -1);
+    init_pair(PAIR_ASSISTANT, -1, -1);
+    init_pair(PAIR_NOTE, light ? COLOR_MAGENTA : COLOR_YELLOW, -1);
+    init_pair(PAIR_ERROR, COLOR_RED, -1);
+    init_pair(PAIR_STATUS, COLOR_BLACK, light ? COLOR_WHITE : COLOR_CYAN);
+    init_pair(PAIR_TITLE, light ? COLOR_BLUE : COLOR_GREEN, -1);
+    init_pair(PAIR_SEL, COLOR_BLACK, COLOR_YELLOW);
+    init_pair(PAIR_SYSTEM, COLOR_GREEN, -1);
+}
+
+static attr_t attr_of(const struct tui *t, int pair, attr_t extra)
+{
+    return t->mono ? extra : (COLOR_PAIR(pair) | extra);
+}
+
+/* ---------------------------------------------------------------- cells and wrapping */
+
+void entry_free(struct entry *e)
+{
+    free(e->text);
+    free(e->cells);
+    free(e->line_start);
+    memset(e, 0, sizeof(*e));
+}
+
+static bool push_cell(struct entry *e, size_t *cap, wchar_t ch, int w)
+{
+    if (e->n_cells == *cap) {
+        size_t nc = *cap ? *cap * 2 : 64;
+        struct cell *c = realloc(e->cells, nc * sizeof(*c));
+        if (!c)
+            return false;
+        e->cells = c;
+        *cap = nc;
+    }
+    e->cells[e->n_cells++] = (struct cell){ ch, (int8_t)w };
+    return true;
+}
+
+/* Decode UTF-8 by hand (the locale may not be UTF-8 for decoding; widths come from wcwidth). */
+static size_t utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
+{
+    if (s[0] < 0x80) {
+        *cp = s[0];
+        return 1;
+    }
+    int len = s[0] >= 0xF0 && s[0] <= 0xF4 ? 4 : s[0] >= 0xE0 ? 3 : s[0] >= 0xC2 && s[0] < 0xE0 ? 2 : 0;
+    if (len == 0 || s[0] > 0xF4)
+        return (size_t)-1;
+    if (n < (size_t)len) {
+        for (size_t i = 1; i < n; i++)
+            if ((s[i] & 0xC0) != 0x80)
+                return (size_t)-1;
+        return (size_t)-2;   /* incomplete: wait for more bytes */
+    }
+    uint32_t c = s[0] & (0x7F >> len);
+    for (int i = 1; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return (size_t)-1;
+        c = (c << 6) | (s[i] & 0x3F);
+    }
+    /* overlong forms, surrogates, > U+10FFFF */
+    if ((len == 3 && c < 0x800) || (len == 4 && (c < 0x10000 || c > 0x10FFFF)) ||
+        (c >= 0xD800 && c <= 0xDFFF))
+        return (size_t)-1;
+    *cp = c;
+    return (size_t)len;
+}
+
+/* Decode the bytes not decoded yet (text only grows while a reply streams). */
+static void entry_decode(struct entry *e)
+{
+    size_t cap = e->cells_cap;
+    size_t i = e->decoded_len;
+    const unsigned char *s = (const unsigned char *)e->text;
+    while (i < e->len) {
+        unsigned char b = s[i];
+        if (b == '\n') {
+            push_cell(e, &cap, L'\n', -1);
+            i++;
+            continue;
+        }
+        if (b == '\t') {
+            for (int k = 0; k < 4; k++)
+                push_cell(e, &cap, L' ', 1);
+            i++;
+            continue;
+        }
+        if (b < 0x20 || b == 0x7F) {
+            /* control pictures: U+2400 + code, U+2421 for DEL */
+            push_cell(e, &cap, b == 0x7F ? (wchar_t)0x2421 : (wchar_t)(0x2400 + b), 1);
+            i++;
+            continue;
+        }
+        uint32_t cp;
+        size_t r = utf8_decode(s + i, e->len - i, &cp);
+        if (r == (size_t)-2)
+            break;
+        if (r == (size_t)-1) {
+            push_cell(e, &cap, (wchar_t)0xFFFD, 1);
+            i++;
+            continue;
+        }
+        i += r;
+        int w = cp < 0xA0 && cp >= 0x80 ? -1 : wcwidth((wchar_t)cp);
+        if (w < 0 || w > 2)
+            push_cell(e, &cap, (wchar_t)0xFFFD, 1);
+        else if (w == 0 && (e->n_cells == 0 || e->cells[e->n_cells - 1].w <= 0))
+            continue;   /* a combining mark with nothing to attach to */
+        else
+            push_cell(e, &cap, (wchar_t)cp, w);
+    }
+    e->decoded_len = i;
+    e->cells_cap = cap;
+}
+
+static bool push_line(struct entry *e, int *cap, int start)
+{
+    if (e->n_lines == *cap) {
+        int nc = *cap ? *cap * 2 : 8;
+        int *l = realloc(e->line_start, (size_t)nc * sizeof(*l));
+        if (!l)
+            return false;
+        e->line_start = l;
+        *cap = nc;
+    }
+    e->line_start[e->n_lines++] = start;
+    return true;
+}
+
+/* Word-wrap the cells to width columns (display width, wide characters count 2). */
+static void entry_wrap(struct entry *e, int width)
+{
+    if (e->decoded_len < e->len)
+        e->wrap_width = 0;
+    entry_decode(e);
+    if (e->wrap_width == width)
+        return;
+    e->n_lines = 0;
+    int cap = 0;
+    free(e->line_start);
+    e->line_start = NULL;
+    int start = 0, col = 0, last_space = -1;
+    push_line(e, &cap, 0);
+    for (int i = 0; i < (int)e->n_cells; i++) {
+        const struct cell *c = &e->cells[i];
+        if (c->w < 0) {   /* newline */
+            start = i + 1;
+            col = 0;
+            last_space = -1;
+            push_line(e, &cap, start);
+            continue;
+        }
+        if (col + c->w > width && col > 0) {
+            if (last_space >= start && c->ch != L' ') {
+                start = last_space + 1;
+            } else {
+                start = i;
+            }
+            push_line(e, &cap, start);
+            col = 0;
+            for (int k = start; k < i; k++)
+                col += e->cells[k].w;
+            last_space = -1;
+        }
+        col += c->w;
+        if (c->ch == L' ')
+            last_space = i;
+    }
+    e->wrap_width = width;
+}
+
+void view_invalidate(struct tui *t)
+{
+    for (size_t i = 0; i < t->n_entries; i++)
+        t->entries[i].wrap_width = 0;
+}
+
+/* Draw cells [a, b) of e at (y, x) within width columns. */
+static void draw_cells(const struct entry *e, int a, int b, int y, int x, int width, attr_t attr)
+{
+    int col = 0;
+    attron(attr);
+    for (int i = a; i < b; i++) {
+        const struct cell *c = &e->cells[i];
+        if (c->w < 0)
+            break;
+        if (col + c->w > width)
+            break;
+        cchar_t cc;
+        wchar_t wc[2] = { c->ch, 0 };
+        if (c->w == 0) {
+            /* combining: ncurses attaches it to the previous cell */
+            if (col > 0) {
+                setcchar(&cc, wc, attr, 0, NULL);
+                mvadd_wch(y, x + col - 1, &cc);
+            }
+            continue;
+        }
+        setcchar(&cc, wc, attr, 0, NULL);
+        mvadd_wch(y, x + col, &cc);
+        col += c->w;
+    }
+    attroff(attr);
+}
+
+static attr_t entry_attr(const struct tui *t, const struct entry *e)
+{
+    switch (e->kind) {
+    case E_USER: return attr_of(t, PAIR_USER, A_BOLD);
+    case E_ASSISTANT: return attr_of(t, PAIR_ASSISTANT, A_NORMAL);
+    case E_SYSTEM: return attr_of(t, PAIR_SYSTEM, A_DIM);
+    case E_NOTE: return attr_of(t, PAIR_NOTE, t->mono ? A_DIM : A_NORMAL);
+    case E_ERROR: return attr_of(t, PAIR_ERROR, A_BOLD);
+    }
+    return A_NORMAL;
+}
+
+/* The transcript in rows [y0, y0+h), columns [0, width). */
+static void draw_transcript(struct tui *t, int y0, int h, int width)
+{
+    int total = 0;
+    for (size_t i = 0; i < t->n_entries; i++) {
+        entry_wrap(&t->entries[i], width);
+        total += t->entries[i].n_lines + (i + 1 < t->n_entries ? 1 : 0);
+    }
+    /* Scrolled back: keep the same text in view while new lines arrive. */
+    if (t->scroll > 0 && total > t->last_total_lines)
+        t->scroll += total - t->last_total_lines;
+    t->last_total_lines = total;
+    int max_scroll = total > h ? total - h : 0;
+    if (t->scroll > max_scroll)
+        t->scroll = max_scroll;
+    if (t->scroll < 0)
+        t->scroll = 0;
+    int first = total - h - t->scroll;   /* virtual line at row y0 (may be < 0: top padding) */
+    int vline = 0;
+    for (size_t i = 0; i < t->n_entries; i++) {
+        struct entry *e = &t->entries[i];
+        int n = e->n_lines + (i + 1 < t->n_entries ? 1 : 0);
+        if (vline + n <= first) {
+            vline += n;
+            continue;
+        }
+        attr_t attr = entry_attr(t, e);
+        for (int l = 0; l < e->n_lines; l++, vline++) {
+            int row = vline - first;
+            if (row < 0)
+                continue;
+            if (row >= h)
+                return;
+            int a = e->line_start[l];
+            int b = l + 1 < e->n_lines ? e->line_start[l + 1] : (int)e->n_cells;
+            draw_cells(e, a, b, y0 + row, 0, width, attr);
+        }
+        if (i + 1 < t->n_entries)
+            vline++;   /* blank separator */
+        if (vline - first >= h)
+            return;
+    }
+}
+
+static void put_str(int y, int x, int width, const char *s, attr_t attr)
+{
+    /* s is our own ASCII/UTF-8 text (not the model's): addnstr by columns is fine for it */
+    if (width <= 0)
+        return;
+    attron(attr);
+    wchar_t wbuf[512];
+    size_t n = mbstowcs(wbuf, s, 511);
+    if (n == (size_t)-1) {
+        mvaddnstr(y, x, s, width);
+    } else {
+        wbuf[n] = 0;
+        int col = 0;
+        size_t k = 0;
+        while (k < n) {
+            int w = wcwidth(wbuf[k]);
+            if (w < 0)
+                w = 1;
+            if (col + w > width)
+                break;
+            col += w;
+            k++;
+        }
+        mvaddnwstr(y, x, wbuf, (int)k);
+    }
+    attroff(attr);
+}
+
+static void draw_params(struct tui *t, int y0, int h, int x0, int width)
+{
+    attr_t border = attr_of(t, PAIR_TITLE, A_NORMAL);
+    attron(border);
+    mvvline(y0, x0, ACS_VLINE, h);
+    attroff(border);
+    int x = x0 + 2, w = width - 2;
+    int y = y0;
+    if (y < y0 + h)
+        put_str(y++, x, w, t->focus == FOCUS_PARAMS ? "Parameters [edit]" : "Parameters",
+                attr_of(t, PAIR_TITLE, A_BOLD));
+    for (int i = 0; i < view_param_count() && y < y0 + h; i++, y++) {
+        char val[32], line[64];
+        tui_param_text(t, i, val, sizeof(val));
+        snprintf(line, sizeof(line), "%-14s%*s", param_names[i], w - 14 > 0 ? w - 14 : 0, val);
+        bool sel = t->focus == FOCUS_PARAMS && t->param_sel == i;
+        put_str(y, x, w, line, sel ? attr_of(t, PAIR_SEL, A_REVERSE * t->mono) : A_NORMAL);
+    }
+    static const char *const help[] = { "", "Tab   edit here", "Up/Dn choose", "Lt/Rt change",
+                                        "F2    hide pane", "F1    help" };
+    for (size_t i = 0; i < sizeof(help) / sizeof(help[0]) && y < y0 + h; i++, y++)
+        put_str(y, x, w, help[i], A_DIM);
+}
+
+static const char *state_text(const struct tui *t, char *buf, size_t len)
+{
+    switch (t->state) {
+    case ST_LOADING: return "loading";
+    case ST_IDLE: return "idle";
+    case ST_FAILED: return "no model";
+    case ST_WRITING: return "writing";
+    case ST_READING:
+        if (t->prog_total > 0)
+            snprintf(buf, len, "reading prompt %d%%",
+                     (int)(100.0 * t->prog_done / t->prog_total));
+        else
+            snprintf(buf, len, "reading prompt");
+        return buf;
+    }
+    return "";
+}
+
+static void draw_status(struct tui *t, int y, int width)
+{
+    char st[48], line[512];
+    snprintf(line, sizeof(line), " %s | %s | %s %dt | ctx %d/%d | pp %.1f t/s | gen %.1f t/s",
+             state_text(t, st, sizeof(st)), t->model_desc[0] ? t->model_desc : "-",
+             t->isa[0] ? t->isa : "-", t->n_threads,
+             t->n_past, t->n_ctx, t->pp_tps, t->gen_tps);
+    attr_t a = attr_of(t, PAIR_STATUS, t->mono ? A_REVERSE : A_NORMAL);
+    attron(a);
+    mvhline(y, 0, ' ', width);
+    attroff(a);
+    put_str(y, 0, width, line, a);
+}
+
+static void draw_message_line(struct tui *t, int y, int width)
+{
+    attr_t a = attr_of(t, PAIR_TITLE, A_NORMAL);
+    attron(a);
+    mvhline(y, 0, ACS_HLINE, width);
+    attroff(a);
+    static const char scrolled[] = " scrolled back: End follows ";
+    int room = width - 2;
+    if (t->scroll > 0 && width >= 40) {
+        int w = (int)sizeof(scrolled) - 1;
+        put_str(y, width - w - 1, w, scrolled, attr_of(t, PAIR_NOTE, A_REVERSE));
+        room -= w + 1;
+    }
+    if (t->message[0]) {
+        char buf[300];
+        snprintf(buf, sizeof(buf), " %s ", t->message);
+        put_str(y, 1, room, buf,
+                t->message_is_error ? attr_of(t, PAIR_ERROR, A_BOLD) : attr_of(t, PAIR_NOTE, A_BOLD));
+    }
+}
+
+static const char *const help_lines[] = {
+    "llamachat keys",
+    "Enter         send the message",
+    "Alt-Enter     new line (also a trailing \\)",
+    "Esc, Ctrl-C   stop the reply (never quits)",
+    "Ctrl-D        quit (on an empty line)",
+    "PgUp/PgDn     scroll the transcript",
+    "Home/End      top/bottom (empty line)",
+    "Mouse wheel   scroll",
+    "Tab           edit parameters (arrows)",
+    "F2            show/hide parameters",
+    "Ctrl-S        save the transcript",
+    "Ctrl-R        search the history",
+    "F1            this help",
+    "",
+    "Commands",
+    "/help /quit /clear /regen /params",
+    "/save [FILE]  Markdown, or JSON (.json)",
+    "/load FILE    continue a JSON transcript",
+    "/system TEXT  set the system prompt",
+    "/set NAME VAL e.g. /set temp 0.7",
+    "",
+    "any key closes this help",
+};
+
+static void draw_help(struct tui *t, int rows, int cols)
+{
+    int n = (int)(sizeof(help_lines) / sizeof(help_lines[0]));
+    int w = 46 < cols - 2 ? 46 : cols - 2;
+    int h = n + 2 < rows ? n + 2 : rows;
+    int y0 = (rows - h) / 2, x0 = (cols - w - 2) / 2;
+    if (x0 < 0)
+        x0 = 0;
+    attr_t a = attr_of(t, PAIR_STATUS, A_REVERSE * t->mono);
+    for (int y = 0; y < h; y++) {
+        attron(a);
+        mvhline(y0 + y, x0, ' ', w + 2);
+        attroff(a);
+        int li = y - 1;
+        if (h < n + 2)
+            li = y;   /* no room for the frame */
+        if (li >= 0 && li < n)
+            put_str(y0 + y, x0 + 1, w, help_lines[li], a | (li == 0 || li == 14 ? A_BOLD : 0));
+    }
+}
+
+int view_transcript_height(void)
+{
+    return LINES - 3 > 1 ? LINES - 3 : 1;
+}
+
+void view_draw(struct tui *t)
+{
+    int rows = LINES, cols = COLS;
+    erase();
+    if (rows < MIN_ROWS || cols < MIN_COLS) {
+        const char *msg = "terminal too small";
+        put_str(0, 0, cols, msg, A_BOLD);
+        if (rows > 1) {
+            char b[32];
+            snprintf(b, sizeof(b), "%dx%d", cols, rows);
+            put_str(1, 0, cols, b, A_NORMAL);
+        }
+        move(0, 0);
+        refresh();
+        return;
+    }
+    int max_in = rows / 3 > 5 ? 5 : rows / 3 > 1 ? rows / 3 : 1;
+    int in_h = input_rows(t, cols, max_in);
+    int tr_h = rows - in_h - 2;
+    bool pane = t->show_params && cols >= 60 && tr_h >= 3;
+    int tr_w = pane ? cols - PARAM_PANE_W : cols;
+    draw_transcript(t, 0, tr_h, tr_w);
+    if (pane)
+        draw_params(t, 0, tr_h, tr_w, PARAM_PANE_W);
+    draw_message_line(t, tr_h, cols);
+    draw_status(t, rows - 1, cols);
+    if (t->show_help) {
+        draw_help(t, rows, cols);
+        curs_set(0);
+        refresh();
+        return;
+    }
+    curs_set(t->focus == FOCUS_INPUT ? 1 : 0);
+    input_draw(t, tr_h + 1, in_h, cols);   /* last: leaves the cursor in the input */
+    refresh();
+}

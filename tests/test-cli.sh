@@ -1,0 +1,67 @@
+#!/bin/sh
+# The one-shot CLI against llama.cpp's references, and its errors.
+set -u
+B=${LC_BUILDDIR:-.}
+S=${LC_SHARED:-../shared}
+LC="$B/llamachat"
+fail=0
+check() { # name, got, want
+    if [ "$2" = "$3" ]; then echo "ok   $1"; else echo "FAIL $1"; echo "  got:  $2"; echo "  want: $3"; fail=1; fi
+}
+field() { sed -n "s/^$1: //p" "$2"; }
+
+# Greedy ids through the real binary, for each stories reference.
+for ref in "$S"/reference/greedy/stories260K*.p0.txt "$S"/reference/greedy/stories260K-ff192-q4_1.p*.txt; do
+    model=$(field model "$ref")
+    prompt=$(field prompt "$ref")
+    n=$(field n_predict "$ref")
+    want=$(field gen_ids "$ref")
+    got=$("$LC" -m "$S/models/$model" -p "$prompt" -n "$n" --temp 0 --print-token-ids -t 2 2>/dev/null)
+    check "gen_ids $(basename "$ref")" "$got" "$want"
+    got=$("$LC" -m "$S/models/$model" -p "$prompt" --tokenize)
+    check "tokenize $(basename "$ref")" "$got" "$(field prompt_ids "$ref")"
+done
+
+# Text output: prompt + the reference text (the file's gen_text runs to the end of the file).
+ref="$S/reference/greedy/stories260K-ff192-q4_1.p0.txt"
+want=$(printf '%s' "$(field prompt "$ref")"; sed -n '/^gen_text: /,$p' "$ref" | sed '1s/^gen_text: //')
+got=$("$LC" -m "$S/models/stories260K-ff192-q4_1.gguf" -p "$(field prompt "$ref")" -n 128 --temp 0 2>/dev/null)
+check "text p0" "$got" "$want"
+
+# The default model is used when none is given.
+got=$("$LC" -p "Once upon a time" -n 128 --temp 0 --print-token-ids 2>/dev/null)
+check "default model" "$got" "$(field gen_ids "$ref")"
+
+# Vocab-only file: --tokenize works without tensors ("Hello world" -> 15043 3186 in llama-spm).
+got=$("$LC" -m "$S/reference/tokenizer/ggml-vocab-llama-spm.gguf" -p "Hello world" --tokenize)
+check "vocab-only tokenize" "$got" "1 15043 3186"
+got=$("$LC" -m "$S/reference/tokenizer/ggml-vocab-llama-spm.gguf" -p "Hello world" --tokenize --no-bos)
+check "vocab-only tokenize --no-bos" "$got" "15043 3186"
+
+# Same seed, same text; context limit stops cleanly.
+a=$("$LC" -p "Once" -n 40 --temp 1 --seed 42 --print-token-ids 2>/dev/null)
+b=$("$LC" -p "Once" -n 40 --temp 1 --seed 42 --print-token-ids 2>/dev/null)
+check "seeded sampling repeats" "$a" "$b"
+out=$("$LC" -p "Once upon a time" -c 16 --temp 0 --print-token-ids 2>&1 >/dev/null)
+case "$out" in *"context full"*) echo "ok   context limit";; *) echo "FAIL context limit: $out"; fail=1;; esac
+got=$("$LC" -p "Once upon a time" -c 16 --temp 0 --print-token-ids 2>/dev/null | wc -w)
+check "context limit token count" "$got" "12"
+
+# Errors: one line, non-zero exit.
+err() { # name, expected substring, command...
+    name=$1; want=$2; shift 2
+    out=$("$@" 2>&1 >/dev/null); rc=$?
+    case "$out" in
+        *"$want"*) [ $rc -ne 0 ] && echo "ok   $name" || { echo "FAIL $name: exit 0"; fail=1; } ;;
+        *) echo "FAIL $name: '$out'"; fail=1 ;;
+    esac
+}
+err "missing model" "No such file" "$LC" -m /nonexistent.gguf -p hi
+err "not a gguf" "magic" "$LC" -m "$S/text/tales.txt" -p hi
+err "bad option" "unknown option --bogus" "$LC" --bogus
+err "bad number" "--temp: 'abc'" "$LC" --temp abc -p hi
+err "missing value" "needs a value" "$LC" -p
+err "bad isa" "LLAMACHAT_ISA" env LLAMACHAT_ISA=sparc "$LC" --version
+"$LC" --help | grep -q -- "--print-token-ids" && echo "ok   help" || { echo "FAIL help"; fail=1; }
+"$LC" --version | grep -q "^llamachat " && echo "ok   version" || { echo "FAIL version"; fail=1; }
+exit $fail

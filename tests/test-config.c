@@ -1,0 +1,243 @@
+/* test-config.c - ~/.llamachatrc parsing: every key, bad values, unknown keys, missing file,
+ * $LLAMACHATRC, and /set through lc_config_set. */
+#include <math.h>
+#include <stdbool.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../src/config.h" /* not autoconf's config.h */
+#include "testutil.h"
+
+static char dir[] = "/tmp/lc-config-XXXXXX";
+
+static const char *write_file(const char *name, const char *text)
+{
+    static char path[512];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return NULL;
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+static bool feq(float a, float b)
+{
+    return fabsf(a - b) < 1e-6f;
+}
+
+static void test_every_key(void)
+{
+    const char *p = write_file("all.rc",
+        "; every key\n"
+        "[model]\n"
+        "path = /models/x.gguf\n"
+        "threads = 3\n"
+        "context_size = 1024\n"
+        "batch = 64\n"
+        "isa = scalar\n"
+        "\n"
+        "[sampling]\n"
+        "temp = 0.25\n"
+        "top_k = 7\n"
+        "top_p = 0.5\n"
+        "min_p = 0.1\n"
+        "repeat_penalty = 1.3\n"
+        "repeat_last_n = -1\n"
+        "max_tokens = 99\n"
+        "seed = 1234\n"
+        "[ui]\n"
+        "theme = mono\n"
+        "history = off\n"
+        "show_params = no\n"
+        "[chat]\n"
+        "system_prompt = \"You are terse; very terse.\"\n"
+        "template = chatml\n");
+    struct lc_options o;
+    lc_config_defaults(&o);
+    char *w = (char *)1;
+    int n = lc_config_load(&o, p, &w);
+    CHECK(n == 0, "problems %d: %s", n, w ? w : "");
+    CHECK(w == NULL, "warnings not NULL");
+    CHECK(o.model_path && strcmp(o.model_path, "/models/x.gguf") == 0, "path %s", o.model_path);
+    CHECK(o.n_threads == 3, "threads %d", o.n_threads);
+    CHECK(o.n_ctx == 1024, "n_ctx %d", o.n_ctx);
+    CHECK(o.n_batch == 64, "n_batch %d", o.n_batch);
+    CHECK(o.isa && strcmp(o.isa, "scalar") == 0, "isa");
+    CHECK(feq(o.sampling.temp, 0.25f), "temp %g", (double)o.sampling.temp);
+    CHECK(o.sampling.top_k == 7, "top_k %d", o.sampling.top_k);
+    CHECK(feq(o.sampling.top_p, 0.5f), "top_p");
+    CHECK(feq(o.sampling.min_p, 0.1f), "min_p");
+    CHECK(feq(o.sampling.repeat_penalty, 1.3f), "repeat_penalty");
+    CHECK(o.sampling.repeat_last_n == -1, "repeat_last_n %d", o.sampling.repeat_last_n);
+    CHECK(o.n_predict == 99, "max_tokens %d", o.n_predict);
+    CHECK(o.sampling.seed == 1234, "seed");
+    CHECK(o.theme && strcmp(o.theme, "mono") == 0, "theme");
+    CHECK(!o.history, "history");
+    CHECK(!o.show_params, "show_params");
+    CHECK(o.system_prompt && strcmp(o.system_prompt, "You are terse; very terse.") == 0,
+          "system_prompt '%s'", o.system_prompt);
+    CHECK(o.chat_template && strcmp(o.chat_template, "chatml") == 0, "template");
+    lc_config_free(&o);
+    CHECK(o.model_path == NULL && o.theme == NULL, "free resets");
+}
+
+static void test_bad_values(void)
+{
+    const char *p = write_file("bad.rc",
+        "[sampling]\n"              /* 1 */
+        "temp = hot\n"              /* 2 */
+        "top_k = -3\n"              /* 3 */
+        "top_p = 1.5\n"             /* 4 */
+        "seed = random\n"           /* 5 */
+        "bogus = 1\n"               /* 6 */
+        "[ui]\n"                    /* 7 */
+        "history = maybe\n"         /* 8 */
+        "theme = neon\n"            /* 9 */
+        "[colours]\n"               /* 10 */
+        "x = 1\n"                   /* 11 */
+        "[model]\n"                 /* 12 */
+        "threads = 4x\n"            /* 13 */
+        "isa = sse9\n");            /* 14 */
+    struct lc_options o;
+    lc_config_defaults(&o);
+    struct lc_sampler_params def = lc_sampler_default_params();
+    char *w = NULL;
+    int n = lc_config_load(&o, p, &w);
+    CHECK(n == 9, "problems %d", n);
+    CHECK(w != NULL, "no warnings");
+    if (w) {
+        char want[4096];
+        snprintf(want, sizeof(want),
+                 "%1$s:2: bad value 'hot' for temp: expected a number from 0 to 100; default kept\n"
+                 "%1$s:3: bad value '-3' for top_k: expected an integer >= 0 (0 = off); default kept\n"
+                 "%1$s:4: bad value '1.5' for top_p: expected a number from 0 to 1; default kept\n"
+                 "%1$s:6: unknown key 'bogus' in [sampling]\n"
+                 "%1$s:8: bad value 'maybe' for history: expected on or off; default kept\n"
+                 "%1$s:9: bad value 'neon' for theme: expected default, mono or light; default kept\n"
+                 "%1$s:10: unknown section [colours]\n"
+                 "%1$s:13: bad value '4x' for threads: expected an integer from 0 (all cores) to 1024; default kept\n"
+                 "%1$s:14: bad value 'sse9' for isa: expected auto, scalar, avx2, avx512 or neon; default kept\n",
+                 p);
+        CHECK(strcmp(w, want) == 0, "warnings:\n%s\nwant:\n%s", w, want);
+        CHECK(lc_config_last_warnings() && strcmp(lc_config_last_warnings(), w) == 0,
+              "last warnings");
+    }
+    CHECK(o.sampling.temp == def.temp, "temp changed");
+    CHECK(o.sampling.top_k == def.top_k, "top_k changed");
+    CHECK(o.sampling.top_p == def.top_p, "top_p changed");
+    CHECK(o.sampling.seed == LC_SEED_RANDOM, "seed random");
+    CHECK(o.history, "history changed");
+    CHECK(o.theme == NULL, "theme set");
+    CHECK(o.n_threads == 0, "threads changed");
+    CHECK(o.isa == NULL, "isa set");
+    free(w);
+    lc_config_free(&o);
+}
+
+static void test_missing_and_env(void)
+{
+    struct lc_options o;
+    lc_config_defaults(&o);
+    char path[512];
+    snprintf(path, sizeof(path), "%s/nope.rc", dir);
+    char *w = NULL;
+    int n = lc_config_load(&o, path, &w);
+    CHECK(n == 1, "explicit missing file: %d problems", n);
+    char want[1024];
+    snprintf(want, sizeof(want), "%s: cannot open: No such file or directory\n", path);
+    CHECK(w && strcmp(w, want) == 0, "warning '%s'", w ? w : "(null)");
+    free(w);
+
+    /* The default location is optional: HOME without .llamachatrc is silent. */
+    unsetenv("LLAMACHATRC");
+    setenv("HOME", dir, 1);
+    w = (char *)1;
+    n = lc_config_load(&o, NULL, &w);
+    CHECK(n == 0 && w == NULL, "missing ~/.llamachatrc reported");
+    /* $HOME/.llamachatrc is read when present */
+    write_file(".llamachatrc", "[sampling]\ntop_k = 11\n");
+    n = lc_config_load(&o, NULL, NULL);
+    CHECK(n == 0 && o.sampling.top_k == 11, "HOME rc: %d top_k %d", n, o.sampling.top_k);
+    /* $LLAMACHATRC overrides it, and must exist */
+    const char *p = write_file("env.rc", "[sampling]\ntop_k = 22\n");
+    setenv("LLAMACHATRC", p, 1);
+    char *cp = lc_config_path();
+    CHECK(cp && strcmp(cp, p) == 0, "lc_config_path %s", cp);
+    free(cp);
+    n = lc_config_load(&o, NULL, NULL);
+    CHECK(n == 0 && o.sampling.top_k == 22, "env rc: top_k %d", o.sampling.top_k);
+    setenv("LLAMACHATRC", path, 1);
+    n = lc_config_load(&o, NULL, &w);
+    CHECK(n == 1 && w && strstr(w, "cannot open"), "missing $LLAMACHATRC not reported");
+    free(w);
+    unsetenv("LLAMACHATRC");
+    lc_config_free(&o);
+}
+
+static void test_syntax_and_outside(void)
+{
+    const char *p = write_file("syn.rc", "stray = 1\n[ui]\nhistory = on\n");
+    struct lc_options o;
+    lc_config_defaults(&o);
+    char *w = NULL;
+    int n = lc_config_load(&o, p, &w);
+    char want[1024];
+    snprintf(want, sizeof(want), "%s:1: key 'stray' outside any [section] ignored\n", p);
+    CHECK(n == 1 && w && strcmp(w, want) == 0, "outside: %s", w ? w : "(null)");
+    free(w);
+    p = write_file("syn2.rc", "[ui]\nhistory = on\nthis line is not ini\n");
+    n = lc_config_load(&o, p, &w);
+    CHECK(n >= 1 && w && strstr(w, "syntax error") && strstr(w, "(3)"), "syntax: %s",
+          w ? w : "(null)");
+    free(w);
+    lc_config_free(&o);
+}
+
+static void test_set(void)
+{
+    struct lc_options o;
+    lc_config_defaults(&o);
+    char *err = NULL;
+    CHECK(lc_config_set(&o, NULL, "temp", "0.5", &err) == 0 && feq(o.sampling.temp, 0.5f), "temp");
+    CHECK(lc_config_set(&o, NULL, "top-k", "5", &err) == 0 && o.sampling.top_k == 5, "top-k");
+    CHECK(lc_config_set(&o, NULL, "temperature", "0", &err) == 0 && o.sampling.temp == 0.0f, "alias");
+    CHECK(lc_config_set(&o, NULL, "seed", "-1", &err) == 0 && o.sampling.seed == LC_SEED_RANDOM, "seed");
+    CHECK(lc_config_set(&o, NULL, "seed", "42", &err) == 0 && o.sampling.seed == 42, "seed 42");
+    CHECK(lc_config_set(&o, NULL, "min_p", "2", &err) == -1 && err &&
+          strcmp(err, "bad value '2' for min_p: expected a number from 0 to 1") == 0, "min_p: %s", err);
+    free(err);
+    CHECK(lc_config_set(&o, NULL, "warmth", "2", &err) == -1 && err &&
+          strcmp(err, "unknown setting 'warmth'") == 0, "unknown: %s", err);
+    free(err);
+    setenv("HOME", "/home/someone", 1);
+    CHECK(lc_config_set(&o, "model", "path", "~/m.gguf", &err) == 0 && o.model_path &&
+          strcmp(o.model_path, "/home/someone/m.gguf") == 0, "~ expansion: %s", o.model_path);
+    CHECK(lc_config_set(&o, NULL, "temp", "nan", &err) == -1, "nan accepted");
+    free(err);
+    CHECK(lc_config_set(&o, NULL, "seed", "18446744073709551616", &err) == -1, "seed overflow");
+    free(err);
+    bool b;
+    CHECK(lc_config_parse_bool(" TRUE ", &b) == 0 && b, "bool");
+    CHECK(lc_config_parse_bool("Off", &b) == 0 && !b, "bool off");
+    lc_config_free(&o);
+}
+
+int main(void)
+{
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 99;
+    }
+    test_every_key();
+    test_bad_values();
+    test_missing_and_env();
+    test_syntax_and_outside();
+    test_set();
+    char cmd[600];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", dir);
+    return tu_finish("test-config");
+}

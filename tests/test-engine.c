@@ -1,0 +1,282 @@
+/*
+ * test-engine.c - the inference thread through its public protocol, on stories260K Q4_1:
+ *   - a first reply equals greedy generation done directly with the library (as the CLI does);
+ *   - a second turn, evaluated on top of the kept KV cache, equals greedy generation over the
+ *     whole text from scratch, and evaluates only the new tokens (context stats);
+ *   - /regen gives the same greedy reply again; stop ends a reply with LC_DONE_STOPPED;
+ *   - a small context overflows: the oldest turns are dropped with a note, replies go on.
+ */
+#include <poll.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "llm/context.h"
+#include "llm/model.h"
+#include "llm/sampler.h"
+#include "llm/tokenizer.h"
+#include "testutil.h"
+
+struct reply {
+    char text[8192];
+    size_t len;
+    int reason, n_gen;
+    int notes;
+    char note[512];
+    int errors;
+    int32_t n_past;
+    int n_eval;
+};
+
+/* Wait for events until DONE (or LOADED when want_loaded); 60 s timeout. */
+static bool collect(struct lc_engine *e, struct reply *r, bool want_loaded, bool stop_after_text)
+{
+    memset(r, 0, sizeof(*r));
+    r->reason = -1;
+    for (int spins = 0; spins < 600;) {
+        struct lc_event ev;
+        if (!lc_engine_poll(e, &ev)) {
+            struct pollfd p = { lc_engine_fd(e), POLLIN, 0 };
+            if (poll(&p, 1, 100) == 0)
+                spins++;
+            continue;
+        }
+        switch (ev.type) {
+        case LC_EV_LOADED:
+            if (want_loaded && !ev.more)
+                return true;
+            break;
+        case LC_EV_TEXT:
+            if (r->len + ev.len < sizeof(r->text)) {
+                memcpy(r->text + r->len, ev.text, ev.len);
+                r->len += ev.len;
+                r->text[r->len] = '\0';
+            }
+            if (stop_after_text)
+                lc_engine_stop(e);
+            break;
+        case LC_EV_NOTE:
+            r->notes++;
+            snprintf(r->note, sizeof(r->note), "%.*s", (int)ev.len, ev.text);
+            break;
+        case LC_EV_ERROR:
+            r->errors++;
+            fprintf(stderr, "engine error: %.*s\n", (int)ev.len, ev.text);
+            if (want_loaded)
+                return false;
+            break;
+        case LC_EV_STATS:
+            r->n_past = ev.a;
+            break;
+        case LC_EV_DONE:
+            r->reason = ev.a;
+            r->n_gen = ev.b;
+            r->n_eval = (int)ev.x;
+            return true;
+        default:
+            break;
+        }
+    }
+    return false;
+}
+
+/* Greedy continuation of text computed directly with the library (fresh context). */
+static char *direct_greedy(const struct lc_model *m, const char *text, int n_predict, int n_ctx)
+{
+    struct lc_context_params cp = lc_context_default_params();
+    cp.n_ctx = n_ctx;
+    cp.n_threads = 1;
+    char *err = NULL;
+    struct lc_context *c = lc_context_new(m, &cp, &err);
+    if (!c) {
+        free(err);
+        return NULL;
+    }
+    struct lc_sampler_params sp = lc_sampler_default_params();
+    sp.temp = 0;
+    struct lc_sampler *s = lc_sampler_new(&sp, m->hp.n_vocab);
+    int32_t toks[4096];
+    int32_t n = lc_tokenize(m->vocab, text, strlen(text), lc_vocab_add_bos(m->vocab), false, toks, 4096);
+    char *out = calloc(1, 8192);
+    size_t len = 0;
+    if (n > 0 && lc_context_decode(c, toks, n, 0, false, &err) == 0) {
+        for (int32_t i = 0; i < n; i++)
+            lc_sampler_accept(s, toks[i]);
+        int32_t pos = n;
+        for (int g = 0; g < n_predict; g++) {
+            int32_t t = lc_sampler_sample(s, lc_context_logits(c, -1));
+            if (lc_vocab_is_eog(m->vocab, t))
+                break;
+            lc_sampler_accept(s, t);
+            char piece[256];
+            int32_t pl = lc_token_to_piece(m->vocab, t, piece, sizeof(piece), false);
+            if (pl > 0 && len + (size_t)pl < 8191) {
+                memcpy(out + len, piece, (size_t)pl);
+                len += (size_t)pl;
+            }
+            if (g + 1 < n_predict && lc_context_decode(c, &t, 1, pos++, false, &err) != 0)
+                break;
+        }
+    }
+    free(err);
+    lc_sampler_free(s);
+    lc_context_free(c);
+    return out;
+}
+
+int main(void)
+{
+    char path[512];
+    tu_shared("models/stories260K-ff192-q4_1.gguf", path, sizeof(path));
+    if (access(path, R_OK) != 0) {
+        fprintf(stderr, "SKIP: %s missing\n", path);
+        return 77;
+    }
+    char *err = NULL;
+    struct lc_model *m = lc_model_load(path, false, &err);
+    CHECK(m != NULL, "load: %s", err);
+    if (!m)
+        return tu_finish("test-engine");
+
+    const int N = 16;
+    struct lc_engine_config cfg = { .model_path = path, .n_ctx = 256, .n_threads = 1,
+                                    .n_batch = 512, .n_predict = N };
+    cfg.sampling = lc_sampler_default_params();
+    cfg.sampling.temp = 0;
+    struct lc_engine *e = lc_engine_start(&cfg, &err);
+    CHECK(e != NULL, "start: %s", err);
+    if (!e)
+        return tu_finish("test-engine");
+    struct reply r1, r2, r;
+    CHECK(collect(e, &r, true, false), "no LOADED event");
+
+    /* turn 1 */
+    const char *p1 = "Once upon a time";
+    lc_engine_submit(e, p1);
+    CHECK(collect(e, &r1, false, false), "turn 1 timed out");
+    char *want1 = direct_greedy(m, p1, N, 256);
+    CHECK(want1 && strcmp(r1.text, want1) == 0, "turn 1:\n got '%s'\nwant '%s'", r1.text, want1);
+    CHECK(r1.reason == LC_DONE_LIMIT && r1.n_gen == N, "turn 1 reason %d n_gen %d", r1.reason, r1.n_gen);
+
+    /* turn 2: the whole text from scratch must give the same continuation */
+    const char *p2 = " Then a big dog came.";
+    lc_engine_submit(e, p2);
+    CHECK(collect(e, &r2, false, false), "turn 2 timed out");
+    char all[8192 * 2 + 64];
+    snprintf(all, sizeof(all), "%s%s%s", p1, r1.text, p2);
+    char *want2 = direct_greedy(m, all, N, 256);
+    CHECK(want2 && strcmp(r2.text, want2) == 0, "turn 2:\n got '%s'\nwant '%s'", r2.text, want2);
+    /* The cache kept turn 1: n_past grew by about the new message's tokens and the reply,
+     * which is far less than the whole text (checked through the tokens the text has). */
+    int32_t toks[4096];
+    int32_t n_all = lc_tokenize(m->vocab, all, strlen(all), true, false, toks, 4096);
+    CHECK(r2.n_past >= n_all && r2.n_past <= n_all + N, "n_past %d, text %d tokens", r2.n_past, n_all);
+    int32_t n_p1 = lc_tokenize(m->vocab, p1, strlen(p1), true, false, toks, 4096);
+    int32_t n_p2 = lc_tokenize(m->vocab, p2, strlen(p2), false, false, toks, 4096);
+    CHECK(r1.n_eval == n_p1, "turn 1 evaluated %d tokens, prompt has %d", r1.n_eval, n_p1);
+    /* turn 2 evaluates the new message (its first token may merge with the reply's last) and
+     * the reply's last sampled token, which was never decoded: not the whole text again */
+    CHECK(r2.n_eval >= n_p2 && r2.n_eval <= n_p2 + 3, "turn 2 evaluated %d tokens; message %d, whole text %d",
+          r2.n_eval, n_p2, n_all);
+
+    /* regen: same greedy reply */
+    lc_engine_regen(e);
+    CHECK(collect(e, &r, false, false), "regen timed out");
+    CHECK(strcmp(r.text, r2.text) == 0, "regen:\n got '%s'\nwant '%s'", r.text, r2.text);
+
+    /* stop */
+    struct lc_sampler_params sp = cfg.sampling;
+    lc_engine_set_params(e, &sp, -1);
+    lc_engine_submit(e, " The end.");
+    CHECK(collect(e, &r, false, true), "stop timed out");
+    CHECK(r.reason == LC_DONE_STOPPED, "stop: reason %d", r.reason);
+    CHECK(r.n_gen >= 1 && r.n_gen < 200, "stop: %d tokens", r.n_gen);
+
+    /* clear: a fresh conversation gives turn 1's reply again */
+    lc_engine_set_params(e, &sp, N);
+    lc_engine_clear(e);
+    lc_engine_submit(e, p1);
+    CHECK(collect(e, &r, false, false), "after clear timed out");
+    CHECK(strcmp(r.text, r1.text) == 0, "after clear:\n got '%s'\nwant '%s'", r.text, r1.text);
+    lc_engine_free(e);
+
+    /* overflow: 64-token context, 16-token replies; the chat goes on with a note */
+    cfg.n_ctx = 64;
+    e = lc_engine_start(&cfg, &err);
+    CHECK(e && collect(e, &r, true, false), "small engine");
+    int notes = 0, done = 0;
+    for (int turn = 0; e && turn < 6; turn++) {
+        lc_engine_submit(e, " Lily saw a cat and a dog.");
+        if (collect(e, &r, false, false) && r.errors == 0 && r.reason == LC_DONE_LIMIT)
+            done++;
+        notes += r.notes;
+        if (r.notes)
+            CHECK(strstr(r.note, "context full (64 tokens)") != NULL, "note: %s", r.note);
+        CHECK(r.n_past <= 64, "n_past %d", r.n_past);
+    }
+    CHECK(done == 6, "%d of 6 replies completed", done);
+    CHECK(notes >= 1, "no context-full note");
+    lc_engine_free(e);
+
+    /* a chat template forced on a base model: rendered, tokenized with special tokens, and
+     * answered; a system prompt goes first.  (Unknown template names fall back with a note.) */
+    cfg.n_ctx = 256;
+    cfg.chat_template = "chatml";
+    cfg.system_prompt = "Be brief.";
+    e = lc_engine_start(&cfg, &err);
+    CHECK(e && collect(e, &r, true, false), "chatml engine");
+    if (e) {
+        lc_engine_submit(e, "Hello");
+        CHECK(collect(e, &r, false, false) && r.errors == 0 &&
+              (r.reason == LC_DONE_LIMIT || r.reason == LC_DONE_EOG), "chatml reply: reason %d", r.reason);
+        /* "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n" */
+        int32_t n_tmpl = lc_tokenize(m->vocab,
+            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n",
+            strlen("<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n"),
+            true, true, toks, 4096);
+        CHECK(r.n_eval == n_tmpl, "chatml prompt: %d tokens evaluated, rendering has %d", r.n_eval, n_tmpl);
+    }
+    lc_engine_free(e);
+    cfg.chat_template = "no-such-template";
+    cfg.system_prompt = NULL;
+    e = lc_engine_start(&cfg, &err);
+    CHECK(e != NULL, "start");
+    if (e) {
+        struct reply rn;
+        memset(&rn, 0, sizeof(rn));
+        /* the note comes before LOADED */
+        struct lc_event ev;
+        int seen_note = 0;
+        for (int spins = 0; spins < 600;) {
+            if (!lc_engine_poll(e, &ev)) {
+                struct pollfd pf = { lc_engine_fd(e), POLLIN, 0 };
+                if (poll(&pf, 1, 100) == 0)
+                    spins++;
+                continue;
+            }
+            if (ev.type == LC_EV_NOTE && strstr(ev.text, "unknown chat template 'no-such-template'"))
+                seen_note = 1;
+            if (ev.type == LC_EV_LOADED)
+                break;
+        }
+        CHECK(seen_note, "no note for an unknown template");
+    }
+    lc_engine_free(e);
+    cfg.chat_template = NULL;
+
+    /* a bad model path is an error event, not a crash */
+    cfg.model_path = "/nonexistent.gguf";
+    e = lc_engine_start(&cfg, &err);
+    CHECK(e && !collect(e, &r, true, false), "bad model loaded?");
+    if (e) {
+        lc_engine_submit(e, "hi");
+        CHECK(collect(e, &r, false, false) && r.reason == LC_DONE_ERROR && r.errors == 1,
+              "submit without a model: reason %d errors %d", r.reason, r.errors);
+    }
+    lc_engine_free(e);
+
+    free(want1);
+    free(want2);
+    lc_model_free(m);
+    return tu_finish("test-engine");
+}

@@ -1,0 +1,211 @@
+#!/bin/sh
+# test-tui.sh - drive the real chat in a detached tmux session (its own server socket, a fixed
+# window size, HOME and LLAMACHATRC in a temp dir) with send-keys, and assert on capture-pane:
+# the panes are drawn; a prompt gets the same greedy continuation as the one-shot CLI; Esc stops
+# a reply and the program stays up; /set changes the pane; /save then /load round-trips; a
+# resize to 20x6 (and smaller) and back leaves a working screen; Ctrl-D exits and leaves the
+# terminal as it found it.  Every wait polls the screen with a timeout (no fixed sleeps).
+set -u
+command -v tmux >/dev/null 2>&1 || { echo "SKIP: tmux not installed"; exit 77; }
+B=${LC_BUILDDIR:-.}
+S=${LC_SHARED:-../shared}
+LC="$B/llamachat"
+MODEL="$S/models/stories260K-ff192-q4_1.gguf"
+[ -f "$MODEL" ] || { echo "SKIP: $MODEL missing"; exit 77; }
+[ -x "$LC" ] || { echo "FAIL: $LC not built"; exit 1; }
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/lc-tui.XXXXXX") || exit 99
+T="tmux -S $tmp/sock"
+cleanup() { $T kill-server >/dev/null 2>&1; rm -rf "$tmp"; }
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+
+fail=0
+ok() { echo "ok   $1"; }
+bad() { echo "FAIL $1"; fail=1; }
+screen() { $T capture-pane -t lc -p; }
+# wait_for EXTENDED-REGEX [seconds]: poll the screen until it matches.
+wait_for() {
+    limit=$(( ${2:-30} * 10 )); i=0
+    while [ $i -lt $limit ]; do
+        if screen | grep -Eq -- "$1"; then return 0; fi
+        sleep 0.1; i=$((i + 1))
+    done
+    echo "  timed out waiting for /$1/; the screen was:"; screen | sed 's/^/  | /'
+    return 1
+}
+check() { if wait_for "$2" "${3:-30}"; then ok "$1"; else bad "$1"; fi; }
+# a JSON string body as json-c writes it (our texts have no control characters)
+json_escape() { printf '%s' "$1" | sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's|/|\\/|g'; }
+
+N=24
+PROMPT="Once upon a time"
+want=$("$LC" -m "$MODEL" -p "$PROMPT" --temp 0 -n $N -t 1 2>/dev/null)
+cont=${want#"$PROMPT"}
+[ -n "$cont" ] && [ "$cont" != "$want" ] || { echo "FAIL: one-shot CLI gave no continuation: '$want'"; exit 1; }
+
+mkdir -p "$tmp/home"
+cat >"$tmp/rc" <<RC
+[model]
+path = $MODEL
+threads = 1
+[sampling]
+temp = 0
+max_tokens = $N
+[ui]
+show_params = on
+history = on
+RC
+
+# A plain shell in the window; llamachat runs from it so that we can look at the shell after.
+$T -f /dev/null new-session -d -s lc -x 100 -y 30 \
+    "env HOME='$tmp/home' LLAMACHATRC='$tmp/rc' LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=tmux-256color PS1='$ ' sh"
+$T set-option -t lc status off >/dev/null
+wait_for '^\$' 10 || { echo "FAIL: no shell prompt"; exit 1; }
+$T send-keys -t lc "stty -g >'$tmp/stty.before'; '$LC' 2>'$tmp/stderr'; echo EXIT=\$?; stty -g >'$tmp/stty.after'" Enter
+
+# 1. the panes
+check "parameter pane" 'Parameters'
+check "status bar idle with the model" '^ idle \| llama .*Q4_1'
+check "pane shows temp 0.00" 'temp +0\.00'
+check "input prompt" '^> *$'
+
+# 2. a prompt, answered greedily as by the one-shot CLI
+$T send-keys -t lc "$PROMPT" Enter
+check "reply finished" '^ idle .*ctx [1-9][0-9]*/'
+first=$(printf '%s' "$cont" | cut -c1-40)
+if screen | grep -Fq -- "$first"; then ok "continuation on screen"; else bad "continuation on screen: '$first'"; screen; fi
+$T send-keys -t lc "/save $tmp/a.json" Enter
+check "saved" "saved $tmp/a.json"
+if grep -Fq "\"content\": \"$(json_escape "$cont")\"" "$tmp/a.json"; then
+    ok "reply equals the CLI's continuation"
+else
+    bad "reply equals the CLI's continuation"; echo "  want: $cont"; grep '"content"' "$tmp/a.json"
+fi
+
+# 3. Esc stops a long reply; the program stays up
+$T send-keys -t lc "/set max-tokens -1" Enter
+check "/set max-tokens" 'max-tokens +none'
+$T send-keys -t lc "Tom went to the park" Enter
+check "writing" '^ writing'
+$T send-keys -t lc Escape
+check "Esc stopped the reply" 'stopped after [0-9]+ tokens'
+check "idle after stop" '^ idle'
+$T send-keys -t lc "/params" Enter
+check "still responding" 'temp 0\.00, top-k 40'
+
+# 4. /set changes the pane
+$T send-keys -t lc "/set temp 0.5" Enter
+check "/set temp 0.5 shows in the pane" 'temp +0\.50'
+$T send-keys -t lc "/set warmth 3" Enter
+check "/set unknown name" "unknown parameter 'warmth'"
+
+# 5. /save then /load round-trips
+$T send-keys -t lc "/save $tmp/b.json" Enter
+check "saved b" "saved $tmp/b.json"
+$T send-keys -t lc "/clear" Enter
+check "cleared" 'conversation cleared'
+if screen | grep -Fq -- "$first"; then bad "transcript empty after /clear"; else ok "transcript empty after /clear"; fi
+$T send-keys -t lc "/load $tmp/b.json" Enter
+check "loaded" "loaded 4 messages from $tmp/b.json"
+check "loaded text on screen" "$first"
+$T send-keys -t lc "/save $tmp/c.json" Enter
+check "saved c" "saved $tmp/c.json"
+if grep -v '"saved":' "$tmp/b.json" >"$tmp/b" && grep -v '"saved":' "$tmp/c.json" >"$tmp/c" && cmp -s "$tmp/b" "$tmp/c"; then
+    ok "load + save gives the same transcript"
+else
+    bad "load + save gives the same transcript"; diff "$tmp/b" "$tmp/c"
+fi
+$T send-keys -t lc "/load $tmp/nope.json" Enter
+check "load error shown" "load failed: $tmp/nope.json: cannot open"
+
+# 5b. what a model writes is never sent raw: control characters become visible placeholders;
+# wide characters wrap by display width
+cat >"$tmp/ctl.json" <<'JSON'
+{ "format": "llamachat-transcript", "version": 1, "messages": [
+  { "role": "user", "content": "show me" },
+  { "role": "assistant", "content": "red \u001b[31mALERT\u001b[0m bell\u0007 end \u65e5\u672c\u8a9e\u65e5\u672c\u8a9e\u65e5\u672c\u8a9e\u65e5\u672c\u8a9e\u65e5\u672c\u8a9e\u65e5\u672c\u8a9e\u65e5\u672c\u8a9e\u65e5\u672c\u8a9e\u65e5\u672c\u8a9e\u65e5\u672c\u8a9e\u65e5\u672c\u8a9e\u65e5\u672c\u8a9e\u65e5\u672c\u8a9e\u65e5\u672c\u8a9e WIDE-END" } ] }
+JSON
+$T send-keys -t lc "/load $tmp/ctl.json" Enter
+check "escape shown as a placeholder" 'red ␛\[31mALERT␛\[0m bell␇ end'
+if $T capture-pane -t lc -p -e | grep -q "$(printf '\033')\[31mALERT"; then bad "raw escape reached the terminal"; else ok "no raw escape"; fi
+# 42 wide characters (84 columns) after "end ": the word moves to its own line, 39 characters
+# (78 columns) fill the 78-column transcript, the rest goes on the next line
+check "wide characters wrapped by width" '^(日本語){13}│'
+check "wide characters, second line" '^日本語 WIDE-END'
+check "text before the long word" 'bell␇ end +│'
+
+# 5c. multi-line input: Alt-Enter and a trailing backslash add lines
+$T send-keys -t lc "/clear" Enter
+check "cleared again" 'conversation cleared'
+$T send-keys -t lc "/set max-tokens 2" Enter
+$T send-keys -t lc "line one" M-Enter "line two\\" Enter "line three" 
+check "input shows three lines" '^line three'
+$T send-keys -t lc Enter
+check "multi-line message answered" '^ idle .*ctx [1-9]'
+$T send-keys -t lc "/save $tmp/m.json" Enter
+check "saved m" "saved $tmp/m.json"
+if grep -Fq '"content": "line one\nline two\nline three"' "$tmp/m.json"; then ok "message kept its newlines"; else bad "message kept its newlines"; grep content "$tmp/m.json"; fi
+
+# 5d. scrollback: PgUp leaves the end, End follows again
+long=$(i=1; while [ $i -le 80 ]; do printf 'line %d\\n' $i; i=$((i + 1)); done)
+printf '{"format": "llamachat-transcript", "version": 1, "messages": [{"role": "user", "content": "%s"}]}\n' \
+    "$long" >"$tmp/long.json"
+$T send-keys -t lc "/load $tmp/long.json" Enter
+check "long transcript loaded, end shown" '^line 80 '
+$T send-keys -t lc PPage
+check "PgUp shows earlier lines" '^line 3[0-9] '
+if screen | grep -q '^line 80 '; then bad "PgUp moved the view"; else ok "PgUp moved the view"; fi
+check "PgUp: scrolled-back mark" 'scrolled back: End follows'
+$T send-keys -t lc End
+check "End follows again" '^line 80 '
+if screen | grep -q 'scrolled back'; then bad "mark gone after End"; else ok "mark gone after End"; fi
+$T send-keys -t lc "/load $tmp/b.json" Enter
+check "reloaded b" "loaded 4 messages"
+
+# 6. resize to 20x6, smaller, and back
+$T resize-window -t lc -x 20 -y 6
+check "20x6: input and status" '^ idle \|'
+$T resize-window -t lc -x 12 -y 3
+check "12x3: too small" 'terminal too'
+$T resize-window -t lc -x 100 -y 30
+check "back to 100x30" 'Parameters'
+$T send-keys -t lc "/set top-k 7" Enter
+check "working after resize" 'top-k +7$|top-k +7 '
+
+# 7. help
+$T send-keys -t lc F1
+check "F1 shows the help" 'llamachat keys'
+$T send-keys -t lc x
+check "a key closes the help" 'Parameters'
+if screen | grep -q 'llamachat keys'; then bad "help closed"; else ok "help closed"; fi
+
+# 8. Ctrl-D quits; the terminal is as before
+$T send-keys -t lc C-d
+check "exit status 0" '^EXIT=0'
+$T send-keys -t lc 'echo RESTORED-$((40+2))' Enter
+check "shell prompt usable" '^RESTORED-42'
+if [ -s "$tmp/stty.after" ] && cmp -s "$tmp/stty.before" "$tmp/stty.after"; then
+    ok "terminal modes restored (stty -g)"
+else
+    bad "terminal modes restored (stty -g)"
+fi
+if [ -s "$tmp/stderr" ]; then bad "stderr not empty"; sed 's/^/  | /' "$tmp/stderr" | head -40; else ok "stderr empty"; fi
+if grep -Fxq "$PROMPT" "$tmp/home/.local/state/llamachat/history" 2>/dev/null; then
+    ok "history saved"
+else
+    bad "history saved"
+fi
+# 9. SIGTERM and a fatal signal also restore the terminal
+for sig in TERM SEGV; do
+    $T send-keys -t lc "clear; '$LC' 2>'$tmp/stderr.$sig'; echo EXIT=\$?; stty -g >'$tmp/stty.$sig'" Enter
+    wait_for '^ idle \|' 30 || { bad "restart for SIG$sig"; continue; }
+    shell=$($T list-panes -t lc -F '#{pane_pid}')
+    pid=$(pgrep -P "$shell" -x llamachat | head -1)
+    [ -n "$pid" ] || pid=$(pgrep -P "$shell" | head -1)
+    kill -"$sig" "$pid"
+    if [ $sig = TERM ]; then check "SIGTERM: exit 143" '^EXIT=143'; else check "SIGSEGV: exit 139" '^EXIT=139'; fi
+    if cmp -s "$tmp/stty.before" "$tmp/stty.$sig"; then ok "SIG$sig: terminal modes restored"; else bad "SIG$sig: terminal modes restored"; fi
+    if screen | grep -q 'Parameters'; then bad "SIG$sig: left the chat screen"; else ok "SIG$sig: left the chat screen"; fi
+done
+exit $fail
