@@ -70,7 +70,7 @@ int main(int argc, char **argv)
             double gbs_gemm = 0;
             if (k->gemm[type]) {
                 double bg = 1e9;
-                for (int rep = 0; rep < 2; rep++) {
+                for (int rep = 0; rep < 5; rep++) {
                     const double t0 = now();
                     k->gemm[type](n, out, (size_t)rows, w, row, rows, a, arow, ncols);
                     const double t = now() - t0;

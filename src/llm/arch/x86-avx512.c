@@ -23,6 +23,7 @@ INLINE __m256 dot_us8(__m256i ux, __m256i sy)
 }
 
 #define QDOT_TILE_COLS 4 /* 4 x 4 tiles: 16 ymm accumulators of the 32 registers */
+#define QDOT_VECTOR_SCALES 1
 #include "x86-qdot.h"
 
 /* ---------------------------------------------------------------- float dots */

@@ -14,6 +14,21 @@
 #ifndef LC_X86_QDOT_H
 #define LC_X86_QDOT_H
 
+/*
+ * The tiles' per-(row, column) scale dx * dy: a float product broadcast (two instructions), or,
+ * with QDOT_VECTOR_SCALES (enough registers: AVX-512), the product of two broadcast vectors
+ * (one instruction).  Both round the same product, so the results are the same bits.
+ */
+#ifdef QDOT_VECTOR_SCALES
+#define QDOT_SCALE_T __m256
+#define QDOT_SCALE(f) _mm256_set1_ps(f)
+#define QDOT_MUL(a, b) _mm256_mul_ps(a, b)
+#else
+#define QDOT_SCALE_T float
+#define QDOT_SCALE(f) (f)
+#define QDOT_MUL(a, b) _mm256_set1_ps((a) * (b))
+#endif
+
 
 INLINE float hsum_ps(__m256 v)
 {
@@ -129,46 +144,51 @@ static void vec_dot_q8_0_q8_0(int n, float *s, const void *vx, const void *vy)
     {                                                                                             \
         __m256 acc[4][4];                                                                         \
         _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++)                                      \
-            _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++) acc[r][c] =                      \
-                _mm256_setzero_ps();                                                              \
+            _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++) acc[r][c] = _mm256_setzero_ps(); \
         for (int i = 0; i < nb; i++) {                                                            \
             __m256i bx[4];                                                                        \
-            float dw[4];                                                                          \
+            QDOT_SCALE_T dw[4];                                                                   \
             _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++)                                  \
             {                                                                                     \
-                const WT *x = (const WT *)(w + r * w_stride) + i;                                 \
+                const WT *x = (const WT *)(const void *)(w + r * w_stride) + i;                   \
                 bx[r] = BLK##_x(x);                                                               \
-                dw[r] = h2f(x->d);                                                                \
+                dw[r] = QDOT_SCALE(h2f(x->d));                                                    \
             }                                                                                     \
             _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++)                                  \
             {                                                                                     \
-                const AT *y = (const AT *)(a + c * a_stride) + i;                                 \
+                const AT *y = (const AT *)(const void *)(a + c * a_stride) + i;                   \
                 const __m256i by = _mm256_loadu_si256((const __m256i *)y->qs);                    \
-                const float da = h2f(y->d);                                                       \
+                const QDOT_SCALE_T da = QDOT_SCALE(h2f(y->d));                                    \
                 _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++) acc[r][c] =                  \
-                    _mm256_fmadd_ps(_mm256_set1_ps(dw[r] * da), BLK##_xy(bx[r], by),              \
-                                    acc[r][c]);                                                   \
+                    _mm256_fmadd_ps(QDOT_MUL(dw[r], da), BLK##_xy(bx[r], by), acc[r][c]);         \
             }                                                                                     \
         }                                                                                         \
-        float ms[4][4] = {{0}};                                                                   \
-        if (HAS_M) /* the m_x * s_y sums, each in block order */                                  \
+        /* Q4_1: the m_x * s_y sums, each in block order; lane r of ms[c] is row r (4 rows at */  \
+        /* once, each lane doing the scalar sequence: multiply, then add) */                      \
+        __m128 ms[4];                                                                             \
+        _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++) ms[c] = _mm_setzero_ps();            \
+        if (HAS_M)                                                                                \
             for (int i = 0; i < nb; i++) {                                                        \
-                float mr[4], sc[4];                                                               \
-                _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++) mr[r] =                      \
-                    h2f(((const lc_block_q4_1 *)(const void *)(w + r * w_stride))[i].m);          \
-                _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++) sc[c] =                      \
-                    h2f(((const lc_block_q8_1 *)(const void *)(a + c * a_stride))[i].s);          \
-                _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++)                              \
-                    _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++) ms[r][c] +=              \
-                        mr[r] * sc[c];                                                            \
+                uint16_t mh[4] = {0, 0, 0, 0};                                                    \
+                _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++) mh[r] =                      \
+                    ((const lc_block_q4_1 *)(const void *)(w + r * w_stride))[i].m;               \
+                uint64_t m64;                                                                     \
+                memcpy(&m64, mh, 8);                                                              \
+                const __m128 mr = _mm_cvtph_ps(_mm_cvtsi64_si128((long long)m64));                \
+                _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++) ms[c] = _mm_add_ps(ms[c],    \
+                    _mm_mul_ps(mr, _mm_set1_ps(h2f(((const lc_block_q8_1 *)(const void *)(a + c * a_stride))[i].s)))); \
             }                                                                                     \
         _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++)                                      \
-            _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++)                                  \
         {                                                                                         \
-            float v = hsum_ps(acc[r][c]);                                                         \
-            if (HAS_M)                                                                            \
-                v += ms[r][c];                                                                    \
-            s[c * ld_s + r] = v;                                                                  \
+            float msc[4];                                                                         \
+            _mm_storeu_ps(msc, ms[c]);                                                            \
+            _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++)                                  \
+            {                                                                                     \
+                float v = hsum_ps(acc[r][c]);                                                     \
+                if (HAS_M)                                                                        \
+                    v += msc[r];                                                                  \
+                s[c * ld_s + r] = v;                                                              \
+            }                                                                                     \
         }                                                                                         \
     }                                                                                             \
     static void gemm_##NAME(int n, float *s, size_t ld_s, const void *vw, size_t w_stride,        \
