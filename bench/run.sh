@@ -7,13 +7,17 @@
 #      llama.cpp quantizes them), into bench/.cache (skipped when present);
 #   3. measure the memory read bandwidth with THREADS threads;
 #   4. llamachat-bench pp512 and tg128 on both models with THREADS threads, REPS repetitions;
+#   4b. the CPU time per token with 1 thread (pp128, tg32): the cost of a token whatever the
+#      load of a shared machine (CPU_TEST=0 skips it);
 #   5. time from start to first token and peak RSS of `llamachat -p ... -n 1`;
-#   6. print tg128 as a fraction of the bandwidth bound, Q4_1 / Q4_0 for pp and tg, and the
-#      targets of issue 3.
+#   6. print tg128 as a fraction of the bandwidth bound, Q4_1 / Q4_0 for pp and tg, the
+#      targets of issue 3, and idle-machine estimates from step 4b.
 #
-# Environment: THREADS (default 2), REPS (default 3), P and N (default 512, 128: quick trials), BUILD (an existing configured build
-# directory to use), CACHE (default bench/.cache), SYNTH_ARGS (extra llamachat-synth options,
-# e.g. "--output-type q8_0"; the model names then carry a suffix), ISA (passed as --isa).
+# Environment: THREADS (default 2), REPS (default 3), P and N (default 512 and 128; smaller for
+# quick trials), BUILD (an existing configured build directory), CACHE (default bench/.cache),
+# SYNTH_ARGS (extra llamachat-synth options, e.g. "--output-type q8_0"; the model names then
+# carry a suffix), ISA (passed as --isa), CPU_TEST, ROOT (the source tree: set it when running
+# a copy of this script, e.g. while editing the original).
 set -eu
 
 ROOT=${ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -71,6 +75,7 @@ say "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs, L3 $(lscpu
 say ""
 
 # ------------------------------------------------------------------ 3. bandwidth
+# shellcheck disable=SC2046 # split on purpose: "best median"
 set -- $("$BUILD/llamachat-bandwidth" -t "$THREADS" -r 10 --quiet)
 BW_BEST=$1 BW_MED=$2
 say "memory read bandwidth, $THREADS threads, 1 GiB buffer, 10 reps: best $BW_BEST GB/s, median $BW_MED GB/s"
@@ -128,6 +133,7 @@ FILE_BYTES=$(stat -c %s "$Q41")
 /usr/bin/time -f '%e %M' -o "$CACHE/ttft.txt" "$BUILD/llamachat" -m "$Q41" -t "$THREADS" \
     -c $N_CTX -p "Once upon a time" -n 1 --temp 0 $ISA_OPT >/dev/null 2>"$CACHE/ttft.err" ||
     { cat "$CACHE/ttft.err" >&2; exit 1; }
+# shellcheck disable=SC2046 # split on purpose: "seconds kib"
 set -- $(tail -n 1 "$CACHE/ttft.txt")
 TTFT=$1 RSS_KIB=$2
 
