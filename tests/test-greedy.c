@@ -141,7 +141,6 @@ static void run_one(const char *path, double tol)
     CHECK(rc == 0, "decode: %s", err ? err : "?");
     free(err);
     err = NULL;
-    int32_t gen[1024];
     int n_gen = 0, pos = r.n_prompt_ids, first_diff = -1;
     double max_dev = 0;
     for (int step = 0; rc == 0 && step < r.n_predict; step++) {
@@ -169,7 +168,7 @@ static void run_one(const char *path, double tol)
                 best = i;
         if (lc_vocab_is_eog(m->vocab, best))
             break;
-        gen[n_gen++] = best;
+        n_gen++;
         if (first_diff < 0 && (n_gen > r.n_gen_ids || best != r.gen_ids[n_gen - 1]))
             first_diff = n_gen - 1;
         rc = lc_context_decode(c, &best, 1, pos++, false, &err);

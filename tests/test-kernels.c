@@ -4,9 +4,9 @@
  * For each ISA built in and supported here (avx2, avx512, neon), the merged table from
  * lc_kernels_select() is compared entry by entry with lc_kernels_scalar:
  *   - activation quantizers: identical bytes (all ISAs must quantize like ggml's x86 SIMD);
- *   - quantized dots: within 1e-5 of the sum of |terms| (float summation order), and exactly
- *     equal when the scales make every partial sum exact (d = 1, m = 0: checks the integer part);
- *   - GEMM micro-kernels: exactly equal to the same ISA's vec_dot, and close to scalar;
+ *   - quantized dots and GEMM micro-kernels: bit-identical to scalar (all ISAs add the terms in
+ *     ggml's x86 order, see scalar.c), and GEMM bit-identical to the same ISA's vec_dot;
+ *   - float dots: bit-identical to scalar (llama.cpp's x86 order), and close to a double sum;
  *   - element-wise kernels: within a few ulps.
  * The scalar reference itself is checked against known values first.  Exit 77 when there is
  * no SIMD ISA to compare (the scalar checks still run and may fail).
@@ -182,39 +182,6 @@ static int close_to(double a, double b, double mag, double rel)
     return fabs(a - b) <= rel * mag + 1e-35;
 }
 
-/* sum of |terms| of a quantized dot, from the blocks (for the tolerance) */
-static double mag_q(int type, const void *w, const void *a, int nb)
-{
-    double m = 0;
-    for (int b = 0; b < nb; b++) {
-        if (type == LC_TYPE_Q4_1) {
-            const lc_block_q4_1 *x = (const lc_block_q4_1 *)w + b;
-            const lc_block_q8_1 *y = (const lc_block_q8_1 *)a + b;
-            double si = 0;
-            for (int j = 0; j < 16; j++)
-                si += (x->qs[j] & 15) * abs(y->qs[j]) + (x->qs[j] >> 4) * abs(y->qs[j + 16]);
-            m += fabs((double)lc_fp16_to_fp32(x->d) * (double)lc_fp16_to_fp32(y->d)) * si +
-                 fabs((double)lc_fp16_to_fp32(x->m) * (double)lc_fp16_to_fp32(y->s));
-        } else if (type == LC_TYPE_Q4_0) {
-            const lc_block_q4_0 *x = (const lc_block_q4_0 *)w + b;
-            const lc_block_q8_0 *y = (const lc_block_q8_0 *)a + b;
-            double si = 0;
-            for (int j = 0; j < 16; j++)
-                si += abs((x->qs[j] & 15) - 8) * abs(y->qs[j]) +
-                      abs((x->qs[j] >> 4) - 8) * abs(y->qs[j + 16]);
-            m += fabs((double)lc_fp16_to_fp32(x->d) * (double)lc_fp16_to_fp32(y->d)) * si;
-        } else {
-            const lc_block_q8_0 *x = (const lc_block_q8_0 *)w + b;
-            const lc_block_q8_0 *y = (const lc_block_q8_0 *)a + b;
-            double si = 0;
-            for (int j = 0; j < 32; j++)
-                si += abs(x->qs[j]) * abs(y->qs[j]);
-            m += fabs((double)lc_fp16_to_fp32(x->d) * (double)lc_fp16_to_fp32(y->d)) * si;
-        }
-    }
-    return m;
-}
-
 static const int block_counts[] = {1, 2, 3, 4, 5, 7, 8, 15, 16, 17, 33, 64, 129};
 #define N_COUNTS ((int)(sizeof block_counts / sizeof block_counts[0]))
 #define MAX_NB 129
@@ -244,8 +211,6 @@ static void check_quantized(const struct lc_kernels *S, const struct lc_kernels 
     const int do_dot = K->vec_dot[type] != S->vec_dot[type];
     const int do_q = K->quantize_row[at] != S->quantize_row[at];
     const int do_gemm = K->gemm[type] != NULL;
-    /* arm-neon.c adds the blocks' exact integer sums in scalar.c's order: equal bit for bit */
-    const int exact = strcmp(K->isa, "neon") == 0;
     int n_dots = 0;
 
     for (int ci = 0; ci < N_COUNTS; ci++) {
@@ -265,14 +230,10 @@ static void check_quantized(const struct lc_kernels *S, const struct lc_kernels 
             float ss = NAN, sk = NAN;
             S->vec_dot[type](n, &ss, w, a);
             K->vec_dot[type](n, &sk, w, a);
-            const double mag = mag_q(type, w, a, nb);
             n_dots++;
-            if (edge == EDGE_EXACT || exact)
-                CHECK(ss == sk, "%s vec_dot %s exact: %d blocks: %.9g vs scalar %.9g", K->isa,
-                      tt->name, nb, (double)sk, (double)ss);
-            else
-                CHECK(close_to(sk, ss, mag, 1e-5), "%s vec_dot %s: %d blocks, %s: %.9g vs scalar %.9g",
-                      K->isa, tt->name, nb, edge_names[edge], (double)sk, (double)ss);
+            CHECK(memcmp(&ss, &sk, sizeof ss) == 0,
+                  "%s vec_dot %s: %d blocks, %s: %.9g vs scalar %.9g", K->isa, tt->name, nb,
+                  edge_names[edge], (double)sk, (double)ss);
         }
     }
 
@@ -307,12 +268,8 @@ static void check_quantized(const struct lc_kernels *S, const struct lc_kernels 
                             const float g = out[c * ld + r];
                             CHECK(g == sk, "%s gemm %s n=%d %dx%d (r%d,c%d): %.9g vs vec_dot %.9g",
                                   K->isa, tt->name, n, nr, nc, r, c, (double)g, (double)sk);
-                            CHECK(exact ? g == ss
-                                        : close_to(g, ss,
-                                                   mag_q(type, W + r * w_stride, A + c * a_stride, nb),
-                                                   1e-5),
-                                  "%s gemm %s vs scalar: %.9g vs %.9g", K->isa, tt->name, (double)g,
-                                  (double)ss);
+                            CHECK(g == ss, "%s gemm %s vs scalar: %.9g vs %.9g", K->isa, tt->name,
+                                  (double)g, (double)ss);
                         }
                         for (size_t r = (size_t)nr; r < ld; r++)
                             CHECK(out[c * ld + r] == -12345.0f, "%s gemm %s wrote padding", K->isa,
@@ -331,6 +288,60 @@ static void check_quantized(const struct lc_kernels *S, const struct lc_kernels 
     free(a2);
     free(xf);
     free(out);
+}
+
+/*
+ * Q6_K . Q8_K: the ISA's kernel equals scalar.c's bit for bit; scalar.c's (ggml's x86 order)
+ * agrees with the generic reference lc_vec_dot_q6_K_q8_K_ref up to float summation order.
+ */
+static void check_q6_K(const struct lc_kernels *S, const struct lc_kernels *K)
+{
+    enum { MAXB = 9 };
+    lc_block_q6_K *w = malloc(MAXB * sizeof(*w));
+    lc_block_q8_K *a = malloc(MAXB * sizeof(*a));
+    float *xf = malloc(MAXB * LC_QK_K * sizeof(float));
+    int n_cases = 0;
+    for (int nb = 1; nb <= MAXB; nb += 2)
+        for (int edge = 0; edge < 4; edge++) {
+            const int n = nb * LC_QK_K;
+            for (int b = 0; b < nb; b++) {
+                for (int j = 0; j < LC_QK_K / 2; j++)
+                    w[b].ql[j] = edge == 1 ? 0 : edge == 2 ? 0xFF : (uint8_t)rnd();
+                for (int j = 0; j < LC_QK_K / 4; j++)
+                    w[b].qh[j] = edge == 1 ? 0 : edge == 2 ? 0xFF : (uint8_t)rnd();
+                for (int j = 0; j < LC_QK_K / 16; j++)
+                    w[b].scales[j] = (int8_t)(edge == 2 ? -128 : edge == 3 ? 127 : (int)(rnd() % 256) - 128);
+                w[b].d = lc_fp32_to_fp16(frand(-0.01f, 0.01f));
+            }
+            for (int i = 0; i < n; i++)
+                xf[i] = edge == 1 ? -frand(0, 2) : frand(-2, 2);
+            S->quantize_row[LC_TYPE_Q8_K](xf, a, n);
+            float ss = NAN, sk = NAN, sr = NAN;
+            S->vec_dot[LC_TYPE_Q6_K](n, &ss, w, a);
+            lc_vec_dot_q6_K_q8_K_ref(n, &sr, w, a);
+            double mag = 0;
+            for (int b = 0; b < nb; b++)
+                for (int j = 0; j < LC_QK_K; j++) {
+                    const int h = j / 128, l = j % 128, v = l / 32, e = l % 32;
+                    const int byte = w[b].ql[64 * h + 32 * (v & 1) + e];
+                    const int q = ((v < 2 ? byte & 15 : byte >> 4) |
+                                   (((w[b].qh[32 * h + e] >> (2 * v)) & 3) << 4)) - 32;
+                    mag += fabs((double)lc_fp16_to_fp32(w[b].d) * (double)a[b].d *
+                                w[b].scales[j / 16] * q * a[b].qs[j]);
+                }
+            CHECK(close_to(ss, sr, mag, 1e-5), "q6_K scalar vs generic ref: %d blocks: %.9g vs %.9g",
+                  nb, (double)ss, (double)sr);
+            if (K->vec_dot[LC_TYPE_Q6_K] != S->vec_dot[LC_TYPE_Q6_K]) {
+                K->vec_dot[LC_TYPE_Q6_K](n, &sk, w, a);
+                CHECK(memcmp(&ss, &sk, sizeof ss) == 0, "%s vec_dot q6_K: %d blocks, edge %d: %.9g vs scalar %.9g",
+                      K->isa, nb, edge, (double)sk, (double)ss);
+                n_cases++;
+            }
+        }
+    fprintf(stderr, "  %s q6_K: %d cases compared\n", K->isa, n_cases);
+    free(w);
+    free(a);
+    free(xf);
 }
 
 /*
@@ -377,7 +388,8 @@ static void check_quantize_stress(const struct lc_kernels *S, const struct lc_ke
 
 static void check_float(const struct lc_kernels *S, const struct lc_kernels *K)
 {
-    static const int lens[] = {1, 3, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 257, 1000};
+    static const int lens[] = {1, 3, 7, 8, 15, 16, 17, 31, 32, 33, 48, 63, 64, 65, 100, 128, 172,
+                               192, 257, 1000};
     enum { MAXN = 1000 };
     float *x = malloc(MAXN * sizeof(float)), *y = malloc(MAXN * sizeof(float));
     float *w = malloc(MAXN * sizeof(float));
@@ -393,26 +405,31 @@ static void check_float(const struct lc_kernels *S, const struct lc_kernels *K)
             hx[i] = lc_fp32_to_fp16(x[i]);
             hy[i] = lc_fp32_to_fp16(y[i]);
         }
-        double mag = 0, magh = 0;
+        double mag = 0, magh = 0, ref_f32 = 0, ref_f16 = 0;
         for (int i = 0; i < n; i++) {
             mag += fabs((double)x[i] * (double)y[i]);
             magh += fabs((double)lc_fp16_to_fp32(hx[i]) * (double)lc_fp16_to_fp32(hy[i]));
+            ref_f32 += (double)x[i] * (double)y[i];
+            ref_f16 += (double)lc_fp16_to_fp32(hx[i]) * (double)lc_fp16_to_fp32(hy[i]);
         }
+        /* float dots: llama.cpp's x86 order on every ISA, so equal bit for bit */
         float a, b;
         a = S->dot_f32(x, y, n);
         b = K->dot_f32(x, y, n);
-        CHECK(close_to(a, b, mag, 1e-5), "%s dot_f32 n=%d: %.9g vs %.9g", K->isa, n, (double)b,
-              (double)a);
+        CHECK(a == b, "%s dot_f32 n=%d: %.9g vs %.9g", K->isa, n, (double)b, (double)a);
+        CHECK(close_to(a, ref_f32, mag, 1e-5), "dot_f32 n=%d: %.9g vs double %.9g", n, (double)a,
+              ref_f32);
         S->vec_dot[LC_TYPE_F32](n, &a, x, y);
         K->vec_dot[LC_TYPE_F32](n, &b, x, y);
-        CHECK(close_to(a, b, mag, 1e-5), "%s vec_dot f32 n=%d", K->isa, n);
+        CHECK(a == b, "%s vec_dot f32 n=%d", K->isa, n);
         a = S->dot_f16(hx, hy, n);
         b = K->dot_f16(hx, hy, n);
-        CHECK(close_to(a, b, magh, 1e-5), "%s dot_f16 n=%d: %.9g vs %.9g", K->isa, n, (double)b,
-              (double)a);
+        CHECK(a == b, "%s dot_f16 n=%d: %.9g vs %.9g", K->isa, n, (double)b, (double)a);
+        CHECK(close_to(a, ref_f16, magh, 1e-5), "dot_f16 n=%d: %.9g vs double %.9g", n, (double)a,
+              ref_f16);
         S->vec_dot[LC_TYPE_F16](n, &a, hx, hy);
         K->vec_dot[LC_TYPE_F16](n, &b, hx, hy);
-        CHECK(close_to(a, b, magh, 1e-5), "%s vec_dot f16 n=%d", K->isa, n);
+        CHECK(a == b, "%s vec_dot f16 n=%d", K->isa, n);
 
         /* conversions: bytes */
         S->quantize_row[LC_TYPE_F16](x, h1, n);
@@ -536,6 +553,7 @@ int main(void)
         check_quantized(S, K, LC_TYPE_Q4_1);
         check_quantized(S, K, LC_TYPE_Q4_0);
         check_quantized(S, K, LC_TYPE_Q8_0);
+        check_q6_K(S, K);
         check_quantize_stress(S, K);
         check_float(S, K);
         compared++;

@@ -105,6 +105,17 @@ else
     bad "split"
     cat "$T/log"
 fi
+# a split input: synth-small F16 split into parts, then quantized from its first part, gives
+# llama.cpp's file byte for byte (split keys dropped, all parts read)
+if "$Q" --split-max-size 1M "$M/synth-small-f16.gguf" "$T/in.gguf" f16 >/dev/null 2>&1; then
+    first=$(ls "$T"/in-00001-of-0000*.gguf)
+    "$Q" "$first" "$T/from-split.gguf" q4_1 >"$T/log" 2>&1 || bad "quantize a split input"
+    cmp "$T/from-split.gguf" "$M/synth-small-q4_1.gguf" || bad "split input: not llama.cpp's file"
+    "$Q" --stats "$first" -t 2 | grep -q '^blk.1.ffn_up.weight ' || bad "--stats of a split input"
+else
+    bad "split f16"
+fi
+
 # --stats: the q4_0 / q4_1 / q8_0 columns must be the error of llama.cpp's own files against
 # the source (gguf-compare --rmse dequantizes both), tensor by tensor.
 if "$Q" --stats "$M/stories260K-ff192-f32.gguf" -t 2 >"$T/stats" 2>&1; then

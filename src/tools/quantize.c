@@ -24,10 +24,11 @@
  * Where llama.cpp gives up, we do not: a row length that is not a multiple of the block size
  * (stories260K's FFN of 172) keeps the tensor in F16 -- with a note -- instead of aborting.
  *
- * --split-max-size writes OUT-00001-of-0000N.gguf ... as llama.cpp's gguf-split does: the first
- * part holds all metadata, every part has split.no (u16, from 0), split.count (u16) and
- * split.tensors.count (i32, all tensors); a part is closed when the next tensor (padded to 32)
- * would take its data past the size.
+ * The input may itself be split (give its first part): all parts are read, the split keys
+ * dropped.  --split-max-size writes OUT-00001-of-0000N.gguf ... as llama.cpp's gguf-split
+ * does: the first part holds all metadata, every part has split.no (u16, from 0), split.count
+ * (u16) and split.tensors.count (i32, all tensors); a part is closed when the next tensor
+ * (padded to 32) would take its data past the size.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -195,6 +196,26 @@ static int cmp_tensor(const void *a, const void *b)
     return strcmp(ta->name, tb->name);
 }
 
+static int64_t count_tensors(struct lc_gguf **parts, int n_parts)
+{
+    int64_t n = 0;
+    for (int p = 0; p < n_parts; p++)
+        n += lc_gguf_n_tensors(parts[p]);
+    return n;
+}
+
+/* The tensors of all parts of a (split) model, in file order; malloc'd. */
+static const struct lc_gguf_tensor **collect_tensors(struct lc_gguf **parts, int n_parts)
+{
+    const int64_t n = count_tensors(parts, n_parts);
+    const struct lc_gguf_tensor **t = xmalloc((size_t)n * sizeof(*t));
+    int64_t k = 0;
+    for (int p = 0; p < n_parts; p++)
+        for (int64_t i = 0; i < lc_gguf_n_tensors(parts[p]); i++)
+            t[k++] = lc_gguf_tensor(parts[p], i);
+    return t;
+}
+
 static bool is_float_type(enum lc_type t)
 {
     return t == LC_TYPE_F32 || t == LC_TYPE_F16 || t == LC_TYPE_BF16;
@@ -204,7 +225,7 @@ static bool is_float_type(enum lc_type t)
  * The type tensor t gets in the output (llama_model_quantize_impl + llama_tensor_get_type).
  * Sets *convert (false: copy the bytes) and *note when the type is a fallback.
  */
-static enum lc_type choose_type(const struct opts *o, const struct lc_gguf *g,
+static enum lc_type choose_type(const struct opts *o, const struct lc_gguf *g, bool has_output,
                                 const struct lc_gguf_tensor *t, bool *convert, const char **note)
 {
     const char *name = t->name;
@@ -223,7 +244,6 @@ static enum lc_type choose_type(const struct opts *o, const struct lc_gguf *g,
 
     enum lc_type type = o->type;
     const bool is_q = lc_type_traits((int)o->type)->is_quantized;
-    const bool has_output = lc_gguf_find_tensor(g, "output.weight") != NULL;
     if (!o->pure && is_q &&
         (strcmp(name, "output.weight") == 0 ||
          (!has_output && strcmp(name, "token_embd.weight") == 0))) {
@@ -385,14 +405,17 @@ static char *part_path(const char *out, int part, int n_parts)
 static int quantize_model(const struct opts *o)
 {
     char *err = NULL;
-    struct lc_gguf *g = lc_gguf_open(o->in, &err);
-    if (!g)
+    int n_in = 0;
+    struct lc_gguf **in = lc_gguf_open_split(o->in, &n_in, &err);
+    if (!in)
         die("%s", err ? err : "cannot open input");
+    const struct lc_gguf *g = in[0]; /* the metadata */
 
-    const int64_t n = lc_gguf_n_tensors(g);
-    const struct lc_gguf_tensor **order = xmalloc((size_t)n * sizeof(*order));
+    const struct lc_gguf_tensor **order = collect_tensors(in, n_in);
+    const int64_t n = count_tensors(in, n_in);
+    bool has_output = false;
     for (int64_t i = 0; i < n; i++)
-        order[i] = lc_gguf_tensor(g, i);
+        has_output = has_output || strcmp(order[i]->name, "output.weight") == 0;
     qsort(order, (size_t)n, sizeof(*order), cmp_tensor);
 
     /* 1. plan: the type of every tensor, the part it goes to */
@@ -401,7 +424,7 @@ static int quantize_model(const struct opts *o)
     for (int64_t i = 0; i < n; i++) {
         const struct lc_gguf_tensor *t = order[i];
         p[i].src = t;
-        p[i].type = choose_type(o, g, t, &p[i].convert, &p[i].note);
+        p[i].type = choose_type(o, g, has_output, t, &p[i].convert, &p[i].note);
         if (p[i].convert) {
             const struct lc_type_traits *ts = lc_type_traits((int)t->type);
             if (!is_float_type(t->type)) {
@@ -523,7 +546,7 @@ static int quantize_model(const struct opts *o)
     free(shown);
     free(p);
     free(order);
-    lc_gguf_free(g);
+    lc_gguf_free_split(in, n_in);
     return 0;
 }
 
@@ -598,9 +621,12 @@ static int quant_stats(const struct opts *o)
     static const enum lc_type types[] = {LC_TYPE_Q4_0, LC_TYPE_Q4_1, LC_TYPE_Q8_0};
     enum { NT = sizeof(types) / sizeof(types[0]) };
     char *err = NULL;
-    struct lc_gguf *g = lc_gguf_open(o->stats, &err);
-    if (!g)
+    int n_in = 0;
+    struct lc_gguf **in = lc_gguf_open_split(o->stats, &n_in, &err);
+    if (!in)
         die("%s", err ? err : "cannot open model");
+    const struct lc_gguf_tensor **all = collect_tensors(in, n_in);
+    const int64_t n_all = count_tensors(in, n_in);
     double tot2[NT] = {0}, totmax[NT] = {0}, tot_n[NT] = {0};
     int skipped = 0;
 
@@ -611,8 +637,8 @@ static int quant_stats(const struct opts *o)
     for (int k = 0; k < NT; k++)
         printf("  %9s %9s", "rmse", "|err|");
     printf("\n");
-    for (int64_t i = 0; i < lc_gguf_n_tensors(g); i++) {
-        const struct lc_gguf_tensor *t = lc_gguf_tensor(g, i);
+    for (int64_t i = 0; i < n_all; i++) {
+        const struct lc_gguf_tensor *t = all[i];
         if (n_dims_eff(t) < 2)
             continue;
         const struct lc_type_traits *ts = lc_type_traits((int)t->type);
@@ -644,7 +670,8 @@ static int quant_stats(const struct opts *o)
     printf("\n");
     if (skipped)
         printf("(%d tensor%s skipped)\n", skipped, skipped > 1 ? "s" : "");
-    lc_gguf_free(g);
+    free(all);
+    lc_gguf_free_split(in, n_in);
     return 0;
 }
 

@@ -6,10 +6,11 @@
  * runs on Cortex-A53/A57 (widening multiplies, vmull_s8 + vpadalq_s16) and uses sdot on newer
  * cores.
  *
- * Quantized dots: the 32 products of a block are summed exactly in integers (either path), then
- * each block is added in float exactly as scalar.c does it (sumf += dx*dy * sumi [+ mx*sy]), so
- * these kernels, with or without sdot, give scalar.c's results bit for bit, and so do the GEMM
- * tiles, which repeat the same per-(row, column) sequence.  Activation quantizers round like
+ * Quantized dots: the products of a block are summed exactly in integers in ggml's x86 lanes
+ * (4 consecutive products per lane: what sdot does; the fallback gets there with vmull_s8 and
+ * two pairwise adds), and the lanes are accumulated in float with fused multiply-adds and added up
+ * exactly as scalar.c does it, so these kernels, with or without sdot, the GEMM tiles included,
+ * give scalar.c's (and llama.cpp-on-x86's) results bit for bit.  Activation quantizers round like
  * scalar.c (ggml's x86 SIMD: id = 127/amax, half-to-even via vcvtnq_s32_f32).
  */
 #include <arm_neon.h>
@@ -139,100 +140,142 @@ INLINE struct wblk q8_0_x(const lc_block_q8_0 *x)
     return (struct wblk){vld1q_s8(x->qs), vld1q_s8(x->qs + 16)};
 }
 
-/* exact integer dot of a weight block with 32 activations */
+/*
+ * The integer products of a weight block with 32 activations, summed in ggml's x86 lanes:
+ * lane j = elements 4j .. 4j+3 (lanes 0-3 from the first 16 elements, 4-7 from the last 16).
+ */
+struct lanes {
+    int32x4_t lo, hi;
+};
+
 #ifndef LC_NEON_NO_DOTPROD
-DOTPROD INLINE int32_t idot_dp(struct wblk w, const int8_t *y)
+DOTPROD INLINE struct lanes idot_dp(struct wblk w, const int8_t *y)
 {
-    const int32x4_t p = vdotq_s32(vdotq_s32(vdupq_n_s32(0), w.lo, vld1q_s8(y)), w.hi,
-                                  vld1q_s8(y + 16));
-    return vaddvq_s32(p);
+    /* sdot sums exactly four consecutive byte products per lane */
+    return (struct lanes){vdotq_s32(vdupq_n_s32(0), w.lo, vld1q_s8(y)),
+                          vdotq_s32(vdupq_n_s32(0), w.hi, vld1q_s8(y + 16))};
 }
 #endif
 
-INLINE int32_t idot_nodp(struct wblk w, const int8_t *y)
+/* 16 byte products -> 4 lanes of 4 consecutive: pairs (vpaddl), then pairs of pairs (vpadd) */
+INLINE int32x4_t quad_sums(int8x16_t a, int8x16_t b)
 {
-    const int8x16_t y0 = vld1q_s8(y), y1 = vld1q_s8(y + 16);
-    int32x4_t acc = vpaddlq_s16(vmull_s8(vget_low_s8(w.lo), vget_low_s8(y0)));
-    acc = vpadalq_s16(acc, vmull_high_s8(w.lo, y0));
-    acc = vpadalq_s16(acc, vmull_s8(vget_low_s8(w.hi), vget_low_s8(y1)));
-    acc = vpadalq_s16(acc, vmull_high_s8(w.hi, y1));
-    return vaddvq_s32(acc);
+    const int32x4_t p0 = vpaddlq_s16(vmull_s8(vget_low_s8(a), vget_low_s8(b)));
+    const int32x4_t p1 = vpaddlq_s16(vmull_high_s8(a, b));
+    return vpaddq_s32(p0, p1);
+}
+
+INLINE struct lanes idot_nodp(struct wblk w, const int8_t *y)
+{
+    return (struct lanes){quad_sums(w.lo, vld1q_s8(y)), quad_sums(w.hi, vld1q_s8(y + 16))};
+}
+
+/* acc += d * lanes, fused, lane by lane (ggml: _mm256_fmadd_ps(d, lanes, acc)) */
+INLINE void acc_lanes(float32x4_t acc[2], struct lanes l, float d)
+{
+    acc[0] = vfmaq_n_f32(acc[0], vcvtq_f32_s32(l.lo), d);
+    acc[1] = vfmaq_n_f32(acc[1], vcvtq_f32_s32(l.hi), d);
+}
+
+/* ggml's hsum_float_8: ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)) */
+INLINE float hsum8(const float32x4_t acc[2])
+{
+    const float32x4_t r = vaddq_f32(acc[0], acc[1]);
+    const float a = vgetq_lane_f32(r, 0) + vgetq_lane_f32(r, 2);
+    const float b = vgetq_lane_f32(r, 1) + vgetq_lane_f32(r, 3);
+    return a + b;
 }
 
 /* ---------------------------------------------------------------- dots and GEMM tiles */
 
 /*
- * For each type and each integer path (dp / nodp): vec_dot and an RM x CN GEMM tile.
- * Per block, in float: sumf += (dx * dy) * (float)sumi, plus mx * sy for Q4_1 (scalar.c order).
+ * For each type and each integer path (dp / nodp): vec_dot and an RM x CN GEMM tile, in
+ * scalar.c's order of float operations; the Q4_1 m_x * s_y terms are summed apart in block order.
  */
-#define BLOCK_SUM_q4_1(sumf, x, y, sumi)                                                       \
-    sumf += (h2f((x)->d) * h2f((y)->d)) * (float)(sumi) + h2f((x)->m) * h2f((y)->s)
-#define BLOCK_SUM_q4_0(sumf, x, y, sumi) sumf += (float)(sumi) * (h2f((x)->d) * h2f((y)->d))
-#define BLOCK_SUM_q8_0(sumf, x, y, sumi) sumf += (float)(sumi) * (h2f((x)->d) * h2f((y)->d))
+#define HAS_M_q4_1 1
+#define HAS_M_q4_0 0
+#define HAS_M_q8_0 0
 
-#define DEFINE_KERNELS(NAME, WT, AT, PATH, ATTR)                                               \
-    ATTR static void vec_dot_##NAME##_##PATH(int n, float *s, const void *vx, const void *vy)  \
-    {                                                                                         \
-        const WT *x = vx;                                                                     \
-        const AT *y = vy;                                                                     \
-        const int nb = n / 32;                                                                \
-        float sumf = 0.0f;                                                                    \
-        for (int i = 0; i < nb; i++) {                                                        \
-            const int32_t sumi = idot_##PATH(NAME##_x(x + i), y[i].qs);                       \
-            BLOCK_SUM_##NAME(sumf, x + i, y + i, sumi);                                       \
-        }                                                                                     \
-        *s = sumf;                                                                            \
-    }                                                                                         \
-    ATTR INLINE void NAME##_tile_##PATH(int nb, float *s, size_t ld_s, const uint8_t *w,        \
-                                        size_t w_stride, const uint8_t *a, size_t a_stride,     \
-                                        const int RM, const int CN)                             \
-    {                                                                                         \
-        float sumf[4][4];                                                                     \
-        _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++)                                  \
-            _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++) sumf[r][c] = 0.0f;           \
-        for (int i = 0; i < nb; i++) {                                                        \
-            struct wblk bx[4];                                                                \
-            _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++) bx[r] =                      \
-                NAME##_x((const WT *)(const void *)(w + r * w_stride) + i);                   \
-            _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++)                              \
-            {                                                                                 \
-                const AT *y = (const AT *)(const void *)(a + c * a_stride) + i;               \
-                _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++)                          \
-                {                                                                             \
-                    const int32_t sumi = idot_##PATH(bx[r], y->qs);                           \
-                    BLOCK_SUM_##NAME(sumf[r][c], (const WT *)(const void *)(w + r * w_stride) + i, \
-                                     y, sumi);                                                \
-                }                                                                             \
-            }                                                                                 \
-        }                                                                                     \
-        _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++)                                  \
-            _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++) s[c * ld_s + r] = sumf[r][c];  \
-    }                                                                                         \
-    ATTR static void gemm_##NAME##_##PATH(int n, float *s, size_t ld_s, const void *vw,         \
-                                          size_t w_stride, int nr, const void *va,              \
-                                          size_t a_stride, int nc)                              \
-    {                                                                                         \
-        const uint8_t *w = vw, *a = va;                                                       \
-        const int nb = n / 32;                                                                \
-        int r = 0;                                                                            \
-        for (; r + 4 <= nr; r += 4) {                                                         \
-            int c = 0;                                                                        \
-            for (; c + 4 <= nc; c += 4)                                                       \
-                NAME##_tile_##PATH(nb, s + c * ld_s + r, ld_s, w + r * w_stride, w_stride,    \
-                                   a + c * a_stride, a_stride, 4, 4);                         \
-            for (; c < nc; c++)                                                               \
-                NAME##_tile_##PATH(nb, s + c * ld_s + r, ld_s, w + r * w_stride, w_stride,    \
-                                   a + c * a_stride, a_stride, 4, 1);                         \
-        }                                                                                     \
-        for (; r < nr; r++) {                                                                 \
-            int c = 0;                                                                        \
-            for (; c + 4 <= nc; c += 4)                                                       \
-                NAME##_tile_##PATH(nb, s + c * ld_s + r, ld_s, w + r * w_stride, w_stride,    \
-                                   a + c * a_stride, a_stride, 1, 4);                         \
-            for (; c < nc; c++)                                                               \
-                NAME##_tile_##PATH(nb, s + c * ld_s + r, ld_s, w + r * w_stride, w_stride,    \
-                                   a + c * a_stride, a_stride, 1, 1);                         \
-        }                                                                                     \
+#define DEFINE_KERNELS(NAME, WT, AT, PATH, ATTR)                                                  \
+    ATTR static void vec_dot_##NAME##_##PATH(int n, float *s, const void *vx, const void *vy)     \
+    {                                                                                             \
+        const WT *x = vx;                                                                         \
+        const AT *y = vy;                                                                         \
+        const int nb = n / 32;                                                                    \
+        float32x4_t acc[2] = {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)};                              \
+        float summs = 0.0f;                                                                       \
+        for (int i = 0; i < nb; i++) {                                                            \
+            if (HAS_M_##NAME)                                                                     \
+                summs += h2f(((const lc_block_q4_1 *)vx)[i].m) *                                  \
+                         h2f(((const lc_block_q8_1 *)vy)[i].s);                                   \
+            acc_lanes(acc, idot_##PATH(NAME##_x(x + i), y[i].qs), h2f(x[i].d) * h2f(y[i].d));     \
+        }                                                                                         \
+        *s = HAS_M_##NAME ? hsum8(acc) + summs : hsum8(acc);                                      \
+    }                                                                                             \
+    ATTR INLINE void NAME##_tile_##PATH(int nb, float *s, size_t ld_s, const uint8_t *w,          \
+                                        size_t w_stride, const uint8_t *a, size_t a_stride,       \
+                                        const int RM, const int CN)                               \
+    {                                                                                             \
+        float32x4_t acc[4][4][2];                                                                 \
+        _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++)                                      \
+            _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++) acc[r][c][0] =                   \
+                acc[r][c][1] = vdupq_n_f32(0.0f);                                                 \
+        for (int i = 0; i < nb; i++) {                                                            \
+            struct wblk bx[4];                                                                    \
+            float dw[4];                                                                          \
+            _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++)                                  \
+            {                                                                                     \
+                const WT *x = (const WT *)(const void *)(w + r * w_stride) + i;                   \
+                bx[r] = NAME##_x(x);                                                              \
+                dw[r] = h2f(x->d);                                                                \
+            }                                                                                     \
+            _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++)                                  \
+            {                                                                                     \
+                const AT *y = (const AT *)(const void *)(a + c * a_stride) + i;                   \
+                const float da = h2f(y->d);                                                       \
+                _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++)                              \
+                    acc_lanes(acc[r][c], idot_##PATH(bx[r], y->qs), dw[r] * da);                  \
+            }                                                                                     \
+        }                                                                                         \
+        float ms[4][4] = {{0}};                                                                   \
+        if (HAS_M_##NAME)                                                                         \
+            for (int i = 0; i < nb; i++)                                                          \
+                _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++)                              \
+                {                                                                                 \
+                    const float m =                                                               \
+                        h2f(((const lc_block_q4_1 *)(const void *)(w + r * w_stride))[i].m);      \
+                    _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++) ms[r][c] +=              \
+                        m * h2f(((const lc_block_q8_1 *)(const void *)(a + c * a_stride))[i].s);  \
+                }                                                                                 \
+        _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++)                                      \
+            _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++) s[c * ld_s + r] =                \
+                HAS_M_##NAME ? hsum8(acc[r][c]) + ms[r][c] : hsum8(acc[r][c]);                    \
+    }                                                                                             \
+    ATTR static void gemm_##NAME##_##PATH(int n, float *s, size_t ld_s, const void *vw,           \
+                                          size_t w_stride, int nr, const void *va,                \
+                                          size_t a_stride, int nc)                                \
+    {                                                                                             \
+        const uint8_t *w = vw, *a = va;                                                           \
+        const int nb = n / 32;                                                                    \
+        int r = 0;                                                                                \
+        for (; r + 4 <= nr; r += 4) {                                                             \
+            int c = 0;                                                                            \
+            for (; c + 2 <= nc; c += 2)                                                           \
+                NAME##_tile_##PATH(nb, s + c * ld_s + r, ld_s, w + r * w_stride, w_stride,        \
+                                   a + c * a_stride, a_stride, 4, 2);                             \
+            for (; c < nc; c++)                                                                   \
+                NAME##_tile_##PATH(nb, s + c * ld_s + r, ld_s, w + r * w_stride, w_stride,        \
+                                   a + c * a_stride, a_stride, 4, 1);                             \
+        }                                                                                         \
+        for (; r < nr; r++) {                                                                     \
+            int c = 0;                                                                            \
+            for (; c + 4 <= nc; c += 4)                                                           \
+                NAME##_tile_##PATH(nb, s + c * ld_s + r, ld_s, w + r * w_stride, w_stride,        \
+                                   a + c * a_stride, a_stride, 1, 4);                             \
+            for (; c < nc; c++)                                                                   \
+                NAME##_tile_##PATH(nb, s + c * ld_s + r, ld_s, w + r * w_stride, w_stride,        \
+                                   a + c * a_stride, a_stride, 1, 1);                             \
+        }                                                                                         \
     }
 
 #define NO_ATTR
@@ -253,21 +296,21 @@ DEFINE_KERNELS(q8_0, lc_block_q8_0, lc_block_q8_0, dp, DOTPROD)
 #endif
 
 /* Entry points: pick the integer path from the hwcaps (one predictable branch per call). */
-#define DEFINE_ENTRIES(NAME)                                                                   \
-    static void vec_dot_##NAME(int n, float *s, const void *x, const void *y)                  \
-    {                                                                                         \
-        if (dotprod())                                                                        \
-            vec_dot_##NAME##_dp(n, s, x, y);                                                  \
-        else                                                                                  \
-            vec_dot_##NAME##_nodp(n, s, x, y);                                                \
-    }                                                                                         \
-    static void gemm_##NAME(int n, float *s, size_t ld_s, const void *w, size_t w_stride,       \
-                            int nr, const void *a, size_t a_stride, int nc)                     \
-    {                                                                                         \
-        if (dotprod())                                                                        \
-            gemm_##NAME##_dp(n, s, ld_s, w, w_stride, nr, a, a_stride, nc);                   \
-        else                                                                                  \
-            gemm_##NAME##_nodp(n, s, ld_s, w, w_stride, nr, a, a_stride, nc);                 \
+#define DEFINE_ENTRIES(NAME)                                                                      \
+    static void vec_dot_##NAME(int n, float *s, const void *x, const void *y)                     \
+    {                                                                                             \
+        if (dotprod())                                                                            \
+            vec_dot_##NAME##_dp(n, s, x, y);                                                      \
+        else                                                                                      \
+            vec_dot_##NAME##_nodp(n, s, x, y);                                                    \
+    }                                                                                             \
+    static void gemm_##NAME(int n, float *s, size_t ld_s, const void *w, size_t w_stride,         \
+                            int nr, const void *a, size_t a_stride, int nc)                       \
+    {                                                                                             \
+        if (dotprod())                                                                            \
+            gemm_##NAME##_dp(n, s, ld_s, w, w_stride, nr, a, a_stride, nc);                       \
+        else                                                                                      \
+            gemm_##NAME##_nodp(n, s, ld_s, w, w_stride, nr, a, a_stride, nc);                     \
     }
 DEFINE_ENTRIES(q4_1)
 DEFINE_ENTRIES(q4_0)
@@ -275,47 +318,84 @@ DEFINE_ENTRIES(q8_0)
 
 /* ---------------------------------------------------------------- float kernels */
 
-static float dot_f32(const float *x, const float *y, int n)
-{
-    float32x4_t a0 = vdupq_n_f32(0), a1 = vdupq_n_f32(0), a2 = vdupq_n_f32(0),
-                a3 = vdupq_n_f32(0);
-    int i = 0;
-    for (; i + 16 <= n; i += 16) {
-        a0 = vfmaq_f32(a0, vld1q_f32(x + i), vld1q_f32(y + i));
-        a1 = vfmaq_f32(a1, vld1q_f32(x + i + 4), vld1q_f32(y + i + 4));
-        a2 = vfmaq_f32(a2, vld1q_f32(x + i + 8), vld1q_f32(y + i + 8));
-        a3 = vfmaq_f32(a3, vld1q_f32(x + i + 12), vld1q_f32(y + i + 12));
-    }
-    for (; i + 4 <= n; i += 4)
-        a0 = vfmaq_f32(a0, vld1q_f32(x + i), vld1q_f32(y + i));
-    float sum = vaddvq_f32(vaddq_f32(vaddq_f32(a0, a1), vaddq_f32(a2, a3)));
-    for (; i < n; i++)
-        sum += x[i] * y[i];
-    return sum;
-}
-
+/*
+ * Float dots in llama.cpp's x86 order (see scalar.c), its 16-lane vectors held as four quarters.
+ */
 INLINE float32x4_t load_h4(const lc_fp16 *p)
 {
     return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p)));
 }
 
-static float dot_f16(const lc_fp16 *x, const lc_fp16 *y, int n)
+/* _mm512_reduce_add_ps's order (GCC): halves, then quarters, then (0 + 2) + (1 + 3) */
+INLINE float reduce16(const float32x4_t q[4])
 {
-    float32x4_t a0 = vdupq_n_f32(0), a1 = vdupq_n_f32(0), a2 = vdupq_n_f32(0),
-                a3 = vdupq_n_f32(0);
-    int i = 0;
-    for (; i + 16 <= n; i += 16) {
-        a0 = vfmaq_f32(a0, load_h4(x + i), load_h4(y + i));
-        a1 = vfmaq_f32(a1, load_h4(x + i + 4), load_h4(y + i + 4));
-        a2 = vfmaq_f32(a2, load_h4(x + i + 8), load_h4(y + i + 8));
-        a3 = vfmaq_f32(a3, load_h4(x + i + 12), load_h4(y + i + 12));
+    const float32x4_t t6 = vaddq_f32(vaddq_f32(q[3], q[1]), vaddq_f32(q[2], q[0]));
+    const float a = vgetq_lane_f32(t6, 0) + vgetq_lane_f32(t6, 2);
+    const float b = vgetq_lane_f32(t6, 1) + vgetq_lane_f32(t6, 3);
+    return a + b;
+}
+
+#define DEFINE_FLOAT_DOT(NAME, T, LOADV, LEFTOVER, TINY)                                          \
+    static float NAME(const T *x, const T *y, int n)                                              \
+    {                                                                                             \
+        if (TINY && n % 16 == 0) {                                                                \
+            float32x4_t q[4];                                                                     \
+            for (int k = 0; k < 4; k++)                                                           \
+                q[k] = vdupq_n_f32(0.0f);                                                         \
+            for (int i = 0; i < n; i += 16)                                                       \
+                for (int k = 0; k < 4; k++)                                                       \
+                    q[k] = vfmaq_f32(q[k], LOADV(x + i + 4 * k), LOADV(y + i + 4 * k));           \
+            return reduce16(q);                                                                   \
+        }                                                                                         \
+        const int np = n & ~63;                                                                   \
+        float32x4_t v[16];                                                                        \
+        for (int k = 0; k < 16; k++)                                                              \
+            v[k] = vdupq_n_f32(0.0f);                                                             \
+        for (int i = 0; i < np; i += 64)                                                          \
+            for (int k = 0; k < 16; k++)                                                          \
+                v[k] = vfmaq_f32(v[k], LOADV(x + i + 4 * k), LOADV(y + i + 4 * k));               \
+        /* 16-lane vector m is v[4m .. 4m+3]; (v0 + v2) + (v1 + v3) */                            \
+        float32x4_t q[4];                                                                         \
+        for (int k = 0; k < 4; k++)                                                               \
+            q[k] = vaddq_f32(vaddq_f32(v[k], v[8 + k]), vaddq_f32(v[4 + k], v[12 + k]));          \
+        LEFTOVER(reduce16(q), x, y, np, n);                                                       \
     }
-    for (; i + 4 <= n; i += 4)
-        a0 = vfmaq_f32(a0, load_h4(x + i), load_h4(y + i));
-    float sum = vaddvq_f32(vaddq_f32(vaddq_f32(a0, a1), vaddq_f32(a2, a3)));
-    for (; i < n; i++)
-        sum += h2f(x[i]) * h2f(y[i]);
-    return sum;
+
+#define LEFTOVER_F32(r, x, y, np, n)                                                              \
+    float sum = r;                                                                                \
+    for (int i = np; i < n; i++)                                                                  \
+        sum = fmaf(x[i], y[i], sum);                                                              \
+    return sum
+#define LEFTOVER_F16(r, x, y, np, n)                                                              \
+    double sum = (double)(r);                                                                     \
+    for (int i = np; i < n; i++)                                                                  \
+        sum += (double)(h2f(x[i]) * h2f(y[i]));                                                   \
+    return (float)sum
+
+/* dot_*: ggml_vec_dot's order (one token); tiny_dot_*: tinyBLAS's (batches), see scalar.c */
+DEFINE_FLOAT_DOT(dot_f32, float, vld1q_f32, LEFTOVER_F32, 0)
+DEFINE_FLOAT_DOT(dot_f16, lc_fp16, load_h4, LEFTOVER_F16, 0)
+DEFINE_FLOAT_DOT(tiny_dot_f32, float, vld1q_f32, LEFTOVER_F32, 1)
+DEFINE_FLOAT_DOT(tiny_dot_f16, lc_fp16, load_h4, LEFTOVER_F16, 1)
+
+static void gemm_f32(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
+                     const void *a, size_t a_stride, int nc)
+{
+    for (int c = 0; c < nc; c++)
+        for (int r = 0; r < nr; r++)
+            s[(size_t)c * ld_s + (size_t)r] =
+                tiny_dot_f32((const float *)((const char *)w + (size_t)r * w_stride),
+                             (const float *)((const char *)a + (size_t)c * a_stride), n);
+}
+
+static void gemm_f16(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
+                     const void *a, size_t a_stride, int nc)
+{
+    for (int c = 0; c < nc; c++)
+        for (int r = 0; r < nr; r++)
+            s[(size_t)c * ld_s + (size_t)r] =
+                tiny_dot_f16((const lc_fp16 *)((const char *)w + (size_t)r * w_stride),
+                             (const lc_fp16 *)((const char *)a + (size_t)c * a_stride), n);
 }
 
 static void vec_dot_f32(int n, float *s, const void *x, const void *y)
@@ -384,6 +464,8 @@ const struct lc_kernels lc_kernels_neon = {
         [LC_TYPE_Q8_1] = quantize_row_q8_1,
     },
     .gemm = {
+        [LC_TYPE_F32] = gemm_f32,
+        [LC_TYPE_F16] = gemm_f16,
         [LC_TYPE_Q4_0] = gemm_q4_0,
         [LC_TYPE_Q4_1] = gemm_q4_1,
         [LC_TYPE_Q8_0] = gemm_q8_0,

@@ -230,78 +230,71 @@ static void vec_dot_bf16(int n, float *s, const void *vx, const void *vy)
 /* ---------------------------------------------------------------- quantized dots */
 
 /*
- * The quantized dot products below keep the summation order of ggml's AVX2 kernels, which is
- * what llama.cpp runs on x86 (AVX-512 machines included, and its tinyBLAS Q8_0/Q4_0 path has
- * the same order): eight float lanes, lane l accumulating, block after block,
- * fma(dx * dy, integer sum of elements 4l..4l+3, acc[l]), then hsum_float_8.  The integer sums
- * are exact in any order; keeping the float order too makes greedy decoding agree with
- * llama.cpp token for token instead of drifting apart at a near-tie after a few dozen tokens.
- * SIMD versions must use the same lanes.
+ * The quantized dots add their terms in the order of ggml's x86 kernels (ggml-cpu-quants.c,
+ * the __AVX2__ paths of ggml_vec_dot_{q4_0_q8_0,q4_1_q8_1,q8_0_q8_0}, which llama.cpp also runs
+ * on AVX-512 machines, with vpdpbusd for the integer part): the golden data came from there, and
+ * with quantized activations a one-ulp difference in a layer's output can flip an activation
+ * quant in the next layer and move the logits by 0.1.  So every llamachat ISA computes exactly
+ * this, and all of them agree with llama.cpp on x86 bit for bit:
+ *
+ *   - a block's 32 weights are taken in the unpacked order (for Q4: the low nibbles of qs[0..15],
+ *     then the high nibbles) with the activations qs[0..31], and the integer products are summed
+ *     in 8 lanes of 4 consecutive elements (lane j = elements 4j .. 4j+3);
+ *   - per block, each lane is converted to float and accumulated with a fused multiply-add by
+ *     d = dx * dy:  acc[j] = fma(d, lane[j], acc[j]);
+ *   - at the end the lanes are added as ggml's hsum_float_8 does (below), and for Q4_1 the sum
+ *     of mx * sy over the blocks (a plain float sum in block order) is added last.
  */
-/* hsum_float_8: (lanes l + l+4), then (0+2, 1+3), then the two halves. */
-static float hsum8(const float acc[8])
+static float hsum8(const float l[8])
 {
-    float r4[4];
-    for (int l = 0; l < 4; l++)
-        r4[l] = acc[l] + acc[l + 4];
-    const float r0 = r4[0] + r4[2], r1 = r4[1] + r4[3];
-    return r0 + r1;
+    return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
 }
 
-/*
- * Q4_0 . Q8_0: sum over blocks of dx * dy * sum((q - 8) * p).  llama.cpp (since late 2024)
- * repacks Q4_0 weights with a multiple of 8 rows into its interleaved Q4_0x8 layout on AVX2
- * machines and multiplies them with ggml_gemv/gemm_q4_0_8x8_q8_0, which keep one float
- * accumulator per output: acc = fma((float)block_sum, dx * dy, acc), block after block.
- * That order is the one reproduced here.
- */
+/* acc[j] = fma(d, sum of p[4j .. 4j+3], acc[j]) for the 32 integer products p of one block */
+static void block_lanes(float acc[8], float d, const int p[32])
+{
+    for (int j = 0; j < 8; j++)
+        acc[j] = fmaf(d, (float)(p[4 * j] + p[4 * j + 1] + p[4 * j + 2] + p[4 * j + 3]), acc[j]);
+}
+
+/* Q4_0 . Q8_0: x = dx * (q - 8), y = dy * p  ->  sum over blocks of dx * dy * sum((q - 8) * p). */
 static void vec_dot_q4_0_q8_0(int n, float *s, const void *vx, const void *vy)
 {
     const lc_block_q4_0 *x = vx;
     const lc_block_q8_0 *y = vy;
     const int nb = n / LC_QK4_0;
-    float acc = 0.0f;
+    float acc[8] = {0};
     for (int i = 0; i < nb; i++) {
-        int sumi = 0;
-        for (int j = 0; j < LC_QK4_0 / 2; j++) {
-            sumi += ((x[i].qs[j] & 0x0F) - 8) * y[i].qs[j];
-            sumi += ((x[i].qs[j] >> 4) - 8) * y[i].qs[j + LC_QK4_0 / 2];
+        int p[32];
+        for (int j = 0; j < 16; j++) {
+            p[j] = ((x[i].qs[j] & 0x0F) - 8) * y[i].qs[j];
+            p[j + 16] = ((x[i].qs[j] >> 4) - 8) * y[i].qs[j + 16];
         }
-        acc = fmaf((float)sumi, LC_FP16_TO_FP32(x[i].d) * LC_FP16_TO_FP32(y[i].d), acc);
+        block_lanes(acc, LC_FP16_TO_FP32(x[i].d) * LC_FP16_TO_FP32(y[i].d), p);
     }
-    *s = acc;
+    *s = hsum8(acc);
 }
 
 /*
  * Q4_1 . Q8_1: x = dx * q + mx, y = dy * p, sy = dy * sum(p) (stored in the Q8_1 block):
  *   sum_j x_j y_j = dx * dy * sum(q * p) + mx * sy
- * exactly ggml_vec_dot_q4_1_q8_1's formula, per block, summed in float.
+ * ggml_vec_dot_q4_1_q8_1's formula, per block; the mx * sy terms are summed apart.
  */
 static void vec_dot_q4_1_q8_1(int n, float *s, const void *vx, const void *vy)
 {
     const lc_block_q4_1 *x = vx;
     const lc_block_q8_1 *y = vy;
     const int nb = n / LC_QK4_1;
-    /*
-     * The summation order of ggml's AVX2 kernel (what llama.cpp runs on x86, AVX-512 machines
-     * included): eight float lanes, lane l accumulating, block after block, fma(dx*dy, the
-     * integer sum of weights 4l..4l+3, acc[l]); the m * s terms summed apart in block order;
-     * then hsum_float_8 (lanes l and l+4, then pairs, then the two halves) + that sum.
-     * Reproducing it makes greedy decoding agree with llama.cpp token for token.
-     */
     float acc[8] = {0};
     float summs = 0.0f;
     for (int i = 0; i < nb; i++) {
-        summs += LC_FP16_TO_FP32(x[i].m) * LC_FP16_TO_FP32(y[i].s);
-        const float d0d1 = LC_FP16_TO_FP32(x[i].d) * LC_FP16_TO_FP32(y[i].d);
-        for (int l = 0; l < 8; l++) {
-            int sumi = 0;
-            for (int e = 4 * l; e < 4 * l + 4; e++) {
-                const int q = e < 16 ? (x[i].qs[e] & 0x0F) : (x[i].qs[e - 16] >> 4);
-                sumi += q * y[i].qs[e];
-            }
-            acc[l] = fmaf(d0d1, (float)sumi, acc[l]);
+        int p[32];
+        for (int j = 0; j < 16; j++) {
+            p[j] = (x[i].qs[j] & 0x0F) * y[i].qs[j];
+            p[j + 16] = (x[i].qs[j] >> 4) * y[i].qs[j + 16];
         }
+        summs += LC_FP16_TO_FP32(x[i].m) * LC_FP16_TO_FP32(y[i].s);
+        block_lanes(acc, LC_FP16_TO_FP32(x[i].d) * LC_FP16_TO_FP32(y[i].d), p);
     }
     *s = hsum8(acc) + summs;
 }
@@ -314,22 +307,23 @@ static void vec_dot_q8_0_q8_0(int n, float *s, const void *vx, const void *vy)
     const int nb = n / LC_QK8_0;
     float acc[8] = {0};
     for (int i = 0; i < nb; i++) {
-        const float d = LC_FP16_TO_FP32(x[i].d) * LC_FP16_TO_FP32(y[i].d);
-        for (int l = 0; l < 8; l++) {
-            int sumi = 0;
-            for (int e = 4 * l; e < 4 * l + 4; e++)
-                sumi += x[i].qs[e] * y[i].qs[e];
-            acc[l] = fmaf(d, (float)sumi, acc[l]);
-        }
+        int p[32];
+        for (int j = 0; j < 32; j++)
+            p[j] = x[i].qs[j] * y[i].qs[j];
+        block_lanes(acc, LC_FP16_TO_FP32(x[i].d) * LC_FP16_TO_FP32(y[i].d), p);
     }
     *s = hsum8(acc);
 }
 
 /*
- * Q6_K . Q8_K in the lane order of ggml's AVX2 ggml_vec_dot_q6_K_q8_K: per 256-weight block,
- * eight integer lanes, lane m collecting, in each 32-weight chunk, weights 4m..4m+3 times their
- * 16-weight sub-block scale; then acc[m] = fma(dy * dx, lane m, acc[m]) and hsum8 at the end.
- * q = 6-bit value - 32; low 4 bits in ql, high 2 bits in qh (ggml's layout, see quant_k.c).
+ * Q6_K . Q8_K in the order of ggml's x86 kernel (the __AVX2__ ggml_vec_dot_q6_K_q8_K, which
+ * llama.cpp runs on AVX-512 machines too), not the generic one (lc_vec_dot_q6_K_q8_K_ref): per
+ * super-block, exact integer sums in 8 lanes, then acc[lane] = fma(d, lane, acc[lane]) with
+ * d = dy * dx, and hsum_float_8 at the end.
+ * A super-block is two halves of 128 weights; a half is four quarters v = 0..3 of 32 weights:
+ * quarter v takes the low (v < 2) or high nibbles of ql[32 * (v & 1) + l] and bits 2v, 2v+1 of
+ * qh[l] as its upper two bits, minus 32; weights l = 0..15 of a quarter use scale 2v, 16..31
+ * scale 2v + 1 (of the half's 8).  Lane k collects, in every quarter, the weights 4k .. 4k+3.
  */
 static void vec_dot_q6_K_q8_K(int n, float *s, const void *vx, const void *vy)
 {
@@ -338,24 +332,21 @@ static void vec_dot_q6_K_q8_K(int n, float *s, const void *vx, const void *vy)
     const int nb = n / LC_QK_K;
     float acc[8] = {0};
     for (int i = 0; i < nb; i++) {
-        int8_t q[LC_QK_K];
-        const uint8_t *ql = x[i].ql, *qh = x[i].qh;
-        for (int j = 0; j < LC_QK_K; j += 128) {
-            for (int l = 0; l < 32; l++) {
-                q[j + l + 0] = (int8_t)(((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32);
-                q[j + l + 32] = (int8_t)(((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32);
-                q[j + l + 64] = (int8_t)(((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32);
-                q[j + l + 96] = (int8_t)(((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32);
-            }
-            ql += 64;
-            qh += 32;
-        }
         int lanes[8] = {0};
-        for (int e = 0; e < LC_QK_K; e++)
-            lanes[(e % 32) / 4] += x[i].scales[e / 16] * q[e] * y[i].qs[e];
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *ql = x[i].ql + 64 * h, *qh = x[i].qh + 32 * h;
+            const int8_t *q8 = y[i].qs + 128 * h;
+            const int8_t *sc = x[i].scales + 8 * h;
+            for (int v = 0; v < 4; v++)
+                for (int l = 0; l < 32; l++) {
+                    const int b = ql[32 * (v & 1) + l];
+                    const int q = ((v < 2 ? b & 0x0F : b >> 4) | (((qh[l] >> (2 * v)) & 3) << 4)) - 32;
+                    lanes[l / 4] += sc[2 * v + l / 16] * q * q8[32 * v + l];
+                }
+        }
         const float d = y[i].d * LC_FP16_TO_FP32(x[i].d);
-        for (int m = 0; m < 8; m++)
-            acc[m] = fmaf(d, (float)lanes[m], acc[m]);
+        for (int k = 0; k < 8; k++)
+            acc[k] = fmaf(d, (float)lanes[k], acc[k]);
     }
     *s = hsum8(acc);
 }

@@ -6,7 +6,8 @@
  * accumulated lane-wise with a fused multiply-add by the block's dx*dy; the lanes are added at
  * the end.  Integer parts are exact, so the result differs from scalar.c only in the order of
  * the float additions.  The Q4_1 offset term m_x * s_y is summed in a separate float in block
- * order (the GEMM tiles repeat exactly the same sequence, so gemm == vec_dot bit for bit).
+ * order (the GEMM tiles repeat exactly the same sequences, so gemm == vec_dot
+ * bit for bit).
  */
 #include <immintrin.h>
 #include <math.h>
@@ -18,34 +19,6 @@
 
 /* ---------------------------------------------------------------- helpers */
 
-INLINE float hsum_ps(__m256 v)
-{
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
-INLINE int hsum_epi32(__m256i v)
-{
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
-    return _mm_cvtsi128_si32(s);
-}
-
-INLINE float h2f(lc_fp16 h)
-{
-    return _cvtsh_ss(h);
-}
-
-/* 16 bytes of nibbles -> 32 bytes 0..15: low nibbles first (weights 0..15), then high (16..31) */
-INLINE __m256i unpack_nibbles(const uint8_t *qs)
-{
-    const __m128i q = _mm_loadu_si128((const __m128i *)qs);
-    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0F));
-}
-
 /* sum of u8 x s8 products per 4 bytes -> 8 x s32 (|u8| <= 15 or |s8 products| fit s16) */
 INLINE __m256 dot_us8(__m256i ux, __m256i sy)
 {
@@ -53,11 +26,8 @@ INLINE __m256 dot_us8(__m256i ux, __m256i sy)
     return _mm256_cvtepi32_ps(_mm256_madd_epi16(p16, _mm256_set1_epi16(1)));
 }
 
-/* signed x signed: |x| as unsigned times y with x's sign (x, y in -127..127) */
-INLINE __m256 dot_ss8(__m256i x, __m256i y)
-{
-    return dot_us8(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
-}
+#define QDOT_TILE_COLS 2 /* 4 x 2 tiles: 8 accumulators of the 16 ymm registers */
+#include "x86-qdot.h"
 
 /* ---------------------------------------------------------------- activation quantizers */
 
@@ -126,199 +96,136 @@ static void quantize_row_f16(const float *x, void *vy, int64_t n)
         y[i] = lc_fp32_to_fp16(x[i]);
 }
 
-/* ---------------------------------------------------------------- quantized dots */
-
-/* Per-block integer dots as 8 float lanes. */
-INLINE __m256 blk_q4_1(const lc_block_q4_1 *x, const lc_block_q8_1 *y)
-{
-    return dot_us8(unpack_nibbles(x->qs), _mm256_loadu_si256((const __m256i *)y->qs));
-}
-
-INLINE __m256 blk_q4_0(const lc_block_q4_0 *x, const lc_block_q8_0 *y)
-{
-    const __m256i bx = _mm256_sub_epi8(unpack_nibbles(x->qs), _mm256_set1_epi8(8));
-    return dot_ss8(bx, _mm256_loadu_si256((const __m256i *)y->qs));
-}
-
-INLINE __m256 blk_q8_0(const lc_block_q8_0 *x, const lc_block_q8_0 *y)
-{
-    return dot_ss8(_mm256_loadu_si256((const __m256i *)x->qs),
-                   _mm256_loadu_si256((const __m256i *)y->qs));
-}
-
-/* The offset term of Q4_1 . Q8_1: sum over blocks of m_x * s_y, in block order, in float. */
-static float q4_1_summs(const lc_block_q4_1 *x, const lc_block_q8_1 *y, int nb)
-{
-    float summs = 0.0f;
-    for (int i = 0; i < nb; i++)
-        summs += h2f(x[i].m) * h2f(y[i].s);
-    return summs;
-}
-
-static void vec_dot_q4_1_q8_1(int n, float *s, const void *vx, const void *vy)
-{
-    const lc_block_q4_1 *x = vx;
-    const lc_block_q8_1 *y = vy;
-    const int nb = n / LC_QK4_1;
-    __m256 acc = _mm256_setzero_ps();
-    for (int i = 0; i < nb; i++)
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x[i].d) * h2f(y[i].d)), blk_q4_1(x + i, y + i),
-                              acc);
-    *s = hsum_ps(acc) + q4_1_summs(x, y, nb);
-}
-
-static void vec_dot_q4_0_q8_0(int n, float *s, const void *vx, const void *vy)
-{
-    const lc_block_q4_0 *x = vx;
-    const lc_block_q8_0 *y = vy;
-    const int nb = n / LC_QK4_0;
-    __m256 acc = _mm256_setzero_ps();
-    for (int i = 0; i < nb; i++)
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x[i].d) * h2f(y[i].d)), blk_q4_0(x + i, y + i),
-                              acc);
-    *s = hsum_ps(acc);
-}
-
-static void vec_dot_q8_0_q8_0(int n, float *s, const void *vx, const void *vy)
-{
-    const lc_block_q8_0 *x = vx;
-    const lc_block_q8_0 *y = vy;
-    const int nb = n / LC_QK8_0;
-    __m256 acc = _mm256_setzero_ps();
-    for (int i = 0; i < nb; i++)
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x[i].d) * h2f(y[i].d)), blk_q8_0(x + i, y + i),
-                              acc);
-    *s = hsum_ps(acc);
-}
-
-/* ---------------------------------------------------------------- GEMM tiles */
+/* ---------------------------------------------------------------- Q6_K . Q8_K */
 
 /*
- * An RM x CN tile: every weight block is unpacked once and multiplied with CN activation
- * blocks.  Per (row, column) pair the operations are exactly those of vec_dot, in the same
- * order, so the results are bit-identical to vec_dot's.
+ * As ggml's AVX2 ggml_vec_dot_q6_K_q8_K (see scalar.c for the layout and the order): each
+ * 32-weight quarter is rebuilt as unsigned 6-bit values q, multiplied with the activations by
+ * maddubs, and 32 * activations (maddubs again) subtracted, which is (q - 32) * y in pairs; madd
+ * with the quarter's two scales widened to 16 bits sums four products per 32-bit lane.
  */
-#define DEFINE_TILE(NAME, WT, AT, BLK, HAS_M)                                                  \
-    INLINE void NAME##_tile(int nb, float *s, size_t ld_s, const uint8_t *w, size_t w_stride,   \
-                            const uint8_t *a, size_t a_stride, const int RM, const int CN)      \
-    {                                                                                         \
-        __m256 acc[4][4];                                                                     \
-        _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++)                                  \
-            _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++) acc[r][c] =                  \
-                _mm256_setzero_ps();                                                          \
-        for (int i = 0; i < nb; i++) {                                                        \
-            __m256i bx[4];                                                                    \
-            float dw[4];                                                                      \
-            _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++)                              \
-            {                                                                                 \
-                const WT *x = (const WT *)(w + r * w_stride) + i;                             \
-                bx[r] = BLK##_x(x);                                                           \
-                dw[r] = h2f(x->d);                                                            \
-            }                                                                                 \
-            _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++)                              \
-            {                                                                                 \
-                const AT *y = (const AT *)(a + c * a_stride) + i;                             \
-                const __m256i by = _mm256_loadu_si256((const __m256i *)y->qs);                \
-                const float da = h2f(y->d);                                                   \
-                _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++) acc[r][c] =              \
-                    _mm256_fmadd_ps(_mm256_set1_ps(dw[r] * da), BLK##_xy(bx[r], by),          \
-                                    acc[r][c]);                                               \
-            }                                                                                 \
-        }                                                                                     \
-        _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++)                                  \
-            _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++)                              \
-        {                                                                                     \
-            float v = hsum_ps(acc[r][c]);                                                     \
-            if (HAS_M)                                                                        \
-                v += q4_1_summs((const lc_block_q4_1 *)(const void *)(w + r * w_stride),      \
-                                (const lc_block_q8_1 *)(const void *)(a + c * a_stride), nb); \
-            s[c * ld_s + r] = v;                                                              \
-        }                                                                                     \
-    }                                                                                         \
-    static void gemm_##NAME(int n, float *s, size_t ld_s, const void *vw, size_t w_stride,      \
-                            int nr, const void *va, size_t a_stride, int nc)                    \
-    {                                                                                         \
-        const uint8_t *w = vw, *a = va;                                                       \
-        const int nb = n / 32;                                                                \
-        int r = 0;                                                                            \
-        for (; r + 4 <= nr; r += 4) {                                                         \
-            int c = 0;                                                                        \
-            for (; c + 2 <= nc; c += 2)                                                       \
-                NAME##_tile(nb, s + c * ld_s + r, ld_s, w + r * w_stride, w_stride,           \
-                            a + c * a_stride, a_stride, 4, 2);                                \
-            for (; c < nc; c++)                                                               \
-                NAME##_tile(nb, s + c * ld_s + r, ld_s, w + r * w_stride, w_stride,           \
-                            a + c * a_stride, a_stride, 4, 1);                                \
-        }                                                                                     \
-        for (; r < nr; r++) {                                                                 \
-            int c = 0;                                                                        \
-            for (; c + 4 <= nc; c += 4)                                                       \
-                NAME##_tile(nb, s + c * ld_s + r, ld_s, w + r * w_stride, w_stride,           \
-                            a + c * a_stride, a_stride, 1, 4);                                \
-            for (; c < nc; c++)                                                               \
-                NAME##_tile(nb, s + c * ld_s + r, ld_s, w + r * w_stride, w_stride,           \
-                            a + c * a_stride, a_stride, 1, 1);                                \
-        }                                                                                     \
-    }
-
-/* operand preparation and block dot per weight type, as in blk_* above */
-INLINE __m256i q4_1_x(const lc_block_q4_1 *x) { return unpack_nibbles(x->qs); }
-INLINE __m256 q4_1_xy(__m256i bx, __m256i by) { return dot_us8(bx, by); }
-INLINE __m256i q4_0_x(const lc_block_q4_0 *x)
+static void vec_dot_q6_K_q8_K(int n, float *s, const void *vx, const void *vy)
 {
-    return _mm256_sub_epi8(unpack_nibbles(x->qs), _mm256_set1_epi8(8));
+    const lc_block_q6_K *x = vx;
+    const lc_block_q8_K *y = vy;
+    const int nb = n / LC_QK_K;
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(3);
+    const __m256i m32s = _mm256_set1_epi8(32);
+    __m256 acc = _mm256_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        const float d = y[i].d * h2f(x[i].d);
+        const uint8_t *ql = x[i].ql, *qh = x[i].qh;
+        const int8_t *q8 = y[i].qs;
+        const __m128i scales = _mm_loadu_si128((const __m128i *)x[i].scales);
+        __m256i sumi = _mm256_setzero_si256();
+        for (int h = 0; h < 2; h++, ql += 64, qh += 32, q8 += 128) {
+            const __m256i b1 = _mm256_loadu_si256((const __m256i *)ql);
+            const __m256i b2 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+            const __m256i bh = _mm256_loadu_si256((const __m256i *)qh);
+            __m256i q[4];
+            q[0] = _mm256_or_si256(_mm256_and_si256(b1, m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(bh, m2), 4));
+            q[1] = _mm256_or_si256(_mm256_and_si256(b2, m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(bh, 2), m2), 4));
+            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b1, 4), m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(bh, 4), m2), 4));
+            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b2, 4), m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(bh, 6), m2), 4));
+            for (int v = 0; v < 4; v++) {
+                const __m256i y8 = _mm256_loadu_si256((const __m256i *)(q8 + 32 * v));
+                const __m256i p16 =
+                    _mm256_sub_epi16(_mm256_maddubs_epi16(q[v], y8), _mm256_maddubs_epi16(m32s, y8));
+                const int k = 8 * h + 2 * v; /* scales k (weights 0..15) and k + 1 (16..31) */
+                const __m128i idx = _mm_unpacklo_epi64(_mm_set1_epi8((char)k), _mm_set1_epi8((char)(k + 1)));
+                const __m256i sc = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(scales, idx));
+                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(sc, p16));
+            }
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
+    }
+    *s = hsum_ps(acc);
 }
-INLINE __m256 q4_0_xy(__m256i bx, __m256i by) { return dot_ss8(bx, by); }
-INLINE __m256i q8_0_x(const lc_block_q8_0 *x) { return _mm256_loadu_si256((const __m256i *)x->qs); }
-INLINE __m256 q8_0_xy(__m256i bx, __m256i by) { return dot_ss8(bx, by); }
-
-DEFINE_TILE(q4_1, lc_block_q4_1, lc_block_q8_1, q4_1, 1)
-DEFINE_TILE(q4_0, lc_block_q4_0, lc_block_q8_0, q4_0, 0)
-DEFINE_TILE(q8_0, lc_block_q8_0, lc_block_q8_0, q8_0, 0)
 
 /* ---------------------------------------------------------------- float kernels */
 
-static float dot_f32(const float *x, const float *y, int n)
-{
-    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
-    __m256 a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
-    int i = 0;
-    for (; i + 32 <= n; i += 32) {
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), a0);
-        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8), _mm256_loadu_ps(y + i + 8), a1);
-        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 16), _mm256_loadu_ps(y + i + 16), a2);
-        a3 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 24), _mm256_loadu_ps(y + i + 24), a3);
-    }
-    for (; i + 8 <= n; i += 8)
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), a0);
-    float sum = hsum_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
-    for (; i < n; i++)
-        sum += x[i] * y[i];
-    return sum;
-}
-
+/*
+ * Float dots in llama.cpp's x86 order (see scalar.c), its 16-lane vectors held as two 8-lane
+ * halves (lo = lanes 0..7, hi = 8..15).
+ */
 INLINE __m256 load_h8(const lc_fp16 *p)
 {
     return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
 }
 
-static float dot_f16(const lc_fp16 *x, const lc_fp16 *y, int n)
+/* _mm512_reduce_add_ps's order (GCC): halves, then quarters, then (0 + 2) + (1 + 3) */
+INLINE float reduce16(__m256 lo, __m256 hi)
 {
-    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
-    __m256 a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
-    int i = 0;
-    for (; i + 32 <= n; i += 32) {
-        a0 = _mm256_fmadd_ps(load_h8(x + i), load_h8(y + i), a0);
-        a1 = _mm256_fmadd_ps(load_h8(x + i + 8), load_h8(y + i + 8), a1);
-        a2 = _mm256_fmadd_ps(load_h8(x + i + 16), load_h8(y + i + 16), a2);
-        a3 = _mm256_fmadd_ps(load_h8(x + i + 24), load_h8(y + i + 24), a3);
+    const __m256 t3 = _mm256_add_ps(hi, lo);
+    const __m128 t6 = _mm_add_ps(_mm256_extractf128_ps(t3, 1), _mm256_castps256_ps128(t3));
+    const __m128 t8 = _mm_add_ps(t6, _mm_movehl_ps(t6, t6));
+    return _mm_cvtss_f32(_mm_add_ss(t8, _mm_movehdup_ps(t8)));
+}
+
+#define LOAD_F32(p) _mm256_loadu_ps(p)
+#define DEFINE_FLOAT_DOT(NAME, T, LOADV, LEFTOVER, TINY)                                          \
+    static float NAME(const T *x, const T *y, int n)                                              \
+    {                                                                                             \
+        if (TINY && n % 16 == 0) {                                                                \
+            __m256 lo = _mm256_setzero_ps(), hi = lo;                                             \
+            for (int i = 0; i < n; i += 16) {                                                     \
+                lo = _mm256_fmadd_ps(LOADV(x + i), LOADV(y + i), lo);                             \
+                hi = _mm256_fmadd_ps(LOADV(x + i + 8), LOADV(y + i + 8), hi);                     \
+            }                                                                                     \
+            return reduce16(lo, hi);                                                              \
+        }                                                                                         \
+        const int np = n & ~63;                                                                   \
+        __m256 v[8];                                                                              \
+        for (int k = 0; k < 8; k++)                                                               \
+            v[k] = _mm256_setzero_ps();                                                           \
+        for (int i = 0; i < np; i += 64)                                                          \
+            for (int k = 0; k < 8; k++)                                                           \
+                v[k] = _mm256_fmadd_ps(LOADV(x + i + 8 * k), LOADV(y + i + 8 * k), v[k]);         \
+        /* 16-lane vector k is (v[2k], v[2k+1]); (v0 + v2) + (v1 + v3) */                         \
+        const __m256 lo = _mm256_add_ps(_mm256_add_ps(v[0], v[4]), _mm256_add_ps(v[2], v[6]));    \
+        const __m256 hi = _mm256_add_ps(_mm256_add_ps(v[1], v[5]), _mm256_add_ps(v[3], v[7]));    \
+        LEFTOVER(reduce16(lo, hi), x, y, np, n);                                                  \
     }
-    for (; i + 8 <= n; i += 8)
-        a0 = _mm256_fmadd_ps(load_h8(x + i), load_h8(y + i), a0);
-    float sum = hsum_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
-    for (; i < n; i++)
-        sum += h2f(x[i]) * h2f(y[i]);
-    return sum;
+
+#define LEFTOVER_F32(r, x, y, np, n)                                                              \
+    float sum = r;                                                                                \
+    for (int i = np; i < n; i++)                                                                  \
+        sum = fmaf(x[i], y[i], sum);                                                              \
+    return sum
+#define LEFTOVER_F16(r, x, y, np, n)                                                              \
+    double sum = (double)(r);                                                                     \
+    for (int i = np; i < n; i++)                                                                  \
+        sum += (double)(h2f(x[i]) * h2f(y[i]));                                                   \
+    return (float)sum
+
+/* dot_*: ggml_vec_dot's order (one token); tiny_dot_*: tinyBLAS's (batches), see scalar.c */
+DEFINE_FLOAT_DOT(dot_f32, float, LOAD_F32, LEFTOVER_F32, 0)
+DEFINE_FLOAT_DOT(dot_f16, lc_fp16, load_h8, LEFTOVER_F16, 0)
+DEFINE_FLOAT_DOT(tiny_dot_f32, float, LOAD_F32, LEFTOVER_F32, 1)
+DEFINE_FLOAT_DOT(tiny_dot_f16, lc_fp16, load_h8, LEFTOVER_F16, 1)
+
+static void gemm_f32(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
+                     const void *a, size_t a_stride, int nc)
+{
+    for (int c = 0; c < nc; c++)
+        for (int r = 0; r < nr; r++)
+            s[(size_t)c * ld_s + (size_t)r] =
+                tiny_dot_f32((const float *)((const char *)w + (size_t)r * w_stride),
+                             (const float *)((const char *)a + (size_t)c * a_stride), n);
+}
+
+static void gemm_f16(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
+                     const void *a, size_t a_stride, int nc)
+{
+    for (int c = 0; c < nc; c++)
+        for (int r = 0; r < nr; r++)
+            s[(size_t)c * ld_s + (size_t)r] =
+                tiny_dot_f16((const lc_fp16 *)((const char *)w + (size_t)r * w_stride),
+                             (const lc_fp16 *)((const char *)a + (size_t)c * a_stride), n);
 }
 
 static void vec_dot_f32(int n, float *s, const void *x, const void *y)
@@ -388,6 +295,7 @@ const struct lc_kernels lc_kernels_avx2 = {
         [LC_TYPE_Q4_0] = vec_dot_q4_0_q8_0,
         [LC_TYPE_Q4_1] = vec_dot_q4_1_q8_1,
         [LC_TYPE_Q8_0] = vec_dot_q8_0_q8_0,
+        [LC_TYPE_Q6_K] = vec_dot_q6_K_q8_K,
     },
     .quantize_row = {
         [LC_TYPE_F16] = quantize_row_f16,
@@ -395,6 +303,8 @@ const struct lc_kernels lc_kernels_avx2 = {
         [LC_TYPE_Q8_1] = quantize_row_q8_1,
     },
     .gemm = {
+        [LC_TYPE_F32] = gemm_f32,
+        [LC_TYPE_F16] = gemm_f16,
         [LC_TYPE_Q4_0] = gemm_q4_0,
         [LC_TYPE_Q4_1] = gemm_q4_1,
         [LC_TYPE_Q8_0] = gemm_q8_0,

@@ -1,0 +1,171 @@
+#!/bin/sh
+# bench/run.sh - the issue-3 benchmark in one run (figures recorded in bench/BENCHMARKS.md).
+#
+#   1. build llamachat, llamachat-bench, llamachat-synth and llamachat-bandwidth (optimised,
+#      no sanitizers) if needed;
+#   2. generate the TinyLlama-1.1B-shaped random models, Q4_1 and Q4_0 (output.weight Q6_K, as
+#      llama.cpp quantizes them), into bench/.cache (skipped when present);
+#   3. measure the memory read bandwidth with THREADS threads;
+#   4. llamachat-bench pp512 and tg128 on both models with THREADS threads, REPS repetitions;
+#   5. time from start to first token and peak RSS of `llamachat -p ... -n 1`;
+#   6. print tg128 as a fraction of the bandwidth bound, Q4_1 / Q4_0 for pp and tg, and the
+#      targets of issue 3.
+#
+# Environment: THREADS (default 2), REPS (default 3), P and N (default 512, 128: quick trials), BUILD (an existing configured build
+# directory to use), CACHE (default bench/.cache), SYNTH_ARGS (extra llamachat-synth options,
+# e.g. "--output-type q8_0"; the model names then carry a suffix), ISA (passed as --isa).
+set -eu
+
+ROOT=${ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
+THREADS=${THREADS:-2}
+REPS=${REPS:-3}
+P=${P:-512}
+N=${N:-128}
+CACHE=${CACHE:-$ROOT/bench/.cache}
+SYNTH_ARGS=${SYNTH_ARGS:-}
+mkdir -p "$CACHE"
+LOG="$CACHE/last-run.txt"
+: >"$LOG"
+say() { printf '%s\n' "$*" | tee -a "$LOG"; }
+
+# ------------------------------------------------------------------ 1. build
+if [ -z "${BUILD:-}" ]; then
+    if [ -f "$ROOT/Makefile" ]; then
+        # Configured in place: use it unless it is a sanitizer build (slow, not what we measure).
+        if grep -q '^SAN_CFLAGS = -fsanitize' "$ROOT/Makefile"; then
+            echo "run.sh: $ROOT is configured in place with --enable-sanitizers; run" >&2
+            echo "        'make distclean' there or set BUILD to an optimised build directory" >&2
+            exit 1
+        fi
+        BUILD=$ROOT
+    else
+        BUILD=$CACHE/build
+        if [ ! -f "$BUILD/Makefile" ]; then
+            mkdir -p "$BUILD"
+            [ -x "$ROOT/configure" ] || (cd "$ROOT" && autoreconf -fi)
+            (cd "$BUILD" && "$ROOT/configure" -q)
+        fi
+    fi
+fi
+if grep -q '^SAN_CFLAGS = -fsanitize' "$BUILD/Makefile"; then
+    echo "run.sh: $BUILD is a sanitizer build; benchmarks need an optimised one" >&2
+    exit 1
+fi
+make -C "$BUILD" -s -j2 llamachat llamachat-bench llamachat-synth llamachat-bandwidth >&2
+
+# ------------------------------------------------------------------ 2. models
+suffix=""
+[ -n "$SYNTH_ARGS" ] && suffix="-$(printf '%s' "$SYNTH_ARGS" | tr -c 'A-Za-z0-9_' '_')"
+Q41="$CACHE/synth-tinyllama-q4_1$suffix.gguf"
+Q40="$CACHE/synth-tinyllama-q4_0$suffix.gguf"
+for t in q4_1 q4_0; do
+    f="$CACHE/synth-tinyllama-$t$suffix.gguf"
+    if [ ! -f "$f" ]; then
+        # shellcheck disable=SC2086
+        "$BUILD/llamachat-synth" --tinyllama --type "$t" $SYNTH_ARGS -o "$f" -t "$THREADS" >&2
+    fi
+done
+
+say "# llamachat benchmark, $(date -u '+%Y-%m-%d %H:%M UTC'), $(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo '?')"
+say "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs, L3 $(lscpu | sed -n 's/^L3 cache: *//p'); load average $(cut -d' ' -f1-3 /proc/loadavg)"
+say ""
+
+# ------------------------------------------------------------------ 3. bandwidth
+set -- $("$BUILD/llamachat-bandwidth" -t "$THREADS" -r 10 --quiet)
+BW_BEST=$1 BW_MED=$2
+say "memory read bandwidth, $THREADS threads, 1 GiB buffer, 10 reps: best $BW_BEST GB/s, median $BW_MED GB/s"
+say ""
+
+# ------------------------------------------------------------------ 4. llamachat-bench
+ISA_OPT=""
+[ -n "${ISA:-}" ] && ISA_OPT="--isa $ISA"
+# shellcheck disable=SC2086
+"$BUILD/llamachat-bench" -m "$Q41,$Q40" -p "$P" -n "$N" -t "$THREADS" -r "$REPS" $ISA_OPT \
+    >"$CACHE/bench.md" 2>"$CACHE/bench.err" || { cat "$CACHE/bench.err" >&2; exit 1; }
+tee -a "$LOG" <"$CACHE/bench.md"
+say ""
+
+# Median t/s of test $2 for the row of model file $1 (rows are in -m order: Q4_1 then Q4_0).
+tps() { # $1 = row index among models (1 or 2), $2 = pp512|tg128
+    grep "| $2 |" "$CACHE/bench.md" | sed -n "$1p" | awk -F'|' '{gsub(/ /, "", $8); print $8}'
+}
+# Best (max) t/s of the same row: the least disturbed repetition on a shared machine.
+tpsmax() {
+    grep "| $2 |" "$CACHE/bench.md" | sed -n "$1p" | awk -F'|' '{n = split($9, a, "-"); gsub(/ /, "", a[n]); print a[n]}'
+}
+# Bytes read per generated token, from llamachat-bench's load line for file $1.
+bpt() {
+    grep "loaded $1 " "$CACHE/bench.err" | sed 's/.*tensors, \([0-9]*\) bytes of weights read.*/\1/'
+}
+PP41=$(tps 1 "pp$P") TG41=$(tps 1 "tg$N") PP40=$(tps 2 "pp$P") TG40=$(tps 2 "tg$N")
+B41=$(bpt "$Q41") B40=$(bpt "$Q40")
+TG41MAX=$(tpsmax 1 "tg$N") TG40MAX=$(tpsmax 2 "tg$N")
+
+# ------------------------------------------------------------------ 4b. CPU cost per token
+# On a machine shared with other jobs the wall-clock t/s above measure our share of it.  The
+# process CPU time per token with ONE thread (no waiting at barriers) is the cost of a token
+# whatever the load: from it, a single idle core would run 1000 / ms t/s, and two cores at most
+# twice that (capped by the bandwidth bound).  pp128/tg32 keep this step short.
+CPU41_PP="" CPU41_TG="" CPU40_PP="" CPU40_TG=""
+if [ "${CPU_TEST:-1}" != 0 ]; then
+    # shellcheck disable=SC2086
+    "$BUILD/llamachat-bench" -m "$Q41,$Q40" -p 128 -n 32 -t 1 -r "$REPS" --cpu-time $ISA_OPT \
+        >"$CACHE/bench-cpu.md" 2>>"$CACHE/bench.err" || { cat "$CACHE/bench.err" >&2; exit 1; }
+    say "CPU time per token, 1 thread:"
+    tee -a "$LOG" <"$CACHE/bench-cpu.md"
+    say ""
+    cpums() { grep "| $2 |" "$CACHE/bench-cpu.md" | sed -n "$1p" | awk -F'|' '{gsub(/ /, "", $10); print $10}'; }
+    CPU41_PP=$(cpums 1 pp128) CPU41_TG=$(cpums 1 tg32) CPU40_PP=$(cpums 2 pp128) CPU40_TG=$(cpums 2 tg32)
+fi
+
+# ------------------------------------------------------------------ 5. first token, RSS
+# Page cache warm (the models were just benchmarked): this is the time of a repeated start.
+# KV cache at -c 2048, f16: 2 (K and V) * 22 layers * 2048 positions * 4 KV heads * 64 * 2 bytes.
+N_CTX=2048
+KV_BYTES=$((2 * 22 * N_CTX * 4 * 64 * 2))
+FILE_BYTES=$(stat -c %s "$Q41")
+# shellcheck disable=SC2086
+/usr/bin/time -f '%e %M' -o "$CACHE/ttft.txt" "$BUILD/llamachat" -m "$Q41" -t "$THREADS" \
+    -c $N_CTX -p "Once upon a time" -n 1 --temp 0 $ISA_OPT >/dev/null 2>"$CACHE/ttft.err" ||
+    { cat "$CACHE/ttft.err" >&2; exit 1; }
+set -- $(tail -n 1 "$CACHE/ttft.txt")
+TTFT=$1 RSS_KIB=$2
+
+# ------------------------------------------------------------------ 6. figures
+awk -v bw="$BW_BEST" -v bwm="$BW_MED" -v b41="$B41" -v b40="$B40" \
+    -v pp41="$PP41" -v tg41="$TG41" -v pp40="$PP40" -v tg40="$TG40" \
+    -v c41p="$CPU41_PP" -v c41t="$CPU41_TG" -v c40p="$CPU40_PP" -v c40t="$CPU40_TG" \
+    -v nth="$THREADS" -v tg41max="$TG41MAX" -v tg40max="$TG40MAX" -v P="$P" -v N="$N" -v ttft="$TTFT" -v rss="$RSS_KIB" -v file="$FILE_BYTES" -v kv="$KV_BYTES" '
+function mark(ok) { return ok ? "met" : "NOT met" }
+BEGIN {
+    mib = 1048576
+    bound41 = bw * 1e9 / b41; bound40 = bw * 1e9 / b40
+    printf "## figures\n\n"
+    printf "| figure | value | target (issue 3) |\n| --- | ---: | --- |\n"
+    printf "| weights read per token, Q4_1 / Q4_0 | %.1f / %.1f MiB | |\n", b41 / mib, b40 / mib
+    printf "| bandwidth bound (best %.1f GB/s), Q4_1 / Q4_0 | %.1f / %.1f t/s | |\n", bw, bound41, bound40
+    printf "| Q4_1 tg%d / bound | %.1f %% (median %.2f of %.1f t/s; best run %.1f %%; %.1f %% of the median-bandwidth bound) | >= 80 %%: %s |\n", N, \
+        100 * tg41 / bound41, tg41, bound41, 100 * tg41max / bound41, 100 * tg41 / (bwm * 1e9 / b41), mark(tg41 / bound41 >= 0.8)
+    printf "| Q4_0 tg%d / bound | %.1f %% (median %.2f of %.1f t/s; best run %.1f %%) | |\n", N, 100 * tg40 / bound40, tg40, bound40, 100 * tg40max / bound40
+    printf "| Q4_1 pp%d | %.2f t/s | >= 100 t/s: %s |\n", P, pp41, mark(pp41 >= 100)
+    printf "| Q4_1 / Q4_0, pp%d | %.3f (%.2f / %.2f t/s) | >= 0.90: %s |\n", P, pp41 / pp40, pp41, pp40, mark(pp41 / pp40 >= 0.9)
+    printf "| Q4_1 / Q4_0, tg%d | %.3f (%.2f / %.2f t/s) | >= 0.90: %s |\n", N, tg41 / tg40, tg41, tg40, mark(tg41 / tg40 >= 0.9)
+    printf "| start to first token, Q4_1 (warm page cache) | %.2f s | < 1 s: %s |\n", ttft, mark(ttft < 1)
+    printf "| peak RSS, Q4_1 | %.1f MiB (file %.1f + KV %.1f = %.1f MiB; +64 MiB = %.1f) | <= file + KV + 64 MiB: %s |\n", \
+        rss / 1024, file / mib, kv / mib, (file + kv) / mib, (file + kv) / mib + 64, \
+        mark(rss * 1024 <= file + kv + 64 * mib)
+    if (c41t != "") {
+        # Idle-machine estimates from the 1-thread CPU cost, assuming perfect scaling.
+        e41t = nth * 1000 / c41t; if (e41t > bound41) e41t = bound41
+        e40t = nth * 1000 / c40t; if (e40t > bound40) e40t = bound40
+        e41p = nth * 1000 / c41p; e40p = nth * 1000 / c40p
+        printf "\nFrom the 1-thread CPU cost (robust to other jobs; %d idle cores, perfect scaling, capped by the bound):\n\n", nth
+        printf "| estimate | Q4_1 | Q4_0 | Q4_1 / Q4_0 |\n| --- | ---: | ---: | ---: |\n"
+        printf "| tg: CPU ms/token (1 thread) | %.1f | %.1f | |\n", c41t, c40t
+        printf "| tg: t/s on %d cores | %.1f (%.0f %% of bound) | %.1f (%.0f %% of bound) | %.3f |\n", nth, e41t, 100 * e41t / bound41, e40t, 100 * e40t / bound40, e41t / e40t
+        printf "| pp128: CPU ms/token (1 thread) | %.1f | %.1f | |\n", c41p, c40p
+        printf "| pp128: t/s on %d cores | %.1f | %.1f | %.3f |\n", nth, e41p, e40p, e41p / e40p
+    }
+}' | tee -a "$LOG"
+say ""
+say "(log: $LOG)"
