@@ -192,6 +192,33 @@ int main(void)
     CHECK(r.reason == LC_DONE_STOPPED, "stop: reason %d", r.reason);
     CHECK(r.n_gen >= 1 && r.n_gen < 200, "stop: %d tokens", r.n_gen);
 
+    /* a parameter changed while the model writes applies to the running reply: a greedy reply
+     * with no limit never ends on its own here, a limit set after its first text ends it */
+    lc_engine_set_params(e, &sp, -1);
+    lc_engine_submit(e, " Once more.");
+    {
+        bool limited = false, done = false;
+        int reason = -1;
+        for (int spins = 0; spins < 600 && !done;) {
+            struct lc_event ev;
+            if (!lc_engine_poll(e, &ev)) {
+                struct pollfd pf = { lc_engine_fd(e), POLLIN, 0 };
+                if (poll(&pf, 1, 100) == 0)
+                    spins++;
+                continue;
+            }
+            if (ev.type == LC_EV_TEXT && !limited) {
+                lc_engine_set_params(e, &sp, 5);
+                limited = true;
+            }
+            if (ev.type == LC_EV_DONE) {
+                done = true;
+                reason = ev.a;
+            }
+        }
+        CHECK(done && reason == LC_DONE_LIMIT, "live max_tokens: done %d reason %d", done, reason);
+    }
+
     /* clear: a fresh conversation gives turn 1's reply again */
     lc_engine_set_params(e, &sp, N);
     lc_engine_clear(e);
