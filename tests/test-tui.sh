@@ -216,7 +216,23 @@ if grep -Fxq "$PROMPT" "$tmp/home/.local/state/llamachat/history" 2>/dev/null; t
 else
     bad "history saved"
 fi
+if grep -Fxq "$(printf 'line one\rline two\rline three')" "$tmp/home/.local/state/llamachat/history"; then
+    ok "multi-line message is one history entry"
+else
+    bad "multi-line message is one history entry"
+fi
 # 9. SIGTERM, SIGINT (while idle) and a fatal signal also restore the terminal
+# the history comes back in a new session, multi-line entries whole
+$T send-keys -t lc "clear; $LC 2>$tmp/stderr.hist" Enter
+wait_for '^ idle \|' 30
+$T send-keys -t lc C-r "line tw"
+check "Ctrl-R finds the multi-line entry" "reverse-i-search.*line tw.*: line one"
+check "recalled with its lines" '^line three *$'
+$T send-keys -t lc C-g
+wait_for '^> *$' 10 >/dev/null
+$T send-keys -t lc C-d
+wait_for '^\$ *$' 10 >/dev/null
+
 for sig in TERM INT SEGV; do
     $T send-keys -t lc "clear; '$LC' 2>'$tmp/stderr.$sig'; echo EXIT=\$?; stty -g >'$tmp/stty.$sig'" Enter
     wait_for '^ idle \|' 30 || { bad "restart for SIG$sig"; continue; }
