@@ -34,7 +34,22 @@ wait_for() {
     echo "  timed out waiting for /$1/; the screen was:"; screen | sed 's/^/  | /'
     return 1
 }
+# wait_gone EXTENDED-REGEX [seconds]: poll until the screen no longer matches.
+wait_gone() {
+    limit=$(( ${2:-30} * 10 )); i=0
+    while [ $i -lt $limit ]; do
+        if ! screen | grep -Eq -- "$1"; then return 0; fi
+        sleep 0.1; i=$((i + 1))
+    done
+    return 1
+}
 check() { if wait_for "$2" "${3:-30}"; then ok "$1"; else bad "$1"; fi; }
+# pids whose parent is $1 (from /proc: pgrep may not be installed)
+child_of() {
+    for d in /proc/[0-9]*; do
+        [ "$(cut -d' ' -f4 "$d/stat" 2>/dev/null)" = "$1" ] && echo "${d#/proc/}"
+    done
+}
 # a JSON string body as json-c writes it (our texts have no control characters)
 json_escape() { printf '%s' "$1" | sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's|/|\\/|g'; }
 
@@ -197,8 +212,9 @@ check "working after resize" 'top-k +7$|top-k +7 '
 $T send-keys -t lc F1
 check "F1 shows the help" 'llamachat keys'
 $T send-keys -t lc x
-check "a key closes the help" 'Parameters'
-if screen | grep -q 'llamachat keys'; then bad "help closed"; else ok "help closed"; fi
+if wait_gone 'llamachat keys' 30; then ok "a key closes the help"; else bad "a key closes the help"; fi
+check "chat screen after help" 'Parameters'
+if screen | grep -q '^> x'; then bad "the closing key is not typed"; else ok "the closing key is not typed"; fi
 
 # 8. Ctrl-D quits; the terminal is as before
 $T send-keys -t lc C-d
@@ -237,8 +253,7 @@ for sig in TERM INT SEGV; do
     $T send-keys -t lc "clear; '$LC' 2>'$tmp/stderr.$sig'; echo EXIT=\$?; stty -g >'$tmp/stty.$sig'" Enter
     wait_for '^ idle \|' 30 || { bad "restart for SIG$sig"; continue; }
     shell=$($T list-panes -t lc -F '#{pane_pid}')
-    pid=$(pgrep -P "$shell" -x llamachat | head -1)
-    [ -n "$pid" ] || pid=$(pgrep -P "$shell" | head -1)
+    pid=$(child_of "$shell" | head -1)
     kill -"$sig" "$pid"
     case $sig in
     TERM) check "SIGTERM: exit 143" '^EXIT=143' ;;
