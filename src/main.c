@@ -152,8 +152,17 @@ static int parse_args(struct lc_options *o, int argc, char **argv)
     int c;
     long l;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":m:p:n:t:c:b:vh", long_opts, NULL)) != -1) {
-        const char *name = argv[optind - 1];
+    int li = -1;
+    while ((c = getopt_long(argc, argv, ":m:p:n:t:c:b:vh", long_opts, &li)) != -1) {
+        /* the option's own name for messages: "--temp", or "-n" */
+        char name[64];
+        if (li >= 0)
+            snprintf(name, sizeof(name), "--%s", long_opts[li].name);
+        else if (c == '?' || c == ':')
+            snprintf(name, sizeof(name), "%s", optopt ? (char[]){'-', (char)optopt, 0} : argv[optind - 1]);
+        else
+            snprintf(name, sizeof(name), "-%c", c);
+        li = -1;
         switch (c) {
         case 'm': replace_str(&o->model_path, optarg); break;
         case 'p':

@@ -29,7 +29,8 @@ static int run_synth(const char *args, char *errbuf, size_t len)
 {
     char cmd[8192], errfile[4200];
     snprintf(errfile, sizeof(errfile), "%s/stderr", tmpdir);
-    snprintf(cmd, sizeof(cmd), "'%s' -q %s 2>'%s'", synth, args, errfile);
+    if (snprintf(cmd, sizeof(cmd), "'%s' -q %s 2>'%s'", synth, args, errfile) >= (int)sizeof(cmd))
+        return -1;
     int st = system(cmd);
     if (errbuf) {
         errbuf[0] = 0;
@@ -90,7 +91,7 @@ static void weight_stats(const struct lc_gguf_tensor *t, double *mean, double *s
     for (int64_t r = 0; r < t->ne[1]; r++) {
         tr->to_float((const uint8_t *)t->data + (size_t)r * rb, row, t->ne[0]);
         for (int64_t i = 0; i < t->ne[0]; i++)
-            s += row[i], s2 += (double)row[i] * row[i];
+            s += (double)row[i], s2 += (double)row[i] * (double)row[i];
     }
     const double n = (double)(t->ne[0] * t->ne[1]);
     *mean = s / n;
