@@ -4,7 +4,7 @@
  *   make bench/bench-kernels && bench/bench-kernels [MiB of weights, default 48]
  *
  * vec_dot: one activation row against every weight row (a decode step): GB/s of weight bytes
- * read.  gemm: the same weights against 16 activation rows (a prompt batch): weights x columns
+ * read, on one thread and split across all CPUs with the thread pool.  gemm: the same weights against 16 activation rows (a prompt batch): weights x columns
  * per second, shown as the equivalent "GB/s" (bytes x columns / time) next to vec_dot's to show
  * what the tiling gains.  Weights are random blocks; results are printed, not checked.
  */
@@ -15,6 +15,25 @@
 
 #include "llm/arch/kernels.h"
 #include "llm/quant.h"
+#include "llm/threadpool.h"
+
+/* one decode step over all rows, split across the pool's threads */
+struct job {
+    const struct lc_kernels *k;
+    int type, n, rows;
+    size_t row;
+    const uint8_t *w, *a;
+    float *out;
+};
+
+static void rows_task(void *p, int ith, int nth)
+{
+    const struct job *j = p;
+    int lo, hi;
+    lc_split_range(j->rows, ith, nth, &lo, &hi);
+    for (int r = lo; r < hi; r++)
+        j->k->vec_dot[j->type](j->n, j->out + r, j->w + (size_t)r * j->row, j->a);
+}
 
 static double now(void)
 {
@@ -33,7 +52,9 @@ int main(int argc, char **argv)
     float *x = malloc((size_t)n * ncols * sizeof(float));
     for (int i = 0; i < n * ncols; i++)
         x[i] = (float)((i * 7919) % 1000) / 500.0f - 1.0f;
-    printf("%-7s %-5s %10s %12s %14s\n", "isa", "type", "rows", "vec_dot GB/s", "gemm16 GB/s*");
+    const int nt = lc_n_cpus();
+    struct lc_threadpool *tp = lc_threadpool_new(nt, NULL);
+    printf("%-7s %-5s %10s %12s %12s %14s\n", "isa", "type", "rows", "vec_dot GB/s", "x threads", "gemm16 GB/s*");
     for (int ti = 0; ti < 3; ti++) {
         const int type = types[ti];
         const struct lc_type_traits *tt = lc_type_traits(type);
@@ -67,6 +88,15 @@ int main(int argc, char **argv)
                 best = t < best ? t : best;
             }
             const double gbs = (double)row * rows / best / 1e9;
+            struct job jb = {k, type, n, rows, row, w, a, out};
+            double bt = 1e9;
+            for (int rep = 0; rep < 3 && tp; rep++) {
+                const double t0 = now();
+                lc_threadpool_run(tp, rows_task, &jb);
+                const double t = now() - t0;
+                bt = t < bt ? t : bt;
+            }
+            const double gbs_mt = (double)row * rows / bt / 1e9;
             double gbs_gemm = 0;
             if (k->gemm[type]) {
                 double bg = 1e9;
@@ -78,13 +108,16 @@ int main(int argc, char **argv)
                 }
                 gbs_gemm = (double)row * rows * ncols / bg / 1e9;
             }
-            printf("%-7s %-5s %10d %12.2f %14.2f\n", isas[ii], tt->name, rows, gbs, gbs_gemm);
+            printf("%-7s %-5s %10d %12.2f %12.2f %14.2f\n", isas[ii], tt->name, rows, gbs, gbs_mt,
+                   gbs_gemm);
         }
         free(w);
         free(a);
         free(out);
     }
+    printf("x threads: the same decode step split across %d threads (lc_threadpool)\n", nt);
     printf("* gemm16: weight bytes x 16 columns / time (0 = no gemm kernel: vec_dot per column)\n");
+    lc_threadpool_free(tp);
     free(x);
     return 0;
 }

@@ -55,10 +55,17 @@ static bool collect(struct lc_engine *e, struct reply *r, bool want_loaded, bool
             if (stop_after_text)
                 lc_engine_stop(e);
             break;
-        case LC_EV_NOTE:
-            r->notes++;
-            snprintf(r->note, sizeof(r->note), "%.*s", (int)ev.len, ev.text);
+        case LC_EV_NOTE: {   /* long notes come in several records, more = 1 on all but the last */
+            static bool continued;
+            if (!continued) {
+                r->notes++;
+                r->note[0] = '\0';
+            }
+            size_t have = strlen(r->note);
+            snprintf(r->note + have, sizeof(r->note) - have, "%.*s", (int)ev.len, ev.text);
+            continued = ev.more;
             break;
+        }
         case LC_EV_ERROR:
             r->errors++;
             fprintf(stderr, "engine error: %.*s\n", (int)ev.len, ev.text);
@@ -192,6 +199,33 @@ int main(void)
     CHECK(r.reason == LC_DONE_STOPPED, "stop: reason %d", r.reason);
     CHECK(r.n_gen >= 1 && r.n_gen < 200, "stop: %d tokens", r.n_gen);
 
+    /* a parameter changed while the model writes applies to the running reply: a greedy reply
+     * with no limit never ends on its own here, a limit set after its first text ends it */
+    lc_engine_set_params(e, &sp, -1);
+    lc_engine_submit(e, " Once more.");
+    {
+        bool limited = false, done = false;
+        int reason = -1;
+        for (int spins = 0; spins < 600 && !done;) {
+            struct lc_event ev;
+            if (!lc_engine_poll(e, &ev)) {
+                struct pollfd pf = { lc_engine_fd(e), POLLIN, 0 };
+                if (poll(&pf, 1, 100) == 0)
+                    spins++;
+                continue;
+            }
+            if (ev.type == LC_EV_TEXT && !limited) {
+                lc_engine_set_params(e, &sp, 5);
+                limited = true;
+            }
+            if (ev.type == LC_EV_DONE) {
+                done = true;
+                reason = ev.a;
+            }
+        }
+        CHECK(done && reason == LC_DONE_LIMIT, "live max_tokens: done %d reason %d", done, reason);
+    }
+
     /* clear: a fresh conversation gives turn 1's reply again */
     lc_engine_set_params(e, &sp, N);
     lc_engine_clear(e);
@@ -216,6 +250,18 @@ int main(void)
     }
     CHECK(done == 6, "%d of 6 replies completed", done);
     CHECK(notes >= 1, "no context-full note");
+    /* one reply longer than the whole context: it goes on past the end (the older half of
+     * the text is cut, with a note) */
+    if (e) {
+        lc_engine_clear(e);
+        lc_engine_set_params(e, &sp, 150);
+        lc_engine_submit(e, "Once upon a time");
+        CHECK(collect(e, &r, false, false), "long reply timed out");
+        CHECK(r.errors == 0 && r.reason == LC_DONE_LIMIT && r.n_gen == 150,
+              "long reply: errors %d reason %d n_gen %d", r.errors, r.reason, r.n_gen);
+        CHECK(r.notes >= 1 && strstr(r.note, "oldest part of a long message cut"), "long reply note: %s", r.note);
+        CHECK(r.n_past <= 64, "n_past %d", r.n_past);
+    }
     lc_engine_free(e);
 
     /* a chat template forced on a base model: rendered, tokenized with special tokens, and

@@ -34,7 +34,22 @@ wait_for() {
     echo "  timed out waiting for /$1/; the screen was:"; screen | sed 's/^/  | /'
     return 1
 }
+# wait_gone EXTENDED-REGEX [seconds]: poll until the screen no longer matches.
+wait_gone() {
+    limit=$(( ${2:-30} * 10 )); i=0
+    while [ $i -lt $limit ]; do
+        if ! screen | grep -Eq -- "$1"; then return 0; fi
+        sleep 0.1; i=$((i + 1))
+    done
+    return 1
+}
 check() { if wait_for "$2" "${3:-30}"; then ok "$1"; else bad "$1"; fi; }
+# pids whose parent is $1 (from /proc: pgrep may not be installed)
+child_of() {
+    for d in /proc/[0-9]*; do
+        [ "$(cut -d' ' -f4 "$d/stat" 2>/dev/null)" = "$1" ] && echo "${d#/proc/}"
+    done
+}
 # a JSON string body as json-c writes it (our texts have no control characters)
 json_escape() { printf '%s' "$1" | sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's|/|\\/|g'; }
 
@@ -62,7 +77,8 @@ $T -f /dev/null new-session -d -s lc -x 100 -y 30 \
     "env HOME='$tmp/home' LLAMACHATRC='$tmp/rc' LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=tmux-256color PS1='$ ' sh"
 $T set-option -t lc status off >/dev/null
 wait_for '^\$' 10 || { echo "FAIL: no shell prompt"; exit 1; }
-$T send-keys -t lc "stty -g >'$tmp/stty.before'; '$LC' 2>'$tmp/stderr'; echo EXIT=\$?; stty -g >'$tmp/stty.after'" Enter
+# One job (sh -c) so that Ctrl-Z stops and fg continues the whole line.
+$T send-keys -t lc "sh -c \"stty -g >$tmp/stty.before; $LC 2>$tmp/stderr; echo EXIT=\\\$?; stty -g >$tmp/stty.after\"" Enter
 
 # 1. the panes
 check "parameter pane" 'Parameters'
@@ -147,6 +163,25 @@ $T send-keys -t lc "/save $tmp/m.json" Enter
 check "saved m" "saved $tmp/m.json"
 if grep -Fq '"content": "line one\nline two\nline three"' "$tmp/m.json"; then ok "message kept its newlines"; else bad "message kept its newlines"; grep content "$tmp/m.json"; fi
 
+# bracketed paste keeps the pasted newline in one message
+$T set-buffer -b lcpaste "pasted one
+pasted two"
+$T paste-buffer -p -d -b lcpaste -t lc
+check "paste shows two lines" '^pasted two'
+$T send-keys -t lc Enter
+check "pasted message answered" '^ idle .*ctx [1-9]'
+$T send-keys -t lc "/save $tmp/p.json" Enter
+check "saved p" "saved $tmp/p.json"
+if grep -Fq '"content": "pasted one\npasted two"' "$tmp/p.json"; then ok "paste kept its newline"; else bad "paste kept its newline"; grep content "$tmp/p.json"; fi
+
+# Ctrl-Z suspends to the shell; fg comes back to a working chat
+$T send-keys -t lc C-z
+check "Ctrl-Z: shell job stopped" 'Stopped'
+$T send-keys -t lc "fg" Enter
+check "fg: chat back" 'Parameters'
+$T send-keys -t lc "/set top-p 0.5" Enter
+check "working after fg" 'top-p +0\.50'
+
 # 5d. scrollback: PgUp leaves the end, End follows again
 long=$(i=1; while [ $i -le 80 ]; do printf 'line %d\\n' $i; i=$((i + 1)); done)
 printf '{"format": "llamachat-transcript", "version": 1, "messages": [{"role": "user", "content": "%s"}]}\n' \
@@ -177,8 +212,9 @@ check "working after resize" 'top-k +7$|top-k +7 '
 $T send-keys -t lc F1
 check "F1 shows the help" 'llamachat keys'
 $T send-keys -t lc x
-check "a key closes the help" 'Parameters'
-if screen | grep -q 'llamachat keys'; then bad "help closed"; else ok "help closed"; fi
+if wait_gone 'llamachat keys' 30; then ok "a key closes the help"; else bad "a key closes the help"; fi
+check "chat screen after help" 'Parameters'
+if screen | grep -q '^> x'; then bad "the closing key is not typed"; else ok "the closing key is not typed"; fi
 
 # 8. Ctrl-D quits; the terminal is as before
 $T send-keys -t lc C-d
@@ -196,15 +232,34 @@ if grep -Fxq "$PROMPT" "$tmp/home/.local/state/llamachat/history" 2>/dev/null; t
 else
     bad "history saved"
 fi
-# 9. SIGTERM and a fatal signal also restore the terminal
-for sig in TERM SEGV; do
+if grep -Fxq "$(printf 'line one\rline two\rline three')" "$tmp/home/.local/state/llamachat/history"; then
+    ok "multi-line message is one history entry"
+else
+    bad "multi-line message is one history entry"
+fi
+# 9. SIGTERM, SIGINT (while idle) and a fatal signal also restore the terminal
+# the history comes back in a new session, multi-line entries whole
+$T send-keys -t lc "clear; $LC 2>$tmp/stderr.hist" Enter
+wait_for '^ idle \|' 30
+$T send-keys -t lc C-r "line tw"
+check "Ctrl-R finds the multi-line entry" "reverse-i-search.*line tw.*: line one"
+check "recalled with its lines" '^line three *$'
+$T send-keys -t lc C-g
+wait_for '^> *$' 10 >/dev/null
+$T send-keys -t lc C-d
+wait_for '^\$ *$' 10 >/dev/null
+
+for sig in TERM INT SEGV; do
     $T send-keys -t lc "clear; '$LC' 2>'$tmp/stderr.$sig'; echo EXIT=\$?; stty -g >'$tmp/stty.$sig'" Enter
     wait_for '^ idle \|' 30 || { bad "restart for SIG$sig"; continue; }
     shell=$($T list-panes -t lc -F '#{pane_pid}')
-    pid=$(pgrep -P "$shell" -x llamachat | head -1)
-    [ -n "$pid" ] || pid=$(pgrep -P "$shell" | head -1)
+    pid=$(child_of "$shell" | head -1)
     kill -"$sig" "$pid"
-    if [ $sig = TERM ]; then check "SIGTERM: exit 143" '^EXIT=143'; else check "SIGSEGV: exit 139" '^EXIT=139'; fi
+    case $sig in
+    TERM) check "SIGTERM: exit 143" '^EXIT=143' ;;
+    INT) check "SIGINT while idle: exit 130" '^EXIT=130' ;;
+    SEGV) check "SIGSEGV: exit 139" '^EXIT=139' ;;
+    esac
     if cmp -s "$tmp/stty.before" "$tmp/stty.$sig"; then ok "SIG$sig: terminal modes restored"; else bad "SIG$sig: terminal modes restored"; fi
     if screen | grep -q 'Parameters'; then bad "SIG$sig: left the chat screen"; else ok "SIG$sig: left the chat screen"; fi
 done

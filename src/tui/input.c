@@ -185,6 +185,18 @@ static char *make_history_path(void)
     return path;
 }
 
+/* The history file has one entry per line: a multi-line message is stored with its newlines
+ * as carriage returns, and turned back when read. */
+enum { HIST_NL_TO_CR, HIST_CR_TO_NL };
+static void swap_newlines(int dir)
+{
+    HIST_ENTRY **list = history_list();
+    for (int i = 0; list && list[i]; i++)
+        for (char *c = list[i]->line; c && *c; c++)
+            if (*c == (dir == HIST_NL_TO_CR ? '\n' : '\r'))
+                *c = dir == HIST_NL_TO_CR ? '\r' : '\n';
+}
+
 int input_init(struct tui *t)
 {
     T = t;
@@ -212,8 +224,8 @@ int input_init(struct tui *t)
     stifle_history(1000);
     if (t->o->history) {
         history_path = make_history_path();
-        if (history_path)
-            read_history(history_path);
+        if (history_path && read_history(history_path) == 0)
+            swap_newlines(HIST_CR_TO_NL);
     }
     rl_callback_handler_install("> ", on_line);
     return 0;
@@ -224,6 +236,7 @@ void input_shutdown(struct tui *t)
     (void)t;
     rl_callback_handler_remove();
     if (history_path) {
+        swap_newlines(HIST_NL_TO_CR);
         write_history(history_path);
         history_truncate_file(history_path, 1000);
     }

@@ -94,7 +94,7 @@ static void at_exit_restore(void)
     }
 }
 
-static const int handled_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGWINCH };
+static const int handled_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGWINCH, SIGTSTP, SIGCONT };
 static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGQUIT };
 
 static void install_signals(void)
@@ -641,6 +641,20 @@ static void handle_resize(struct tui *t)
     t->dirty = true;
 }
 
+/* Ctrl-Z / SIGTSTP: give the terminal back, stop, and redraw everything when continued. */
+static void suspend(struct tui *t)
+{
+    endwin();
+    restore_terminal_raw();
+    kill(0, SIGSTOP);   /* the whole job, as a shell's Ctrl-Z, so the shell sees it stopped */
+    /* continued */
+    curses_on = 1;
+    fputs("\033[?2004h", stdout);
+    fflush(stdout);
+    reset_prog_mode();
+    handle_resize(t);
+}
+
 static void handle_key(struct tui *t, int r, wint_t ch)
 {
     bool code = r == KEY_CODE_YES;
@@ -755,6 +769,9 @@ static void handle_key(struct tui *t, int r, wint_t ch)
         t->focus = t->focus == FOCUS_INPUT ? FOCUS_PARAMS : FOCUS_INPUT;
         t->show_params = true;
         t->dirty = true;
+        return;
+    case 26:  /* Ctrl-Z */
+        suspend(t);
         return;
     case 19:  /* Ctrl-S */
         do_save(t, NULL);
@@ -969,11 +986,13 @@ int lc_tui_run(struct lc_options *o)
             unsigned char sigs[32];
             ssize_t n = read(sig_pipe[0], sigs, sizeof(sigs));
             for (ssize_t i = 0; i < n; i++) {
-                if (sigs[i] == SIGINT)
-                    stop_reply(t);
-                else if (sigs[i] == SIGWINCH)
+                if (sigs[i] == SIGINT && busy(t) && t->state != ST_LOADING) {
+                    stop_reply(t);   /* like Ctrl-C: stop the reply */
+                } else if (sigs[i] == SIGWINCH || sigs[i] == SIGCONT) {
                     handle_resize(t);
-                else {
+                } else if (sigs[i] == SIGTSTP) {
+                    suspend(t);
+                } else {   /* SIGTERM, SIGHUP, SIGINT while idle: quit */
                     t->quit = true;
                     t->exit_status = 128 + sigs[i];
                 }

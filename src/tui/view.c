@@ -427,6 +427,7 @@ static const char *const help_lines[] = {
     "F2            show/hide parameters",
     "Ctrl-S        save the transcript",
     "Ctrl-R        search the history",
+    "Ctrl-Z        suspend (fg continues)",
     "F1            this help",
     "",
     "Commands",
@@ -456,7 +457,7 @@ static void draw_help(struct tui *t, int rows, int cols)
         if (h < n + 2)
             li = y;   /* no room for the frame */
         if (li >= 0 && li < n)
-            put_str(y0 + y, x0 + 1, w, help_lines[li], a | (li == 0 || li == 14 ? A_BOLD : 0));
+            put_str(y0 + y, x0 + 1, w, help_lines[li], a | (li == 0 || !strcmp(help_lines[li], "Commands") ? A_BOLD : 0));
     }
 }
 

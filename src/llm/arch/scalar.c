@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "ggml-order-ew.h"
 
 /* ---------------------------------------------------------------- activation quantizers */
 
@@ -105,16 +106,6 @@ static void quantize_row_bf16(const float *x, void *vy, int64_t n)
  * reduce16 is _mm512_reduce_add_ps as GCC expands it: halves 256-bit, then 128-bit, then
  * (0+2, 1+3), then the last two.
  */
-static float reduce16(const float v[16])
-{
-    float t8[8], t4[4];
-    for (int i = 0; i < 8; i++)
-        t8[i] = v[i + 8] + v[i];
-    for (int i = 0; i < 4; i++)
-        t4[i] = t8[i + 4] + t8[i];
-    const float a = t4[0] + t4[2], b = t4[1] + t4[3];
-    return a + b;
-}
 
 /* Four 16-lane accumulators over the first n & ~63 elements, reduced to one float. */
 #define SIMD64_SUM(LOADX, LOADY, np, out)                                                        \
@@ -132,7 +123,7 @@ static float reduce16(const float v[16])
         }                                                                                        \
         for (int m_ = 0; m_ < 16; m_++)                                                          \
             acc_[0][m_] += acc_[1][m_];                                                          \
-        (out) = reduce16(acc_[0]);                                                               \
+        (out) = ew_reduce16(acc_[0]);                                                               \
     } while (0)
 
 static float dot_f32(const float *x, const float *y, int n)
@@ -184,7 +175,7 @@ static float tiny_dot_f32(const float *x, const float *y, int n)
     for (int l = 0; l < n; l += 16)
         for (int m = 0; m < 16; m++)
             acc[m] = fmaf(x[l + m], y[l + m], acc[m]);
-    return reduce16(acc);
+    return ew_reduce16(acc);
 }
 
 static float tiny_dot_f16(const lc_fp16 *x, const lc_fp16 *y, int n)
@@ -195,7 +186,7 @@ static float tiny_dot_f16(const lc_fp16 *x, const lc_fp16 *y, int n)
     for (int l = 0; l < n; l += 16)
         for (int m = 0; m < 16; m++)
             acc[m] = fmaf(LC_FP16_TO_FP32(x[l + m]), LC_FP16_TO_FP32(y[l + m]), acc[m]);
-    return reduce16(acc);
+    return ew_reduce16(acc);
 }
 
 static void gemm_f32(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
@@ -369,75 +360,6 @@ static void rms_norm(float *y, const float *x, const float *w, int n, float eps)
         y[i] = (x[i] * scale) * w[i];
 }
 
-/*
- * expf as ggml_v_expf (AVX-512), lane by lane: n = round(x / ln 2) by the 1.5 * 2^23 trick,
- * b = x - n ln 2 in two fused steps, a degree-5 polynomial in b, scaled by 2^n; |n| > 192
- * saturates to +inf or 0.  Within 1.5 ulp of expf, but not equal to it, hence the copy.
- */
-static float v_expf(float x)
-{
-    const float r = 0x1.8p23f;
-    const float z = fmaf(x, 0x1.715476p+0f, r);
-    const float n = z - r;
-    if (fabsf(n) > 192.0f || isnan(n))
-        return n > 0.0f ? INFINITY : 0.0f;
-    float b = fmaf(-n, 0x1.62e4p-1f, x);
-    b = fmaf(-n, 0x1.7f7d1cp-20f, b);
-    const float u = b * b;
-    const float p1 = fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f);
-    const float p2 = fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f);
-    const float p4 = fmaf(0x1.ffffecp-1f, b, 1.0f);
-    const float j = fmaf(fmaf(p1, u, p2), u, p4);
-    return ldexpf(j, (int)n);
-}
-
-/*
- * Softmax as ggml's soft_max on AVX-512: max in float; exp(x - max) by v_expf in blocks of 16,
- * each block's 16 values summed by reduce16 and added in double (the tail, n % 16, by expf one
- * at a time); every value then multiplied by the float reciprocal of the sum.  The caller pads
- * n to llama.cpp's KV length (a multiple of 32) with -INFINITY, which become exactly 0.
- */
-static void softmax(float *x, int n)
-{
-    float max = -INFINITY;
-    for (int i = 0; i < n; i++)
-        max = fmaxf(max, x[i]);
-    if (max == -INFINITY) { /* everything masked: define the result as all zeros */
-        for (int i = 0; i < n; i++)
-            x[i] = 0.0f;
-        return;
-    }
-    double sum = 0.0;
-    int i = 0;
-    for (; i + 15 < n; i += 16) {
-        for (int m = 0; m < 16; m++)
-            x[i + m] = v_expf(x[i + m] - max);
-        sum += (double)reduce16(x + i);
-    }
-    for (; i < n; i++) {
-        const float v = expf(x[i] - max);
-        sum += (double)v;
-        x[i] = v;
-    }
-    const float scale = (float)(1.0 / sum);
-    for (i = 0; i < n; i++)
-        x[i] *= scale;
-}
-
-/*
- * SwiGLU as llama.cpp's graph computes it (ggml_silu, then ggml_mul): silu(v) = v / (1 + e^-v)
- * with v_expf in blocks of 16 (ggml_v_silu), libm expf for the tail; then times u.
- */
-static void swiglu(float *y, const float *g, const float *u, int n)
-{
-    int i = 0;
-    for (; i + 15 < n; i += 16)
-        for (int m = 0; m < 16; m++)
-            y[i + m] = (g[i + m] / (1.0f + v_expf(0.0f - g[i + m]))) * u[i + m];
-    for (; i < n; i++)
-        y[i] = (g[i] / (1.0f + expf(-g[i]))) * u[i];
-}
-
 static void axpy_f16(float *y, float a, const lc_fp16 *x, int n)
 {
     for (int i = 0; i < n; i++)
@@ -477,8 +399,8 @@ const struct lc_kernels lc_kernels_scalar = {
         /* quantized types: vec_dot's order is also tinyBLAS's; callers loop vec_dot */
     },
     .rms_norm = rms_norm,
-    .softmax = softmax,
-    .swiglu = swiglu,
+    .softmax = ew_softmax,
+    .swiglu = ew_swiglu,
     .dot_f32 = dot_f32,
     .dot_f16 = dot_f16,
     .axpy_f16 = axpy_f16,

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "ggml-order-ew.h" /* softmax, SwiGLU: same bits as scalar.c, hardware FMA */
 
 #define INLINE static inline __attribute__((always_inline))
 
@@ -310,6 +311,8 @@ const struct lc_kernels lc_kernels_avx2 = {
         [LC_TYPE_Q8_0] = gemm_q8_0,
     },
     .rms_norm = rms_norm,
+    .softmax = ew_softmax,
+    .swiglu = ew_swiglu,
     .dot_f32 = dot_f32,
     .dot_f16 = dot_f16,
     .axpy_f16 = axpy_f16,
