@@ -27,6 +27,9 @@ typedef void (*lc_quantize_row_fn)(const float *x, void *y, int64_t n);
  *   s[c * ld_s + r] = dot(w row r, a row c)   for r in [0, nr), c in [0, nc)
  * w: nr rows of n weights of type T, w_stride bytes apart; a: nc activation rows of
  * vec_dot_type(T), a_stride bytes apart.  Each weight block loaded is used for several columns.
+ * Numerics (to agree with llama.cpp bit for bit, see scalar.c): for quantized T every output has
+ * the same bits as vec_dot; for F32/F16 it follows tinyBLAS's order (llama.cpp's path for
+ * batches of two or more tokens) where vec_dot follows ggml_vec_dot's (one token).
  */
 typedef void (*lc_gemm_fn)(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
                            const void *a, size_t a_stride, int nc);
