@@ -52,6 +52,7 @@ struct lc_context {
     float *kb, *vb;           /* (n_batch, n_kv) */
     float *att;               /* (n_batch, n_embd) attention output */
     float *hg, *hu;           /* (n_batch, n_ff) gate, up */
+    float *rope_cs;           /* (n_batch, n_rot) RoPE cos/sin of the batch's positions */
     float *scores;            /* (n_threads, n_ctx) attention scores per thread */
     lc_fp16 *q16;             /* (n_threads, max(head_dim, n_ctx)) q or p rounded to f16 */
     void *act;                /* activations converted to a vec_dot_type, (n_batch, max row) */
@@ -146,6 +147,7 @@ struct lc_context *lc_context_new(const struct lc_model *m, const struct lc_cont
     c->att = xcalloc(B * E, sizeof(float), &ok);
     c->hg = xcalloc(B * F, sizeof(float), &ok);
     c->hu = xcalloc(B * F, sizeof(float), &ok);
+    c->rope_cs = xcalloc(B * (size_t)(hp->n_rot > 0 ? hp->n_rot : 1), sizeof(float), &ok);
     c->scores = xcalloc((size_t)n_threads * (size_t)c->n_ctx, sizeof(float), &ok);
     c->q16 = xcalloc((size_t)n_threads * (size_t)(hp->head_dim > c->n_ctx ? hp->head_dim : c->n_ctx),
                      sizeof(lc_fp16), &ok);
@@ -180,6 +182,7 @@ void lc_context_free(struct lc_context *c)
     free(c->att);
     free(c->hg);
     free(c->hu);
+    free(c->rope_cs);
     free(c->scores);
     free(c->q16);
     free(c->act);
@@ -313,24 +316,37 @@ static void add_rows(float *x, const float *y, size_t n)
 /* ---------------------------------------------------------------- RoPE */
 
 /*
- * Rotate adjacent pairs (x[2i], x[2i+1]) of the first n_rot dims of each head by
- * theta_i = pos * freq_scale * base^(-2i/n_rot), computing theta by repeated multiplication
- * in float as ggml_rope_cache_init does.
+ * RoPE tables for the batch: for token i (position pos + i) and pair j, cos and sin of
+ * theta = pos * freq_scale * base^(-2j/n_rot), theta computed by repeated multiplication in
+ * float as ggml_rope_cache_init does.  Computed once per batch, used by every head of every
+ * layer.  rope_cs: (n_batch, n_rot) as [cos, sin] pairs.
  */
-static void rope(float *x, int n_heads, int head_dim, int n_rot, int pos, float base,
-                 float freq_scale)
+static void rope_tables(struct lc_context *c, int n_tok, int pos)
 {
-    const float theta_scale = powf(base, -2.0f / (float)n_rot);
+    const struct lc_hparams *hp = &c->model->hp;
+    const int n_rot = hp->n_rot;
+    const float theta_scale = powf(hp->rope_freq_base, -2.0f / (float)n_rot);
+    for (int i = 0; i < n_tok; i++) {
+        float *cs = c->rope_cs + (size_t)i * (size_t)n_rot;
+        float theta = (float)(pos + i);
+        for (int j = 0; j < n_rot; j += 2) {
+            const float th = hp->rope_freq_scale * theta;
+            cs[j] = cosf(th);
+            cs[j + 1] = sinf(th);
+            theta *= theta_scale;
+        }
+    }
+}
+
+/* Rotate adjacent pairs (x[2j], x[2j+1]) of the first n_rot dims of each head by the table cs. */
+static void rope(float *x, int n_heads, int head_dim, int n_rot, const float *cs)
+{
     for (int h = 0; h < n_heads; h++) {
         float *v = x + (size_t)h * (size_t)head_dim;
-        float theta = (float)pos;
-        for (int i = 0; i < n_rot; i += 2) {
-            const float th = freq_scale * theta;
-            const float cs = cosf(th), sn = sinf(th);
-            const float x0 = v[i], x1 = v[i + 1];
-            v[i] = x0 * cs - x1 * sn;
-            v[i + 1] = x0 * sn + x1 * cs;
-            theta *= theta_scale;
+        for (int j = 0; j < n_rot; j += 2) {
+            const float x0 = v[j], x1 = v[j + 1];
+            v[j] = x0 * cs[j] - x1 * cs[j + 1];
+            v[j + 1] = x0 * cs[j + 1] + x1 * cs[j];
         }
     }
 }
@@ -475,6 +491,7 @@ static int eval_batch(struct lc_context *c, const int32_t *tokens, int n_tok, in
         }
         lc_weight_get_row(&m->tok_embd, tokens[i], c->x + (size_t)i * (size_t)E);
     }
+    rope_tables(c, n_tok, pos);
     c->act_type = LC_TYPE_COUNT;
 
     for (int il = 0; il < hp->n_layer; il++) {
@@ -487,10 +504,9 @@ static int eval_batch(struct lc_context *c, const int32_t *tokens, int n_tok, in
         matmul(c, &L->wk, c->xb, (size_t)E, n_tok, c->kb, (size_t)KV);
         matmul(c, &L->wv, c->xb, (size_t)E, n_tok, c->vb, (size_t)KV);
         for (int i = 0; i < n_tok; i++) {
-            rope(c->q + (size_t)i * (size_t)E, hp->n_head, hp->head_dim, hp->n_rot, pos + i,
-                 hp->rope_freq_base, hp->rope_freq_scale);
-            rope(c->kb + (size_t)i * (size_t)KV, hp->n_head_kv, hp->head_dim, hp->n_rot, pos + i,
-                 hp->rope_freq_base, hp->rope_freq_scale);
+            const float *cs = c->rope_cs + (size_t)i * (size_t)hp->n_rot;
+            rope(c->q + (size_t)i * (size_t)E, hp->n_head, hp->head_dim, hp->n_rot, cs);
+            rope(c->kb + (size_t)i * (size_t)KV, hp->n_head_kv, hp->head_dim, hp->n_rot, cs);
         }
         store_kv(c, il, n_tok, pos);
         struct attn_task at = {c, il, n_tok, pos};
