@@ -378,35 +378,7 @@ DEFINE_FLOAT_DOT(dot_f16, lc_fp16, load_h4, LEFTOVER_F16, 0)
 DEFINE_FLOAT_DOT(tiny_dot_f32, float, vld1q_f32, LEFTOVER_F32, 1)
 DEFINE_FLOAT_DOT(tiny_dot_f16, lc_fp16, load_h4, LEFTOVER_F16, 1)
 
-static void gemm_f32(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
-                     const void *a, size_t a_stride, int nc)
-{
-    for (int c = 0; c < nc; c++)
-        for (int r = 0; r < nr; r++)
-            s[(size_t)c * ld_s + (size_t)r] =
-                tiny_dot_f32((const float *)((const char *)w + (size_t)r * w_stride),
-                             (const float *)((const char *)a + (size_t)c * a_stride), n);
-}
-
-static void gemm_f16(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
-                     const void *a, size_t a_stride, int nc)
-{
-    for (int c = 0; c < nc; c++)
-        for (int r = 0; r < nr; r++)
-            s[(size_t)c * ld_s + (size_t)r] =
-                tiny_dot_f16((const lc_fp16 *)((const char *)w + (size_t)r * w_stride),
-                             (const lc_fp16 *)((const char *)a + (size_t)c * a_stride), n);
-}
-
-static void vec_dot_f32(int n, float *s, const void *x, const void *y)
-{
-    *s = dot_f32(x, y, n);
-}
-
-static void vec_dot_f16(int n, float *s, const void *x, const void *y)
-{
-    *s = dot_f16(x, y, n);
-}
+#include "float-rows.h"
 
 /* RMS norm as scalar.c: float squares summed in double, then (x * scale) * w. */
 static void rms_norm(float *y, const float *x, const float *w, int n, float eps)

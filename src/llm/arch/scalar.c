@@ -155,16 +155,6 @@ static float dot_f16(const lc_fp16 *x, const lc_fp16 *y, int n)
     return (float)sum;
 }
 
-static void vec_dot_f32(int n, float *s, const void *x, const void *y)
-{
-    *s = dot_f32(x, y, n);
-}
-
-static void vec_dot_f16(int n, float *s, const void *x, const void *y)
-{
-    *s = dot_f16(x, y, n);
-}
-
 /* tinyBLAS order: one 16-lane fused accumulator per output over the row, then reduce16.
  * Rows whose length is not a multiple of 16 are not tinyBLAS's: use the vec_dot order. */
 static float tiny_dot_f32(const float *x, const float *y, int n)
@@ -189,25 +179,7 @@ static float tiny_dot_f16(const lc_fp16 *x, const lc_fp16 *y, int n)
     return ew_reduce16(acc);
 }
 
-static void gemm_f32(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
-                     const void *a, size_t a_stride, int nc)
-{
-    for (int c = 0; c < nc; c++)
-        for (int r = 0; r < nr; r++)
-            s[(size_t)c * ld_s + (size_t)r] =
-                tiny_dot_f32((const float *)((const uint8_t *)w + (size_t)r * w_stride),
-                             (const float *)((const uint8_t *)a + (size_t)c * a_stride), n);
-}
-
-static void gemm_f16(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
-                     const void *a, size_t a_stride, int nc)
-{
-    for (int c = 0; c < nc; c++)
-        for (int r = 0; r < nr; r++)
-            s[(size_t)c * ld_s + (size_t)r] =
-                tiny_dot_f16((const lc_fp16 *)((const uint8_t *)w + (size_t)r * w_stride),
-                             (const lc_fp16 *)((const uint8_t *)a + (size_t)c * a_stride), n);
-}
+#include "float-rows.h"
 
 static void vec_dot_bf16(int n, float *s, const void *vx, const void *vy)
 {
