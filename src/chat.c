@@ -1,5 +1,6 @@
 /* chat.c - the conversation and its transcripts (layout in chat.h). */
 #include "chat.h"
+#include "llm/strbuf.h"
 
 #include <errno.h>
 #include <json-c/json.h>
@@ -221,90 +222,49 @@ char *lc_chat_to_json(const struct lc_chat *c)
 
 /* ---------------------------------------------------------------- Markdown */
 
-struct buf {
-    char *s;
-    size_t n, cap;
-    bool oom;
-};
-
-static void b_put(struct buf *b, const char *s, size_t n)
-{
-    if (b->oom)
-        return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = (b->n + n + 1) * 2;
-        char *t = realloc(b->s, cap);
-        if (!t) {
-            b->oom = true;
-            return;
-        }
-        b->s = t;
-        b->cap = cap;
-    }
-    memcpy(b->s + b->n, s, n);
-    b->n += n;
-    b->s[b->n] = '\0';
-}
-
-static void b_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void b_printf(struct buf *b, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char *s = NULL;
-    int n = vasprintf(&s, fmt, ap);
-    va_end(ap);
-    if (n < 0) {
-        b->oom = true;
-        return;
-    }
-    b_put(b, s, (size_t)n);
-    free(s);
-}
-
-static void b_float(struct buf *b, const char *name, float f)
+static void b_float(struct lc_strbuf *b, const char *name, float f)
 {
     json_object *o = json_float(f);
-    b_printf(b, "%s %s", name, json_object_to_json_string(o));
+    lc_strbuf_printf(b, "%s %s", name, json_object_to_json_string(o));
     json_object_put(o);
 }
 
 char *lc_chat_to_markdown(const struct lc_chat *c)
 {
-    struct buf b = { 0 };
+    struct lc_strbuf b = { 0 };
     char ts[32];
     static const char *const heads[] = { "System", "User", "Assistant" };
     iso_time(time(NULL), ts, sizeof(ts));
-    b_printf(&b, "# llamachat transcript\n\n");
+    lc_strbuf_printf(&b, "# llamachat transcript\n\n");
     if (c->model)
-        b_printf(&b, "- model: %s\n", c->model);
-    b_printf(&b, "- saved: %s\n- parameters: ", ts);
+        lc_strbuf_printf(&b, "- model: %s\n", c->model);
+    lc_strbuf_printf(&b, "- saved: %s\n- parameters: ", ts);
     b_float(&b, "temp", c->params.temp);
-    b_printf(&b, ", top_k %d, ", c->params.top_k);
+    lc_strbuf_printf(&b, ", top_k %d, ", c->params.top_k);
     b_float(&b, "top_p", c->params.top_p);
-    b_put(&b, ", ", 2);
+    lc_strbuf_putn(&b, ", ", 2);
     b_float(&b, "min_p", c->params.min_p);
-    b_put(&b, ", ", 2);
+    lc_strbuf_putn(&b, ", ", 2);
     b_float(&b, "repeat_penalty", c->params.repeat_penalty);
-    b_printf(&b, ", repeat_last_n %d, max_tokens %d, seed ", c->params.repeat_last_n,
+    lc_strbuf_printf(&b, ", repeat_last_n %d, max_tokens %d, seed ", c->params.repeat_last_n,
              c->max_tokens);
     if (c->params.seed == LC_SEED_RANDOM)
-        b_printf(&b, "random\n");
+        lc_strbuf_printf(&b, "random\n");
     else
-        b_printf(&b, "%llu\n", (unsigned long long)c->params.seed);
+        lc_strbuf_printf(&b, "%llu\n", (unsigned long long)c->params.seed);
     for (size_t i = 0; i < c->n; i++) {
         const struct lc_message *m = &c->msgs[i];
         iso_time(m->time, ts, sizeof(ts));
-        b_printf(&b, "\n## %s (%s)\n\n", heads[m->role < 3 ? m->role : 0], ts);
-        b_put(&b, m->text, m->len);
+        lc_strbuf_printf(&b, "\n## %s (%s)\n\n", heads[m->role < 3 ? m->role : 0], ts);
+        lc_strbuf_putn(&b, m->text, m->len);
         if (m->len == 0 || m->text[m->len - 1] != '\n')
-            b_put(&b, "\n", 1);
+            lc_strbuf_putn(&b, "\n", 1);
     }
     if (b.oom) {
-        free(b.s);
+        free(b.p);
         return NULL;
     }
-    return b.s;
+    return b.p;
 }
 
 /* ---------------------------------------------------------------- files */

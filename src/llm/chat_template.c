@@ -10,6 +10,7 @@
  * ../shared/reference/chat-templates/cases.json record.  This file is UTF-8.
  */
 #include "chat_template.h"
+#include "strbuf.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -206,43 +207,6 @@ int lc_chat_template_detect(const char *t)
 /* ------------------------------------------------------------------ rendering */
 
 /* Growable output string; oom latches so callers check once at the end. */
-struct sbuf {
-    char *p;
-    size_t len, cap;
-    bool oom;
-};
-
-static void sb_putn(struct sbuf *b, const char *s, size_t n)
-{
-    if (b->oom)
-        return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n + 1) {
-            if (cap > ((size_t)-1) / 2) {
-                b->oom = true;
-                return;
-            }
-            cap *= 2;
-        }
-        char *q = realloc(b->p, cap);
-        if (!q) {
-            b->oom = true;
-            return;
-        }
-        b->p = q;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-
-static void sb_put(struct sbuf *b, const char *s)
-{
-    sb_putn(b, s, strlen(s));
-}
-
 /* The C-locale isspace set, as llama.cpp's trim() sees it. */
 static bool is_space(char c)
 {
@@ -250,7 +214,7 @@ static bool is_space(char c)
 }
 
 /* Append s without leading and trailing white space (Jinja's |trim, Python's .strip()). */
-static void sb_put_trim(struct sbuf *b, const char *s)
+static void sb_put_trim(struct lc_strbuf *b, const char *s)
 {
     size_t n = strlen(s);
     while (n > 0 && is_space(*s)) {
@@ -259,15 +223,15 @@ static void sb_put_trim(struct sbuf *b, const char *s)
     }
     while (n > 0 && is_space(s[n - 1]))
         n--;
-    sb_putn(b, s, n);
+    lc_strbuf_putn(b, s, n);
 }
 
-static void sb_content(struct sbuf *b, const char *s, bool trim)
+static void sb_content(struct lc_strbuf *b, const char *s, bool trim)
 {
     if (trim)
         sb_put_trim(b, s);
     else
-        sb_put(b, s);
+        lc_strbuf_put(b, s);
 }
 
 static const char *role_name(enum lc_chat_role r)
@@ -296,37 +260,37 @@ static void set_err(char **err, const char *fmt, ...)
 
 /* Llama-2 family: "[INST] " opens a turn, the user text ends with " [/INST]", the assistant
  * reply with "</s>".  The first "[INST] " comes without BOS (the tokenizer adds it). */
-static void render_llama2(struct sbuf *b, int id, const struct lc_chat_msg *m, size_t n)
+static void render_llama2(struct lc_strbuf *b, int id, const struct lc_chat_msg *m, size_t n)
 {
     bool with_sys = id != LC_CHAT_TEMPLATE_LLAMA_2;
     bool bos_in_history = id == LC_CHAT_TEMPLATE_LLAMA_2_SYS_BOS;
     bool strip = id == LC_CHAT_TEMPLATE_LLAMA_2_SYS_STRIP;
     bool in_turn = true;
-    sb_put(b, "[INST] ");
+    lc_strbuf_put(b, "[INST] ");
     for (size_t i = 0; i < n; i++) {
         if (!in_turn) {
             in_turn = true;
-            sb_put(b, bos_in_history ? "<s>[INST] " : "[INST] ");
+            lc_strbuf_put(b, bos_in_history ? "<s>[INST] " : "[INST] ");
         }
         switch (m[i].role) {
         case LC_ROLE_SYSTEM:
             if (with_sys) {
-                sb_put(b, "<<SYS>>\n");
+                lc_strbuf_put(b, "<<SYS>>\n");
                 sb_content(b, m[i].content, strip);
-                sb_put(b, "\n<</SYS>>\n\n");
+                lc_strbuf_put(b, "\n<</SYS>>\n\n");
             } else {
                 /* no system role: the text still leads the first instruction */
                 sb_content(b, m[i].content, strip);
-                sb_put(b, "\n");
+                lc_strbuf_put(b, "\n");
             }
             break;
         case LC_ROLE_USER:
             sb_content(b, m[i].content, strip);
-            sb_put(b, " [/INST]");
+            lc_strbuf_put(b, " [/INST]");
             break;
         case LC_ROLE_ASSISTANT:
             sb_content(b, m[i].content, strip);
-            sb_put(b, "</s>");
+            lc_strbuf_put(b, "</s>");
             in_turn = false;
             break;
         }
@@ -335,7 +299,7 @@ static void render_llama2(struct sbuf *b, int id, const struct lc_chat_msg *m, s
 
 /* Mistral v1 / v3 / v3-tekken (mistralai/cookbook, concept-deep-dive/tokenization): they differ
  * only in the spaces around [INST] and in trimming the assistant reply (v3). */
-static void render_mistral(struct sbuf *b, int id, const struct lc_chat_msg *m, size_t n)
+static void render_mistral(struct lc_strbuf *b, int id, const struct lc_chat_msg *m, size_t n)
 {
     const char *lead = id == LC_CHAT_TEMPLATE_MISTRAL_V1 ? " " : "";
     const char *trail = id == LC_CHAT_TEMPLATE_MISTRAL_V3_TEKKEN ? "" : " ";
@@ -343,25 +307,25 @@ static void render_mistral(struct sbuf *b, int id, const struct lc_chat_msg *m, 
     bool in_turn = false;
     for (size_t i = 0; i < n; i++) {
         if (!in_turn) {
-            sb_put(b, lead);
-            sb_put(b, "[INST]");
-            sb_put(b, trail);
+            lc_strbuf_put(b, lead);
+            lc_strbuf_put(b, "[INST]");
+            lc_strbuf_put(b, trail);
             in_turn = true;
         }
         switch (m[i].role) {
         case LC_ROLE_SYSTEM:
-            sb_put(b, m[i].content);
-            sb_put(b, "\n\n");
+            lc_strbuf_put(b, m[i].content);
+            lc_strbuf_put(b, "\n\n");
             break;
         case LC_ROLE_USER:
-            sb_put(b, m[i].content);
-            sb_put(b, lead);
-            sb_put(b, "[/INST]");
+            lc_strbuf_put(b, m[i].content);
+            lc_strbuf_put(b, lead);
+            lc_strbuf_put(b, "[/INST]");
             break;
         case LC_ROLE_ASSISTANT:
-            sb_put(b, trail);
+            lc_strbuf_put(b, trail);
             sb_content(b, m[i].content, trim_reply);
-            sb_put(b, "</s>");
+            lc_strbuf_put(b, "</s>");
             in_turn = false;
             break;
         }
@@ -370,53 +334,53 @@ static void render_mistral(struct sbuf *b, int id, const struct lc_chat_msg *m, 
 
 /* Gemma has no system role and calls the assistant "model": system text (trimmed, several
  * concatenated) is put in front of the next user turn, separated by a blank line. */
-static void render_gemma(struct sbuf *b, const struct lc_chat_msg *m, size_t n, bool add_ass)
+static void render_gemma(struct lc_strbuf *b, const struct lc_chat_msg *m, size_t n, bool add_ass)
 {
-    struct sbuf sys = { 0 };
+    struct lc_strbuf sys = { 0 };
     for (size_t i = 0; i < n; i++) {
         if (m[i].role == LC_ROLE_SYSTEM) {
             sb_put_trim(&sys, m[i].content);
             continue;
         }
         bool is_user = m[i].role == LC_ROLE_USER;
-        sb_put(b, is_user ? "<start_of_turn>user\n" : "<start_of_turn>model\n");
+        lc_strbuf_put(b, is_user ? "<start_of_turn>user\n" : "<start_of_turn>model\n");
         if (is_user && sys.len > 0) {
-            sb_putn(b, sys.p, sys.len);
-            sb_put(b, "\n\n");
+            lc_strbuf_putn(b, sys.p, sys.len);
+            lc_strbuf_put(b, "\n\n");
             sys.len = 0;
         }
         sb_put_trim(b, m[i].content);
-        sb_put(b, "<end_of_turn>\n");
+        lc_strbuf_put(b, "<end_of_turn>\n");
     }
     if (sys.oom)
         b->oom = true;
     free(sys.p);
     if (add_ass)
-        sb_put(b, "<start_of_turn>model\n");
+        lc_strbuf_put(b, "<start_of_turn>model\n");
 }
 
 /* Orion: no system role either; the user turn already ends with the assistant header. */
-static void render_orion(struct sbuf *b, const struct lc_chat_msg *m, size_t n)
+static void render_orion(struct lc_strbuf *b, const struct lc_chat_msg *m, size_t n)
 {
-    struct sbuf sys = { 0 };
+    struct lc_strbuf sys = { 0 };
     for (size_t i = 0; i < n; i++) {
         switch (m[i].role) {
         case LC_ROLE_SYSTEM:
-            sb_put(&sys, m[i].content);
+            lc_strbuf_put(&sys, m[i].content);
             break;
         case LC_ROLE_USER:
-            sb_put(b, "Human: ");
+            lc_strbuf_put(b, "Human: ");
             if (sys.len > 0) {
-                sb_putn(b, sys.p, sys.len);
-                sb_put(b, "\n\n");
+                lc_strbuf_putn(b, sys.p, sys.len);
+                lc_strbuf_put(b, "\n\n");
                 sys.len = 0;
             }
-            sb_put(b, m[i].content);
-            sb_put(b, "\n\nAssistant: </s>");
+            lc_strbuf_put(b, m[i].content);
+            lc_strbuf_put(b, "\n\nAssistant: </s>");
             break;
         case LC_ROLE_ASSISTANT:
-            sb_put(b, m[i].content);
-            sb_put(b, "</s>");
+            lc_strbuf_put(b, m[i].content);
+            lc_strbuf_put(b, "</s>");
             break;
         }
     }
@@ -426,23 +390,23 @@ static void render_orion(struct sbuf *b, const struct lc_chat_msg *m, size_t n)
 }
 
 /* Append the rendering of m[0..n-1] in family id to b (roles and contents already checked). */
-static void render(struct sbuf *b, int id, const struct lc_chat_msg *m, size_t n, bool add_ass)
+static void render(struct lc_strbuf *b, int id, const struct lc_chat_msg *m, size_t n, bool add_ass)
 {
     switch ((enum lc_chat_template_id)id) {
     case LC_CHAT_TEMPLATE_NONE:
         for (size_t i = 0; i < n; i++)
-            sb_put(b, m[i].content);
+            lc_strbuf_put(b, m[i].content);
         break;
     case LC_CHAT_TEMPLATE_CHATML:
         for (size_t i = 0; i < n; i++) {
-            sb_put(b, "<|im_start|>");
-            sb_put(b, role_name(m[i].role));
-            sb_put(b, "\n");
-            sb_put(b, m[i].content);
-            sb_put(b, "<|im_end|>\n");
+            lc_strbuf_put(b, "<|im_start|>");
+            lc_strbuf_put(b, role_name(m[i].role));
+            lc_strbuf_put(b, "\n");
+            lc_strbuf_put(b, m[i].content);
+            lc_strbuf_put(b, "<|im_end|>\n");
         }
         if (add_ass)
-            sb_put(b, "<|im_start|>assistant\n");
+            lc_strbuf_put(b, "<|im_start|>assistant\n");
         break;
     case LC_CHAT_TEMPLATE_LLAMA_2:
     case LC_CHAT_TEMPLATE_LLAMA_2_SYS:
@@ -461,16 +425,16 @@ static void render(struct sbuf *b, int id, const struct lc_chat_msg *m, size_t n
         const char *sp = id == LC_CHAT_TEMPLATE_MISTRAL_V7 ? " " : "";
         for (size_t i = 0; i < n; i++) {
             switch (m[i].role) {
-            case LC_ROLE_SYSTEM: sb_put(b, "[SYSTEM_PROMPT]"); break;
-            case LC_ROLE_USER: sb_put(b, "[INST]"); break;
+            case LC_ROLE_SYSTEM: lc_strbuf_put(b, "[SYSTEM_PROMPT]"); break;
+            case LC_ROLE_USER: lc_strbuf_put(b, "[INST]"); break;
             case LC_ROLE_ASSISTANT: break;
             }
-            sb_put(b, sp);
-            sb_put(b, m[i].content);
+            lc_strbuf_put(b, sp);
+            lc_strbuf_put(b, m[i].content);
             switch (m[i].role) {
-            case LC_ROLE_SYSTEM: sb_put(b, "[/SYSTEM_PROMPT]"); break;
-            case LC_ROLE_USER: sb_put(b, "[/INST]"); break;
-            case LC_ROLE_ASSISTANT: sb_put(b, "</s>"); break;
+            case LC_ROLE_SYSTEM: lc_strbuf_put(b, "[/SYSTEM_PROMPT]"); break;
+            case LC_ROLE_USER: lc_strbuf_put(b, "[/INST]"); break;
+            case LC_ROLE_ASSISTANT: lc_strbuf_put(b, "</s>"); break;
             }
         }
         break;
@@ -480,40 +444,40 @@ static void render(struct sbuf *b, int id, const struct lc_chat_msg *m, size_t n
     case LC_CHAT_TEMPLATE_ZEPHYR:
         /* <|role|>\n content end, with end "<|end|>\n", "\n", "<|endoftext|>\n" */
         for (size_t i = 0; i < n; i++) {
-            sb_put(b, "<|");
-            sb_put(b, role_name(m[i].role));
-            sb_put(b, "|>\n");
-            sb_put(b, m[i].content);
-            sb_put(b, id == LC_CHAT_TEMPLATE_PHI_3     ? "<|end|>\n"
+            lc_strbuf_put(b, "<|");
+            lc_strbuf_put(b, role_name(m[i].role));
+            lc_strbuf_put(b, "|>\n");
+            lc_strbuf_put(b, m[i].content);
+            lc_strbuf_put(b, id == LC_CHAT_TEMPLATE_PHI_3     ? "<|end|>\n"
                       : id == LC_CHAT_TEMPLATE_ZEPHYR ? "<|endoftext|>\n"
                                                       : "\n");
         }
         if (add_ass)
-            sb_put(b, "<|assistant|>\n");
+            lc_strbuf_put(b, "<|assistant|>\n");
         break;
     case LC_CHAT_TEMPLATE_PHI_4:
         for (size_t i = 0; i < n; i++) {
-            sb_put(b, "<|im_start|>");
-            sb_put(b, role_name(m[i].role));
-            sb_put(b, "<|im_sep|>");
-            sb_put(b, m[i].content);
-            sb_put(b, "<|im_end|>");
+            lc_strbuf_put(b, "<|im_start|>");
+            lc_strbuf_put(b, role_name(m[i].role));
+            lc_strbuf_put(b, "<|im_sep|>");
+            lc_strbuf_put(b, m[i].content);
+            lc_strbuf_put(b, "<|im_end|>");
         }
         if (add_ass)
-            sb_put(b, "<|im_start|>assistant<|im_sep|>");
+            lc_strbuf_put(b, "<|im_start|>assistant<|im_sep|>");
         break;
     case LC_CHAT_TEMPLATE_MONARCH:
         /* mlabonne/AlphaMonarch-7B: BOS opens every message; the first one is the tokenizer's */
         for (size_t i = 0; i < n; i++) {
             if (i > 0)
-                sb_put(b, "<s>");
-            sb_put(b, role_name(m[i].role));
-            sb_put(b, "\n");
-            sb_put(b, m[i].content);
-            sb_put(b, "</s>\n");
+                lc_strbuf_put(b, "<s>");
+            lc_strbuf_put(b, role_name(m[i].role));
+            lc_strbuf_put(b, "\n");
+            lc_strbuf_put(b, m[i].content);
+            lc_strbuf_put(b, "</s>\n");
         }
         if (add_ass)
-            sb_put(b, "<s>assistant\n");
+            lc_strbuf_put(b, "<s>assistant\n");
         break;
     case LC_CHAT_TEMPLATE_GEMMA:
         render_gemma(b, m, n, add_ass);
@@ -524,14 +488,14 @@ static void render(struct sbuf *b, int id, const struct lc_chat_msg *m, size_t n
     case LC_CHAT_TEMPLATE_OPENCHAT:
         for (size_t i = 0; i < n; i++) {
             if (m[i].role == LC_ROLE_USER)
-                sb_put(b, "GPT4 Correct User: ");
+                lc_strbuf_put(b, "GPT4 Correct User: ");
             else if (m[i].role == LC_ROLE_ASSISTANT)
-                sb_put(b, "GPT4 Correct Assistant: ");
-            sb_put(b, m[i].content);
-            sb_put(b, "<|end_of_turn|>");
+                lc_strbuf_put(b, "GPT4 Correct Assistant: ");
+            lc_strbuf_put(b, m[i].content);
+            lc_strbuf_put(b, "<|end_of_turn|>");
         }
         if (add_ass)
-            sb_put(b, "GPT4 Correct Assistant:");
+            lc_strbuf_put(b, "GPT4 Correct Assistant:");
         break;
     case LC_CHAT_TEMPLATE_VICUNA:
     case LC_CHAT_TEMPLATE_VICUNA_ORCA:
@@ -539,49 +503,49 @@ static void render(struct sbuf *b, int id, const struct lc_chat_msg *m, size_t n
             switch (m[i].role) {
             case LC_ROLE_SYSTEM:
                 if (id == LC_CHAT_TEMPLATE_VICUNA_ORCA) {
-                    sb_put(b, "SYSTEM: ");
-                    sb_put(b, m[i].content);
-                    sb_put(b, "\n");
+                    lc_strbuf_put(b, "SYSTEM: ");
+                    lc_strbuf_put(b, m[i].content);
+                    lc_strbuf_put(b, "\n");
                 } else {
-                    sb_put(b, m[i].content);
-                    sb_put(b, "\n\n");
+                    lc_strbuf_put(b, m[i].content);
+                    lc_strbuf_put(b, "\n\n");
                 }
                 break;
             case LC_ROLE_USER:
-                sb_put(b, "USER: ");
-                sb_put(b, m[i].content);
-                sb_put(b, "\n");
+                lc_strbuf_put(b, "USER: ");
+                lc_strbuf_put(b, m[i].content);
+                lc_strbuf_put(b, "\n");
                 break;
             case LC_ROLE_ASSISTANT:
-                sb_put(b, "ASSISTANT: ");
-                sb_put(b, m[i].content);
-                sb_put(b, "</s>\n");
+                lc_strbuf_put(b, "ASSISTANT: ");
+                lc_strbuf_put(b, m[i].content);
+                lc_strbuf_put(b, "</s>\n");
                 break;
             }
         }
         if (add_ass)
-            sb_put(b, "ASSISTANT:");
+            lc_strbuf_put(b, "ASSISTANT:");
         break;
     case LC_CHAT_TEMPLATE_DEEPSEEK:
         for (size_t i = 0; i < n; i++) {
             switch (m[i].role) {
             case LC_ROLE_SYSTEM:
-                sb_put(b, m[i].content);
+                lc_strbuf_put(b, m[i].content);
                 break;
             case LC_ROLE_USER:
-                sb_put(b, "### Instruction:\n");
-                sb_put(b, m[i].content);
-                sb_put(b, "\n");
+                lc_strbuf_put(b, "### Instruction:\n");
+                lc_strbuf_put(b, m[i].content);
+                lc_strbuf_put(b, "\n");
                 break;
             case LC_ROLE_ASSISTANT:
-                sb_put(b, "### Response:\n");
-                sb_put(b, m[i].content);
-                sb_put(b, "\n<|EOT|>\n");
+                lc_strbuf_put(b, "### Response:\n");
+                lc_strbuf_put(b, m[i].content);
+                lc_strbuf_put(b, "\n<|EOT|>\n");
                 break;
             }
         }
         if (add_ass)
-            sb_put(b, "### Response:\n");
+            lc_strbuf_put(b, "### Response:\n");
         break;
     case LC_CHAT_TEMPLATE_DEEPSEEK_2:
     case LC_CHAT_TEMPLATE_DEEPSEEK_3: {
@@ -589,47 +553,47 @@ static void render(struct sbuf *b, int id, const struct lc_chat_msg *m, size_t n
         for (size_t i = 0; i < n; i++) {
             switch (m[i].role) {
             case LC_ROLE_SYSTEM:
-                sb_put(b, m[i].content);
-                sb_put(b, "\n\n");
+                lc_strbuf_put(b, m[i].content);
+                lc_strbuf_put(b, "\n\n");
                 break;
             case LC_ROLE_USER:
-                sb_put(b, v3 ? "<｜User｜>" : "User: ");
-                sb_put(b, m[i].content);
+                lc_strbuf_put(b, v3 ? "<｜User｜>" : "User: ");
+                lc_strbuf_put(b, m[i].content);
                 if (!v3)
-                    sb_put(b, "\n\n");
+                    lc_strbuf_put(b, "\n\n");
                 break;
             case LC_ROLE_ASSISTANT:
-                sb_put(b, v3 ? "<｜Assistant｜>" : "Assistant: ");
-                sb_put(b, m[i].content);
-                sb_put(b, "<｜end▁of▁sentence｜>");
+                lc_strbuf_put(b, v3 ? "<｜Assistant｜>" : "Assistant: ");
+                lc_strbuf_put(b, m[i].content);
+                lc_strbuf_put(b, "<｜end▁of▁sentence｜>");
                 break;
             }
         }
         if (add_ass)
-            sb_put(b, v3 ? "<｜Assistant｜>" : "Assistant:");
+            lc_strbuf_put(b, v3 ? "<｜Assistant｜>" : "Assistant:");
         break;
     }
     case LC_CHAT_TEMPLATE_COMMAND_R:
         for (size_t i = 0; i < n; i++) {
-            sb_put(b, m[i].role == LC_ROLE_SYSTEM ? "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>"
+            lc_strbuf_put(b, m[i].role == LC_ROLE_SYSTEM ? "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>"
                       : m[i].role == LC_ROLE_USER ? "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>"
                                                   : "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>");
             sb_put_trim(b, m[i].content);
-            sb_put(b, "<|END_OF_TURN_TOKEN|>");
+            lc_strbuf_put(b, "<|END_OF_TURN_TOKEN|>");
         }
         if (add_ass)
-            sb_put(b, "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>");
+            lc_strbuf_put(b, "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>");
         break;
     case LC_CHAT_TEMPLATE_LLAMA_3:
         for (size_t i = 0; i < n; i++) {
-            sb_put(b, "<|start_header_id|>");
-            sb_put(b, role_name(m[i].role));
-            sb_put(b, "<|end_header_id|>\n\n");
+            lc_strbuf_put(b, "<|start_header_id|>");
+            lc_strbuf_put(b, role_name(m[i].role));
+            lc_strbuf_put(b, "<|end_header_id|>\n\n");
             sb_put_trim(b, m[i].content);
-            sb_put(b, "<|eot_id|>");
+            lc_strbuf_put(b, "<|eot_id|>");
         }
         if (add_ass)
-            sb_put(b, "<|start_header_id|>assistant<|end_header_id|>\n\n");
+            lc_strbuf_put(b, "<|start_header_id|>assistant<|end_header_id|>\n\n");
         break;
     case LC_CHAT_TEMPLATE_CHATGLM_3:
     case LC_CHAT_TEMPLATE_CHATGLM_4:
@@ -637,24 +601,24 @@ static void render(struct sbuf *b, int id, const struct lc_chat_msg *m, size_t n
         /* <|role|>\n content; ChatGLM3 adds a space after the newline, ChatGLM3/4 open with a
          * fixed [gMASK] prefix, GLMEdge has none */
         if (id == LC_CHAT_TEMPLATE_CHATGLM_3)
-            sb_put(b, "[gMASK]sop");
+            lc_strbuf_put(b, "[gMASK]sop");
         else if (id == LC_CHAT_TEMPLATE_CHATGLM_4)
-            sb_put(b, "[gMASK]<sop>");
+            lc_strbuf_put(b, "[gMASK]<sop>");
         for (size_t i = 0; i < n; i++) {
-            sb_put(b, "<|");
-            sb_put(b, role_name(m[i].role));
-            sb_put(b, id == LC_CHAT_TEMPLATE_CHATGLM_3 ? "|>\n " : "|>\n");
-            sb_put(b, m[i].content);
+            lc_strbuf_put(b, "<|");
+            lc_strbuf_put(b, role_name(m[i].role));
+            lc_strbuf_put(b, id == LC_CHAT_TEMPLATE_CHATGLM_3 ? "|>\n " : "|>\n");
+            lc_strbuf_put(b, m[i].content);
         }
         if (add_ass)
-            sb_put(b, "<|assistant|>");
+            lc_strbuf_put(b, "<|assistant|>");
         break;
     case LC_CHAT_TEMPLATE_MINICPM:
         for (size_t i = 0; i < n; i++) {
             if (m[i].role == LC_ROLE_USER) {
-                sb_put(b, "<用户>");
+                lc_strbuf_put(b, "<用户>");
                 sb_put_trim(b, m[i].content);
-                sb_put(b, "<AI>");
+                lc_strbuf_put(b, "<AI>");
             } else {
                 sb_put_trim(b, m[i].content);
             }
@@ -665,84 +629,84 @@ static void render(struct sbuf *b, int id, const struct lc_chat_msg *m, size_t n
         for (size_t i = 0; i < n; i++) {
             switch (m[i].role) {
             case LC_ROLE_SYSTEM:
-                sb_put(b, "[|system|]");
+                lc_strbuf_put(b, "[|system|]");
                 sb_put_trim(b, m[i].content);
-                sb_put(b, "[|endofturn|]\n");
+                lc_strbuf_put(b, "[|endofturn|]\n");
                 break;
             case LC_ROLE_USER:
-                sb_put(b, "[|user|]");
+                lc_strbuf_put(b, "[|user|]");
                 sb_put_trim(b, m[i].content);
-                sb_put(b, "\n");
+                lc_strbuf_put(b, "\n");
                 break;
             case LC_ROLE_ASSISTANT:
-                sb_put(b, "[|assistant|]");
+                lc_strbuf_put(b, "[|assistant|]");
                 sb_put_trim(b, m[i].content);
-                sb_put(b, "[|endofturn|]\n");
+                lc_strbuf_put(b, "[|endofturn|]\n");
                 break;
             }
         }
         if (add_ass)
-            sb_put(b, "[|assistant|]");
+            lc_strbuf_put(b, "[|assistant|]");
         break;
     case LC_CHAT_TEMPLATE_RWKV_WORLD:
         /* "\n\n" is the model's end of turn; the header after the last user turn is always
          * written, as llama.cpp does */
         for (size_t i = 0; i < n; i++) {
-            sb_put(b, m[i].role == LC_ROLE_SYSTEM ? "System: "
+            lc_strbuf_put(b, m[i].role == LC_ROLE_SYSTEM ? "System: "
                       : m[i].role == LC_ROLE_USER ? "User: "
                                                   : "Assistant: ");
             sb_put_trim(b, m[i].content);
-            sb_put(b, "\n\n");
+            lc_strbuf_put(b, "\n\n");
             if (m[i].role == LC_ROLE_USER && i == n - 1)
-                sb_put(b, "Assistant:");
+                lc_strbuf_put(b, "Assistant:");
         }
         break;
     case LC_CHAT_TEMPLATE_GRANITE:
         for (size_t i = 0; i < n; i++) {
-            sb_put(b, "<|start_of_role|>");
-            sb_put(b, role_name(m[i].role));
-            sb_put(b, "<|end_of_role|>");
-            sb_put(b, m[i].content);
-            sb_put(b, "<|end_of_text|>\n");
+            lc_strbuf_put(b, "<|start_of_role|>");
+            lc_strbuf_put(b, role_name(m[i].role));
+            lc_strbuf_put(b, "<|end_of_role|>");
+            lc_strbuf_put(b, m[i].content);
+            lc_strbuf_put(b, "<|end_of_text|>\n");
         }
         if (add_ass)
-            sb_put(b, "<|start_of_role|>assistant<|end_of_role|>\n");
+            lc_strbuf_put(b, "<|start_of_role|>assistant<|end_of_role|>\n");
         break;
     case LC_CHAT_TEMPLATE_GIGACHAT: {
         /* ai-sage/GigaChat: only a leading system message is kept; every user turn is followed
          * by an empty function list */
         size_t i = 0;
-        sb_put(b, "<s>");
+        lc_strbuf_put(b, "<s>");
         if (n > 0 && m[0].role == LC_ROLE_SYSTEM) {
-            sb_put(b, m[0].content);
-            sb_put(b, "<|message_sep|>");
+            lc_strbuf_put(b, m[0].content);
+            lc_strbuf_put(b, "<|message_sep|>");
             i = 1;
         }
         for (; i < n; i++) {
             if (m[i].role == LC_ROLE_USER) {
-                sb_put(b, "user<|role_sep|>");
-                sb_put(b, m[i].content);
-                sb_put(b, "<|message_sep|>available functions<|role_sep|>[]<|message_sep|>");
+                lc_strbuf_put(b, "user<|role_sep|>");
+                lc_strbuf_put(b, m[i].content);
+                lc_strbuf_put(b, "<|message_sep|>available functions<|role_sep|>[]<|message_sep|>");
             } else if (m[i].role == LC_ROLE_ASSISTANT) {
-                sb_put(b, "assistant<|role_sep|>");
-                sb_put(b, m[i].content);
-                sb_put(b, "<|message_sep|>");
+                lc_strbuf_put(b, "assistant<|role_sep|>");
+                lc_strbuf_put(b, m[i].content);
+                lc_strbuf_put(b, "<|message_sep|>");
             }
         }
         if (add_ass)
-            sb_put(b, "assistant<|role_sep|>");
+            lc_strbuf_put(b, "assistant<|role_sep|>");
         break;
     }
     case LC_CHAT_TEMPLATE_MEGREZ:
         for (size_t i = 0; i < n; i++) {
-            sb_put(b, "<|role_start|>");
-            sb_put(b, role_name(m[i].role));
-            sb_put(b, "<|role_end|>");
-            sb_put(b, m[i].content);
-            sb_put(b, "<|turn_end|>");
+            lc_strbuf_put(b, "<|role_start|>");
+            lc_strbuf_put(b, role_name(m[i].role));
+            lc_strbuf_put(b, "<|role_end|>");
+            lc_strbuf_put(b, m[i].content);
+            lc_strbuf_put(b, "<|turn_end|>");
         }
         if (add_ass)
-            sb_put(b, "<|role_start|>assistant<|role_end|>");
+            lc_strbuf_put(b, "<|role_start|>assistant<|role_end|>");
         break;
     case LC_CHAT_TEMPLATE_COUNT:
         break;
@@ -773,8 +737,8 @@ char *lc_chat_template_apply(int id, const struct lc_chat_msg *msgs, size_t n,
             return NULL;
         }
     }
-    struct sbuf b = { 0 };
-    sb_putn(&b, "", 0);  /* an empty conversation still gives a valid "" */
+    struct lc_strbuf b = { 0 };
+    lc_strbuf_putn(&b, "", 0);  /* an empty conversation still gives a valid "" */
     render(&b, id, msgs, n, add_assistant_prefix);
     if (b.oom) {
         free(b.p);
