@@ -369,26 +369,30 @@ struct attn_task {
     int layer, n_tok, pos;
 };
 
-/* dot of two f16 rows in the order llama.cpp uses: tinyBLAS for batches, vec_dot for one token */
-static float dot16(const struct lc_kernels *k, bool batch, const lc_fp16 *x, const lc_fp16 *y,
-                   int n)
+/*
+ * s[r] = dot(x row r, y) for r in [0, nr), rows x_stride elements apart, in the order llama.cpp
+ * uses: tinyBLAS for batches (the gemm entry), vec_dot for one token.
+ */
+static void dots16(const struct lc_kernels *k, bool batch, float *s, const lc_fp16 *x,
+                   size_t x_stride, int nr, const lc_fp16 *y, int n)
 {
     if (batch && k->gemm[LC_TYPE_F16]) {
-        float s;
-        k->gemm[LC_TYPE_F16](n, &s, 1, x, 0, 1, y, 0, 1);
-        return s;
+        k->gemm[LC_TYPE_F16](n, s, 1, x, x_stride * sizeof *x, nr, y, 0, 1);
+        return;
     }
-    return k->dot_f16(x, y, n);
+    for (int r = 0; r < nr; r++)
+        s[r] = k->dot_f16(x + (size_t)r * x_stride, y, n);
 }
 
-static float dot32(const struct lc_kernels *k, bool batch, const float *x, const float *y, int n)
+static void dots32(const struct lc_kernels *k, bool batch, float *s, const float *x,
+                   size_t x_stride, int nr, const float *y, int n)
 {
     if (batch && k->gemm[LC_TYPE_F32]) {
-        float s;
-        k->gemm[LC_TYPE_F32](n, &s, 1, x, 0, 1, y, 0, 1);
-        return s;
+        k->gemm[LC_TYPE_F32](n, s, 1, x, x_stride * sizeof *x, nr, y, 0, 1);
+        return;
     }
-    return k->dot_f32(x, y, n);
+    for (int r = 0; r < nr; r++)
+        s[r] = k->dot_f32(x + (size_t)r * x_stride, y, n);
 }
 
 /*
@@ -421,31 +425,27 @@ static void attention_heads(void *arg, int ith, int nth)
         float *out = c->att + (size_t)i * (size_t)hp->n_embd + (size_t)h * (size_t)hd;
         if (c->kv_type == LC_TYPE_F16) {
             const lc_fp16 *kc = (const lc_fp16 *)c->k_cache + layer_off + (size_t)kvh * (size_t)hd;
-            for (int d = 0; d < hd; d++)
-                q16[d] = lc_fp32_to_fp16(q[d]);
-            for (int j = 0; j < n_keys; j++)
-                scores[j] = dot16(k, batch, kc + (size_t)j * (size_t)c->n_kv, q16, hd) * scale;
+            k->quantize_row[LC_TYPE_F16](q, q16, hd);
+            dots16(k, batch, scores, kc, (size_t)c->n_kv, n_keys, q16, hd);
         } else {
             const float *kc = (const float *)c->k_cache + layer_off + (size_t)kvh * (size_t)hd;
-            for (int j = 0; j < n_keys; j++)
-                scores[j] = dot32(k, batch, kc + (size_t)j * (size_t)c->n_kv, q, hd) * scale;
+            dots32(k, batch, scores, kc, (size_t)c->n_kv, n_keys, q, hd);
         }
+        for (int j = 0; j < n_keys; j++)
+            scores[j] *= scale;
         for (int j = n_keys; j < n_kv; j++)
             scores[j] = -INFINITY;
         k->softmax(scores, n_kv);
         if (c->kv_type == LC_TYPE_F16) {
             /* ggml rounds the softmax row to f16 for the product with the f16 V cache */
-            for (int j = 0; j < n_kv; j++)
-                q16[j] = lc_fp32_to_fp16(scores[j]);
+            k->quantize_row[LC_TYPE_F16](scores, q16, n_kv);
             const lc_fp16 *vc = (const lc_fp16 *)c->v_cache + layer_off +
                                 (size_t)kvh * (size_t)hd * (size_t)c->n_ctx;
-            for (int d = 0; d < hd; d++)
-                out[d] = dot16(k, batch, vc + (size_t)d * (size_t)c->n_ctx, q16, n_kv);
+            dots16(k, batch, out, vc, (size_t)c->n_ctx, hd, q16, n_kv);
         } else {
             const float *vc = (const float *)c->v_cache + layer_off +
                               (size_t)kvh * (size_t)hd * (size_t)c->n_ctx;
-            for (int d = 0; d < hd; d++)
-                out[d] = dot32(k, batch, vc + (size_t)d * (size_t)c->n_ctx, scores, n_kv);
+            dots32(k, batch, out, vc, (size_t)c->n_ctx, hd, scores, n_kv);
         }
     }
 }
@@ -460,8 +460,7 @@ static void store_kv(struct lc_context *c, int layer, int n_tok, int pos)
     const size_t nk = (size_t)n_tok * (size_t)c->n_kv;
     if (c->kv_type == LC_TYPE_F16) {
         lc_fp16 *kc = (lc_fp16 *)c->k_cache + koff, *vc = (lc_fp16 *)c->v_cache + lo;
-        for (size_t i = 0; i < nk; i++)
-            kc[i] = lc_fp32_to_fp16(c->kb[i]);
+        c->k->quantize_row[LC_TYPE_F16](c->kb, kc, (int64_t)nk);
         for (int t = 0; t < n_tok; t++)
             for (int d = 0; d < c->n_kv; d++)
                 vc[(size_t)d * (size_t)c->n_ctx + (size_t)(pos + t)] =

@@ -65,8 +65,8 @@ static inline float v_expf(float x)
 static void ew_softmax(float *x, int n)
 {
     float max = -INFINITY;
-    for (int i = 0; i < n; i++)
-        max = fmaxf(max, x[i]);
+    for (int i = 0; i < n; i++) /* ggml_vec_max_f32: MAX(a, b) = a > b ? a : b */
+        max = max > x[i] ? max : x[i];
     if (max == -INFINITY) { /* everything masked: define the result as all zeros */
         for (int i = 0; i < n; i++)
             x[i] = 0.0f;

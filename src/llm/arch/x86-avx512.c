@@ -10,6 +10,8 @@
  */
 #include <immintrin.h>
 #include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels.h"
@@ -25,6 +27,225 @@ INLINE __m256 dot_us8(__m256i ux, __m256i sy)
 #define QDOT_TILE_COLS 4 /* 4 x 4 tiles: 16 ymm accumulators of the 32 registers */
 #define QDOT_VECTOR_SCALES 1
 #include "x86-qdot.h"
+
+/* ---------------------------------------------------------------- prompt GEMM */
+
+/*
+ * The quantized GEMM for prompt batches.  Same bits as vec_dot (and as x86-qdot.h's tiles), with
+ * fewer instructions per (row, column, block):
+ *
+ *   - A group of 4 weight rows is unpacked once per chunk of columns into a small buffer that
+ *     stays in L1: per block, the 32 unsigned bytes vpdpbusd takes (Q4: the nibbles 0..15;
+ *     Q8_0: x + 128) and the fp16 scales (and Q4_1 mins) as floats.
+ *   - Per chunk of up to PK_COLS activation columns, the scales d (and Q8_1 sums s) are converted
+ *     once, and for Q4_0 / Q8_0 the offset of the unsigned operand is folded into vpdpbusd's
+ *     initial value: lane j of sum((x + o) * y) - o * sum(y), with o * sum(y) computed once per
+ *     column block, is exactly lane j of sum(x * y), the integer vec_dot sums (no overflow:
+ *     |lane| <= 4 * 255 * 127).
+ *   - The 16 scale products dx * dy of a 4 x 4 tile are one 512-bit multiply per block; each is
+ *     then a broadcast memory operand of the FMA.
+ *
+ * Per (row, column) the float operations are vec_dot's: per block acc = fma(float(lanes),
+ * dx * dy, acc), hsum_float_8 at the end, Q4_1's m * s sum (multiply, then add, in block order)
+ * added last.
+ */
+#define PK_NB_MAX 1024 /* longer rows (n > 32768) take the x86-qdot.h tiles */
+#define PK_COLS 64     /* activation columns per chunk (a multiple of 4) */
+
+enum pk_kind { PK_Q4_1, PK_Q4_0, PK_Q8_0 };
+
+struct pk_rows {
+    uint8_t q[PK_NB_MAX][4][32]; /* block i, row r: the unsigned vpdpbusd operand */
+    float d[PK_NB_MAX][4];       /* block i: dx of rows 0..3 */
+    float m[PK_NB_MAX][4];       /* block i: Q4_1 m of rows 0..3 */
+};
+
+/* per column group (4 columns) and block: dy[4], sy[4]; and (Q4_0/Q8_0) the lane offsets */
+struct pk_cols {
+    float ds[8];
+    int32_t bias[4][8];
+};
+
+/* Unpack weight rows w[0..nrows) (nrows <= 4) into R; missing rows become zeros. */
+static void pk_fill_rows(struct pk_rows *R, enum pk_kind kind, int nb, const uint8_t *w,
+                         size_t w_stride, int nrows)
+{
+    for (int r = 0; r < 4; r++) {
+        if (r >= nrows) {
+            for (int i = 0; i < nb; i++) {
+                _mm256_store_si256((__m256i *)R->q[i][r], _mm256_setzero_si256());
+                R->d[i][r] = 0.0f;
+                R->m[i][r] = 0.0f;
+            }
+            continue;
+        }
+        const uint8_t *row = w + (size_t)r * w_stride;
+        for (int i = 0; i < nb; i++) {
+            __m256i q;
+            if (kind == PK_Q4_1) {
+                const lc_block_q4_1 *x = (const lc_block_q4_1 *)(const void *)row + i;
+                q = unpack_nibbles(x->qs);
+                R->d[i][r] = h2f(x->d);
+                R->m[i][r] = h2f(x->m);
+            } else if (kind == PK_Q4_0) {
+                const lc_block_q4_0 *x = (const lc_block_q4_0 *)(const void *)row + i;
+                q = unpack_nibbles(x->qs);
+                R->d[i][r] = h2f(x->d);
+            } else {
+                const lc_block_q8_0 *x = (const lc_block_q8_0 *)(const void *)row + i;
+                q = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)x->qs),
+                                     _mm256_set1_epi8((char)0x80));
+                R->d[i][r] = h2f(x->d);
+            }
+            _mm256_store_si256((__m256i *)R->q[i][r], q);
+        }
+    }
+}
+
+/* Column scales and offsets for columns a[0..ncols) (ncols <= 4) of one group, all blocks. */
+static void pk_fill_cols(struct pk_cols *C, enum pk_kind kind, int nb, const uint8_t *a,
+                         size_t a_stride, int ncols)
+{
+    const int off = kind == PK_Q4_0 ? 3 : 7; /* offset 8 or 128: a shift */
+    for (int i = 0; i < nb; i++) {
+        for (int c = 0; c < 4; c++) {
+            float d = 0.0f, sy = 0.0f;
+            __m256i bias = _mm256_setzero_si256();
+            if (c < ncols) {
+                const uint8_t *col = a + (size_t)c * a_stride;
+                const int8_t *qs;
+                if (kind == PK_Q4_1) {
+                    const lc_block_q8_1 *y = (const lc_block_q8_1 *)(const void *)col + i;
+                    d = h2f(y->d);
+                    sy = h2f(y->s);
+                    qs = y->qs;
+                } else {
+                    const lc_block_q8_0 *y = (const lc_block_q8_0 *)(const void *)col + i;
+                    d = h2f(y->d);
+                    qs = y->qs;
+                }
+                if (kind != PK_Q4_1) {
+                    const __m256i sum4 = _mm256_dpbusd_epi32(
+                        _mm256_setzero_si256(), _mm256_set1_epi8(1),
+                        _mm256_loadu_si256((const __m256i *)qs));
+                    bias = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(sum4, off));
+                }
+            }
+            C[i].ds[c] = d;
+            C[i].ds[4 + c] = sy;
+            _mm256_store_si256((__m256i *)C[i].bias[c], bias);
+        }
+    }
+}
+
+/*
+ * One 4 x 4 tile: out[r + 4c] = dot(row r, column c) for the rows in R and the columns
+ * a0..a3 (blk bytes per block, quants at byte qoff of each block), C their scales.
+ */
+INLINE void pk_tile(enum pk_kind kind, int nb, const struct pk_rows *R, const struct pk_cols *C,
+                    const uint8_t *const a[4], size_t blk, size_t qoff, float out[16])
+{
+    __m256 acc[4][4];
+    _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)
+        _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) acc[r][c] = _mm256_setzero_ps();
+    __m512 ms = _mm512_setzero_ps();
+    const __m512i by_col = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
+    const __m512i by_col_s = _mm512_add_epi32(by_col, _mm512_set1_epi32(4));
+    for (int i = 0; i < nb; i++) {
+        const __m512 cds = _mm512_castps256_ps512(_mm256_load_ps(C[i].ds));
+        float p[16] __attribute__((aligned(64)));
+        _mm512_store_ps(p, _mm512_mul_ps(_mm512_broadcast_f32x4(_mm_load_ps(R->d[i])),
+                                         _mm512_permutexvar_ps(by_col, cds)));
+        /* read the products back as broadcast memory operands of the FMAs (load ports), not
+         * as 16 register permutes (vector ALU) */
+        __asm__ volatile("" : : "m"(p) : "memory");
+        if (kind == PK_Q4_1)
+            ms = _mm512_add_ps(ms, _mm512_mul_ps(_mm512_broadcast_f32x4(_mm_load_ps(R->m[i])),
+                                                 _mm512_permutexvar_ps(by_col_s, cds)));
+        __m256i x[4];
+        _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)
+            x[r] = _mm256_load_si256((const __m256i *)R->q[i][r]);
+        _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
+            const __m256i y = _mm256_loadu_si256((const __m256i *)(a[c] + i * blk + qoff));
+            const __m256i z = kind == PK_Q4_1
+                                  ? _mm256_setzero_si256()
+                                  : _mm256_load_si256((const __m256i *)C[i].bias[c]);
+            _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)
+                acc[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_dpbusd_epi32(z, x[r], y)),
+                                            _mm256_set1_ps(p[r + 4 * c]), acc[r][c]);
+        }
+    }
+    float msv[16] __attribute__((aligned(64)));
+    _mm512_store_ps(msv, ms);
+    _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)
+        _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) {
+            float v = hsum_ps(acc[r][c]);
+            if (kind == PK_Q4_1)
+                v += msv[r + 4 * c];
+            out[r + 4 * c] = v;
+        }
+}
+
+/* kernels.h's gemm contract; falls back to the x86-qdot.h tiles when n is too long or no memory */
+static int pk_gemm(enum pk_kind kind, int n, float *s, size_t ld_s, const uint8_t *w,
+                   size_t w_stride, int nr, const uint8_t *a, size_t a_stride, int nc)
+{
+    const int nb = n / 32;
+    if (nb > PK_NB_MAX)
+        return -1;
+    const size_t ngroups = PK_COLS / 4;
+    struct pk_rows *R = aligned_alloc(64, sizeof *R);
+    struct pk_cols *C = aligned_alloc(64, ngroups * (size_t)nb * sizeof *C);
+    if (!R || !C) {
+        free(R);
+        free(C);
+        return -1;
+    }
+    const size_t blk = kind == PK_Q4_1 ? sizeof(lc_block_q8_1) : sizeof(lc_block_q8_0);
+    const size_t qoff = kind == PK_Q4_1 ? offsetof(lc_block_q8_1, qs) : offsetof(lc_block_q8_0, qs);
+    for (int c0 = 0; c0 < nc; c0 += PK_COLS) {
+        const int ncols = nc - c0 < PK_COLS ? nc - c0 : PK_COLS;
+        const int ng = (ncols + 3) / 4;
+        for (int g = 0; g < ng; g++) {
+            const int k = ncols - 4 * g < 4 ? ncols - 4 * g : 4;
+            pk_fill_cols(C + (size_t)g * (size_t)nb, kind, nb, a + (size_t)(c0 + 4 * g) * a_stride,
+                         a_stride, k);
+        }
+        for (int r0 = 0; r0 < nr; r0 += 4) {
+            const int nrows = nr - r0 < 4 ? nr - r0 : 4;
+            pk_fill_rows(R, kind, nb, w + (size_t)r0 * w_stride, w_stride, nrows);
+            for (int g = 0; g < ng; g++) {
+                const int cg = c0 + 4 * g;
+                const int k = nc - cg < 4 ? nc - cg : 4;
+                const uint8_t *ac[4];
+                for (int c = 0; c < 4; c++)
+                    ac[c] = a + (size_t)(c < k ? cg + c : cg) * a_stride;
+                float out[16];
+                if (kind == PK_Q4_1)
+                    pk_tile(PK_Q4_1, nb, R, C + (size_t)g * (size_t)nb, ac, blk, qoff, out);
+                else
+                    pk_tile(PK_Q4_0, nb, R, C + (size_t)g * (size_t)nb, ac, blk, qoff, out);
+                for (int c = 0; c < k; c++)
+                    for (int r = 0; r < nrows; r++)
+                        s[(size_t)(cg + c) * ld_s + (size_t)(r0 + r)] = out[r + 4 * c];
+            }
+        }
+    }
+    free(R);
+    free(C);
+    return 0;
+}
+
+#define DEFINE_PK_GEMM(NAME, KIND)                                                                \
+    static void pk_gemm_##NAME(int n, float *s, size_t ld_s, const void *w, size_t w_stride,      \
+                               int nr, const void *a, size_t a_stride, int nc)                    \
+    {                                                                                             \
+        if (pk_gemm(KIND, n, s, ld_s, w, w_stride, nr, a, a_stride, nc) != 0)                    \
+            gemm_##NAME(n, s, ld_s, w, w_stride, nr, a, a_stride, nc);                            \
+    }
+DEFINE_PK_GEMM(q4_1, PK_Q4_1)
+DEFINE_PK_GEMM(q4_0, PK_Q4_0)
+DEFINE_PK_GEMM(q8_0, PK_Q8_0)
 
 /* ---------------------------------------------------------------- float dots */
 
@@ -89,9 +310,9 @@ const struct lc_kernels lc_kernels_avx512 = {
     .gemm = {
         [LC_TYPE_F32] = gemm_f32,
         [LC_TYPE_F16] = gemm_f16,
-        [LC_TYPE_Q4_0] = gemm_q4_0,
-        [LC_TYPE_Q4_1] = gemm_q4_1,
-        [LC_TYPE_Q8_0] = gemm_q8_0,
+        [LC_TYPE_Q4_0] = pk_gemm_q4_0,
+        [LC_TYPE_Q4_1] = pk_gemm_q4_1,
+        [LC_TYPE_Q8_0] = pk_gemm_q8_0,
     },
     .dot_f32 = dot_f32,
     .dot_f16 = dot_f16,
