@@ -151,14 +151,24 @@ INLINE void pk_tile(enum pk_kind kind, int nb, const struct pk_rows *R, const st
     __m512 ms = _mm512_setzero_ps();
     const __m512i by_col = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
     const __m512i by_col_s = _mm512_add_epi32(by_col, _mm512_set1_epi32(4));
+    /*
+     * The products of block i are stored one iteration ahead (pp[i & 1]) and read back as
+     * broadcast memory operands of the FMAs (load ports, not 16 register permutes); a step
+     * ahead so that the loads never wait for the store.
+     */
+    float pp[2][16] __attribute__((aligned(64)));
+    _mm512_store_ps(pp[0], _mm512_mul_ps(_mm512_broadcast_f32x4(_mm_load_ps(R->d[0])),
+                                         _mm512_permutexvar_ps(by_col, _mm512_castps256_ps512(
+                                                                           _mm256_load_ps(C[0].ds)))));
     for (int i = 0; i < nb; i++) {
         const __m512 cds = _mm512_castps256_ps512(_mm256_load_ps(C[i].ds));
-        float p[16] __attribute__((aligned(64)));
-        _mm512_store_ps(p, _mm512_mul_ps(_mm512_broadcast_f32x4(_mm_load_ps(R->d[i])),
-                                         _mm512_permutexvar_ps(by_col, cds)));
-        /* read the products back as broadcast memory operands of the FMAs (load ports), not
-         * as 16 register permutes (vector ALU) */
-        __asm__ volatile("" : : "m"(p) : "memory");
+        if (i + 1 < nb)
+            _mm512_store_ps(pp[(i + 1) & 1],
+                            _mm512_mul_ps(_mm512_broadcast_f32x4(_mm_load_ps(R->d[i + 1])),
+                                          _mm512_permutexvar_ps(by_col, _mm512_castps256_ps512(
+                                                                            _mm256_load_ps(C[i + 1].ds)))));
+        __asm__ volatile("" : : "m"(pp) : "memory");
+        const float *p = pp[i & 1];
         if (kind == PK_Q4_1)
             ms = _mm512_add_ps(ms, _mm512_mul_ps(_mm512_broadcast_f32x4(_mm_load_ps(R->m[i])),
                                                  _mm512_permutexvar_ps(by_col_s, cds)));
