@@ -186,7 +186,7 @@ static const int block_counts[] = {1, 2, 3, 4, 5, 7, 8, 15, 16, 17, 33, 64, 129}
 #define N_COUNTS ((int)(sizeof block_counts / sizeof block_counts[0]))
 #define MAX_NB 129
 #define MAX_ROWS 13
-#define MAX_COLS 9
+#define MAX_COLS 130 /* > 2 column chunks of the AVX-512 GEMM */
 
 static void make_weights(int type, void *w, int nb, int edge)
 {
@@ -206,7 +206,7 @@ static void check_quantized(const struct lc_kernels *S, const struct lc_kernels 
     uint8_t *w = malloc(MAX_ROWS * MAX_NB * wsz);
     uint8_t *a = malloc(MAX_COLS * MAX_NB * asz);
     uint8_t *a2 = malloc(MAX_NB * asz);
-    float *xf = malloc(MAX_NB * 32 * sizeof(float));
+    float *xf = malloc(1025 * 32 * sizeof(float)); /* MAX_NB blocks, and the GEMM's 1025 */
     float *out = malloc(MAX_ROWS * MAX_COLS * 2 * sizeof(float));
     const int do_dot = K->vec_dot[type] != S->vec_dot[type];
     const int do_q = K->quantize_row[at] != S->quantize_row[at];
@@ -240,9 +240,10 @@ static void check_quantized(const struct lc_kernels *S, const struct lc_kernels 
     /* GEMM: several rows and columns; rows and columns strided with padding */
     if (do_gemm) {
         static const int rows[] = {1, 2, 3, 4, 5, 7, 8, 13};
-        static const int cols[] = {1, 2, 3, 4, 5, 6, 9};
-        static const int nbs[] = {1, 3, 8, 17};
-        for (int bi = 0; bi < 4; bi++) {
+        static const int cols[] = {1, 2, 3, 4, 5, 6, 9, 67, 130};
+        /* 1025 blocks: longer than the AVX-512 GEMM's row buffer (its fallback path) */
+        static const int nbs[] = {1, 3, 8, 17, 1025};
+        for (int bi = 0; bi < 5; bi++) {
             const int nb = nbs[bi], n = nb * 32;
             const size_t w_stride = (size_t)nb * wsz + 8, a_stride = (size_t)nb * asz + 4;
             uint8_t *W = calloc(MAX_ROWS, w_stride);
@@ -254,8 +255,10 @@ static void check_quantized(const struct lc_kernels *S, const struct lc_kernels 
                 S->quantize_row[at](xf, A + c * a_stride, n);
             }
             for (int ri = 0; ri < 8; ri++)
-                for (int cj = 0; cj < 7; cj++) {
+                for (int cj = 0; cj < 9; cj++) {
                     const int nr = rows[ri], nc = cols[cj];
+                    if (nb > 17 && (nc > 9 || nr > 5))
+                        continue; /* keep the long rows cheap */
                     const size_t ld = (size_t)nr + 3;
                     for (size_t i = 0; i < ld * (size_t)nc; i++)
                         out[i] = -12345.0f;
