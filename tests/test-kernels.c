@@ -278,6 +278,22 @@ static void check_quantized(const struct lc_kernels *S, const struct lc_kernels 
                             CHECK(out[c * ld + r] == -12345.0f, "%s gemm %s wrote padding", K->isa,
                                   tt->name);
                     }
+                    if (!K->gemv[type] || cj > 0)
+                        continue;
+                    /* GEMV (decode): every column as its own product, the same bits */
+                    for (int c = 0; c < 3; c++) {
+                        for (int r = 0; r <= nr; r++)
+                            out[r] = -12345.0f;
+                        K->gemv[type](n, out, W, w_stride, nr, A + c * a_stride);
+                        for (int r = 0; r < nr; r++) {
+                            float ss;
+                            S->vec_dot[type](n, &ss, W + r * w_stride, A + c * a_stride);
+                            CHECK(out[r] == ss, "%s gemv %s n=%d nr=%d (r%d,c%d): %.9g vs %.9g",
+                                  K->isa, tt->name, n, nr, r, c, (double)out[r], (double)ss);
+                        }
+                        CHECK(out[nr] == -12345.0f, "%s gemv %s wrote past the rows", K->isa,
+                              tt->name);
+                    }
                 }
             free(W);
             free(A);

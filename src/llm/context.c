@@ -285,6 +285,13 @@ static void matmul_rows(void *arg, int ith, int nth)
              as, t->rows_act);
         return;
     }
+    lc_gemv_fn gemv = k->gemv[w->type];
+    if (gemv) {
+        for (int i = 0; i < t->rows_act; i++)
+            gemv(n, t->dst + (size_t)i * t->ld + lo, wd + (size_t)lo * w->row_bytes, w->row_bytes,
+                 hi - lo, act + (size_t)i * as);
+        return;
+    }
     lc_vec_dot_fn dot = k->vec_dot[w->type];
     for (int r = lo; r < hi; r++) {
         const uint8_t *wr = wd + (size_t)r * w->row_bytes;

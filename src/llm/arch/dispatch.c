@@ -145,6 +145,7 @@ static void merge(struct lc_kernels *t, int from)
         MERGE(vec_dot[k]);
         MERGE(quantize_row[k]);
         MERGE(gemm[k]);
+        MERGE(gemv[k]);
     }
     MERGE(rms_norm);
     MERGE(softmax);

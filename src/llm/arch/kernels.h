@@ -34,11 +34,22 @@ typedef void (*lc_quantize_row_fn)(const float *x, void *y, int64_t n);
 typedef void (*lc_gemm_fn)(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
                            const void *a, size_t a_stride, int nc);
 
+/*
+ * Matrix-vector product for text generation (optional, may be NULL):
+ *   s[r] = dot(w row r, a)   for r in [0, nr)
+ * w: nr rows of n weights of type T, w_stride bytes apart; a: one activation row of
+ * vec_dot_type(T).  Several rows at once (independent accumulators, shared activation loads);
+ * every output has the same bits as vec_dot.
+ */
+typedef void (*lc_gemv_fn)(int n, float *s, const void *w, size_t w_stride, int nr,
+                           const void *a);
+
 struct lc_kernels {
     const char *isa;                               /* "scalar", "avx2", "avx512", "neon" */
     lc_vec_dot_fn vec_dot[LC_TYPE_COUNT];          /* by weight type */
     lc_quantize_row_fn quantize_row[LC_TYPE_COUNT];/* by activation type (Q8_0, Q8_1, Q8_K, F16, F32) */
     lc_gemm_fn gemm[LC_TYPE_COUNT];                /* by weight type; NULL = use vec_dot */
+    lc_gemv_fn gemv[LC_TYPE_COUNT];                /* by weight type; NULL = use vec_dot */
 
     /* y[i] = x[i] * scale * w[i], scale = 1/sqrt(mean(x^2) + eps) (sum in double as ggml) */
     void (*rms_norm)(float *y, const float *x, const float *w, int n, float eps);
