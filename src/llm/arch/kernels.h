@@ -30,6 +30,9 @@ typedef void (*lc_quantize_row_fn)(const float *x, void *y, int64_t n);
  * Numerics (to agree with llama.cpp bit for bit, see scalar.c): for quantized T every output has
  * the same bits as vec_dot; for F32/F16 it follows tinyBLAS's order (llama.cpp's path for
  * batches of two or more tokens) where vec_dot follows ggml_vec_dot's (one token).
+ * The AVX-512 quantized entries take a scratch buffer from malloc per call (the unpacked rows
+ * and the column scales, ~100 KB to 1 MB); when that fails they fall back to register tiles
+ * that need none, with the same results.
  */
 typedef void (*lc_gemm_fn)(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
                            const void *a, size_t a_stride, int nc);
