@@ -27,6 +27,21 @@ INLINE __m256 dot_us8(__m256i ux, __m256i sy)
     return _mm256_cvtepi32_ps(_mm256_madd_epi16(p16, _mm256_set1_epi16(1)));
 }
 
+/* acc + (u8 x s8 products summed per 4 bytes), in 8 x s32 lanes (|u8| <= 15: no saturation) */
+INLINE __m256i dot_us8_acc(__m256i acc, __m256i ux, __m256i sy)
+{
+    return _mm256_add_epi32(
+        acc, _mm256_madd_epi16(_mm256_maddubs_epi16(ux, sy), _mm256_set1_epi16(1)));
+}
+
+/* unpack_nibbles from a broadcast load: the upper copy shifted and blended (no cross-lane shuffle) */
+INLINE __m256i unpack_nibbles_bcast(const uint8_t *qs)
+{
+    const __m256i v = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)qs));
+    return _mm256_and_si256(_mm256_blend_epi32(v, _mm256_srli_epi16(v, 4), 0xF0),
+                            _mm256_set1_epi8(0x0F));
+}
+
 #define QDOT_TILE_COLS 2 /* 4 x 2 tiles: 8 accumulators of the 16 ymm registers */
 #include "x86-qdot.h"
 
@@ -281,6 +296,10 @@ const struct lc_kernels lc_kernels_avx2 = {
         [LC_TYPE_Q4_0] = gemm_q4_0,
         [LC_TYPE_Q4_1] = gemm_q4_1,
         [LC_TYPE_Q8_0] = gemm_q8_0,
+    },
+    .gemv = {
+        [LC_TYPE_Q4_0] = gemv_q4_0,
+        [LC_TYPE_Q4_1] = gemv_q4_1,
     },
     .rms_norm = rms_norm,
     .softmax = ew_softmax,

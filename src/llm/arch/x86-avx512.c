@@ -24,6 +24,20 @@ INLINE __m256 dot_us8(__m256i ux, __m256i sy)
     return _mm256_cvtepi32_ps(_mm256_dpbusd_epi32(_mm256_setzero_si256(), ux, sy));
 }
 
+/* acc + (u8 x s8 products summed per 4 bytes), in 8 x s32 lanes: one vpdpbusd */
+INLINE __m256i dot_us8_acc(__m256i acc, __m256i ux, __m256i sy)
+{
+    return _mm256_dpbusd_epi32(acc, ux, sy);
+}
+
+/* unpack_nibbles from a broadcast load, the upper copy shifted under a mask (no shuffle) */
+INLINE __m256i unpack_nibbles_bcast(const uint8_t *qs)
+{
+    const __m256i v = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)qs));
+    return _mm256_and_si256(_mm256_mask_srli_epi16(v, (__mmask16)0xFF00, v, 4),
+                            _mm256_set1_epi8(0x0F));
+}
+
 #define QDOT_TILE_COLS 4 /* 4 x 4 tiles: 16 ymm accumulators of the 32 registers */
 #define QDOT_VECTOR_SCALES 1
 #include "x86-qdot.h"
@@ -257,93 +271,6 @@ DEFINE_PK_GEMM(q4_1, PK_Q4_1)
 DEFINE_PK_GEMM(q4_0, PK_Q4_0)
 DEFINE_PK_GEMM(q8_0, PK_Q8_0)
 
-/* ---------------------------------------------------------------- decode GEMV */
-
-/*
- * Q4_1 rows against one Q8_1 activation row (text generation), 4 rows per step: vec_dot's
- * single FMA chain per row is latency-bound (one block per FMA latency); four independent rows
- * are not, and the activation block and its scales are shared.  No cross-lane shuffles (slow
- * at 512 bits on some cores): the nibbles come as a broadcast load, the upper copy shifted
- * under a mask; the scale products dx * dy are stored one block ahead and read back as
- * broadcast memory operands.  Per row the operations are vec_dot_q4_1_q8_1's: 8 lanes of
- * vpdpbusd, fma by dx * dy, m * s summed apart (multiply, then add), hsum_float_8, then + the
- * m * s sum.
- */
-INLINE __m256i unpack_nibbles_bcast(const uint8_t *qs)
-{
-    const __m256i v = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)qs));
-    return _mm256_and_si256(_mm256_mask_srli_epi16(v, (__mmask16)0xFF00, v, 4),
-                            _mm256_set1_epi8(0x0F));
-}
-
-/* [d0*dy, m0*sy, d1*dy, m1*sy, ..] for block i of 4 rows (fp16 d, m headers) */
-INLINE __m256 gemv4_scales(const lc_block_q4_1 *const x[4], const lc_block_q8_1 *y, int i)
-{
-    uint32_t h[4], hy;
-    _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)
-        memcpy(&h[r], x[r] + i, 4);
-    memcpy(&hy, y + i, 4);
-    const __m256 dm = _mm256_cvtph_ps(_mm_setr_epi32((int)h[0], (int)h[1], (int)h[2], (int)h[3]));
-    return _mm256_mul_ps(dm, _mm256_cvtph_ps(_mm_set1_epi32((int)hy)));
-}
-
-static void gemv4_q4_1(int nb, float *s, const uint8_t *w, size_t w_stride, const void *va)
-{
-    const lc_block_q4_1 *x[4];
-    _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)
-        x[r] = (const lc_block_q4_1 *)(const void *)(w + (size_t)r * w_stride);
-    const lc_block_q8_1 *y = va;
-    /* prefetch into L2 (into L1 the long rows of ffn_down would evict the group in use): the
-     * group of rows after the next one, ~2 cache lines per step.  Measured on Zen 4, one core:
-     * 26 GB/s from DRAM against 16 for vec_dot one row at a time; tg 34.5 t/s against 25.7
-     * with the same prefetch into L1. */
-    const char *next = (const char *)(w + 8 * w_stride);
-    const size_t pf_step = (4 * w_stride + (size_t)nb - 1) / (size_t)nb;
-    __m256 acc[4];
-    _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)
-        acc[r] = _mm256_setzero_ps();
-    __m256 msum = _mm256_setzero_ps(); /* lanes 1, 3, 5, 7: rows 0..3's m * s sums */
-    /* a few blocks ahead: a load that only partly overlaps a recent store waits for it */
-    enum { AHEAD = 8 };
-    float pp[AHEAD][8] __attribute__((aligned(32)));
-    _Pragma("GCC unroll 8") for (int i = 0; i < AHEAD && i < nb; i++)
-        _mm256_store_ps(pp[i], gemv4_scales(x, y, i));
-    for (int i = 0; i < nb; i++) {
-        const float *p = pp[i % AHEAD];
-        const __m256 pv = _mm256_load_ps(p);
-        msum = _mm256_add_ps(msum, pv);
-        __asm__ volatile("" : "+m"(pp));
-        /* the next group of rows, read in address order over this group's steps (4 short
-         * interleaved streams defeat the hardware prefetcher) */
-        _mm_prefetch(next + (size_t)i * pf_step, _MM_HINT_T1);
-        _mm_prefetch(next + (size_t)i * pf_step + 64, _MM_HINT_T1);
-        const __m256i yq = _mm256_loadu_si256((const __m256i *)y[i].qs);
-        _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)
-        {
-
-            const __m256i d = _mm256_dpbusd_epi32(_mm256_setzero_si256(),
-                                                  unpack_nibbles_bcast(x[r][i].qs), yq);
-            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), _mm256_set1_ps(p[2 * r]), acc[r]);
-        }
-        if (i + AHEAD < nb)
-            _mm256_store_ps(pp[i % AHEAD], gemv4_scales(x, y, i + AHEAD));
-    }
-    float ms[8];
-    _mm256_storeu_ps(ms, msum);
-    _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)
-        s[r] = hsum_ps(acc[r]) + ms[2 * r + 1];
-}
-
-static void gemv_q4_1(int n, float *s, const void *vw, size_t w_stride, int nr, const void *va)
-{
-    const uint8_t *w = vw;
-    int r = 0;
-    for (; r + 4 <= nr; r += 4)
-        gemv4_q4_1(n / LC_QK4_1, s + r, w + (size_t)r * w_stride, w_stride, va);
-    for (; r < nr; r++)
-        vec_dot_q4_1_q8_1(n, s + r, w + (size_t)r * w_stride, va);
-}
-
 /* ---------------------------------------------------------------- float dots */
 
 /*
@@ -412,6 +339,7 @@ const struct lc_kernels lc_kernels_avx512 = {
         [LC_TYPE_Q8_0] = pk_gemm_q8_0,
     },
     .gemv = {
+        [LC_TYPE_Q4_0] = gemv_q4_0,
         [LC_TYPE_Q4_1] = gemv_q4_1,
     },
     .dot_f32 = dot_f32,
