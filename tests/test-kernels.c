@@ -198,6 +198,12 @@ static void make_weights(int type, void *w, int nb, int edge)
         make_q8_0w(w, nb, edge);
 }
 
+/* bit-for-bit equality (NaN payloads included: huge edge scales can overflow) */
+static int same_bits(float a, float b)
+{
+    return memcmp(&a, &b, sizeof a) == 0;
+}
+
 static void check_quantized(const struct lc_kernels *S, const struct lc_kernels *K, int type)
 {
     const struct lc_type_traits *tt = lc_type_traits(type);
@@ -239,28 +245,29 @@ static void check_quantized(const struct lc_kernels *S, const struct lc_kernels 
 
     /* GEMM: several rows and columns; rows and columns strided with padding */
     if (do_gemm) {
-        static const int rows[] = {1, 2, 3, 4, 5, 7, 8, 13};
         static const int cols[] = {1, 2, 3, 4, 5, 6, 9, 67, 130};
-        /* 1025 blocks: longer than the AVX-512 GEMM's row buffer (its fallback path) */
-        static const int nbs[] = {1, 3, 8, 17, 1025};
-        for (int bi = 0; bi < 5; bi++) {
+        /* 1024 blocks: the AVX-512 GEMM's full row buffer; 1025: longer (its fallback path) */
+        static const int nbs[] = {1, 3, 8, 17, 1024, 1025};
+        for (int bi = 0; bi < 6; bi++) {
             const int nb = nbs[bi], n = nb * 32;
             const size_t w_stride = (size_t)nb * wsz + 8, a_stride = (size_t)nb * asz + 4;
             uint8_t *W = calloc(MAX_ROWS, w_stride);
             uint8_t *A = calloc(MAX_COLS, a_stride);
+            /* every kind of edge data, in rows and columns (random data in most of them) */
             for (int r = 0; r < MAX_ROWS; r++)
-                make_weights(type, W + r * w_stride, nb, r == 3 ? EDGE_ZERO_NIBBLES : EDGE_RANDOM);
+                make_weights(type, W + r * w_stride, nb, r < EDGE_COUNT ? r : EDGE_RANDOM);
             for (int c = 0; c < MAX_COLS; c++) {
-                make_acts(xf, n, c == 2 ? EDGE_ZERO_NIBBLES : EDGE_RANDOM);
+                make_acts(xf, n, c < EDGE_COUNT ? (c + 3) % EDGE_COUNT : EDGE_RANDOM);
                 S->quantize_row[at](xf, A + c * a_stride, n);
             }
-            for (int ri = 0; ri < 8; ri++)
+            for (int nr = 1; nr <= MAX_ROWS; nr++)
                 for (int cj = 0; cj < 9; cj++) {
-                    const int nr = rows[ri], nc = cols[cj];
+                    const int nc = cols[cj];
                     if (nb > 17 && (nc > 9 || nr > 5))
                         continue; /* keep the long rows cheap */
                     const size_t ld = (size_t)nr + 3;
-                    for (size_t i = 0; i < ld * (size_t)nc; i++)
+                    /* one column more than written: a tile must not write past the last one */
+                    for (size_t i = 0; i < ld * (size_t)(nc + 1); i++)
                         out[i] = -12345.0f;
                     K->gemm[type](n, out, ld, W, w_stride, nr, A, a_stride, nc);
                     for (int c = 0; c < nc; c++) {
@@ -269,27 +276,32 @@ static void check_quantized(const struct lc_kernels *S, const struct lc_kernels 
                             K->vec_dot[type](n, &sk, W + r * w_stride, A + c * a_stride);
                             S->vec_dot[type](n, &ss, W + r * w_stride, A + c * a_stride);
                             const float g = out[c * ld + r];
-                            CHECK(g == sk, "%s gemm %s n=%d %dx%d (r%d,c%d): %.9g vs vec_dot %.9g",
-                                  K->isa, tt->name, n, nr, nc, r, c, (double)g, (double)sk);
-                            CHECK(g == ss, "%s gemm %s vs scalar: %.9g vs %.9g", K->isa, tt->name,
-                                  (double)g, (double)ss);
+                            CHECK(same_bits(g, sk),
+                                  "%s gemm %s n=%d %dx%d (r%d,c%d): %.9g vs vec_dot %.9g", K->isa,
+                                  tt->name, n, nr, nc, r, c, (double)g, (double)sk);
+                            CHECK(same_bits(g, ss), "%s gemm %s vs scalar: %.9g vs %.9g", K->isa,
+                                  tt->name, (double)g, (double)ss);
                         }
                         for (size_t r = (size_t)nr; r < ld; r++)
                             CHECK(out[c * ld + r] == -12345.0f, "%s gemm %s wrote padding", K->isa,
                                   tt->name);
                     }
+                    for (size_t i = ld * (size_t)nc; i < ld * (size_t)(nc + 1); i++)
+                        CHECK(out[i] == -12345.0f, "%s gemm %s %dx%d wrote past the last column",
+                              K->isa, tt->name, nr, nc);
                     if (!K->gemv[type] || cj > 0)
                         continue;
                     /* GEMV (decode): every column as its own product, the same bits */
-                    for (int c = 0; c < 3; c++) {
+                    for (int c = 0; c < 5; c++) {
                         for (int r = 0; r <= nr; r++)
                             out[r] = -12345.0f;
                         K->gemv[type](n, out, W, w_stride, nr, A + c * a_stride);
                         for (int r = 0; r < nr; r++) {
                             float ss;
                             S->vec_dot[type](n, &ss, W + r * w_stride, A + c * a_stride);
-                            CHECK(out[r] == ss, "%s gemv %s n=%d nr=%d (r%d,c%d): %.9g vs %.9g",
-                                  K->isa, tt->name, n, nr, r, c, (double)out[r], (double)ss);
+                            CHECK(same_bits(out[r], ss),
+                                  "%s gemv %s n=%d nr=%d (r%d,c%d): %.9g vs %.9g", K->isa,
+                                  tt->name, n, nr, r, c, (double)out[r], (double)ss);
                         }
                         CHECK(out[nr] == -12345.0f, "%s gemv %s wrote past the rows", K->isa,
                               tt->name);

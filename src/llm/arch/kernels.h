@@ -8,7 +8,8 @@
  * Entries an ISA does not provide fall back to the next-best one, down to scalar.
  *
  * Conventions: n is a number of elements (a multiple of the block size for quantized types);
- * rows are contiguous; nothing here allocates.
+ * rows are contiguous; nothing here allocates except the AVX-512 quantized gemm entries (see
+ * lc_gemm_fn); every entry may be called from several threads at once.
  */
 #ifndef LC_KERNELS_H
 #define LC_KERNELS_H
@@ -30,19 +31,20 @@ typedef void (*lc_quantize_row_fn)(const float *x, void *y, int64_t n);
  * Numerics (to agree with llama.cpp bit for bit, see scalar.c): for quantized T every output has
  * the same bits as vec_dot; for F32/F16 it follows tinyBLAS's order (llama.cpp's path for
  * batches of two or more tokens) where vec_dot follows ggml_vec_dot's (one token).
- * The AVX-512 quantized entries take a scratch buffer from malloc per call (the unpacked rows
- * and the column scales, ~100 KB to 1 MB); when that fails they fall back to register tiles
- * that need none, with the same results.
+ * The AVX-512 quantized entries take a scratch buffer from malloc per call (160 KiB of
+ * unpacked rows + 2.5 KiB per block of column scales: 0.3 MB for n = 2048, 1 MB for
+ * n = 11008); when that fails they fall back to register tiles that need none, same results.
  */
 typedef void (*lc_gemm_fn)(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
                            const void *a, size_t a_stride, int nc);
 
 /*
  * Matrix-vector product for text generation (optional, may be NULL):
- *   s[r] = dot(w row r, a)   for r in [0, nr)
- * w: nr rows of n weights of type T, w_stride bytes apart; a: one activation row of
- * vec_dot_type(T).  Several rows at once (independent accumulators, shared activation loads);
- * every output has the same bits as vec_dot.
+ *   s[r] = dot(w row r, a)   for r in [0, nr); nothing else of s is written
+ * w: nr rows of n weights of type T (n a multiple of its block size), w_stride bytes apart, no
+ * alignment needed; a: one activation row of vec_dot_type(T).  Several rows at once
+ * (independent accumulators, shared activation loads); every output has the same bits as
+ * vec_dot.  Does not allocate.  May prefetch (never load) up to 8 rows past the last one.
  */
 typedef void (*lc_gemv_fn)(int n, float *s, const void *w, size_t w_stride, int nr,
                            const void *a);

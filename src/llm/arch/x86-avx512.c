@@ -48,9 +48,10 @@ INLINE __m256i unpack_nibbles_bcast(const uint8_t *qs)
  * The quantized GEMM for prompt batches.  Same bits as vec_dot (and as x86-qdot.h's tiles), with
  * fewer instructions per (row, column, block):
  *
- *   - A group of 4 weight rows is unpacked once per chunk of columns into a small buffer that
- *     stays in L1: per block, the 32 unsigned bytes vpdpbusd takes (Q4: the nibbles 0..15;
- *     Q8_0: x + 128) and the fp16 scales (and Q4_1 mins) as floats.
+ *   - A group of 4 weight rows is unpacked once per chunk of columns into a buffer (160 bytes
+ *     per block: 10 KB for n = 2048, in L1; 55 KB for n = 11008, in L2): per block, the 32
+ *     unsigned bytes vpdpbusd takes (Q4: the nibbles 0..15; Q8_0: x + 128) and the fp16 scales
+ *     (and Q4_1 mins) as floats.
  *   - Per chunk of up to PK_COLS activation columns, the scales d (and Q8_1 sums s) are converted
  *     once, and for Q4_0 / Q8_0 the offset of the unsigned operand is folded into vpdpbusd's
  *     initial value: lane j of sum((x + o) * y) - o * sum(y), with o * sum(y) computed once per
@@ -79,6 +80,8 @@ struct pk_cols {
     float ds[8];
     int32_t bias[4][8];
 };
+/* aligned loads of ds and bias in an array of them from aligned_alloc(64) */
+_Static_assert(sizeof(struct pk_cols) % 32 == 0, "pk_cols must keep 32-byte alignment");
 
 /* Unpack weight rows w[0..nrows) (nrows <= 4) into R; missing rows become zeros. */
 static void pk_fill_rows(struct pk_rows *R, enum pk_kind kind, int nb, const uint8_t *w,
@@ -210,12 +213,17 @@ INLINE void pk_tile(enum pk_kind kind, int nb, const struct pk_rows *R, const st
         }
 }
 
-/* kernels.h's gemm contract; falls back to the x86-qdot.h tiles when n is too long or no memory */
+/*
+ * kernels.h's gemm contract.  Returns 0, or -1 without writing s when n is too long (more than
+ * PK_NB_MAX blocks) or too short (no block), or when the scratch (160 KiB for the rows,
+ * 2.5 KiB per block for the column chunk) cannot be allocated: the caller then uses the
+ * x86-qdot.h tiles, same results.  Scratch is per call, so threads share nothing.
+ */
 static int pk_gemm(enum pk_kind kind, int n, float *s, size_t ld_s, const uint8_t *w,
                    size_t w_stride, int nr, const uint8_t *a, size_t a_stride, int nc)
 {
     const int nb = n / 32;
-    if (nb > PK_NB_MAX)
+    if (nb < 1 || nb > PK_NB_MAX)
         return -1;
     const size_t ngroups = PK_COLS / 4;
     struct pk_rows *R = aligned_alloc(64, sizeof *R);

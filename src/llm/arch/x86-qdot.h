@@ -1,10 +1,12 @@
 /*
  * x86-qdot.h - the quantized dot products and GEMM tiles shared by x86-avx2.c and x86-avx512.c.
  *
- * Included by each, after it defines INLINE, QDOT_TILE_COLS and dot_us8(u8 x s8 -> 8 float
- * lanes, lane j = the sum of the products of bytes 4j..4j+3): maddubs + madd on AVX2, vpdpbusd
- * on AVX-512 VNNI (as ggml's mul_sum_us8_pairs_float).  Everything here is static: each ISA file
- * gets its own copy compiled with its own flags.
+ * Included by each, after it defines INLINE, QDOT_TILE_COLS, dot_us8(u8 x s8 -> 8 float
+ * lanes, lane j = the sum of the products of bytes 4j..4j+3: maddubs + madd on AVX2, vpdpbusd
+ * on AVX-512 VNNI, as ggml's mul_sum_us8_pairs_float), dot_us8_acc (the same integer lanes
+ * added to an accumulator) and unpack_nibbles_bcast (unpack_nibbles without cross-lane
+ * shuffles).  Everything here is static: each ISA file gets its own copy compiled with its own
+ * flags.
  *
  * The order of the float operations is ggml's x86 one (see scalar.c): per block, 8 lanes of
  * integer sums, converted and accumulated with a fused multiply-add by dx*dy; hsum_float_8 at
@@ -15,6 +17,7 @@
 #define LC_X86_QDOT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /*
  * The tiles' per-(row, column) scale dx * dy: a float product broadcast (two instructions), or,
@@ -290,7 +293,7 @@ INLINE void gemv4(enum gv_kind kind, int nb, float *s, const uint8_t *w, size_t 
      * defeat the hardware prefetcher.  Measured on Zen 4, one core: 26 GB/s from DRAM against
      * 16 for vec_dot one row at a time; tg 34.5 t/s against 25.7 with the prefetch into L1.
      */
-    const char *next = (const char *)(w + 8 * w_stride);
+    const uintptr_t next = (uintptr_t)w + 8 * w_stride; /* may lie past the rows: only prefetched */
     const size_t pf_step = (4 * w_stride + (size_t)nb - 1) / (size_t)nb;
     __m256 acc[4];
     _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) acc[r] = _mm256_setzero_ps();
@@ -303,8 +306,8 @@ INLINE void gemv4(enum gv_kind kind, int nb, float *s, const uint8_t *w, size_t 
         const float *p = pp[i % AHEAD];
         if (kind == GV_Q4_1)
             msum = _mm256_add_ps(msum, _mm256_load_ps(p));
-        _mm_prefetch(next + (size_t)i * pf_step, _MM_HINT_T1);
-        _mm_prefetch(next + (size_t)i * pf_step + 64, _MM_HINT_T1);
+        _mm_prefetch((const char *)(next + (size_t)i * pf_step), _MM_HINT_T1);
+        _mm_prefetch((const char *)(next + (size_t)i * pf_step + 64), _MM_HINT_T1);
         const __m256i yv = _mm256_loadu_si256((const __m256i *)(y + (size_t)i * yb + yq));
         __m256i bias = _mm256_setzero_si256();
         if (kind == GV_Q4_0) /* -8 * (sum of the 4 activations of each lane) */
@@ -323,7 +326,11 @@ INLINE void gemv4(enum gv_kind kind, int nb, float *s, const uint8_t *w, size_t 
     float ms[8];
     _mm256_storeu_ps(ms, msum);
     _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)
-        s[r] = hsum_ps(acc[r]) + (kind == GV_Q4_1 ? ms[2 * r + 1] : 0.0f);
+    {
+        s[r] = hsum_ps(acc[r]);
+        if (kind == GV_Q4_1)
+            s[r] += ms[2 * r + 1];
+    }
 }
 
 #define DEFINE_GEMV(NAME, KIND, QK, VEC_DOT)                                                      \
@@ -332,7 +339,7 @@ INLINE void gemv4(enum gv_kind kind, int nb, float *s, const uint8_t *w, size_t 
     {                                                                                             \
         const uint8_t *w = vw;                                                                    \
         int r = 0;                                                                                \
-        for (; r + 4 <= nr; r += 4)                                                               \
+        for (; n >= QK && r + 4 <= nr; r += 4)                                                    \
             gemv4(KIND, n / QK, s + r, w + (size_t)r * w_stride, w_stride, va);                   \
         for (; r < nr; r++)                                                                       \
             VEC_DOT(n, s + r, w + (size_t)r * w_stride, va);                                      \
