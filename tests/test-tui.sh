@@ -219,7 +219,13 @@ if screen | grep -q '^> x'; then bad "the closing key is not typed"; else ok "th
 # 8. Ctrl-D quits; the terminal is as before
 $T send-keys -t lc C-d
 check "exit status 0" '^EXIT=0'
+# type only once the shell shows its prompt again (keys typed while it resets the terminal
+# can be discarded), and once more if the first line was lost anyway
+wait_for '^\$ *$' 10 >/dev/null
 $T send-keys -t lc 'echo RESTORED-$((40+2))' Enter
+if ! wait_for '^RESTORED-42' 10 >/dev/null; then
+    $T send-keys -t lc 'echo RESTORED-$((40+2))' Enter
+fi
 check "shell prompt usable" '^RESTORED-42'
 if [ -s "$tmp/stty.after" ] && cmp -s "$tmp/stty.before" "$tmp/stty.after"; then
     ok "terminal modes restored (stty -g)"
