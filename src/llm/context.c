@@ -345,15 +345,24 @@ static void rope_tables(struct lc_context *c, int n_tok, int pos)
     }
 }
 
-/* Rotate adjacent pairs (x[2j], x[2j+1]) of the first n_rot dims of each head by the table cs. */
+/*
+ * Rotate adjacent pairs (x[2j], x[2j+1]) of the first n_rot dims of each head by the table cs.
+ * In the arithmetic of llama.cpp's x86 build (ggml_compute_forward_rope_f32's
+ * x0*cos - x1*sin and x0*sin + x1*cos, which GCC contracts into fused multiply-adds on a CPU
+ * with FMA): x0' = fma(x0, cos, -(x1*sin)), x1' = fma(x0, sin, x1*cos).  One ulp of RoPE can
+ * flip an f16 rounding of the K cache and, tokens later, a greedy choice: with the unfused
+ * form, stories260K Q4_0's greedy text left llama.cpp's after 99 tokens (found by comparing
+ * every intermediate tensor with llama.cpp's, see bench/BENCHMARKS.md).  fmaf is exact on
+ * every ISA (hardware FMA where there is one, glibc's exact emulation elsewhere).
+ */
 static void rope(float *x, int n_heads, int head_dim, int n_rot, const float *cs)
 {
     for (int h = 0; h < n_heads; h++) {
         float *v = x + (size_t)h * (size_t)head_dim;
         for (int j = 0; j < n_rot; j += 2) {
             const float x0 = v[j], x1 = v[j + 1];
-            v[j] = x0 * cs[j] - x1 * cs[j + 1];
-            v[j + 1] = x0 * cs[j + 1] + x1 * cs[j];
+            v[j] = fmaf(x0, cs[j], -(x1 * cs[j + 1]));
+            v[j + 1] = fmaf(x0, cs[j + 1], x1 * cs[j]);
         }
     }
 }
