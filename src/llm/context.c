@@ -278,21 +278,21 @@ static void matmul_rows(void *arg, int ith, int nth)
     const uint8_t *wd = w->data;
     const uint8_t *act = t->c->act;
     const size_t as = t->c->act_stride;
-    lc_gemm_fn gemm = k->gemm[w->type];
+    lc_gemm_fn gemm = w->q4_0x8 ? k->gemm_q4_0x8 : k->gemm[w->type];
     if (gemm && t->rows_act > 1) {
         /* s[c * ld + r] layout: dst row = token, column = output row */
         gemm(n, t->dst + lo, t->ld, wd + (size_t)lo * w->row_bytes, w->row_bytes, hi - lo, act,
              as, t->rows_act);
         return;
     }
-    lc_gemv_fn gemv = k->gemv[w->type];
+    lc_gemv_fn gemv = w->q4_0x8 ? k->gemv_q4_0x8 : k->gemv[w->type];
     if (gemv) {
         for (int i = 0; i < t->rows_act; i++)
             gemv(n, t->dst + (size_t)i * t->ld + lo, wd + (size_t)lo * w->row_bytes, w->row_bytes,
                  hi - lo, act + (size_t)i * as);
         return;
     }
-    lc_vec_dot_fn dot = k->vec_dot[w->type];
+    lc_vec_dot_fn dot = w->q4_0x8 ? k->vec_dot_q4_0x8 : k->vec_dot[w->type];
     for (int r = lo; r < hi; r++) {
         const uint8_t *wr = wd + (size_t)r * w->row_bytes;
         for (int i = 0; i < t->rows_act; i++) {

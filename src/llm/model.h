@@ -36,6 +36,12 @@ struct lc_weight {
     int64_t ne[2];          /* ne[0] = row length (n_in), ne[1] = rows (n_out) */
     size_t row_bytes;
     const void *data;
+    /*
+     * Q4_0 with a multiple of 8 rows: llama.cpp's x86 build repacks these into its Q4_0x8
+     * layout at load and multiplies them with its own kernels, whose float order differs from
+     * vec_dot's (kernels.h: q4_0x8); products with such a weight follow that order.
+     */
+    bool q4_0x8;
 };
 
 struct lc_layer {

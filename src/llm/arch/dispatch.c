@@ -147,6 +147,9 @@ static void merge(struct lc_kernels *t, int from)
         MERGE(gemm[k]);
         MERGE(gemv[k]);
     }
+    MERGE(vec_dot_q4_0x8);
+    MERGE(gemm_q4_0x8);
+    MERGE(gemv_q4_0x8);
     MERGE(rms_norm);
     MERGE(softmax);
     MERGE(swiglu);

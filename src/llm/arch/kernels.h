@@ -55,6 +55,16 @@ struct lc_kernels {
     lc_quantize_row_fn quantize_row[LC_TYPE_COUNT];/* by activation type (Q8_0, Q8_1, Q8_K, F16, F32) */
     lc_gemm_fn gemm[LC_TYPE_COUNT];                /* by weight type; NULL = use vec_dot */
     lc_gemv_fn gemv[LC_TYPE_COUNT];                /* by weight type; NULL = use vec_dot */
+    /*
+     * Q4_0 . Q8_0 in the order of llama.cpp's repacked Q4_0x8 kernels (ggml_gemv/gemm_
+     * q4_0_8x8_q8_0, x86), used for Q4_0 weights with a multiple of 8 rows (lc_weight.q4_0x8):
+     * per block the 32 integer products summed exactly, then acc = fma(float(sum), dx * dy,
+     * acc) from acc = 0, no horizontal float sum.  Same contracts as the entries above;
+     * gemm and gemv may be NULL (vec_dot_q4_0x8 is then looped).
+     */
+    lc_vec_dot_fn vec_dot_q4_0x8;
+    lc_gemm_fn gemm_q4_0x8;
+    lc_gemv_fn gemv_q4_0x8;
 
     /* y[i] = x[i] * scale * w[i], scale = 1/sqrt(mean(x^2) + eps) (sum in double as ggml) */
     void (*rms_norm)(float *y, const float *x, const float *w, int n, float eps);

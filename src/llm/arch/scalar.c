@@ -239,6 +239,28 @@ static void vec_dot_q4_0_q8_0(int n, float *s, const void *vx, const void *vy)
 }
 
 /*
+ * Q4_0 . Q8_0 in the order of llama.cpp's repacked kernels (ggml_gemv_q4_0_8x8_q8_0 and
+ * ggml_gemm_q4_0_8x8_q8_0, the x86 AVX2/AVX-512 paths of ggml-cpu-aarch64.cpp, which llama.cpp
+ * uses for Q4_0 matrices with a multiple of 8 rows): the block's 32 products summed as one
+ * integer, acc = fma(float(isum), dx * dy, acc) block by block from acc = 0, and acc is the
+ * result (no lanes, no horizontal sum).
+ */
+static void vec_dot_q4_0x8_q8_0(int n, float *s, const void *vx, const void *vy)
+{
+    const lc_block_q4_0 *x = vx;
+    const lc_block_q8_0 *y = vy;
+    const int nb = n / LC_QK4_0;
+    float acc = 0.0f;
+    for (int i = 0; i < nb; i++) {
+        int isum = 0;
+        for (int j = 0; j < 16; j++)
+            isum += ((x[i].qs[j] & 0x0F) - 8) * y[i].qs[j] + ((x[i].qs[j] >> 4) - 8) * y[i].qs[j + 16];
+        acc = fmaf((float)isum, LC_FP16_TO_FP32(x[i].d) * LC_FP16_TO_FP32(y[i].d), acc);
+    }
+    *s = acc;
+}
+
+/*
  * Q4_1 . Q8_1: x = dx * q + mx, y = dy * p, sy = dy * sum(p) (stored in the Q8_1 block):
  *   sum_j x_j y_j = dx * dy * sum(q * p) + mx * sy
  * ggml_vec_dot_q4_1_q8_1's formula, per block; the mx * sy terms are summed apart.
@@ -370,6 +392,7 @@ const struct lc_kernels lc_kernels_scalar = {
         [LC_TYPE_F16] = gemm_f16,
         /* quantized types: vec_dot's order is also tinyBLAS's; callers loop vec_dot */
     },
+    .vec_dot_q4_0x8 = vec_dot_q4_0x8_q8_0,
     .rms_norm = rms_norm,
     .softmax = ew_softmax,
     .swiglu = ew_swiglu,
