@@ -558,6 +558,98 @@ static void check_dispatch(void)
     fprintf(stderr, "built: %s; auto picks %s\n", lc_kernels_built(), k->isa);
 }
 
+/*
+ * The Q4_0 entries in the order of llama.cpp's repacked Q4_0x8 kernels: vec_dot_q4_0x8 of K
+ * against the scalar one, and K's gemv/gemm (when present) against the scalar vec_dot_q4_0x8,
+ * bit for bit, over every kind of edge data; the scalar reference itself against a direct
+ * formula.
+ */
+static void check_q4_0x8(const struct lc_kernels *S, const struct lc_kernels *K)
+{
+    static const int nbs[] = {1, 2, 3, 8, 17, 64, 1025};
+    static const int cols[] = {1, 3, 4, 5, 67};
+    const size_t wsz = sizeof(lc_block_q4_0), asz = sizeof(lc_block_q8_0);
+    float *xf = malloc(1025 * 32 * sizeof(float));
+    float *out = malloc(16 * 68 * sizeof(float));
+    for (int bi = 0; bi < 7; bi++) {
+        const int nb = nbs[bi], n = nb * 32;
+        const size_t w_stride = (size_t)nb * wsz + 6, a_stride = (size_t)nb * asz + 2;
+        uint8_t *W = calloc(MAX_ROWS, w_stride), *A = calloc(67, a_stride);
+        for (int r = 0; r < MAX_ROWS; r++)
+            make_weights(LC_TYPE_Q4_0, W + r * w_stride, nb, r < EDGE_COUNT ? r : EDGE_RANDOM);
+        for (int c = 0; c < 67; c++) {
+            make_acts(xf, n, c < EDGE_COUNT ? (c + 5) % EDGE_COUNT : EDGE_RANDOM);
+            S->quantize_row[LC_TYPE_Q8_0](xf, A + c * a_stride, n);
+        }
+        /* the scalar reference: fma(float(isum), dx * dy, acc) from 0, block by block */
+        if (K == S || bi < 3) {
+            const lc_block_q4_0 *x = (const lc_block_q4_0 *)(const void *)W;
+            const lc_block_q8_0 *y = (const lc_block_q8_0 *)(const void *)A;
+            float acc = 0.0f, got;
+            for (int i = 0; i < nb; i++) {
+                int isum = 0;
+                for (int j = 0; j < 32; j++) {
+                    const int q = j < 16 ? (x[i].qs[j] & 15) : (x[i].qs[j - 16] >> 4);
+                    isum += (q - 8) * y[i].qs[j];
+                }
+                acc = fmaf((float)isum, lc_fp16_to_fp32(x[i].d) * lc_fp16_to_fp32(y[i].d), acc);
+            }
+            S->vec_dot_q4_0x8(n, &got, W, A);
+            CHECK(same_bits(got, acc), "scalar q4_0x8 n=%d: %.9g, formula %.9g", n, (double)got,
+                  (double)acc);
+        }
+        for (int r = 0; r < MAX_ROWS; r++)
+            for (int c = 0; c < 5; c++) {
+                float sk, ss;
+                K->vec_dot_q4_0x8(n, &sk, W + r * w_stride, A + c * a_stride);
+                S->vec_dot_q4_0x8(n, &ss, W + r * w_stride, A + c * a_stride);
+                CHECK(same_bits(sk, ss), "%s vec_dot_q4_0x8 n=%d (r%d,c%d): %.9g vs %.9g", K->isa,
+                      n, r, c, (double)sk, (double)ss);
+            }
+        for (int nr = 1; nr <= MAX_ROWS; nr++) {
+            if (K->gemv_q4_0x8)
+                for (int c = 0; c < 3; c++) {
+                    for (int r = 0; r <= nr; r++)
+                        out[r] = -12345.0f;
+                    K->gemv_q4_0x8(n, out, W, w_stride, nr, A + c * a_stride);
+                    for (int r = 0; r < nr; r++) {
+                        float ss;
+                        S->vec_dot_q4_0x8(n, &ss, W + r * w_stride, A + c * a_stride);
+                        CHECK(same_bits(out[r], ss), "%s gemv_q4_0x8 n=%d nr=%d r%d: %.9g vs %.9g",
+                              K->isa, n, nr, r, (double)out[r], (double)ss);
+                    }
+                    CHECK(out[nr] == -12345.0f, "%s gemv_q4_0x8 wrote past the rows", K->isa);
+                }
+            if (K->gemm_q4_0x8)
+                for (int cj = 0; cj < 5; cj++) {
+                    const int nc = cols[cj];
+                    if (nb > 64 && (nc > 4 || nr > 5))
+                        continue;
+                    const size_t ld = (size_t)nr + 2;
+                    for (size_t i = 0; i < ld * (size_t)(nc + 1); i++)
+                        out[i] = -12345.0f;
+                    K->gemm_q4_0x8(n, out, ld, W, w_stride, nr, A, a_stride, nc);
+                    for (int c = 0; c < nc; c++)
+                        for (int r = 0; r < nr; r++) {
+                            float ss;
+                            S->vec_dot_q4_0x8(n, &ss, W + r * w_stride, A + c * a_stride);
+                            CHECK(same_bits(out[c * ld + r], ss),
+                                  "%s gemm_q4_0x8 n=%d %dx%d (r%d,c%d): %.9g vs %.9g", K->isa, n,
+                                  nr, nc, r, c, (double)out[c * ld + r], (double)ss);
+                        }
+                    for (size_t i = 0; i < ld * (size_t)(nc + 1); i++)
+                        if (i % ld >= (size_t)nr || i >= ld * (size_t)nc)
+                            CHECK(out[i] == -12345.0f, "%s gemm_q4_0x8 %dx%d wrote outside",
+                                  K->isa, nr, nc);
+                }
+        }
+        free(W);
+        free(A);
+    }
+    free(xf);
+    free(out);
+}
+
 int main(void)
 {
     lc_quant_init();
@@ -567,6 +659,7 @@ int main(void)
     fprintf(stderr, "neon dotprod: %s\n", (getauxval(AT_HWCAP) & (1 << 20)) ? "yes" : "no");
 #endif
     check_scalar(S);
+    check_q4_0x8(S, S);
     check_dispatch();
 
     static const char *const isas[] = {"avx512", "avx2", "neon"};
@@ -584,6 +677,7 @@ int main(void)
         check_quantized(S, K, LC_TYPE_Q4_1);
         check_quantized(S, K, LC_TYPE_Q4_0);
         check_quantized(S, K, LC_TYPE_Q8_0);
+        check_q4_0x8(S, K);
         check_q6_K(S, K);
         check_quantize_stress(S, K);
         check_float(S, K);

@@ -67,7 +67,7 @@ INLINE __m256i unpack_nibbles_bcast(const uint8_t *qs)
 #define PK_NB_MAX 1024 /* longer rows (n > 32768) take the x86-qdot.h tiles */
 #define PK_COLS 64     /* activation columns per chunk (a multiple of 4) */
 
-enum pk_kind { PK_Q4_1, PK_Q4_0, PK_Q8_0 };
+enum pk_kind { PK_Q4_1, PK_Q4_0, PK_Q8_0, PK_Q4_0X8 };
 
 struct pk_rows {
     uint8_t q[PK_NB_MAX][4][32]; /* block i, row r: the unsigned vpdpbusd operand */
@@ -104,7 +104,7 @@ static void pk_fill_rows(struct pk_rows *R, enum pk_kind kind, int nb, const uin
                 q = unpack_nibbles(x->qs);
                 R->d[i][r] = h2f(x->d);
                 R->m[i][r] = h2f(x->m);
-            } else if (kind == PK_Q4_0) {
+            } else if (kind == PK_Q4_0 || kind == PK_Q4_0X8) {
                 const lc_block_q4_0 *x = (const lc_block_q4_0 *)(const void *)row + i;
                 q = unpack_nibbles(x->qs);
                 R->d[i][r] = h2f(x->d);
@@ -123,7 +123,7 @@ static void pk_fill_rows(struct pk_rows *R, enum pk_kind kind, int nb, const uin
 static void pk_fill_cols(struct pk_cols *C, enum pk_kind kind, int nb, const uint8_t *a,
                          size_t a_stride, int ncols)
 {
-    const int off = kind == PK_Q4_0 ? 3 : 7; /* offset 8 or 128: a shift */
+    const int off = kind == PK_Q8_0 ? 7 : 3; /* offset 128 or 8: a shift */
     for (int i = 0; i < nb; i++) {
         for (int c = 0; c < 4; c++) {
             float d = 0.0f, sy = 0.0f;
@@ -162,11 +162,42 @@ static void pk_fill_cols(struct pk_cols *C, enum pk_kind kind, int nb, const uin
 INLINE void pk_tile(enum pk_kind kind, int nb, const struct pk_rows *R, const struct pk_cols *C,
                     const uint8_t *const a[4], size_t blk, size_t qoff, float out[16])
 {
+    const __m512i by_col = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
+    if (kind == PK_Q4_0X8) {
+        /*
+         * llama.cpp's repacked Q4_0x8 order (see scalar.c): per (row, column) the block's
+         * integer sum, acc = fma(float(isum), dx * dy, acc); the 16 accumulators of the tile
+         * are the lanes (r + 4c) of one vector.
+         */
+        __m512 acc = _mm512_setzero_ps();
+        for (int i = 0; i < nb; i++) {
+            const __m512 p = _mm512_mul_ps(_mm512_broadcast_f32x4(_mm_load_ps(R->d[i])),
+                                           _mm512_permutexvar_ps(by_col, _mm512_castps256_ps512(
+                                                                             _mm256_load_ps(C[i].ds))));
+            __m256i x[4];
+            _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) x[r] =
+                _mm256_load_si256((const __m256i *)R->q[i][r]);
+            __m128i sums[4];
+            _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)
+            {
+                const __m256i y = _mm256_loadu_si256((const __m256i *)(a[c] + i * blk + qoff));
+                const __m256i z = _mm256_load_si256((const __m256i *)C[i].bias[c]);
+                sums[c] = hsum4_epi32(_mm256_dpbusd_epi32(z, x[0], y), _mm256_dpbusd_epi32(z, x[1], y),
+                                      _mm256_dpbusd_epi32(z, x[2], y), _mm256_dpbusd_epi32(z, x[3], y));
+            }
+            __m512i isum = _mm512_castsi128_si512(sums[0]);
+            isum = _mm512_inserti32x4(isum, sums[1], 1);
+            isum = _mm512_inserti32x4(isum, sums[2], 2);
+            isum = _mm512_inserti32x4(isum, sums[3], 3);
+            acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), p, acc);
+        }
+        _mm512_storeu_ps(out, acc);
+        return;
+    }
     __m256 acc[4][4];
     _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)
         _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) acc[r][c] = _mm256_setzero_ps();
     __m512 ms = _mm512_setzero_ps();
-    const __m512i by_col = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
     const __m512i by_col_s = _mm512_add_epi32(by_col, _mm512_set1_epi32(4));
     /*
      * The products of block i are stored one iteration ahead (pp[i & 1]) and read back as
@@ -255,6 +286,8 @@ static int pk_gemm(enum pk_kind kind, int n, float *s, size_t ld_s, const uint8_
                 float out[16];
                 if (kind == PK_Q4_1)
                     pk_tile(PK_Q4_1, nb, R, C + (size_t)g * (size_t)nb, ac, blk, qoff, out);
+                else if (kind == PK_Q4_0X8)
+                    pk_tile(PK_Q4_0X8, nb, R, C + (size_t)g * (size_t)nb, ac, blk, qoff, out);
                 else
                     pk_tile(PK_Q4_0, nb, R, C + (size_t)g * (size_t)nb, ac, blk, qoff, out);
                 for (int c = 0; c < k; c++)
@@ -278,6 +311,16 @@ static int pk_gemm(enum pk_kind kind, int n, float *s, size_t ld_s, const uint8_
 DEFINE_PK_GEMM(q4_1, PK_Q4_1)
 DEFINE_PK_GEMM(q4_0, PK_Q4_0)
 DEFINE_PK_GEMM(q8_0, PK_Q8_0)
+
+/* the Q4_0x8 order; its fallback (too long rows, no memory) loops the GEMV per column */
+static void pk_gemm_q4_0x8(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
+                           const void *a, size_t a_stride, int nc)
+{
+    if (pk_gemm(PK_Q4_0X8, n, s, ld_s, w, w_stride, nr, a, a_stride, nc) != 0)
+        for (int c = 0; c < nc; c++)
+            gemv_q4_0x8(n, s + (size_t)c * ld_s, w, w_stride, nr,
+                        (const uint8_t *)a + (size_t)c * a_stride);
+}
 
 /* ---------------------------------------------------------------- float dots */
 
@@ -350,6 +393,9 @@ const struct lc_kernels lc_kernels_avx512 = {
         [LC_TYPE_Q4_0] = gemv_q4_0,
         [LC_TYPE_Q4_1] = gemv_q4_1,
     },
+    .vec_dot_q4_0x8 = vec_dot_q4_0x8_q8_0,
+    .gemm_q4_0x8 = pk_gemm_q4_0x8,
+    .gemv_q4_0x8 = gemv_q4_0x8,
     .dot_f32 = dot_f32,
     .dot_f16 = dot_f16,
 };

@@ -347,4 +347,83 @@ INLINE void gemv4(enum gv_kind kind, int nb, float *s, const uint8_t *w, size_t 
 DEFINE_GEMV(q4_1, GV_Q4_1, LC_QK4_1, vec_dot_q4_1_q8_1)
 DEFINE_GEMV(q4_0, GV_Q4_0, LC_QK4_0, vec_dot_q4_0_q8_0)
 
+/* ---------------------------------------------------------------- Q4_0x8 order */
+
+/*
+ * Q4_0 . Q8_0 in the order of llama.cpp's repacked Q4_0x8 kernels (see scalar.c): per block
+ * the exact integer sum of the 32 products, then acc = fma(float(isum), dx * dy, acc).
+ * The integer lanes are those of the Q4_0 GEMV above (sum(q*y) - 8*sum(y)), summed
+ * horizontally; integers, so the order of that sum does not matter.
+ */
+INLINE __m256i q4_0_lanes(const uint8_t *qs, __m256i yv, __m256i bias)
+{
+    return dot_us8_acc(bias, unpack_nibbles_bcast(qs), yv);
+}
+
+/* -8 * (the sum of each lane's 4 activations) */
+INLINE __m256i q4_0_bias(__m256i yv)
+{
+    const __m256i z = _mm256_setzero_si256();
+    return _mm256_sub_epi32(z, _mm256_slli_epi32(dot_us8_acc(z, _mm256_set1_epi8(1), yv), 3));
+}
+
+/* [sum(a), sum(b), sum(c), sum(d)] of four vectors of 8 int32 lanes */
+INLINE __m128i hsum4_epi32(__m256i a, __m256i b, __m256i c, __m256i d)
+{
+    const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(a, b), _mm256_hadd_epi32(c, d));
+    return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+}
+
+static void vec_dot_q4_0x8_q8_0(int n, float *s, const void *vx, const void *vy)
+{
+    const lc_block_q4_0 *x = vx;
+    const lc_block_q8_0 *y = vy;
+    const int nb = n / LC_QK4_0;
+    float acc = 0.0f;
+    for (int i = 0; i < nb; i++) {
+        const __m256i yv = _mm256_loadu_si256((const __m256i *)y[i].qs);
+        const int isum = hsum_epi32(q4_0_lanes(x[i].qs, yv, q4_0_bias(yv)));
+        acc = fmaf((float)isum, h2f(x[i].d) * h2f(y[i].d), acc);
+    }
+    *s = acc;
+}
+
+/* 4 rows of the GEMV in the Q4_0x8 order: the 4 accumulators are the lanes of one vector */
+static void gemv4_q4_0x8(int nb, float *s, const uint8_t *w, size_t w_stride, const uint8_t *y)
+{
+    const lc_block_q4_0 *x[4];
+    _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) x[r] =
+        (const lc_block_q4_0 *)(const void *)(w + (size_t)r * w_stride);
+    const lc_block_q8_0 *yb = (const lc_block_q8_0 *)(const void *)y;
+    const uintptr_t next = (uintptr_t)w + 8 * w_stride; /* see gemv4: prefetch only */
+    const size_t pf_step = (4 * w_stride + (size_t)nb - 1) / (size_t)nb;
+    __m128 acc = _mm_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        _mm_prefetch((const char *)(next + (size_t)i * pf_step), _MM_HINT_T1);
+        _mm_prefetch((const char *)(next + (size_t)i * pf_step + 64), _MM_HINT_T1);
+        const __m256i yv = _mm256_loadu_si256((const __m256i *)yb[i].qs);
+        const __m256i bias = q4_0_bias(yv);
+        const __m128i isum = hsum4_epi32(q4_0_lanes(x[0][i].qs, yv, bias),
+                                         q4_0_lanes(x[1][i].qs, yv, bias),
+                                         q4_0_lanes(x[2][i].qs, yv, bias),
+                                         q4_0_lanes(x[3][i].qs, yv, bias));
+        const __m128 dx = _mm_cvtph_ps(_mm_setr_epi16((short)x[0][i].d, (short)x[1][i].d,
+                                                      (short)x[2][i].d, (short)x[3][i].d, 0, 0,
+                                                      0, 0));
+        const __m128 p = _mm_mul_ps(dx, _mm_set1_ps(h2f(yb[i].d)));
+        acc = _mm_fmadd_ps(_mm_cvtepi32_ps(isum), p, acc);
+    }
+    _mm_storeu_ps(s, acc);
+}
+
+static void gemv_q4_0x8(int n, float *s, const void *vw, size_t w_stride, int nr, const void *va)
+{
+    const uint8_t *w = vw;
+    int r = 0;
+    for (; n >= LC_QK4_0 && r + 4 <= nr; r += 4)
+        gemv4_q4_0x8(n / LC_QK4_0, s + r, w + (size_t)r * w_stride, w_stride, va);
+    for (; r < nr; r++)
+        vec_dot_q4_0x8_q8_0(n, s + r, w + (size_t)r * w_stride, va);
+}
+
 #endif
