@@ -75,6 +75,7 @@ struct lc_engine {
     int32_t n_cache, cap_cache;
     double last_stats;        /* monotonic seconds of the last STATS event */
     int32_t n_eval;           /* prompt tokens evaluated for the current reply */
+    bool noted_full;          /* the context-full note was shown for the current reply */
 };
 
 static double now_s(void)
@@ -463,11 +464,21 @@ static int sync_prompt(struct lc_engine *e, int32_t reserve)
         halve_message(&e->conv->msgs[longest]);
         halved++;
     }
-    if (dropped || halved)
-        emit_str(e, LC_EV_NOTE,
-                 "context full (%d tokens): %s%d oldest message%s dropped%s; the rest is re-read",
-                 n_ctx, "", dropped, dropped == 1 ? "" : "s",
-                 halved ? ", and the oldest part of a long message cut" : "");
+    /* once per reply: a long reply overflows again every quarter of the context */
+    if ((dropped || halved) && !e->noted_full) {
+        e->noted_full = true;
+        if (dropped)
+            emit_str(e, LC_EV_NOTE,
+                     "context full (%d tokens): the %d oldest message%s dropped%s; the rest is "
+                     "re-read",
+                     n_ctx, dropped, dropped == 1 ? "" : "s",
+                     halved ? " and the oldest part of a long message cut" : "");
+        else
+            emit_str(e, LC_EV_NOTE,
+                     "context full (%d tokens): the oldest part of a long message cut (the "
+                     "model no longer sees it; the transcript keeps it); the rest is re-read",
+                     n_ctx);
+    }
 
     /* Longest common prefix with what is cached; at least the last token is decoded again so
      * that its logits are fresh. */
@@ -613,6 +624,7 @@ static void reply(struct lc_engine *e)
     }
     const int32_t n_ctx = lc_context_n_ctx(e->ctx);
     pick_up_params(e);
+    e->noted_full = false;
     int32_t reserve = n_ctx / 8;
     if (e->n_predict >= 0 && e->n_predict + 1 < reserve)
         reserve = e->n_predict + 1;
