@@ -316,6 +316,38 @@ DEFINE_ENTRIES(q4_1)
 DEFINE_ENTRIES(q4_0)
 DEFINE_ENTRIES(q8_0)
 
+/*
+ * Q4_0 in the order of llama.cpp's repacked Q4_0x8 kernels (see scalar.c): the block's integer
+ * sum (the lanes added, exact), then acc = fma(float(isum), dx * dy, acc).
+ */
+#define DEFINE_Q4_0X8(PATH, ATTR)                                                                 \
+    ATTR static void vec_dot_q4_0x8_##PATH(int n, float *s, const void *vx, const void *vy)       \
+    {                                                                                             \
+        const lc_block_q4_0 *x = vx;                                                              \
+        const lc_block_q8_0 *y = vy;                                                              \
+        float acc = 0.0f;                                                                         \
+        for (int i = 0; i < n / LC_QK4_0; i++) {                                                  \
+            const struct lanes l = idot_##PATH(q4_0_x(x + i), y[i].qs);                           \
+            const int isum = vaddvq_s32(vaddq_s32(l.lo, l.hi));                                   \
+            acc = fmaf((float)isum, h2f(x[i].d) * h2f(y[i].d), acc);                              \
+        }                                                                                         \
+        *s = acc;                                                                                 \
+    }
+DEFINE_Q4_0X8(nodp, NO_ATTR)
+#ifndef LC_NEON_NO_DOTPROD
+DEFINE_Q4_0X8(dp, DOTPROD)
+#else
+#define vec_dot_q4_0x8_dp vec_dot_q4_0x8_nodp
+#endif
+
+static void vec_dot_q4_0x8(int n, float *s, const void *x, const void *y)
+{
+    if (dotprod())
+        vec_dot_q4_0x8_dp(n, s, x, y);
+    else
+        vec_dot_q4_0x8_nodp(n, s, x, y);
+}
+
 /* ---------------------------------------------------------------- float kernels */
 
 /*
@@ -442,6 +474,7 @@ const struct lc_kernels lc_kernels_neon = {
         [LC_TYPE_Q4_1] = gemm_q4_1,
         [LC_TYPE_Q8_0] = gemm_q8_0,
     },
+    .vec_dot_q4_0x8 = vec_dot_q4_0x8,
     .rms_norm = rms_norm,
     .dot_f32 = dot_f32,
     .dot_f16 = dot_f16,
