@@ -467,17 +467,19 @@ static int sync_prompt(struct lc_engine *e, int32_t reserve)
     /* once per reply: a long reply overflows again every quarter of the context */
     if ((dropped || halved) && !e->noted_full) {
         e->noted_full = true;
-        if (dropped)
-            emit_str(e, LC_EV_NOTE,
-                     "context full (%d tokens): the %d oldest message%s dropped%s; the rest is "
-                     "re-read",
-                     n_ctx, dropped, dropped == 1 ? "" : "s",
-                     halved ? " and the oldest part of a long message cut" : "");
+        char what[96];
+        if (dropped == 1)
+            snprintf(what, sizeof what, "dropped the oldest message%s",
+                     halved ? " and cut the start of a long one" : "");
+        else if (dropped > 1)
+            snprintf(what, sizeof what, "dropped the %d oldest messages%s", dropped,
+                     halved ? " and cut the start of a long one" : "");
         else
-            emit_str(e, LC_EV_NOTE,
-                     "context full (%d tokens): the oldest part of a long message cut (the "
-                     "model no longer sees it; the transcript keeps it); the rest is re-read",
-                     n_ctx);
+            snprintf(what, sizeof what, "cut the start of a long message");
+        emit_str(e, LC_EV_NOTE,
+                 "context full (%d tokens): %s; the model re-reads the rest (the transcript "
+                 "keeps everything)",
+                 n_ctx, what);
     }
 
     /* Longest common prefix with what is cached; at least the last token is decoded again so

@@ -87,8 +87,11 @@ static int bind(const struct lc_model *m, struct lc_weight *w, const char *name,
     w->row_bytes = lc_row_size(t->type, t->ne[0]);
     w->data = t->data;
     /* llama.cpp (ggml-cpu-aarch64.cpp, ggml_aarch64_get_optimal_repack_type): Q4_0 matrices
-     * with ne[1] % 8 == 0 are repacked to Q4_0x8 on AVX2 CPUs (token_embd is only read by
-     * row, never multiplied, so the flag does not matter there) */
+     * with ne[1] % 8 == 0 are repacked to Q4_0x8 on AVX2 CPUs.  token_embd is only read by row
+     * (the flag does not matter there), but when it doubles as the output matrix (tied
+     * embeddings) llama.cpp loads a second copy for the matrix product, which is repacked:
+     * so the flag travels with the tied output too (checked against llama.cpp 0.7.0 on a tied
+     * Q4_0 stories260K: same logits for 64 steps, and not without the flag). */
     w->q4_0x8 = t->type == LC_TYPE_Q4_0 && t->ne[1] % 8 == 0;
     return 0;
 }

@@ -62,9 +62,10 @@ INLINE __m256i unpack_nibbles_bcast(const uint8_t *qs)
  *
  * Per (row, column) the float operations are vec_dot's: per block acc = fma(float(lanes),
  * dx * dy, acc), hsum_float_8 at the end, Q4_1's m * s sum (multiply, then add, in block order)
- * added last.
+ * added last.  PK_Q4_0X8 (Q4_0 weights llama.cpp repacks) follows vec_dot_q4_0x8 instead: the
+ * lanes summed as integers per block, acc = fma(float(isum), dx * dy, acc), no horizontal sum.
  */
-#define PK_NB_MAX 1024 /* longer rows (n > 32768) take the x86-qdot.h tiles */
+#define PK_NB_MAX 1024 /* longer rows (n > 32768) take the fallbacks */
 #define PK_COLS 64     /* activation columns per chunk (a multiple of 4) */
 
 enum pk_kind { PK_Q4_1, PK_Q4_0, PK_Q8_0, PK_Q4_0X8 };
@@ -247,8 +248,9 @@ INLINE void pk_tile(enum pk_kind kind, int nb, const struct pk_rows *R, const st
 /*
  * kernels.h's gemm contract.  Returns 0, or -1 without writing s when n is too long (more than
  * PK_NB_MAX blocks) or too short (no block), or when the scratch (160 KiB for the rows,
- * 2.5 KiB per block for the column chunk) cannot be allocated: the caller then uses the
- * x86-qdot.h tiles, same results.  Scratch is per call, so threads share nothing.
+ * 2.5 KiB per block for the column chunk) cannot be allocated: the caller then uses a fallback
+ * with the same results (x86-qdot.h's tiles; for Q4_0x8, its GEMV per column).  Scratch is per
+ * call, so threads share nothing.
  */
 static int pk_gemm(enum pk_kind kind, int n, float *s, size_t ld_s, const uint8_t *w,
                    size_t w_stride, int nr, const uint8_t *a, size_t a_stride, int nc)
