@@ -367,10 +367,17 @@ INLINE __m256i q4_0_bias(__m256i yv)
     return _mm256_sub_epi32(z, _mm256_slli_epi32(dot_us8_acc(z, _mm256_set1_epi8(1), yv), 3));
 }
 
-/* [sum(a), sum(b), sum(c), sum(d)] of four vectors of 8 int32 lanes */
+/*
+ * [sum(a), sum(b), sum(c), sum(d)] of four vectors of 8 int32 lanes, each lane within int16
+ * range / 4 (Q4_0 lanes: 4 products of |q - 8| <= 8 and |y| <= 127, so |lane| <= 4064): pairs
+ * of lanes summed by packing to int16 and vpmaddwd with ones, twice (exact: no saturation).
+ */
 INLINE __m128i hsum4_epi32(__m256i a, __m256i b, __m256i c, __m256i d)
 {
-    const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(a, b), _mm256_hadd_epi32(c, d));
+    const __m256i ones = _mm256_set1_epi16(1);
+    const __m256i ab = _mm256_madd_epi16(_mm256_packs_epi32(a, b), ones);
+    const __m256i cd = _mm256_madd_epi16(_mm256_packs_epi32(c, d), ones);
+    const __m256i h = _mm256_madd_epi16(_mm256_packs_epi32(ab, cd), ones);
     return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
 }
 
