@@ -45,6 +45,112 @@ INLINE __m256i unpack_nibbles_bcast(const uint8_t *qs)
 #define QDOT_TILE_COLS 2 /* 4 x 2 tiles: 8 accumulators of the 16 ymm registers */
 #include "x86-qdot.h"
 
+/* ---------------------------------------------------------------- prompt GEMM */
+
+#include "x86-pk.h"
+
+/*
+ * AVX2: 4 rows x 2 columns per pass (8 accumulators of the 16 registers; the rows in registers,
+ * the activations as memory operands of vpmaddubsw), two passes per group of 4 columns.  The
+ * products dx * dy of a pass are one 256-bit multiply per block, stored a few blocks ahead and
+ * read back as broadcast loads.  Q4_0's offset is folded into the lanes (its nibbles 0..15 times
+ * activations fit vpmaddubsw's 16-bit pairs: at most 2 * 15 * 127); Q8_0 (x + 128 would not fit)
+ * keeps x86-qdot.h's tiles.
+ */
+INLINE __m256i pk_lanes(__m256i x, __m256i y)
+{
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(x, y), _mm256_set1_epi16(1));
+}
+
+INLINE void pk_tile(enum pk_kind kind, int nb, const struct pk_rows *R, const struct pk_cols *C,
+                    const uint8_t *const a[4], size_t blk, size_t qoff, float out[16])
+{
+    if (kind == PK_Q4_0X8) {
+        /* per (row, column) the block's integer sum, acc = fma(float(isum), dx * dy, acc);
+         * column c's 4 accumulators are the lanes of acc[c] */
+        __m128 acc[4];
+        _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) acc[c] = _mm_setzero_ps();
+        for (int i = 0; i < nb; i++) {
+            const __m128 dx = _mm_load_ps(R->d[i]);
+            __m256i x[4];
+            _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) x[r] =
+                _mm256_load_si256((const __m256i *)R->q[i][r]);
+            _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)
+            {
+                const __m256i y = _mm256_loadu_si256((const __m256i *)(a[c] + i * blk + qoff));
+                const __m256i z = _mm256_load_si256((const __m256i *)C[i].bias[c]);
+                const __m128i isum = hsum4_epi32(
+                    _mm256_add_epi32(z, pk_lanes(x[0], y)), _mm256_add_epi32(z, pk_lanes(x[1], y)),
+                    _mm256_add_epi32(z, pk_lanes(x[2], y)), _mm256_add_epi32(z, pk_lanes(x[3], y)));
+                acc[c] = _mm_fmadd_ps(_mm_cvtepi32_ps(isum), _mm_mul_ps(dx, _mm_set1_ps(C[i].ds[c])),
+                                      acc[c]);
+            }
+        }
+        _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) _mm_storeu_ps(out + 4 * c, acc[c]);
+        return;
+    }
+    for (int h = 0; h < 2; h++) {
+        const __m256i sel = _mm256_setr_epi32(2 * h, 2 * h, 2 * h, 2 * h, 2 * h + 1, 2 * h + 1,
+                                              2 * h + 1, 2 * h + 1);
+        const __m256i sel_s = _mm256_add_epi32(sel, _mm256_set1_epi32(4));
+        __m256 acc[4][2];
+        _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)
+            _Pragma("GCC unroll 2") for (int c = 0; c < 2; c++) acc[r][c] = _mm256_setzero_ps();
+        __m256 ms = _mm256_setzero_ps(); /* Q4_1: lane r + 4c, the m * s sums */
+        enum { AHEAD = 4 };
+        float pp[AHEAD][8] __attribute__((aligned(32)));
+#define PK2_P(i)                                                                                  \
+    _mm256_mul_ps(_mm256_broadcast_ps((const __m128 *)R->d[i]),                                   \
+                  _mm256_permutevar8x32_ps(_mm256_load_ps(C[i].ds), sel))
+        _Pragma("GCC unroll 4") for (int i = 0; i < AHEAD && i < nb; i++)
+            _mm256_store_ps(pp[i], PK2_P(i));
+        for (int i = 0; i < nb; i++) {
+            const float *p = pp[i % AHEAD];
+            if (kind == PK_Q4_1)
+                ms = _mm256_add_ps(ms, _mm256_mul_ps(_mm256_broadcast_ps((const __m128 *)R->m[i]),
+                                                     _mm256_permutevar8x32_ps(
+                                                         _mm256_load_ps(C[i].ds), sel_s)));
+            __m256i x[4];
+            _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) x[r] =
+                _mm256_load_si256((const __m256i *)R->q[i][r]);
+            _Pragma("GCC unroll 2") for (int c = 0; c < 2; c++)
+            {
+                const __m256i y =
+                    _mm256_loadu_si256((const __m256i *)(a[2 * h + c] + i * blk + qoff));
+                const __m256i z = kind == PK_Q4_1
+                                      ? _mm256_setzero_si256()
+                                      : _mm256_load_si256((const __m256i *)C[i].bias[2 * h + c]);
+                _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)
+                {
+                    __m256i l = pk_lanes(x[r], y);
+                    if (kind != PK_Q4_1)
+                        l = _mm256_add_epi32(l, z);
+                    acc[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(l), _mm256_set1_ps(p[r + 4 * c]),
+                                                acc[r][c]);
+                }
+            }
+            if (i + AHEAD < nb)
+                _mm256_store_ps(pp[i % AHEAD], PK2_P(i + AHEAD));
+            __asm__ volatile("" : "+m"(pp));
+        }
+#undef PK2_P
+        float msv[8];
+        _mm256_storeu_ps(msv, ms);
+        _Pragma("GCC unroll 2") for (int c = 0; c < 2; c++)
+            _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)
+        {
+            float v = hsum_ps(acc[r][c]);
+            if (kind == PK_Q4_1)
+                v += msv[r + 4 * c];
+            out[r + 4 * (2 * h + c)] = v;
+        }
+    }
+}
+
+DEFINE_PK_GEMM(q4_1, PK_Q4_1, gemm_q4_1)
+DEFINE_PK_GEMM(q4_0, PK_Q4_0, gemm_q4_0)
+DEFINE_PK_GEMM(q4_0x8, PK_Q4_0X8, gemm_q4_0x8_by_columns)
+
 /* ---------------------------------------------------------------- activation quantizers */
 
 /*
@@ -293,8 +399,8 @@ const struct lc_kernels lc_kernels_avx2 = {
     .gemm = {
         [LC_TYPE_F32] = gemm_f32,
         [LC_TYPE_F16] = gemm_f16,
-        [LC_TYPE_Q4_0] = gemm_q4_0,
-        [LC_TYPE_Q4_1] = gemm_q4_1,
+        [LC_TYPE_Q4_0] = pk_gemm_q4_0,
+        [LC_TYPE_Q4_1] = pk_gemm_q4_1,
         [LC_TYPE_Q8_0] = gemm_q8_0,
     },
     .gemv = {
@@ -305,6 +411,7 @@ const struct lc_kernels lc_kernels_avx2 = {
     .softmax = ew_softmax,
     .swiglu = ew_swiglu,
     .vec_dot_q4_0x8 = vec_dot_q4_0x8_q8_0,
+    .gemm_q4_0x8 = pk_gemm_q4_0x8,
     .gemv_q4_0x8 = gemv_q4_0x8,
     .dot_f32 = dot_f32,
     .dot_f16 = dot_f16,

@@ -44,118 +44,10 @@ INLINE __m256i unpack_nibbles_bcast(const uint8_t *qs)
 
 /* ---------------------------------------------------------------- prompt GEMM */
 
-/*
- * The quantized GEMM for prompt batches.  Same bits as vec_dot (and as x86-qdot.h's tiles), with
- * fewer instructions per (row, column, block):
- *
- *   - A group of 4 weight rows is unpacked once per chunk of columns into a buffer (160 bytes
- *     per block: 10 KB for n = 2048, in L1; 55 KB for n = 11008, in L2): per block, the 32
- *     unsigned bytes vpdpbusd takes (Q4: the nibbles 0..15; Q8_0: x + 128) and the fp16 scales
- *     (and Q4_1 mins) as floats.
- *   - Per chunk of up to PK_COLS activation columns, the scales d (and Q8_1 sums s) are converted
- *     once, and for Q4_0 / Q8_0 the offset of the unsigned operand is folded into vpdpbusd's
- *     initial value: lane j of sum((x + o) * y) - o * sum(y), with o * sum(y) computed once per
- *     column block, is exactly lane j of sum(x * y), the integer vec_dot sums (no overflow:
- *     |lane| <= 4 * 255 * 127).
- *   - The 16 scale products dx * dy of a 4 x 4 tile are one 512-bit multiply per block; each is
- *     then a broadcast memory operand of the FMA.
- *
- * Per (row, column) the float operations are vec_dot's: per block acc = fma(float(lanes),
- * dx * dy, acc), hsum_float_8 at the end, Q4_1's m * s sum (multiply, then add, in block order)
- * added last.  PK_Q4_0X8 (Q4_0 weights llama.cpp repacks) follows vec_dot_q4_0x8 instead: the
- * lanes summed as integers per block, acc = fma(float(isum), dx * dy, acc), no horizontal sum.
- */
-#define PK_NB_MAX 1024 /* longer rows (n > 32768) take the fallbacks */
-#define PK_COLS 64     /* activation columns per chunk (a multiple of 4) */
+#include "x86-pk.h"
 
-enum pk_kind { PK_Q4_1, PK_Q4_0, PK_Q8_0, PK_Q4_0X8 };
-
-struct pk_rows {
-    uint8_t q[PK_NB_MAX][4][32]; /* block i, row r: the unsigned vpdpbusd operand */
-    float d[PK_NB_MAX][4];       /* block i: dx of rows 0..3 */
-    float m[PK_NB_MAX][4];       /* block i: Q4_1 m of rows 0..3 */
-};
-
-/* per column group (4 columns) and block: dy[4], sy[4]; and (Q4_0/Q8_0) the lane offsets */
-struct pk_cols {
-    float ds[8];
-    int32_t bias[4][8];
-};
-/* aligned loads of ds and bias in an array of them from aligned_alloc(64) */
-_Static_assert(sizeof(struct pk_cols) % 32 == 0, "pk_cols must keep 32-byte alignment");
-
-/* Unpack weight rows w[0..nrows) (nrows <= 4) into R; missing rows become zeros. */
-static void pk_fill_rows(struct pk_rows *R, enum pk_kind kind, int nb, const uint8_t *w,
-                         size_t w_stride, int nrows)
-{
-    for (int r = 0; r < 4; r++) {
-        if (r >= nrows) {
-            for (int i = 0; i < nb; i++) {
-                _mm256_store_si256((__m256i *)R->q[i][r], _mm256_setzero_si256());
-                R->d[i][r] = 0.0f;
-                R->m[i][r] = 0.0f;
-            }
-            continue;
-        }
-        const uint8_t *row = w + (size_t)r * w_stride;
-        for (int i = 0; i < nb; i++) {
-            __m256i q;
-            if (kind == PK_Q4_1) {
-                const lc_block_q4_1 *x = (const lc_block_q4_1 *)(const void *)row + i;
-                q = unpack_nibbles(x->qs);
-                R->d[i][r] = h2f(x->d);
-                R->m[i][r] = h2f(x->m);
-            } else if (kind == PK_Q4_0 || kind == PK_Q4_0X8) {
-                const lc_block_q4_0 *x = (const lc_block_q4_0 *)(const void *)row + i;
-                q = unpack_nibbles(x->qs);
-                R->d[i][r] = h2f(x->d);
-            } else {
-                const lc_block_q8_0 *x = (const lc_block_q8_0 *)(const void *)row + i;
-                q = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)x->qs),
-                                     _mm256_set1_epi8((char)0x80));
-                R->d[i][r] = h2f(x->d);
-            }
-            _mm256_store_si256((__m256i *)R->q[i][r], q);
-        }
-    }
-}
-
-/* Column scales and offsets for columns a[0..ncols) (ncols <= 4) of one group, all blocks. */
-static void pk_fill_cols(struct pk_cols *C, enum pk_kind kind, int nb, const uint8_t *a,
-                         size_t a_stride, int ncols)
-{
-    const int off = kind == PK_Q8_0 ? 7 : 3; /* offset 128 or 8: a shift */
-    for (int i = 0; i < nb; i++) {
-        for (int c = 0; c < 4; c++) {
-            float d = 0.0f, sy = 0.0f;
-            __m256i bias = _mm256_setzero_si256();
-            if (c < ncols) {
-                const uint8_t *col = a + (size_t)c * a_stride;
-                const int8_t *qs;
-                if (kind == PK_Q4_1) {
-                    const lc_block_q8_1 *y = (const lc_block_q8_1 *)(const void *)col + i;
-                    d = h2f(y->d);
-                    sy = h2f(y->s);
-                    qs = y->qs;
-                } else {
-                    const lc_block_q8_0 *y = (const lc_block_q8_0 *)(const void *)col + i;
-                    d = h2f(y->d);
-                    qs = y->qs;
-                }
-                if (kind != PK_Q4_1) {
-                    const __m256i sum4 = _mm256_dpbusd_epi32(
-                        _mm256_setzero_si256(), _mm256_set1_epi8(1),
-                        _mm256_loadu_si256((const __m256i *)qs));
-                    bias = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(sum4, off));
-                }
-            }
-            C[i].ds[c] = d;
-            C[i].ds[4 + c] = sy;
-            _mm256_store_si256((__m256i *)C[i].bias[c], bias);
-        }
-    }
-}
-
+/* AVX-512: a 4 x 4 tile, 16 accumulators of the 32 registers; the 16 scale products of a block
+ * are one 512-bit multiply */
 /*
  * One 4 x 4 tile: out[r + 4c] = dot(row r, column c) for the rows in R and the columns
  * a0..a3 (blk bytes per block, quants at byte qoff of each block), C their scales.
@@ -245,84 +137,10 @@ INLINE void pk_tile(enum pk_kind kind, int nb, const struct pk_rows *R, const st
         }
 }
 
-/*
- * kernels.h's gemm contract.  Returns 0, or -1 without writing s when n is too long (more than
- * PK_NB_MAX blocks) or too short (no block), or when the scratch (160 KiB for the rows,
- * 2.5 KiB per block for the column chunk) cannot be allocated: the caller then uses a fallback
- * with the same results (x86-qdot.h's tiles; for Q4_0x8, its GEMV per column).  Scratch is per
- * call, so threads share nothing.
- */
-static int pk_gemm(enum pk_kind kind, int n, float *s, size_t ld_s, const uint8_t *w,
-                   size_t w_stride, int nr, const uint8_t *a, size_t a_stride, int nc)
-{
-    const int nb = n / 32;
-    if (nb < 1 || nb > PK_NB_MAX)
-        return -1;
-    const size_t ngroups = PK_COLS / 4;
-    struct pk_rows *R = aligned_alloc(64, sizeof *R);
-    struct pk_cols *C = aligned_alloc(64, ngroups * (size_t)nb * sizeof *C);
-    if (!R || !C) {
-        free(R);
-        free(C);
-        return -1;
-    }
-    const size_t blk = kind == PK_Q4_1 ? sizeof(lc_block_q8_1) : sizeof(lc_block_q8_0);
-    const size_t qoff = kind == PK_Q4_1 ? offsetof(lc_block_q8_1, qs) : offsetof(lc_block_q8_0, qs);
-    for (int c0 = 0; c0 < nc; c0 += PK_COLS) {
-        const int ncols = nc - c0 < PK_COLS ? nc - c0 : PK_COLS;
-        const int ng = (ncols + 3) / 4;
-        for (int g = 0; g < ng; g++) {
-            const int k = ncols - 4 * g < 4 ? ncols - 4 * g : 4;
-            pk_fill_cols(C + (size_t)g * (size_t)nb, kind, nb, a + (size_t)(c0 + 4 * g) * a_stride,
-                         a_stride, k);
-        }
-        for (int r0 = 0; r0 < nr; r0 += 4) {
-            const int nrows = nr - r0 < 4 ? nr - r0 : 4;
-            pk_fill_rows(R, kind, nb, w + (size_t)r0 * w_stride, w_stride, nrows);
-            for (int g = 0; g < ng; g++) {
-                const int cg = c0 + 4 * g;
-                const int k = nc - cg < 4 ? nc - cg : 4;
-                const uint8_t *ac[4];
-                for (int c = 0; c < 4; c++)
-                    ac[c] = a + (size_t)(c < k ? cg + c : cg) * a_stride;
-                float out[16];
-                if (kind == PK_Q4_1)
-                    pk_tile(PK_Q4_1, nb, R, C + (size_t)g * (size_t)nb, ac, blk, qoff, out);
-                else if (kind == PK_Q4_0X8)
-                    pk_tile(PK_Q4_0X8, nb, R, C + (size_t)g * (size_t)nb, ac, blk, qoff, out);
-                else
-                    pk_tile(PK_Q4_0, nb, R, C + (size_t)g * (size_t)nb, ac, blk, qoff, out);
-                for (int c = 0; c < k; c++)
-                    for (int r = 0; r < nrows; r++)
-                        s[(size_t)(cg + c) * ld_s + (size_t)(r0 + r)] = out[r + 4 * c];
-            }
-        }
-    }
-    free(R);
-    free(C);
-    return 0;
-}
-
-#define DEFINE_PK_GEMM(NAME, KIND)                                                                \
-    static void pk_gemm_##NAME(int n, float *s, size_t ld_s, const void *w, size_t w_stride,      \
-                               int nr, const void *a, size_t a_stride, int nc)                    \
-    {                                                                                             \
-        if (pk_gemm(KIND, n, s, ld_s, w, w_stride, nr, a, a_stride, nc) != 0)                    \
-            gemm_##NAME(n, s, ld_s, w, w_stride, nr, a, a_stride, nc);                            \
-    }
-DEFINE_PK_GEMM(q4_1, PK_Q4_1)
-DEFINE_PK_GEMM(q4_0, PK_Q4_0)
-DEFINE_PK_GEMM(q8_0, PK_Q8_0)
-
-/* the Q4_0x8 order; its fallback (too long rows, no memory) loops the GEMV per column */
-static void pk_gemm_q4_0x8(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
-                           const void *a, size_t a_stride, int nc)
-{
-    if (pk_gemm(PK_Q4_0X8, n, s, ld_s, w, w_stride, nr, a, a_stride, nc) != 0)
-        for (int c = 0; c < nc; c++)
-            gemv_q4_0x8(n, s + (size_t)c * ld_s, w, w_stride, nr,
-                        (const uint8_t *)a + (size_t)c * a_stride);
-}
+DEFINE_PK_GEMM(q4_1, PK_Q4_1, gemm_q4_1)
+DEFINE_PK_GEMM(q4_0, PK_Q4_0, gemm_q4_0)
+DEFINE_PK_GEMM(q8_0, PK_Q8_0, gemm_q8_0)
+DEFINE_PK_GEMM(q4_0x8, PK_Q4_0X8, gemm_q4_0x8_by_columns)
 
 /* ---------------------------------------------------------------- float dots */
 
