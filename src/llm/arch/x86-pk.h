@@ -15,15 +15,16 @@
  *
  *   - A group of 4 weight rows is unpacked once per chunk of columns into a buffer (160 bytes
  *     per block: 10 KB for n = 2048, in L1; 55 KB for n = 11008, in L2): per block, the 32
- *     unsigned bytes vpdpbusd takes (Q4: the nibbles 0..15; Q8_0: x + 128) and the fp16 scales
- *     (and Q4_1 mins) as floats.
+ *     unsigned bytes of the integer dot (vpdpbusd / vpmaddubsw: Q4: the nibbles 0..15; Q8_0:
+ *     x + 128) and the fp16 scales (and Q4_1 mins) as floats.
  *   - Per chunk of up to PK_COLS activation columns, the scales d (and Q8_1 sums s) are converted
- *     once, and for Q4_0 / Q8_0 the offset of the unsigned operand is folded into vpdpbusd's
- *     initial value: lane j of sum((x + o) * y) - o * sum(y), with o * sum(y) computed once per
- *     column block, is exactly lane j of sum(x * y), the integer vec_dot sums (no overflow:
- *     |lane| <= 4 * 255 * 127).
- *   - The 16 scale products dx * dy of a 4 x 4 tile are one 512-bit multiply per block; each is
- *     then a broadcast memory operand of the FMA.
+ *     once, and for Q4_0 / Q8_0 the offset of the unsigned operand is folded into the lanes:
+ *     lane j of sum((x + o) * y) - o * sum(y), with o * sum(y) computed once per column block, is
+ *     exactly lane j of sum(x * y), the integer vec_dot sums (no overflow: |lane| <= 4 * 255 *
+ *     127; the AVX2 tile, whose 16-bit pairs would overflow for x + 128, leaves Q8_0 alone).
+ *   - The tile's scale products dx * dy are one vector multiply per block, stored a few blocks
+ *     ahead and read back as broadcast memory operands of the FMAs (reading them at once stalls
+ *     on store forwarding).
  *
  * Per (row, column) the float operations are vec_dot's: per block acc = fma(float(lanes),
  * dx * dy, acc), hsum_float_8 at the end, Q4_1's m * s sum (multiply, then add, in block order)
@@ -36,7 +37,7 @@
 enum pk_kind { PK_Q4_1, PK_Q4_0, PK_Q8_0, PK_Q4_0X8 };
 
 struct pk_rows {
-    uint8_t q[PK_NB_MAX][4][32]; /* block i, row r: the unsigned vpdpbusd operand */
+    uint8_t q[PK_NB_MAX][4][32]; /* block i, row r: the unsigned operand of the integer dot */
     float d[PK_NB_MAX][4];       /* block i: dx of rows 0..3 */
     float m[PK_NB_MAX][4];       /* block i: Q4_1 m of rows 0..3 */
 };
