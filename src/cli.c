@@ -170,11 +170,11 @@ int lc_cli_run(const struct lc_options *o)
     lc_model_desc(m, desc, sizeof(desc));
     fprintf(stderr,
             "llamachat: %s, %d threads, %s kernels%s%s\n"
-            "llamachat: prompt %lld tokens in %.3f s (%.1f t/s), generated %lld tokens in %.3f s "
-            "(%.1f t/s)\n",
+            "llamachat: prompt %lld tokens in %.3f s (%.1f t/s), generated %d tokens "
+            "(%lld evaluated one by one in %.3f s: %.1f t/s)\n",
             desc, lc_context_n_threads(ctx), lc_kernels()->isa, *why ? "; stopped: " : "", why,
             (long long)st.n_prompt_tokens, st.t_prompt_s,
-            st.t_prompt_s > 0 ? (double)st.n_prompt_tokens / st.t_prompt_s : 0.0,
+            st.t_prompt_s > 0 ? (double)st.n_prompt_tokens / st.t_prompt_s : 0.0, n_gen,
             (long long)st.n_gen_tokens, st.t_gen_s,
             st.t_gen_s > 0 ? (double)st.n_gen_tokens / st.t_gen_s : 0.0);
     status = 0;

@@ -232,7 +232,18 @@ if [ -s "$tmp/stty.after" ] && cmp -s "$tmp/stty.before" "$tmp/stty.after"; then
 else
     bad "terminal modes restored (stty -g)"
 fi
-if [ -s "$tmp/stderr" ]; then bad "stderr not empty"; sed 's/^/  | /' "$tmp/stderr" | head -40; else ok "stderr empty"; fi
+# the only line on stderr: where the conversation is kept (quitting by mistake loses nothing)
+kept="$tmp/home/.local/state/llamachat/last-chat.json"
+if [ "$(cat "$tmp/stderr")" = "llamachat: conversation kept in $kept (llamachat --resume $kept continues it)" ]; then
+    ok "stderr: only where the conversation is kept"
+else
+    bad "stderr: only where the conversation is kept"; sed 's/^/  | /' "$tmp/stderr" | head -40
+fi
+if grep -q '"format": "llamachat-transcript"' "$kept" 2>/dev/null && grep -Fq "$PROMPT" "$kept"; then
+    ok "conversation kept as a JSON transcript"
+else
+    bad "conversation kept as a JSON transcript"
+fi
 if grep -Fxq "$PROMPT" "$tmp/home/.local/state/llamachat/history" 2>/dev/null; then
     ok "history saved"
 else
@@ -269,4 +280,15 @@ for sig in TERM INT SEGV; do
     if cmp -s "$tmp/stty.before" "$tmp/stty.$sig"; then ok "SIG$sig: terminal modes restored"; else bad "SIG$sig: terminal modes restored"; fi
     if screen | grep -q 'Parameters'; then bad "SIG$sig: left the chat screen"; else ok "SIG$sig: left the chat screen"; fi
 done
+
+# 10. a model that cannot be loaded: the screen closes, the reason on stderr, exit status 1
+head -c 5000 "$MODEL" >"$tmp/truncated.gguf"
+$T send-keys -t lc "clear; '$LC' -m '$tmp/truncated.gguf' 2>'$tmp/stderr.bad'; echo EXIT=\$?; stty -g >'$tmp/stty.bad'" Enter
+check "unloadable model: exit 1" '^EXIT=1'
+if grep -q "^llamachat: $tmp/truncated.gguf: .*truncated" "$tmp/stderr.bad"; then
+    ok "unloadable model: the reason on stderr"
+else
+    bad "unloadable model: the reason on stderr"; sed 's/^/  | /' "$tmp/stderr.bad"
+fi
+if cmp -s "$tmp/stty.before" "$tmp/stty.bad"; then ok "unloadable model: terminal modes restored"; else bad "unloadable model: terminal modes restored"; fi
 exit $fail

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <readline/history.h>
+#include <unistd.h>
 #include <readline/readline.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@ static unsigned char queue[4096];
 static size_t q_head, q_len;
 static FILE *devnull;
 static char *history_path;
+static int history_added; /* lines this session added: what input_shutdown appends */
 static char *restore_text;   /* put back into the line after readline has cleared it */
 
 static void q_push(const char *s, size_t n)
@@ -157,8 +159,9 @@ static int insert_newline(int count, int key)
     return 0;
 }
 
-/* ~/.local/state/llamachat/history ($XDG_STATE_HOME honoured); directories are created. */
-static char *make_history_path(void)
+/* ~/.local/state/llamachat/NAME ($XDG_STATE_HOME honoured), malloc'd; the directories are
+ * created; NULL when there is no HOME or they cannot be. */
+char *input_state_path(const char *name)
 {
     const char *state = getenv("XDG_STATE_HOME");
     const char *home = getenv("HOME");
@@ -178,10 +181,10 @@ static char *make_history_path(void)
         }
     if (mkdir(base, 0700) != 0 && errno != EEXIST)
         return NULL;
-    size_t n = strlen(base) + sizeof("/history");
+    size_t n = strlen(base) + 1 + strlen(name) + 1;
     char *path = malloc(n);
     if (path)
-        snprintf(path, n, "%s/history", base);
+        snprintf(path, n, "%s/%s", base, name);
     return path;
 }
 
@@ -223,7 +226,7 @@ int input_init(struct tui *t)
     using_history();
     stifle_history(1000);
     if (t->o->history) {
-        history_path = make_history_path();
+        history_path = input_state_path("history");
         if (history_path && read_history(history_path) == 0)
             swap_newlines(HIST_CR_TO_NL);
     }
@@ -236,10 +239,16 @@ void input_shutdown(struct tui *t)
     (void)t;
     rl_callback_handler_remove();
     if (history_path) {
+        /* append this session's lines only, so that two sessions at once both keep theirs */
         swap_newlines(HIST_NL_TO_CR);
-        write_history(history_path);
+        const int n = history_added < history_length ? history_added : history_length;
+        if (access(history_path, F_OK) != 0)
+            write_history(history_path);
+        else if (n > 0)
+            append_history(n, history_path);
         history_truncate_file(history_path, 1000);
     }
+    history_added = 0;
     free(history_path);
     history_path = NULL;
     clear_history();
@@ -248,6 +257,11 @@ void input_shutdown(struct tui *t)
     devnull = NULL;
     rl_outstream = NULL;
     T = NULL;
+}
+
+void input_history_added(void)
+{
+    history_added++;
 }
 
 void input_key(struct tui *t, int is_key_code, wint_t ch)

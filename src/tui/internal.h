@@ -81,6 +81,7 @@ struct tui {
     size_t ev_len, ev_cap;
     bool quit;
     int exit_status;
+    char *fatal;                   /* the model could not be loaded: printed after the screen closes */
 };
 
 /* view.c */
@@ -97,6 +98,8 @@ const char *view_param_name(int i);
 /* input.c */
 int input_init(struct tui *t);      /* readline callback handler; history */
 void input_shutdown(struct tui *t); /* save history, remove the handler */
+void input_history_added(void);     /* count a line added to the history this session */
+char *input_state_path(const char *name); /* ~/.local/state/llamachat/NAME, malloc'd, or NULL */
 /* Feed one key from curses (get_wch result) to readline. */
 void input_key(struct tui *t, int is_key_code, wint_t ch);
 /* Draw the input area (rows y0 .. y0+h-1 of stdscr, full width) and place the cursor. */

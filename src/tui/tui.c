@@ -305,14 +305,19 @@ static void cmd_set(struct tui *t, const char *args)
         tui_message(t, true, "unknown parameter '%s' (temp, top-k, top-p, min-p, repeat-penalty, repeat-last-n, max-tokens, seed)", name);
         return;
     }
+    /* the pane shows "none" for no limit */
+    if (strcmp(key, "max_tokens") == 0 && strcasecmp(value, "none") == 0)
+        snprintf(value, sizeof value, "-1");
     char *err = NULL;
     if (lc_config_set(t->o, "sampling", key, value, &err) != 0) {
-        tui_message(t, true, "%s", err ? err : "bad value");
+        /* in the names the pane and /set use (the config file's keys have underscores) */
+        const char *expect = err ? strstr(err, ": expected") : NULL;
+        tui_message(t, true, "bad value '%s' for %s%s", value, name, expect ? expect : "");
         free(err);
         return;
     }
     params_changed(t);
-    tui_message(t, false, "%s = %s", key, value);
+    tui_message(t, false, "%s = %s", name, value);
 }
 
 /* ---------------------------------------------------------------- commands */
@@ -507,8 +512,10 @@ static void command(struct tui *t, const char *line)
 
 void tui_line(struct tui *t, char *line)
 {
-    if (*line)
+    if (*line) {
         add_history(line);
+        input_history_added();
+    }
     if (line[0] == '/' && line[1] != '/')
         command(t, line);
     else if (*line)
@@ -578,8 +585,14 @@ static void dispatch_event(struct tui *t, const struct lc_event *ev, const char 
     case LC_EV_ERROR:
         tui_add_entry(t, E_ERROR, text, len);
         tui_message(t, true, "%.*s", (int)len, text);
-        if (t->state == ST_LOADING)
+        if (t->state == ST_LOADING) {
+            /* nothing to chat with: close the screen and say why (exit status 1, as -p does) */
             t->state = ST_FAILED;
+            free(t->fatal);
+            t->fatal = strndup(text, len);
+            t->quit = true;
+            t->exit_status = 1;
+        }
         break;
     default:
         break;
@@ -809,6 +822,31 @@ static void read_keys(struct tui *t)
         handle_key(t, r, ch);
 }
 
+/*
+ * On the way out, a conversation with at least one message of the user is kept in
+ * ~/.local/state/llamachat/last-chat.json (overwritten each time), so that quitting by mistake
+ * loses nothing; one line on stderr says where and how to continue it.
+ */
+static void keep_conversation(struct tui *t)
+{
+    bool any = false;
+    for (size_t i = 0; i < t->chat->n && !any; i++)
+        any = t->chat->msgs[i].role == LC_ROLE_USER;
+    if (!any)
+        return;
+    char *path = input_state_path("last-chat.json");
+    if (!path)
+        return;
+    char *err = NULL;
+    if (lc_chat_save(t->chat, path, LC_CHAT_JSON, &err) == 0)
+        fprintf(stderr, "llamachat: conversation kept in %s (llamachat --resume %s continues it)\n",
+                path, path);
+    else
+        fprintf(stderr, "llamachat: could not keep the conversation: %s\n", err ? err : "?");
+    free(err);
+    free(path);
+}
+
 /* ---------------------------------------------------------------- set-up */
 
 static void ensure_utf8_locale(void)
@@ -1016,6 +1054,12 @@ int lc_tui_run(struct lc_options *o)
         tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved_tio);
     lc_engine_free(t->engine);
     reset_signals();
+    if (t->fatal)
+        fprintf(stderr, "llamachat: %s\n", t->fatal);
+    else
+        keep_conversation(t);
+    free(t->fatal);
+    t->fatal = NULL;
     clear_entries(t);
     free(t->entries);
     free(t->ev_text);
