@@ -388,6 +388,16 @@ struct lc_chat *lc_chat_from_json(const char *text, size_t len, const char *name
         *err = fmt_err("%s: out of memory", name);
         return NULL;
     }
+    size_t lead = 0;
+    while (lead < len && (text[lead] == ' ' || text[lead] == '\t' || text[lead] == '\n' ||
+                          text[lead] == '\r'))
+        lead++;
+    if (lead < len && text[lead] == '#') { /* a Markdown transcript starts with its title */
+        *err = fmt_err("%s: not a JSON transcript (Markdown transcripts are for reading; save "
+                       "with a .json name to load the conversation again)", name);
+        json_tokener_free(tok);
+        return NULL;
+    }
     json_object *root = json_tokener_parse_ex(tok, text, (int)len);
     enum json_tokener_error jerr = json_tokener_get_error(tok);
     if (!root || jerr != json_tokener_success) {

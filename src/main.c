@@ -78,6 +78,7 @@ static void usage(FILE *f)
             "      --system TEXT        system prompt\n"
             "      --chat-template NAME override the model's chat template\n"
             "      --resume FILE        continue a transcript saved as JSON\n"
+            "      --format md|json     /save's format when the name does not say (default md)\n"
             "One-shot and scripting:\n"
             "  -p, --prompt TEXT        prompt; prints prompt + continuation to stdout\n"
             "      --print-token-ids    print the generated token ids instead of text\n"

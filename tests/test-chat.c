@@ -171,6 +171,13 @@ static void test_bad_transcripts(void)
     struct lc_chat *c = lc_chat_from_json(trunc, strlen(trunc), "x.json", &err);
     CHECK(c == NULL && err && strncmp(err, "x.json: not valid JSON", 22) == 0, "truncated: %s", err);
     free(err);
+    /* a Markdown transcript given to /load: said plainly */
+    const char *md = "# Conversation\n\n**user**: hello\n";
+    c = lc_chat_from_json(md, strlen(md), "x.md", &err);
+    CHECK(c == NULL && err && strcmp(err, "x.md: not a JSON transcript (Markdown transcripts are for "
+                                          "reading; save with a .json name to load the conversation "
+                                          "again)") == 0, "markdown: %s", err);
+    free(err);
     c = lc_chat_load(path_in("missing.json"), &err);
     char want[600];
     snprintf(want, sizeof(want), "%s: cannot open: No such file or directory", path_in("missing.json"));

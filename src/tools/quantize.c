@@ -518,20 +518,25 @@ static int quantize_model(const struct opts *o)
             check(lc_gguf_writer_add_tensor(w, p[i].src->name, p[i].type, p[i].src->n_dims,
                                             p[i].src->ne),
                   NULL, "adding a tensor");
-        check(lc_gguf_writer_begin(w, path, &err), err, path);
+        /* each call before check(): the order in which a call's arguments are evaluated is
+         * unspecified, and err is set by the writer call */
+        int rc = lc_gguf_writer_begin(w, path, &err);
+        check(rc, err, "writing");
         for (int64_t i = first; i < end; i++) {
             progress((int)i, (int)n, p[i].src->name);
             if (!p[i].convert) {
-                check(lc_gguf_writer_write_data(w, p[i].src->data, p[i].nbytes, &err), err,
-                      path);
+                rc = lc_gguf_writer_write_data(w, p[i].src->data, p[i].nbytes, &err);
+                check(rc, err, "writing");
                 continue;
             }
             void *buf = xmalloc(p[i].nbytes);
             convert_tensor(p[i].src, p[i].type, buf, o->n_threads);
-            check(lc_gguf_writer_write_data(w, buf, p[i].nbytes, &err), err, path);
+            rc = lc_gguf_writer_write_data(w, buf, p[i].nbytes, &err);
+            check(rc, err, "writing");
             free(buf);
         }
-        check(lc_gguf_writer_end(w, &err), err, path);
+        rc = lc_gguf_writer_end(w, &err);
+        check(rc, err, "writing");
         lc_gguf_writer_free(w);
         free(path);
         next = end;

@@ -471,7 +471,7 @@ void view_draw(struct tui *t)
     int rows = LINES, cols = COLS;
     erase();
     if (rows < MIN_ROWS || cols < MIN_COLS) {
-        const char *msg = "terminal too small";
+        const char *msg = cols >= 12 ? "terminal too small" : "too small";
         put_str(0, 0, cols, msg, A_BOLD);
         if (rows > 1) {
             char b[32];
