@@ -207,6 +207,12 @@ $T resize-window -t lc -x 100 -y 30
 check "back to 100x30" 'Parameters'
 $T send-keys -t lc "/set top-k 7" Enter
 check "working after resize" 'top-k +7$|top-k +7 '
+# typing while the parameter pane has the focus: the text goes to the input, nothing changes
+$T send-keys -t lc Tab
+$T send-keys -t lc "lovely"
+check "typing in the pane goes to the input" '^> lovely'
+if screen | grep -Eq 'temp +0\.50'; then ok "typing in the pane changes no parameter"; else bad "typing in the pane changes no parameter"; screen | sed 's/^/  | /'; fi
+$T send-keys -t lc C-u
 
 # 7. help
 $T send-keys -t lc F1

@@ -798,16 +798,20 @@ static void handle_key(struct tui *t, int r, wint_t ch)
         break;
     }
     if (t->focus == FOCUS_PARAMS) {
-        if (ch == '+' || ch == '=' || ch == 'l')
+        /* + and - change the selected value (as the arrows do); letters are not keys here */
+        if (ch == '+' || ch == '=')
             tui_param_change(t, t->param_sel, +1);
-        else if (ch == '-' || ch == 'h')
+        else if (ch == '-')
             tui_param_change(t, t->param_sel, -1);
-        else if (ch == 'k')
-            t->param_sel = (t->param_sel + view_param_count() - 1) % view_param_count();
-        else if (ch == 'j')
-            t->param_sel = (t->param_sel + 1) % view_param_count();
         else if (ch == '\r' || ch == '\n')
             t->focus = FOCUS_INPUT;
+        else if (ch >= 32 && ch != 127) {
+            /* any other character: the user is typing a message; it goes to the input */
+            t->focus = FOCUS_INPUT;
+            t->dirty = true;
+            input_key(t, 0, ch);
+            return;
+        }
         t->dirty = true;
         return;
     }
