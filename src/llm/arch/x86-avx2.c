@@ -66,27 +66,7 @@ INLINE void pk_tile(enum pk_kind kind, int nb, const struct pk_rows *R, const st
                     const uint8_t *const a[4], size_t blk, size_t qoff, float out[16])
 {
     if (kind == PK_Q4_0X8) {
-        /* per (row, column) the block's integer sum, acc = fma(float(isum), dx * dy, acc);
-         * column c's 4 accumulators are the lanes of acc[c] */
-        __m128 acc[4];
-        _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) acc[c] = _mm_setzero_ps();
-        for (int i = 0; i < nb; i++) {
-            const __m128 dx = _mm_load_ps(R->d[i]);
-            __m256i x[4];
-            _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) x[r] =
-                _mm256_load_si256((const __m256i *)R->q[i][r]);
-            _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)
-            {
-                const __m256i y = _mm256_loadu_si256((const __m256i *)(a[c] + i * blk + qoff));
-                const __m256i z = _mm256_load_si256((const __m256i *)C[i].bias[c]);
-                const __m128i isum = hsum4_epi32(
-                    _mm256_add_epi32(z, pk_lanes(x[0], y)), _mm256_add_epi32(z, pk_lanes(x[1], y)),
-                    _mm256_add_epi32(z, pk_lanes(x[2], y)), _mm256_add_epi32(z, pk_lanes(x[3], y)));
-                acc[c] = _mm_fmadd_ps(_mm_cvtepi32_ps(isum), _mm_mul_ps(dx, _mm_set1_ps(C[i].ds[c])),
-                                      acc[c]);
-            }
-        }
-        _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) _mm_storeu_ps(out + 4 * c, acc[c]);
+        pk_tile_q4_0x8(nb, R, C, a, blk, qoff, out);
         return;
     }
     for (int h = 0; h < 2; h++) {

@@ -57,34 +57,7 @@ INLINE void pk_tile(enum pk_kind kind, int nb, const struct pk_rows *R, const st
 {
     const __m512i by_col = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
     if (kind == PK_Q4_0X8) {
-        /*
-         * llama.cpp's repacked Q4_0x8 order (see scalar.c): per (row, column) the block's
-         * integer sum, acc = fma(float(isum), dx * dy, acc); the 16 accumulators of the tile
-         * are the lanes (r + 4c) of one vector.
-         */
-        __m512 acc = _mm512_setzero_ps();
-        for (int i = 0; i < nb; i++) {
-            const __m512 p = _mm512_mul_ps(_mm512_broadcast_f32x4(_mm_load_ps(R->d[i])),
-                                           _mm512_permutexvar_ps(by_col, _mm512_castps256_ps512(
-                                                                             _mm256_load_ps(C[i].ds))));
-            __m256i x[4];
-            _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) x[r] =
-                _mm256_load_si256((const __m256i *)R->q[i][r]);
-            __m128i sums[4];
-            _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)
-            {
-                const __m256i y = _mm256_loadu_si256((const __m256i *)(a[c] + i * blk + qoff));
-                const __m256i z = _mm256_load_si256((const __m256i *)C[i].bias[c]);
-                sums[c] = hsum4_epi32(_mm256_dpbusd_epi32(z, x[0], y), _mm256_dpbusd_epi32(z, x[1], y),
-                                      _mm256_dpbusd_epi32(z, x[2], y), _mm256_dpbusd_epi32(z, x[3], y));
-            }
-            __m512i isum = _mm512_castsi128_si512(sums[0]);
-            isum = _mm512_inserti32x4(isum, sums[1], 1);
-            isum = _mm512_inserti32x4(isum, sums[2], 2);
-            isum = _mm512_inserti32x4(isum, sums[3], 3);
-            acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), p, acc);
-        }
-        _mm512_storeu_ps(out, acc);
+        pk_tile_q4_0x8(nb, R, C, a, blk, qoff, out);
         return;
     }
     __m256 acc[4][4];

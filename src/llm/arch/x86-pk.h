@@ -123,6 +123,34 @@ static void pk_fill_cols(struct pk_cols *C, enum pk_kind kind, int nb, const uin
 }
 
 /*
+ * The 4 x 4 tile in the Q4_0x8 order, for both ISAs: per (row, column) the block's integer sum
+ * (dot_us8_acc from the column's offset lanes, summed by hsum4_epi32), acc = fma(float(isum),
+ * dx * dy, acc); column c's 4 accumulators are the lanes of acc[c].  out[r + 4c] as pk_tile.
+ */
+INLINE void pk_tile_q4_0x8(int nb, const struct pk_rows *R, const struct pk_cols *C,
+                           const uint8_t *const a[4], size_t blk, size_t qoff, float out[16])
+{
+    __m128 acc[4];
+    _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) acc[c] = _mm_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        const __m128 dx = _mm_load_ps(R->d[i]);
+        __m256i x[4];
+        _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) x[r] =
+            _mm256_load_si256((const __m256i *)R->q[i][r]);
+        _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)
+        {
+            const __m256i y = _mm256_loadu_si256((const __m256i *)(a[c] + i * blk + qoff));
+            const __m256i z = _mm256_load_si256((const __m256i *)C[i].bias[c]);
+            const __m128i isum = hsum4_epi32(dot_us8_acc(z, x[0], y), dot_us8_acc(z, x[1], y),
+                                             dot_us8_acc(z, x[2], y), dot_us8_acc(z, x[3], y));
+            acc[c] = _mm_fmadd_ps(_mm_cvtepi32_ps(isum), _mm_mul_ps(dx, _mm_set1_ps(C[i].ds[c])),
+                                  acc[c]);
+        }
+    }
+    _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) _mm_storeu_ps(out + 4 * c, acc[c]);
+}
+
+/*
  * The ISA's register tile (defined by the including file): out[r + 4c] = dot(row r, column c)
  * for the 4 rows in R and the 4 columns a[0..3] (blk bytes per block, quants at byte qoff),
  * C their scales, in the order of kind (see above).
