@@ -34,26 +34,9 @@
 #include "llm/context.h"
 #include "llm/model.h"
 #include "llm/tokenizer.h"
+#include "util.h"
 
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void die(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("llamachat-perplexity: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    exit(1);
-}
-
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p)
-        die("out of memory (%zu bytes)", n);
-    return p;
-}
+const char *const lc_tool_name = "llamachat-perplexity";
 
 static void usage(FILE *f)
 {

@@ -47,6 +47,7 @@
 
 #include "llm/gguf.h"
 #include "llm/quant.h"
+#include "util.h"
 
 /* llama.cpp's enum llama_ftype values for the types we write (general.file_type). */
 enum {
@@ -92,25 +93,7 @@ struct plan {
     int part;           /* split part, 0-based */
 };
 
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void die(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("llamachat-quantize: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    exit(1);
-}
-
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p)
-        die("out of memory (%zu bytes)", n);
-    return p;
-}
+const char *const lc_tool_name = "llamachat-quantize";
 
 static void usage(FILE *f)
 {

@@ -1,0 +1,18 @@
+/*
+ * util.h - what the command-line tools share: fatal errors and allocation that cannot fail.
+ */
+#ifndef LC_TOOLS_UTIL_H
+#define LC_TOOLS_UTIL_H
+
+#include <stddef.h>
+
+/* The tool's name for messages, e.g. "llamachat-quantize"; defined by each tool. */
+extern const char *const lc_tool_name;
+
+/* Print "NAME: message" (printf format) on stderr and exit with status 1. */
+void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+/* malloc that never returns NULL: dies with "out of memory (N bytes)" instead. */
+void *xmalloc(size_t n);
+
+#endif
