@@ -23,7 +23,7 @@ printf '/* lcconfig.h for the NEON cross build */\n#define LC_HAVE_NEON 1\n' >"$
     -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wdouble-promotion \
     -Wno-unused-parameter \
     -I"$out" -I"$src/src" -I"$src/src/llm" -o "$out/test-kernels" \
-    "$src/tests/test-kernels.c" "$src/src/llm/quant.c" "$src/src/llm/quant_k.c" \
+    "$src/tests/test-kernels.c" "$src/src/llm/quant.c" "$src/src/llm/quant_k.c" "$src/src/llm/repack.c" \
     "$src/src/llm/arch/scalar.c" "$src/src/llm/arch/dispatch.c" "$src/src/llm/arch/arm-neon.c" \
     -lm || { echo "test-kernels-neon: cross build failed"; exit 1; }
 status=0

@@ -17,6 +17,7 @@
 
 #include "llm/arch/kernels.h"
 #include "llm/quant.h"
+#include "llm/repack.h"
 #include "testutil.h"
 
 #if defined(__aarch64__) && defined(__linux__)
@@ -650,6 +651,98 @@ static void check_q4_0x8(const struct lc_kernels *S, const struct lc_kernels *K)
     free(out);
 }
 
+/*
+ * The x16 layout (repack.h): repacking loses nothing (lc_x16_get_block gives back every block
+ * byte for byte), and K's gemv_x16 / gemm_x16 on the repacked matrix give, bit for bit, the
+ * scalar vec_dot of each original row (Q4_1) or the scalar vec_dot_q4_0x8 (Q4_0), for groups
+ * of every kind of edge data, odd and even block counts (Q4_0's unpaired last block), several
+ * groups, and thread-like slices starting at a later group; nothing written past the rows or
+ * the columns.
+ */
+static void check_x16(const struct lc_kernels *S, const struct lc_kernels *K, int type)
+{
+    static const int nbs[] = {1, 2, 3, 7, 64, 176, 1025};
+    static const int cols[] = {1, 2, 5, 67};
+    const int at = lc_type_traits(type)->vec_dot_type;
+    const size_t wsz = lc_type_traits(type)->type_size, asz = lc_type_traits(at)->type_size;
+    const lc_vec_dot_fn ref = type == LC_TYPE_Q4_0 ? S->vec_dot_q4_0x8 : S->vec_dot[type];
+    enum { NR = 48 };
+    float *xf = malloc(1025 * 32 * sizeof(float));
+    float *out = malloc((NR + 2) * 68 * sizeof(float));
+    long n_checked = 0;
+    for (int bi = 0; bi < 7; bi++) {
+        const int nb = nbs[bi], n = nb * 32;
+        const size_t row = (size_t)nb * wsz, a_stride = (size_t)nb * asz + 2;
+        uint8_t *W = malloc(NR * row), *X = malloc(NR * row), *A = calloc(67, a_stride);
+        for (int r = 0; r < NR; r++)
+            make_weights(type, W + r * row, nb, r % 16 < EDGE_COUNT ? (r + r / 16) % EDGE_COUNT
+                                                                  : EDGE_RANDOM);
+        for (int c = 0; c < 67; c++) {
+            make_acts(xf, n, c < EDGE_COUNT ? (c + 1) % EDGE_COUNT : EDGE_RANDOM);
+            S->quantize_row[at](xf, A + c * a_stride, n);
+        }
+        memset(X, 0xA5, NR * row);
+        lc_x16_repack(type, X, W, n, NR);
+        int same = 1;
+        for (int r = 0; r < NR; r++)
+            for (int i = 0; i < nb; i++) {
+                uint8_t blk[sizeof(lc_block_q4_1)];
+                lc_x16_get_block(type, X + (size_t)(r / 16) * 16 * row, nb, r % 16, i, blk);
+                same &= memcmp(blk, W + r * row + (size_t)i * wsz, wsz) == 0;
+            }
+        CHECK(same, "x16 %s nb=%d: repacked blocks do not read back", lc_type_name(type), nb);
+        /* slices [g0 * 16, NR) as a thread gets them */
+        for (int g0 = 0; g0 < NR / 16; g0++) {
+            const int nr = NR - 16 * g0;
+            const uint8_t *Xg = X + (size_t)g0 * 16 * row;
+            for (int c = 0; c < 3; c++) {
+                for (int r = 0; r <= nr; r++)
+                    out[r] = -12345.0f;
+                K->gemv_x16[type](n, out, Xg, row, nr, A + c * a_stride);
+                for (int r = 0; r < nr; r++) {
+                    float ss;
+                    ref(n, &ss, W + (size_t)(16 * g0 + r) * row, A + c * a_stride);
+                    n_checked++;
+                    CHECK(same_bits(out[r], ss), "%s gemv_x16 %s n=%d nr=%d r%d c%d: %.9g vs %.9g",
+                          K->isa, lc_type_name(type), n, nr, r, c, (double)out[r], (double)ss);
+                }
+                CHECK(out[nr] == -12345.0f, "%s gemv_x16 %s wrote past the rows", K->isa,
+                      lc_type_name(type));
+            }
+            for (int cj = 0; cj < 4; cj++) {
+                const int nc = cols[cj];
+                if (nb > 64 && nc > 5)
+                    continue;
+                const size_t ld = (size_t)nr + 2;
+                for (size_t i = 0; i < ld * (size_t)(nc + 1); i++)
+                    out[i] = -12345.0f;
+                K->gemm_x16[type](n, out, ld, Xg, row, nr, A, a_stride, nc);
+                for (int c = 0; c < nc; c++)
+                    for (int r = 0; r < nr; r++) {
+                        float ss;
+                        ref(n, &ss, W + (size_t)(16 * g0 + r) * row, A + c * a_stride);
+                        n_checked++;
+                        CHECK(same_bits(out[c * ld + r], ss),
+                              "%s gemm_x16 %s n=%d %dx%d (r%d,c%d): %.9g vs %.9g", K->isa,
+                              lc_type_name(type), n, nr, nc, r, c, (double)out[c * ld + r],
+                              (double)ss);
+                    }
+                for (size_t i = 0; i < ld * (size_t)(nc + 1); i++)
+                    if (i % ld >= (size_t)nr || i >= ld * (size_t)nc)
+                        CHECK(out[i] == -12345.0f, "%s gemm_x16 %s %dx%d wrote outside", K->isa,
+                              lc_type_name(type), nr, nc);
+            }
+        }
+        free(W);
+        free(X);
+        free(A);
+    }
+    fprintf(stderr, "  %s x16 %s: %ld products compared (%s kernels)\n", K->isa,
+            lc_type_name(type), n_checked, K->x16_native >> type & 1 ? "own" : "scalar");
+    free(xf);
+    free(out);
+}
+
 int main(void)
 {
     lc_quant_init();
@@ -660,6 +753,8 @@ int main(void)
 #endif
     check_scalar(S);
     check_q4_0x8(S, S);
+    check_x16(S, S, LC_TYPE_Q4_1);
+    check_x16(S, S, LC_TYPE_Q4_0);
     check_dispatch();
 
     static const char *const isas[] = {"avx512", "avx2", "neon"};
@@ -678,6 +773,10 @@ int main(void)
         check_quantized(S, K, LC_TYPE_Q4_0);
         check_quantized(S, K, LC_TYPE_Q8_0);
         check_q4_0x8(S, K);
+        if (K->x16_native) {
+            check_x16(S, K, LC_TYPE_Q4_1);
+            check_x16(S, K, LC_TYPE_Q4_0);
+        }
         check_q6_K(S, K);
         check_quantize_stress(S, K);
         check_float(S, K);

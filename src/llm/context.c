@@ -32,6 +32,7 @@
 #include <time.h>
 
 #include "arch/kernels.h"
+#include "repack.h"
 #include "threadpool.h"
 
 struct lc_context {
@@ -274,10 +275,24 @@ static void matmul_rows(void *arg, int ith, int nth)
     const int n_out = (int)w->ne[1];
     /* Each thread streams its own contiguous part of the weight rows. */
     int lo, hi;
-    lc_split_range(n_out, ith, nth, &lo, &hi);
     const uint8_t *wd = w->data;
     const uint8_t *act = t->c->act;
     const size_t as = t->c->act_stride;
+    if (w->x16) { /* whole groups of 16 rows */
+        lc_split_range(n_out / LC_X16_ROWS, ith, nth, &lo, &hi);
+        lo *= LC_X16_ROWS;
+        hi *= LC_X16_ROWS;
+        if (hi == lo)
+            return;
+        const uint8_t *wg = wd + (size_t)lo * w->row_bytes;
+        if (t->rows_act > 1)
+            k->gemm_x16[w->type](n, t->dst + lo, t->ld, wg, w->row_bytes, hi - lo, act, as,
+                                 t->rows_act);
+        else
+            k->gemv_x16[w->type](n, t->dst + lo, wg, w->row_bytes, hi - lo, act);
+        return;
+    }
+    lc_split_range(n_out, ith, nth, &lo, &hi);
     lc_gemm_fn gemm = w->q4_0x8 ? k->gemm_q4_0x8 : k->gemm[w->type];
     if (gemm && t->rows_act > 1) {
         /* s[c * ld + r] layout: dst row = token, column = output row */

@@ -42,6 +42,11 @@ struct lc_weight {
      * vec_dot's (kernels.h: q4_0x8); products with such a weight follow that order.
      */
     bool q4_0x8;
+    /*
+     * data is in the x16 layout (repack.h), a copy made at load when the kernels in use have
+     * fast x16 kernels: rows come in groups of 16 and are not addressable one by one.
+     */
+    bool x16;
 };
 
 struct lc_layer {
@@ -70,6 +75,8 @@ struct lc_model {
     enum lc_type ftype;           /* most common 2-D weight type, for display */
     uint64_t n_params;
     uint64_t n_bytes;             /* bytes of tensor data */
+    void *x16_buf;                /* the x16 copies of the repacked weights (mmap), or NULL */
+    size_t x16_size;
     char name[128];               /* general.name or the file's base name */
 };
 

@@ -146,7 +146,10 @@ static void merge(struct lc_kernels *t, int from)
         MERGE(quantize_row[k]);
         MERGE(gemm[k]);
         MERGE(gemv[k]);
+        MERGE(gemv_x16[k]);
+        MERGE(gemm_x16[k]);
     }
+    t->x16_native = isas[from].table->x16_native;
     MERGE(vec_dot_q4_0x8);
     MERGE(gemm_q4_0x8);
     MERGE(gemv_q4_0x8);

@@ -65,6 +65,18 @@ struct lc_kernels {
     lc_vec_dot_fn vec_dot_q4_0x8;
     lc_gemm_fn gemm_q4_0x8;
     lc_gemv_fn gemv_q4_0x8;
+    /*
+     * The same products for weights in the x16 layout (repack.h), by weight type (Q4_1; Q4_0,
+     * which is repacked only when it follows the Q4_0x8 order, and then keeps that order):
+     * w is the first row of a group of 16 (rows are not addressable one by one), w_stride the
+     * row size of the ggml layout (so row r0 % 16 == 0 starts at w + r0 * w_stride), nr a
+     * multiple of 16.  Same contracts and same bits as gemv / gemm otherwise.  The scalar
+     * table has readable versions for every type, so these are never NULL after dispatch.
+     */
+    lc_gemv_fn gemv_x16[LC_TYPE_COUNT];
+    lc_gemm_fn gemm_x16[LC_TYPE_COUNT];
+    /* bit t set: this ISA file has its own (fast) x16 kernels for type t, so repacking pays */
+    unsigned x16_native;
 
     /* y[i] = x[i] * scale * w[i], scale = 1/sqrt(mean(x^2) + eps) (sum in double as ggml) */
     void (*rms_norm)(float *y, const float *x, const float *w, int n, float eps);

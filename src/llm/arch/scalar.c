@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "repack.h"
 #include "ggml-order-ew.h"
 
 /* ---------------------------------------------------------------- activation quantizers */
@@ -245,18 +246,23 @@ static void vec_dot_q4_0_q8_0(int n, float *s, const void *vx, const void *vy)
  * integer, acc = fma(float(isum), dx * dy, acc) block by block from acc = 0, and acc is the
  * result (no lanes, no horizontal sum).
  */
+/* acc = fma(float(isum), dx * dy, acc) for one Q4_0 block (the Q4_0x8 order) */
+static float q4_0x8_block(float acc, const lc_block_q4_0 *x, const lc_block_q8_0 *y)
+{
+    int isum = 0;
+    for (int j = 0; j < 16; j++)
+        isum += ((x->qs[j] & 0x0F) - 8) * y->qs[j] + ((x->qs[j] >> 4) - 8) * y->qs[j + 16];
+    return fmaf((float)isum, LC_FP16_TO_FP32(x->d) * LC_FP16_TO_FP32(y->d), acc);
+}
+
 static void vec_dot_q4_0x8_q8_0(int n, float *s, const void *vx, const void *vy)
 {
     const lc_block_q4_0 *x = vx;
     const lc_block_q8_0 *y = vy;
     const int nb = n / LC_QK4_0;
     float acc = 0.0f;
-    for (int i = 0; i < nb; i++) {
-        int isum = 0;
-        for (int j = 0; j < 16; j++)
-            isum += ((x[i].qs[j] & 0x0F) - 8) * y[i].qs[j] + ((x[i].qs[j] >> 4) - 8) * y[i].qs[j + 16];
-        acc = fmaf((float)isum, LC_FP16_TO_FP32(x[i].d) * LC_FP16_TO_FP32(y[i].d), acc);
-    }
+    for (int i = 0; i < nb; i++)
+        acc = q4_0x8_block(acc, x + i, y + i);
     *s = acc;
 }
 
@@ -265,6 +271,18 @@ static void vec_dot_q4_0x8_q8_0(int n, float *s, const void *vx, const void *vy)
  *   sum_j x_j y_j = dx * dy * sum(q * p) + mx * sy
  * ggml_vec_dot_q4_1_q8_1's formula, per block; the mx * sy terms are summed apart.
  */
+/* one block of vec_dot_q4_1_q8_1: acc's lanes and the m * s sum */
+static void q4_1_block(float acc[8], float *summs, const lc_block_q4_1 *x, const lc_block_q8_1 *y)
+{
+    int p[32];
+    for (int j = 0; j < 16; j++) {
+        p[j] = (x->qs[j] & 0x0F) * y->qs[j];
+        p[j + 16] = (x->qs[j] >> 4) * y->qs[j + 16];
+    }
+    *summs += LC_FP16_TO_FP32(x->m) * LC_FP16_TO_FP32(y->s);
+    block_lanes(acc, LC_FP16_TO_FP32(x->d) * LC_FP16_TO_FP32(y->d), p);
+}
+
 static void vec_dot_q4_1_q8_1(int n, float *s, const void *vx, const void *vy)
 {
     const lc_block_q4_1 *x = vx;
@@ -272,16 +290,68 @@ static void vec_dot_q4_1_q8_1(int n, float *s, const void *vx, const void *vy)
     const int nb = n / LC_QK4_1;
     float acc[8] = {0};
     float summs = 0.0f;
-    for (int i = 0; i < nb; i++) {
-        int p[32];
-        for (int j = 0; j < 16; j++) {
-            p[j] = (x[i].qs[j] & 0x0F) * y[i].qs[j];
-            p[j + 16] = (x[i].qs[j] >> 4) * y[i].qs[j + 16];
-        }
-        summs += LC_FP16_TO_FP32(x[i].m) * LC_FP16_TO_FP32(y[i].s);
-        block_lanes(acc, LC_FP16_TO_FP32(x[i].d) * LC_FP16_TO_FP32(y[i].d), p);
-    }
+    for (int i = 0; i < nb; i++)
+        q4_1_block(acc, &summs, x + i, y + i);
     *s = hsum8(acc) + summs;
+}
+
+/*
+ * The x16 layout (repack.h): the same dots, row by row, each block rebuilt in ggml's layout by
+ * lc_x16_get_block.  Q4_1 in vec_dot_q4_1_q8_1's order, Q4_0 in the Q4_0x8 order.
+ */
+static void gemv_x16(enum lc_type type, int n, float *s, const void *vw, size_t w_stride, int nr,
+                     const void *va)
+{
+    const int nb = n / 32;
+    for (int r = 0; r < nr; r++) {
+        const uint8_t *group = (const uint8_t *)vw + (size_t)(r / LC_X16_ROWS) * LC_X16_ROWS * w_stride;
+        if (type == LC_TYPE_Q4_1) {
+            const lc_block_q8_1 *y = va;
+            float acc[8] = {0};
+            float summs = 0.0f;
+            for (int i = 0; i < nb; i++) {
+                lc_block_q4_1 x;
+                lc_x16_get_block(type, group, nb, r % LC_X16_ROWS, i, &x);
+                q4_1_block(acc, &summs, &x, y + i);
+            }
+            s[r] = hsum8(acc) + summs;
+        } else {
+            const lc_block_q8_0 *y = va;
+            float acc = 0.0f;
+            for (int i = 0; i < nb; i++) {
+                lc_block_q4_0 x;
+                lc_x16_get_block(type, group, nb, r % LC_X16_ROWS, i, &x);
+                acc = q4_0x8_block(acc, &x, y + i);
+            }
+            s[r] = acc;
+        }
+    }
+}
+
+static void gemv_x16_q4_1(int n, float *s, const void *w, size_t w_stride, int nr, const void *a)
+{
+    gemv_x16(LC_TYPE_Q4_1, n, s, w, w_stride, nr, a);
+}
+
+static void gemv_x16_q4_0(int n, float *s, const void *w, size_t w_stride, int nr, const void *a)
+{
+    gemv_x16(LC_TYPE_Q4_0, n, s, w, w_stride, nr, a);
+}
+
+static void gemm_x16_q4_1(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
+                          const void *a, size_t a_stride, int nc)
+{
+    for (int c = 0; c < nc; c++)
+        gemv_x16(LC_TYPE_Q4_1, n, s + (size_t)c * ld_s, w, w_stride, nr,
+                 (const uint8_t *)a + (size_t)c * a_stride);
+}
+
+static void gemm_x16_q4_0(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
+                          const void *a, size_t a_stride, int nc)
+{
+    for (int c = 0; c < nc; c++)
+        gemv_x16(LC_TYPE_Q4_0, n, s + (size_t)c * ld_s, w, w_stride, nr,
+                 (const uint8_t *)a + (size_t)c * a_stride);
 }
 
 /* Q8_0 . Q8_0: sum over blocks of dx * dy * sum(q * p), in ggml's AVX2 lane order. */
@@ -393,6 +463,9 @@ const struct lc_kernels lc_kernels_scalar = {
         /* quantized types: vec_dot's order is also tinyBLAS's; callers loop vec_dot */
     },
     .vec_dot_q4_0x8 = vec_dot_q4_0x8_q8_0,
+    .gemv_x16 = {[LC_TYPE_Q4_0] = gemv_x16_q4_0, [LC_TYPE_Q4_1] = gemv_x16_q4_1},
+    .gemm_x16 = {[LC_TYPE_Q4_0] = gemm_x16_q4_0, [LC_TYPE_Q4_1] = gemm_x16_q4_1},
+    .x16_native = 0, /* readable, slow: never worth a repack */
     .rms_norm = rms_norm,
     .softmax = ew_softmax,
     .swiglu = ew_swiglu,

@@ -115,6 +115,123 @@ DEFINE_PK_GEMM(q4_0, PK_Q4_0, gemm_q4_0)
 DEFINE_PK_GEMM(q8_0, PK_Q8_0, gemm_q8_0)
 DEFINE_PK_GEMM(q4_0x8, PK_Q4_0X8, gemm_q4_0x8_by_columns)
 
+/* ---------------------------------------------------------------- x16 layout (repack.h) */
+
+/*
+ * Decode GEMV over x16 groups: one 32-bit lane per row, 16 rows per 512-bit register, so every
+ * operation is vertical.  Per block and chunk k (rows' qs[4k..4k+3]) the low nibbles against
+ * the activations y[4k..4k+3] (one broadcast dword) give ggml's integer lane k of all 16 rows
+ * in one vpdpbusd, the high nibbles against y[16+4k..] lane 4+k.  Then per row exactly
+ * vec_dot's float operations: Q4_1 acc[lane] = fma(float(lane), dx*dy, acc[lane]) over the
+ * blocks, hsum_float_8 as ((0+4)+(2+6))+((1+5)+(3+7)) done lane-wise by 7 vector adds, plus the
+ * m*s sum (multiply, then add, in block order); Q4_0 (the Q4_0x8 order) the block's integer
+ * sum, minus 8 * sum(y), acc = fma(float(isum), dx*dy, acc).
+ *
+ * The matrix is read as one sequential stream (group after group, block after block), which
+ * the hardware prefetcher follows on its own: a software prefetch only cost time (Zen 4, the
+ * 1.1B Q4_1 model, one thread: 40.1 t/s without, 38.5 with the best distance tried, 6 KB ahead
+ * into L1; 31.8 with 12 KB into L2; ggml's layout with gemv4's prefetch: 34.1).
+ */
+INLINE int32_t ld_i32(const void *p)
+{
+    int32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+static void gemv_x16_q4_1(int n, float *s, const void *vw, size_t w_stride, int nr,
+                          const void *va)
+{
+    const int nb = n / 32;
+    const lc_block_q8_1 *y = va;
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    for (int g = 0; g < nr / 16; g++) {
+        const uint8_t *G = (const uint8_t *)vw + (size_t)g * 16 * w_stride;
+        __m512 acc[8];
+        _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) acc[k] = _mm512_setzero_ps();
+        __m512 msum = _mm512_setzero_ps();
+        for (int i = 0; i < nb; i++) {
+            const __m128 dsy = _mm_cvtph_ps(_mm_cvtsi32_si128(ld_i32(&y[i].d))); /* [dy, sy] */
+            const uint8_t *sc = G + (size_t)i * 320; /* lc_x16_sc_off, lc_x16_qs_off */
+            const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)sc));
+            const __m512 mx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(sc + 32)));
+            const __m512 d = _mm512_mul_ps(dx, _mm512_broadcastss_ps(dsy));
+            msum = _mm512_add_ps(msum, _mm512_mul_ps(mx, _mm512_broadcastss_ps(_mm_movehdup_ps(dsy))));
+            const uint8_t *q = sc + 64;
+            _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
+                const __m512i v = _mm512_loadu_si512(q + 64 * k);
+                const __m512i lo = _mm512_and_si512(v, m4);
+                const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+                const __m512i ilo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo,
+                                                        _mm512_set1_epi32(ld_i32(y[i].qs + 4 * k)));
+                const __m512i ihi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), hi,
+                                                        _mm512_set1_epi32(ld_i32(y[i].qs + 16 + 4 * k)));
+                acc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ilo), d, acc[k]);
+                acc[4 + k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ihi), d, acc[4 + k]);
+            }
+        }
+        const __m512 h = _mm512_add_ps(
+            _mm512_add_ps(_mm512_add_ps(acc[0], acc[4]), _mm512_add_ps(acc[2], acc[6])),
+            _mm512_add_ps(_mm512_add_ps(acc[1], acc[5]), _mm512_add_ps(acc[3], acc[7])));
+        _mm512_storeu_ps(s + 16 * g, _mm512_add_ps(h, msum));
+    }
+}
+
+/* one Q4_0 block of 16 rows (d: 16 fp16, q: 4 chunks), the Q4_0x8 order */
+INLINE __m512 x16_q4_0_block(__m512 acc, const uint8_t *d16, const uint8_t *q,
+                             const lc_block_q8_0 *y)
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    /* -8 * sum(y) of the block, as the Q4_0 GEMV folds the offset */
+    const __m256i yv = _mm256_loadu_si256((const __m256i *)y->qs);
+    const int ysum = hsum_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(1), yv));
+    __m512i isum = _mm512_set1_epi32(-8 * ysum);
+    _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
+        const __m512i v = _mm512_loadu_si512(q + 64 * k);
+        isum = _mm512_dpbusd_epi32(isum, _mm512_and_si512(v, m4),
+                                   _mm512_set1_epi32(ld_i32(y->qs + 4 * k)));
+        isum = _mm512_dpbusd_epi32(isum, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4),
+                                   _mm512_set1_epi32(ld_i32(y->qs + 16 + 4 * k)));
+    }
+    const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)d16));
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dx, _mm512_set1_ps(h2f(y->d))),
+                           acc);
+}
+
+static void gemv_x16_q4_0(int n, float *s, const void *vw, size_t w_stride, int nr,
+                          const void *va)
+{
+    const int nb = n / 32;
+    const lc_block_q8_0 *y = va;
+    for (int g = 0; g < nr / 16; g++) {
+        const uint8_t *G = (const uint8_t *)vw + (size_t)g * 16 * w_stride;
+        __m512 acc = _mm512_setzero_ps();
+        int i = 0;
+        for (; i + 2 <= nb; i += 2) { /* a pair: [d d | qs | qs], 576 bytes */
+            const uint8_t *P = G + (size_t)i * 288;
+            acc = x16_q4_0_block(acc, P, P + 64, y + i);
+            acc = x16_q4_0_block(acc, P + 32, P + 320, y + i + 1);
+        }
+        if (i < nb) /* an odd last block: [d | qs] */
+            acc = x16_q4_0_block(acc, G + (size_t)i * 288, G + (size_t)i * 288 + 32, y + i);
+        _mm512_storeu_ps(s + 16 * g, acc);
+    }
+}
+
+/* the prompt GEMM from x16 rows; its fallback (rows too long, no memory) the GEMV per column */
+#define DEFINE_X16_GEMM(NAME, KIND)                                                               \
+    static void gemm_x16_##NAME(int n, float *s, size_t ld_s, const void *w, size_t w_stride,     \
+                                int nr, const void *a, size_t a_stride, int nc)                   \
+    {                                                                                             \
+        if (pk_gemm(KIND, 1, n, s, ld_s, w, w_stride, nr, a, a_stride, nc) == 0)                  \
+            return;                                                                               \
+        for (int c = 0; c < nc; c++)                                                              \
+            gemv_x16_##NAME(n, s + (size_t)c * ld_s, w, w_stride, nr,                             \
+                            (const uint8_t *)a + (size_t)c * a_stride);                           \
+    }
+DEFINE_X16_GEMM(q4_1, PK_Q4_1)
+DEFINE_X16_GEMM(q4_0, PK_Q4_0X8)
+
 /* ---------------------------------------------------------------- float dots */
 
 /*
@@ -189,6 +306,9 @@ const struct lc_kernels lc_kernels_avx512 = {
     .vec_dot_q4_0x8 = vec_dot_q4_0x8_q8_0,
     .gemm_q4_0x8 = pk_gemm_q4_0x8,
     .gemv_q4_0x8 = gemv_q4_0x8,
+    .gemv_x16 = {[LC_TYPE_Q4_0] = gemv_x16_q4_0, [LC_TYPE_Q4_1] = gemv_x16_q4_1},
+    .gemm_x16 = {[LC_TYPE_Q4_0] = gemm_x16_q4_0, [LC_TYPE_Q4_1] = gemm_x16_q4_1},
+    .x16_native = (1u << LC_TYPE_Q4_0) | (1u << LC_TYPE_Q4_1),
     .dot_f32 = dot_f32,
     .dot_f16 = dot_f16,
 };

@@ -2,12 +2,15 @@
  * x86-pk.h - the quantized GEMM for prompt batches shared by x86-avx2.c and x86-avx512.c: the
  * buffers, their filling, and the driver.  Included after x86-qdot.h (h2f, unpack_nibbles,
  * dot_us8_acc); each ISA file then defines pk_tile (its register tile) and the table entries
- * with DEFINE_PK_GEMM.
+ * with DEFINE_PK_GEMM.  The rows come from ggml's layout or, for the x16 entries, from
+ * repack.h's (pk_fill_rows_x16): only the filling of the row buffer differs.
  */
 #ifndef LC_X86_PK_H
 #define LC_X86_PK_H
 
 #include <stdlib.h>
+
+#include "repack.h"
 
 /*
  * The quantized GEMM for prompt batches.  Same bits as vec_dot (and as x86-qdot.h's tiles), with
@@ -83,6 +86,38 @@ static void pk_fill_rows(struct pk_rows *R, enum pk_kind kind, int nb, const uin
             }
             _mm256_store_si256((__m256i *)R->q[i][r], q);
         }
+    }
+}
+
+/*
+ * Rows sub .. sub+3 of the x16 group G (repack.h, Q4_1 or Q4_0 kinds) into R, as pk_fill_rows
+ * does from ggml's layout: each row's qs gathered from the 4 chunks of its block.
+ */
+INLINE void pk_fill_rows_x16(struct pk_rows *R, enum pk_kind kind, int nb, const uint8_t *G,
+                             int sub)
+{
+    const enum lc_type type = kind == PK_Q4_1 ? LC_TYPE_Q4_1 : LC_TYPE_Q4_0;
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    for (int i = 0; i < nb; i++) {
+        /* chunk k holds qs[4k..4k+3] of rows sub..sub+3 in 16 bytes: a 4 x 4 dword transpose
+         * gives each row's qs[0..15] */
+        const uint8_t *q = G + lc_x16_qs_off(type, nb, i) + (size_t)sub * 4;
+        const __m128i c0 = _mm_loadu_si128((const __m128i *)q);
+        const __m128i c1 = _mm_loadu_si128((const __m128i *)(q + 64));
+        const __m128i c2 = _mm_loadu_si128((const __m128i *)(q + 128));
+        const __m128i c3 = _mm_loadu_si128((const __m128i *)(q + 192));
+        const __m128i t0 = _mm_unpacklo_epi32(c0, c1), t1 = _mm_unpackhi_epi32(c0, c1);
+        const __m128i t2 = _mm_unpacklo_epi32(c2, c3), t3 = _mm_unpackhi_epi32(c2, c3);
+        const __m128i rows[4] = {_mm_unpacklo_epi64(t0, t2), _mm_unpackhi_epi64(t0, t2),
+                                 _mm_unpacklo_epi64(t1, t3), _mm_unpackhi_epi64(t1, t3)};
+        _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)
+            _mm256_store_si256((__m256i *)R->q[i][r],
+                               _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(rows[r], 4), rows[r]), m4));
+        /* d (and m) of the 4 rows: 4 contiguous fp16 */
+        const uint8_t *sc = G + lc_x16_sc_off(type, nb, i) + (size_t)sub * 2;
+        _mm_store_ps(R->d[i], _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)sc)));
+        if (kind == PK_Q4_1)
+            _mm_store_ps(R->m[i], _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(sc + 32))));
     }
 }
 
@@ -165,7 +200,7 @@ INLINE void pk_tile(enum pk_kind kind, int nb, const struct pk_rows *R, const st
  * with the same results (x86-qdot.h's tiles; for Q4_0x8, its GEMV per column).  Scratch is per
  * call, so threads share nothing.
  */
-static int pk_gemm(enum pk_kind kind, int n, float *s, size_t ld_s, const uint8_t *w,
+static int pk_gemm(enum pk_kind kind, int x16, int n, float *s, size_t ld_s, const uint8_t *w,
                    size_t w_stride, int nr, const uint8_t *a, size_t a_stride, int nc)
 {
     const int nb = n / 32;
@@ -191,7 +226,10 @@ static int pk_gemm(enum pk_kind kind, int n, float *s, size_t ld_s, const uint8_
         }
         for (int r0 = 0; r0 < nr; r0 += 4) {
             const int nrows = nr - r0 < 4 ? nr - r0 : 4;
-            pk_fill_rows(R, kind, nb, w + (size_t)r0 * w_stride, w_stride, nrows);
+            if (x16) /* nr % 16 == 0: whole groups, nrows == 4 */
+                pk_fill_rows_x16(R, kind, nb, w + (size_t)(r0 & ~15) * w_stride, r0 & 15);
+            else
+                pk_fill_rows(R, kind, nb, w + (size_t)r0 * w_stride, w_stride, nrows);
             for (int g = 0; g < ng; g++) {
                 const int cg = c0 + 4 * g;
                 const int k = nc - cg < 4 ? nc - cg : 4;
@@ -220,7 +258,7 @@ static int pk_gemm(enum pk_kind kind, int n, float *s, size_t ld_s, const uint8_
     static void pk_gemm_##NAME(int n, float *s, size_t ld_s, const void *w, size_t w_stride,      \
                                int nr, const void *a, size_t a_stride, int nc)                    \
     {                                                                                             \
-        if (pk_gemm(KIND, n, s, ld_s, w, w_stride, nr, a, a_stride, nc) != 0)                    \
+        if (pk_gemm(KIND, 0, n, s, ld_s, w, w_stride, nr, a, a_stride, nc) != 0)                 \
             FALLBACK(n, s, ld_s, w, w_stride, nr, a, a_stride, nc);                               \
     }
 

@@ -1,0 +1,68 @@
+/*
+ * repack.h - the row-interleaved "x16" layout of Q4_1 and Q4_0 weight matrices.
+ *
+ * A kernel-friendly copy made at load (model.c) when the kernel table in use has its own x16
+ * kernels (kernels.h: x16_native): decoding then reads the weights as one sequential stream,
+ * and the decode GEMV computes 16 rows per vector instruction with no horizontal operation
+ * (AVX-512: one 32-bit lane per row).  Same bytes, same size, same results bit for bit: only
+ * the order of the bytes changes.  llama.cpp does the same for Q4_0 (its Q4_0x8 repack,
+ * ggml-cpu-aarch64.cpp); this layout is ours and never leaves memory (files keep ggml's).
+ *
+ * A matrix of nrows rows (nrows % 16 == 0) of nb blocks is nrows / 16 groups of 16 rows; a
+ * group takes exactly the bytes of its 16 rows (16 * row_bytes), block after block, so that
+ * decoding reads one sequential stream.  Block i of a group has
+ *
+ *   scales: Q4_1: d of rows 0..15, then m of rows 0..15 (fp16; 64 bytes);  Q4_0: d (32 bytes)
+ *   qs[4][16][4]: chunk k, row r: bytes qs[4k .. 4k+3] of row r's block i (256 bytes; their
+ *                 low nibbles are weights 4k..4k+3, the high ones 16+4k..16+4k+3: ggml's
+ *                 integer lanes k and 4+k)
+ *
+ * at the offsets lc_x16_sc_off / lc_x16_qs_off: Q4_1 blocks are [scales | qs], 320 bytes, five
+ * cache lines; Q4_0 blocks go in pairs [d(2i) d(2i+1) | qs(2i) | qs(2i+1)], 576 bytes, nine
+ * lines (an odd last block is [d | qs], 288 bytes).  Every 64-byte chunk of qs is then one
+ * cache line when the group starts on one (always with an even nb).
+ */
+#ifndef LC_REPACK_H
+#define LC_REPACK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "quant.h"
+
+#define LC_X16_ROWS 16
+
+/* Byte offsets, in a group of nb blocks per row, of block i's scales and of its qs. */
+static inline size_t lc_x16_sc_off(enum lc_type type, int nb, int i)
+{
+    if (type == LC_TYPE_Q4_1)
+        return (size_t)i * 320;
+    return (size_t)(i / 2) * 576 + (i == nb - 1 && nb % 2 ? 0 : (size_t)(i % 2) * 32);
+}
+
+static inline size_t lc_x16_qs_off(enum lc_type type, int nb, int i)
+{
+    if (type == LC_TYPE_Q4_1)
+        return (size_t)i * 320 + 64;
+    return (size_t)(i / 2) * 576 + (i == nb - 1 && nb % 2 ? 32 : 64 + (size_t)(i % 2) * 256);
+}
+
+/* true for the types with an x16 layout (Q4_0, Q4_1) */
+bool lc_x16_type(enum lc_type type);
+
+/*
+ * Repack nrows rows (nrows % 16 == 0) of n weights (n % 32 == 0) of type (Q4_0 or Q4_1) from
+ * ggml's layout at src (rows row_bytes apart, row_bytes = lc_row_size(type, n)) into dst
+ * (nrows * row_bytes bytes, not overlapping src).  Never fails.
+ */
+void lc_x16_repack(enum lc_type type, void *dst, const void *src, int64_t n, int64_t nrows);
+
+/*
+ * Block i of row r (0 <= r < 16) of the x16 group at group (nb blocks per row), rebuilt in
+ * ggml's layout into *blk (an lc_block_q4_0 or lc_block_q4_1 by type).  The readable
+ * definition of the layout, used by the scalar kernels and the tests.
+ */
+void lc_x16_get_block(enum lc_type type, const void *group, int nb, int r, int i, void *blk);
+
+#endif
