@@ -19,6 +19,7 @@
 
 #include "arch/kernels.h"
 #include "repack.h"
+#include "threadpool.h"
 
 static void set_err(char **err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void set_err(char **err, const char *fmt, ...)
@@ -269,13 +270,63 @@ static void drop_pages(const void *p, size_t n)
         madvise((void *)lo, hi - lo, MADV_DONTNEED);
 }
 
+/* One matrix to repack: its place in the copy, and where its groups start in the job. */
+struct x16_item {
+    struct lc_weight *w;
+    uint8_t *dst;
+    size_t group_bytes;
+    int64_t first_group, n_groups;
+};
+
+struct x16_job {
+    struct x16_item *items;
+    int n_items;
+    int64_t n_groups;
+};
+
+/* Populate (when the kernel can) and fill with repacked data [p, p + n); the pages of the
+ * copy are taken by the thread that fills them, in parallel. */
+static void populate(void *p, size_t n)
+{
+#ifdef MADV_POPULATE_WRITE
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    const uintptr_t lo = (uintptr_t)p & ~(page - 1);
+    const uintptr_t hi = ((uintptr_t)p + n + page - 1) & ~(page - 1);
+    madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
+#else
+    (void)p;
+    (void)n;
+#endif
+}
+
+/* thread ith of nth: its share of all groups, across matrices */
+static void x16_task(void *arg, int ith, int nth)
+{
+    const struct x16_job *job = arg;
+    const int64_t lo = job->n_groups * ith / nth, hi = job->n_groups * (ith + 1) / nth;
+    for (int k = 0; k < job->n_items; k++) {
+        const struct x16_item *it = &job->items[k];
+        const int64_t g0 = lo > it->first_group ? lo - it->first_group : 0;
+        const int64_t g1 = hi < it->first_group + it->n_groups ? hi - it->first_group : it->n_groups;
+        if (g0 >= g1)
+            continue;
+        const size_t off = (size_t)g0 * it->group_bytes, size = (size_t)(g1 - g0) * it->group_bytes;
+        const uint8_t *src = (const uint8_t *)it->w->data + off;
+        populate(it->dst + off, size);
+        lc_x16_repack(it->w->type, it->dst + off, src, it->w->ne[0], (g1 - g0) * LC_X16_ROWS);
+        drop_pages(src, size);
+    }
+}
+
 /*
  * Copy the matrices the kernels in use multiply faster in the x16 layout (kernels.h:
  * x16_native) into one anonymous mapping, in that layout, and drop the file's pages under them
  * so that resident memory stays about the file's size.  Same bytes, same results (the x16
- * kernels give vec_dot's bits).  Nothing to do, or no memory for the copy: the weights stay in
- * the file mapping in ggml's layout, which every kernel reads too.  LLAMACHAT_REPACK=0 turns
- * it off (to compare, or to keep the pages shared with other processes).
+ * kernels give vec_dot's bits).  Done by lc_n_cpus() threads: most of the time goes to getting
+ * the fresh pages from the kernel (and, in a VM, from the host), which is done in parallel.
+ * Nothing to do, or no memory or threads for it: the weights stay in the file mapping in
+ * ggml's layout, which every kernel reads too.  LLAMACHAT_REPACK=0 turns it off (to compare,
+ * or to keep the pages shared with other processes).
  */
 static void repack_weights(struct lc_model *m)
 {
@@ -285,46 +336,51 @@ static void repack_weights(struct lc_model *m)
         return;
     const int n_per_layer = 7;
     const int n_w = m->hp.n_layer * n_per_layer + 1;
-    struct lc_weight **ws = malloc((size_t)n_w * sizeof(*ws));
-    if (!ws)
+    struct x16_item *items = calloc((size_t)n_w, sizeof(*items));
+    if (!items)
         return;
-    for (int il = 0; il < m->hp.n_layer; il++) {
-        struct lc_layer *L = &m->layers[il];
-        struct lc_weight *lw[] = {&L->wq,       &L->wk,     &L->wv,      &L->wo,
-                                  &L->ffn_gate, &L->ffn_up, &L->ffn_down};
-        memcpy(ws + il * n_per_layer, lw, sizeof(lw));
-    }
-    ws[n_w - 1] = &m->output;
+    struct x16_job job = {items, 0, 0};
     size_t total = 0;
-    for (int i = 0; i < n_w; i++)
-        if (x16_wanted(m, ws[i], native))
-            total += ((size_t)ws[i]->ne[1] * ws[i]->row_bytes + 63) & ~(size_t)63;
-    /* populated at once: ~2x faster than a page fault per page (0.19 against 0.34 s for the
-     * 1.1B model); huge pages were slower to get (0.5-0.75 s) and gained nothing measurable */
-    void *buf = total ? mmap(NULL, total, PROT_READ | PROT_WRITE,
-                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0)
-                      : MAP_FAILED;
-    if (buf == MAP_FAILED) {
-        free(ws);
-        return;
-    }
-    size_t off = 0;
-    for (int i = 0; i < n_w; i++) {
-        struct lc_weight *w = ws[i];
+    for (int k = 0; k < n_w; k++) {
+        struct lc_weight *w = &m->output;
+        if (k < n_w - 1) {
+            struct lc_layer *L = &m->layers[k / n_per_layer];
+            struct lc_weight *lw[] = {&L->wq,       &L->wk,     &L->wv,      &L->wo,
+                                      &L->ffn_gate, &L->ffn_up, &L->ffn_down};
+            w = lw[k % n_per_layer];
+        }
         if (!x16_wanted(m, w, native))
             continue;
-        const size_t size = (size_t)w->ne[1] * w->row_bytes;
-        uint8_t *dst = (uint8_t *)buf + off;
-        lc_x16_repack(w->type, dst, w->data, w->ne[0], w->ne[1]);
-        drop_pages(w->data, size);
-        w->data = dst;
-        w->x16 = true;
-        off += (size + 63) & ~(size_t)63;
+        struct x16_item *it = &items[job.n_items++];
+        it->w = w;
+        it->group_bytes = LC_X16_ROWS * w->row_bytes;
+        it->first_group = job.n_groups;
+        it->n_groups = w->ne[1] / LC_X16_ROWS;
+        job.n_groups += it->n_groups;
+        it->dst = (uint8_t *)(uintptr_t)total; /* an offset until the mapping exists */
+        total += ((size_t)w->ne[1] * w->row_bytes + 63) & ~(size_t)63;
+    }
+    void *buf = total ? mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+                      : MAP_FAILED;
+    struct lc_threadpool *tp = buf != MAP_FAILED ? lc_threadpool_new(lc_n_cpus(), NULL) : NULL;
+    if (!tp) {
+        if (buf != MAP_FAILED)
+            munmap(buf, total);
+        free(items);
+        return;
+    }
+    for (int k = 0; k < job.n_items; k++)
+        items[k].dst = (uint8_t *)buf + (uintptr_t)items[k].dst;
+    lc_threadpool_run(tp, x16_task, &job);
+    lc_threadpool_free(tp);
+    for (int k = 0; k < job.n_items; k++) {
+        items[k].w->data = items[k].dst;
+        items[k].w->x16 = true;
     }
     mprotect(buf, total, PROT_READ);
     m->x16_buf = buf;
     m->x16_size = total;
-    free(ws);
+    free(items);
 }
 
 struct lc_model *lc_model_load(const char *path, bool vocab_only, char **err)
