@@ -659,24 +659,45 @@ static void check_q4_0x8(const struct lc_kernels *S, const struct lc_kernels *K)
  * groups, and thread-like slices starting at a later group; nothing written past the rows or
  * the columns.
  */
+/* Q6_K super-blocks: edge 1 all zero quants, 2 all ones and scale -128, 3 scale 127 */
+static void make_q6_K(lc_block_q6_K *w, int nb, int edge)
+{
+    for (int b = 0; b < nb; b++) {
+        for (int j = 0; j < LC_QK_K / 2; j++)
+            w[b].ql[j] = edge == 1 ? 0 : edge == 2 ? 0xFF : (uint8_t)rnd();
+        for (int j = 0; j < LC_QK_K / 4; j++)
+            w[b].qh[j] = edge == 1 ? 0 : edge == 2 ? 0xFF : (uint8_t)rnd();
+        for (int j = 0; j < LC_QK_K / 16; j++)
+            w[b].scales[j] = (int8_t)(edge == 2 ? -128 : edge == 3 ? 127 : (int)(rnd() % 256) - 128);
+        w[b].d = lc_fp32_to_fp16(frand(-0.01f, 0.01f));
+    }
+}
+
 static void check_x16(const struct lc_kernels *S, const struct lc_kernels *K, int type)
 {
-    static const int nbs[] = {1, 2, 3, 7, 64, 176, 1025};
+    const int q6 = type == LC_TYPE_Q6_K, qk = q6 ? LC_QK_K : 32;
+    /* blocks per row (Q6_K: super-blocks, up to 1025 * 32 weights as the others) */
+    static const int nbs_q4[] = {1, 2, 3, 7, 64, 176, 1025}, nbs_q6[] = {1, 2, 3, 5, 8, 22, 129};
+    const int *nbs = q6 ? nbs_q6 : nbs_q4;
     static const int cols[] = {1, 2, 5, 67};
     const int at = lc_type_traits(type)->vec_dot_type;
     const size_t wsz = lc_type_traits(type)->type_size, asz = lc_type_traits(at)->type_size;
     const lc_vec_dot_fn ref = type == LC_TYPE_Q4_0 ? S->vec_dot_q4_0x8 : S->vec_dot[type];
     enum { NR = 48 };
-    float *xf = malloc(1025 * 32 * sizeof(float));
+    float *xf = malloc(129 * 256 * sizeof(float)); /* the longest rows: 129 Q6_K super-blocks */
     float *out = malloc((NR + 2) * 68 * sizeof(float));
     long n_checked = 0;
     for (int bi = 0; bi < 7; bi++) {
-        const int nb = nbs[bi], n = nb * 32;
+        const int nb = nbs[bi], n = nb * qk;
         const size_t row = (size_t)nb * wsz, a_stride = (size_t)nb * asz + 2;
         uint8_t *W = malloc(NR * row), *X = malloc(NR * row), *A = calloc(67, a_stride);
-        for (int r = 0; r < NR; r++)
-            make_weights(type, W + r * row, nb, r % 16 < EDGE_COUNT ? (r + r / 16) % EDGE_COUNT
-                                                                  : EDGE_RANDOM);
+        for (int r = 0; r < NR; r++) {
+            const int edge = r % 16 < EDGE_COUNT ? (r + r / 16) % EDGE_COUNT : EDGE_RANDOM;
+            if (q6)
+                make_q6_K((lc_block_q6_K *)(void *)(W + r * row), nb, edge % 4);
+            else
+                make_weights(type, W + r * row, nb, edge);
+        }
         for (int c = 0; c < 67; c++) {
             make_acts(xf, n, c < EDGE_COUNT ? (c + 1) % EDGE_COUNT : EDGE_RANDOM);
             S->quantize_row[at](xf, A + c * a_stride, n);
@@ -686,7 +707,7 @@ static void check_x16(const struct lc_kernels *S, const struct lc_kernels *K, in
         int same = 1;
         for (int r = 0; r < NR; r++)
             for (int i = 0; i < nb; i++) {
-                uint8_t blk[sizeof(lc_block_q4_1)];
+                uint8_t blk[sizeof(lc_block_q6_K)];
                 lc_x16_get_block(type, X + (size_t)(r / 16) * 16 * row, nb, r % 16, i, blk);
                 same &= memcmp(blk, W + r * row + (size_t)i * wsz, wsz) == 0;
             }
@@ -711,7 +732,7 @@ static void check_x16(const struct lc_kernels *S, const struct lc_kernels *K, in
             }
             for (int cj = 0; cj < 4; cj++) {
                 const int nc = cols[cj];
-                if (nb > 64 && nc > 5)
+                if (nb * qk > 64 * 32 && nc > 5)
                     continue;
                 const size_t ld = (size_t)nr + 2;
                 for (size_t i = 0; i < ld * (size_t)(nc + 1); i++)
@@ -755,6 +776,7 @@ int main(void)
     check_q4_0x8(S, S);
     check_x16(S, S, LC_TYPE_Q4_1);
     check_x16(S, S, LC_TYPE_Q4_0);
+    check_x16(S, S, LC_TYPE_Q6_K);
     check_dispatch();
 
     static const char *const isas[] = {"avx512", "avx2", "neon"};
@@ -776,6 +798,7 @@ int main(void)
         if (K->x16_native) {
             check_x16(S, K, LC_TYPE_Q4_1);
             check_x16(S, K, LC_TYPE_Q4_0);
+            check_x16(S, K, LC_TYPE_Q6_K);
         }
         check_q6_K(S, K);
         check_quantize_stress(S, K);

@@ -253,7 +253,7 @@ static int bind_weights(struct lc_model *m, char **err)
 static bool x16_wanted(const struct lc_model *m, const struct lc_weight *w, unsigned native)
 {
     return lc_x16_type(w->type) && (native >> w->type & 1u) && w->ne[1] % LC_X16_ROWS == 0 &&
-           w->ne[0] % 32 == 0 &&
+           w->ne[0] % lc_type_traits(w->type)->blck_size == 0 &&
            /* Q4_0 only where it follows the Q4_0x8 order, which the x16 kernels keep */
            (w->type != LC_TYPE_Q4_0 || w->q4_0x8) &&
            /* token_embd is read by row (and a tied output shares it) */

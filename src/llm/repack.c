@@ -7,13 +7,46 @@
 
 bool lc_x16_type(enum lc_type type)
 {
-    return type == LC_TYPE_Q4_0 || type == LC_TYPE_Q4_1;
+    return type == LC_TYPE_Q4_0 || type == LC_TYPE_Q4_1 || type == LC_TYPE_Q6_K;
+}
+
+/* Q6_K: copy block b (ggml) of row r to (to_x16) or from the group G */
+static void q6_K_move(uint8_t *G, int nb, int i, int r, lc_block_q6_K *b, bool to_x16)
+{
+    uint8_t *ql = G + lc_x16_q6_K_off(nb, i, LC_X16_QL) + 4 * r;
+    uint8_t *qh = G + lc_x16_q6_K_off(nb, i, LC_X16_QH) + 4 * r;
+    uint8_t *sc = G + lc_x16_q6_K_off(nb, i, LC_X16_SC) + r;
+    uint8_t *d = G + lc_x16_q6_K_off(nb, i, LC_X16_D) + 2 * r;
+#define MOVE(x16, ggml, n) (to_x16 ? memcpy(x16, ggml, n) : memcpy(ggml, x16, n))
+    for (int h = 0; h < 2; h++)
+        for (int k = 0; k < 8; k++) {
+            for (int vv = 0; vv < 2; vv++)
+                MOVE(ql + 64 * (16 * h + 8 * vv + k), b->ql + 64 * h + 32 * vv + 4 * k, 4);
+            MOVE(qh + 64 * (8 * h + k), b->qh + 32 * h + 4 * k, 4);
+        }
+    for (int j = 0; j < 16; j++)
+        MOVE(sc + 16 * j, &b->scales[j], 1);
+    MOVE(d, &b->d, 2);
+#undef MOVE
 }
 
 void lc_x16_repack(enum lc_type type, void *dst, const void *src, int64_t n, int64_t nrows)
 {
     const int nb = (int)(n / 32);
     const size_t row_bytes = lc_row_size(type, n);
+    if (type == LC_TYPE_Q6_K) {
+        const int nbk = (int)(n / LC_QK_K);
+        for (int64_t g = 0; g < nrows / LC_X16_ROWS; g++)
+            for (int r = 0; r < LC_X16_ROWS; r++)
+                for (int i = 0; i < nbk; i++) {
+                    lc_block_q6_K b;
+                    memcpy(&b, (const uint8_t *)src + (size_t)(g * LC_X16_ROWS + r) * row_bytes +
+                                   (size_t)i * sizeof b, sizeof b);
+                    q6_K_move((uint8_t *)dst + (size_t)g * LC_X16_ROWS * row_bytes, nbk, i, r, &b,
+                              true);
+                }
+        return;
+    }
     const size_t blk = type == LC_TYPE_Q4_1 ? sizeof(lc_block_q4_1) : sizeof(lc_block_q4_0);
     const size_t qoff = type == LC_TYPE_Q4_1 ? offsetof(lc_block_q4_1, qs)
                                              : offsetof(lc_block_q4_0, qs);
@@ -38,6 +71,10 @@ void lc_x16_repack(enum lc_type type, void *dst, const void *src, int64_t n, int
 
 void lc_x16_get_block(enum lc_type type, const void *group, int nb, int r, int i, void *blk)
 {
+    if (type == LC_TYPE_Q6_K) {
+        q6_K_move((uint8_t *)(uintptr_t)group, nb, i, r, blk, false);
+        return;
+    }
     const uint8_t *G = group;
     uint8_t *b = blk;
     const size_t qoff = type == LC_TYPE_Q4_1 ? offsetof(lc_block_q4_1, qs)

@@ -21,6 +21,18 @@
  * cache lines; Q4_0 blocks go in pairs [d(2i) d(2i+1) | qs(2i) | qs(2i+1)], 576 bytes, nine
  * lines (an odd last block is [d | qs], 288 bytes).  Every 64-byte chunk of qs is then one
  * cache line when the group starts on one (always with an even nb).
+ *
+ * Q6_K (super-blocks of 256, the output matrix of most quantized models): super-block i has
+ *
+ *   ql[2][2][8][16][4]: half h, nibble byte vv, k, row r: ql[64h + 32vv + 4k .. +3] of row r
+ *                       (low nibbles: quarter v = vv, high: v = vv + 2; 2048 bytes)
+ *   qh[2][8][16][4]:    half h, k, row r: qh[32h + 4k .. +3] (bits 2v, 2v+1: quarter v; 1024)
+ *   scales[16][16]:     scale j of rows 0..15 (int8; 256 bytes)
+ *   d[16]:              fp16 (32 bytes)
+ *
+ * (ggml's integer lane k of every quarter of rows 0..15 from one 64-byte chunk of ql and one of
+ * qh), in pairs of super-blocks [ql ql | qh qh | scales scales | d d], 6720 bytes, an odd last
+ * one [ql | qh | scales | d]: every chunk on a cache line of its own.
  */
 #ifndef LC_REPACK_H
 #define LC_REPACK_H
@@ -48,11 +60,25 @@ static inline size_t lc_x16_qs_off(enum lc_type type, int nb, int i)
     return (size_t)(i / 2) * 576 + (i == nb - 1 && nb % 2 ? 32 : 64 + (size_t)(i % 2) * 256);
 }
 
-/* true for the types with an x16 layout (Q4_0, Q4_1) */
+/* Q6_K: offsets of super-block i's ql, qh, scales and d in a group of nb super-blocks. */
+enum lc_x16_q6_part { LC_X16_QL, LC_X16_QH, LC_X16_SC, LC_X16_D };
+
+static inline size_t lc_x16_q6_K_off(int nb, int i, enum lc_x16_q6_part part)
+{
+    static const size_t lone[] = {0, 2048, 3072, 3328}, pair[] = {0, 4096, 6144, 6656};
+    static const size_t size[] = {2048, 1024, 256, 32};
+    const size_t base = (size_t)(i / 2) * 6720;
+    if (i == nb - 1 && nb % 2)
+        return base + lone[part];
+    return base + pair[part] + (size_t)(i % 2) * size[part];
+}
+
+/* true for the types with an x16 layout (Q4_0, Q4_1, Q6_K) */
 bool lc_x16_type(enum lc_type type);
 
 /*
- * Repack nrows rows (nrows % 16 == 0) of n weights (n % 32 == 0) of type (Q4_0 or Q4_1) from
+ * Repack nrows rows (nrows % 16 == 0) of n weights (n a multiple of the block size) of type
+ * (Q4_0, Q4_1 or Q6_K) from
  * ggml's layout at src (rows row_bytes apart, row_bytes = lc_row_size(type, n)) into dst
  * (nrows * row_bytes bytes, not overlapping src).  Never fails.
  */
@@ -60,7 +86,7 @@ void lc_x16_repack(enum lc_type type, void *dst, const void *src, int64_t n, int
 
 /*
  * Block i of row r (0 <= r < 16) of the x16 group at group (nb blocks per row), rebuilt in
- * ggml's layout into *blk (an lc_block_q4_0 or lc_block_q4_1 by type).  The readable
+ * ggml's layout into *blk (an lc_block_q4_0, lc_block_q4_1 or lc_block_q6_K by type).  The readable
  * definition of the layout, used by the scalar kernels and the tests.
  */
 void lc_x16_get_block(enum lc_type type, const void *group, int nb, int r, int i, void *blk);

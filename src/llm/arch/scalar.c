@@ -299,10 +299,12 @@ static void vec_dot_q4_1_q8_1(int n, float *s, const void *vx, const void *vy)
  * The x16 layout (repack.h): the same dots, row by row, each block rebuilt in ggml's layout by
  * lc_x16_get_block.  Q4_1 in vec_dot_q4_1_q8_1's order, Q4_0 in the Q4_0x8 order.
  */
+static void q6_K_block(float acc[8], const lc_block_q6_K *x, const lc_block_q8_K *y);
+
 static void gemv_x16(enum lc_type type, int n, float *s, const void *vw, size_t w_stride, int nr,
                      const void *va)
 {
-    const int nb = n / 32;
+    const int nb = n / (type == LC_TYPE_Q6_K ? LC_QK_K : 32);
     for (int r = 0; r < nr; r++) {
         const uint8_t *group = (const uint8_t *)vw + (size_t)(r / LC_X16_ROWS) * LC_X16_ROWS * w_stride;
         if (type == LC_TYPE_Q4_1) {
@@ -315,6 +317,15 @@ static void gemv_x16(enum lc_type type, int n, float *s, const void *vw, size_t 
                 q4_1_block(acc, &summs, &x, y + i);
             }
             s[r] = hsum8(acc) + summs;
+        } else if (type == LC_TYPE_Q6_K) {
+            const lc_block_q8_K *y = va;
+            float acc[8] = {0};
+            for (int i = 0; i < nb; i++) {
+                lc_block_q6_K x;
+                lc_x16_get_block(type, group, nb, r % LC_X16_ROWS, i, &x);
+                q6_K_block(acc, &x, y + i);
+            }
+            s[r] = hsum8(acc);
         } else {
             const lc_block_q8_0 *y = va;
             float acc = 0.0f;
@@ -336,6 +347,19 @@ static void gemv_x16_q4_1(int n, float *s, const void *w, size_t w_stride, int n
 static void gemv_x16_q4_0(int n, float *s, const void *w, size_t w_stride, int nr, const void *a)
 {
     gemv_x16(LC_TYPE_Q4_0, n, s, w, w_stride, nr, a);
+}
+
+static void gemv_x16_q6_K(int n, float *s, const void *w, size_t w_stride, int nr, const void *a)
+{
+    gemv_x16(LC_TYPE_Q6_K, n, s, w, w_stride, nr, a);
+}
+
+static void gemm_x16_q6_K(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
+                          const void *a, size_t a_stride, int nc)
+{
+    for (int c = 0; c < nc; c++)
+        gemv_x16(LC_TYPE_Q6_K, n, s + (size_t)c * ld_s, w, w_stride, nr,
+                 (const uint8_t *)a + (size_t)c * a_stride);
 }
 
 static void gemm_x16_q4_1(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
@@ -380,29 +404,34 @@ static void vec_dot_q8_0_q8_0(int n, float *s, const void *vx, const void *vy)
  * qh[l] as its upper two bits, minus 32; weights l = 0..15 of a quarter use scale 2v, 16..31
  * scale 2v + 1 (of the half's 8).  Lane k collects, in every quarter, the weights 4k .. 4k+3.
  */
+/* one super-block of vec_dot_q6_K_q8_K: acc's 8 lanes */
+static void q6_K_block(float acc[8], const lc_block_q6_K *x, const lc_block_q8_K *y)
+{
+    int lanes[8] = {0};
+    for (int h = 0; h < 2; h++) {
+        const uint8_t *ql = x->ql + 64 * h, *qh = x->qh + 32 * h;
+        const int8_t *q8 = y->qs + 128 * h;
+        const int8_t *sc = x->scales + 8 * h;
+        for (int v = 0; v < 4; v++)
+            for (int l = 0; l < 32; l++) {
+                const int b = ql[32 * (v & 1) + l];
+                const int q = ((v < 2 ? b & 0x0F : b >> 4) | (((qh[l] >> (2 * v)) & 3) << 4)) - 32;
+                lanes[l / 4] += sc[2 * v + l / 16] * q * q8[32 * v + l];
+            }
+    }
+    const float d = y->d * LC_FP16_TO_FP32(x->d);
+    for (int k = 0; k < 8; k++)
+        acc[k] = fmaf(d, (float)lanes[k], acc[k]);
+}
+
 static void vec_dot_q6_K_q8_K(int n, float *s, const void *vx, const void *vy)
 {
     const lc_block_q6_K *x = vx;
     const lc_block_q8_K *y = vy;
     const int nb = n / LC_QK_K;
     float acc[8] = {0};
-    for (int i = 0; i < nb; i++) {
-        int lanes[8] = {0};
-        for (int h = 0; h < 2; h++) {
-            const uint8_t *ql = x[i].ql + 64 * h, *qh = x[i].qh + 32 * h;
-            const int8_t *q8 = y[i].qs + 128 * h;
-            const int8_t *sc = x[i].scales + 8 * h;
-            for (int v = 0; v < 4; v++)
-                for (int l = 0; l < 32; l++) {
-                    const int b = ql[32 * (v & 1) + l];
-                    const int q = ((v < 2 ? b & 0x0F : b >> 4) | (((qh[l] >> (2 * v)) & 3) << 4)) - 32;
-                    lanes[l / 4] += sc[2 * v + l / 16] * q * q8[32 * v + l];
-                }
-        }
-        const float d = y[i].d * LC_FP16_TO_FP32(x[i].d);
-        for (int k = 0; k < 8; k++)
-            acc[k] = fmaf(d, (float)lanes[k], acc[k]);
-    }
+    for (int i = 0; i < nb; i++)
+        q6_K_block(acc, x + i, y + i);
     *s = hsum8(acc);
 }
 
@@ -463,8 +492,10 @@ const struct lc_kernels lc_kernels_scalar = {
         /* quantized types: vec_dot's order is also tinyBLAS's; callers loop vec_dot */
     },
     .vec_dot_q4_0x8 = vec_dot_q4_0x8_q8_0,
-    .gemv_x16 = {[LC_TYPE_Q4_0] = gemv_x16_q4_0, [LC_TYPE_Q4_1] = gemv_x16_q4_1},
-    .gemm_x16 = {[LC_TYPE_Q4_0] = gemm_x16_q4_0, [LC_TYPE_Q4_1] = gemm_x16_q4_1},
+    .gemv_x16 = {[LC_TYPE_Q4_0] = gemv_x16_q4_0, [LC_TYPE_Q4_1] = gemv_x16_q4_1,
+                 [LC_TYPE_Q6_K] = gemv_x16_q6_K},
+    .gemm_x16 = {[LC_TYPE_Q4_0] = gemm_x16_q4_0, [LC_TYPE_Q4_1] = gemm_x16_q4_1,
+                 [LC_TYPE_Q6_K] = gemm_x16_q6_K},
     .x16_native = 0, /* readable, slow: never worth a repack */
     .rms_norm = rms_norm,
     .softmax = ew_softmax,
