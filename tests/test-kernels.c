@@ -689,7 +689,8 @@ static void check_x16(const struct lc_kernels *S, const struct lc_kernels *K, in
     long n_checked = 0;
     for (int bi = 0; bi < 7; bi++) {
         const int nb = nbs[bi], n = nb * qk;
-        const size_t row = (size_t)nb * wsz, a_stride = (size_t)nb * asz + 2;
+        /* padded columns (Q8_K, with a float, stays 4-byte aligned) */
+        const size_t row = (size_t)nb * wsz, a_stride = (size_t)nb * asz + (q6 ? 4 : 2);
         uint8_t *W = malloc(NR * row), *X = malloc(NR * row), *A = calloc(67, a_stride);
         for (int r = 0; r < NR; r++) {
             const int edge = r % 16 < EDGE_COUNT ? (r + r / 16) % EDGE_COUNT : EDGE_RANDOM;
