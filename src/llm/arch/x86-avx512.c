@@ -312,30 +312,10 @@ static void gemv_x16_q6_K(int n, float *s, const void *vw, size_t w_stride, int 
     }
 }
 
-/* Q6_K prompt batches: group by group (27 KB for n = 2048, in L2), every column against it */
-static void gemm_x16_q6_K(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
-                          const void *a, size_t a_stride, int nc)
-{
-    for (int g = 0; g < nr / 16; g++)
-        for (int c = 0; c < nc; c++)
-            gemv_x16_q6_K(n, s + (size_t)c * ld_s + 16 * g,
-                          (const uint8_t *)w + (size_t)g * 16 * w_stride, w_stride, 16,
-                          (const uint8_t *)a + (size_t)c * a_stride);
-}
 
-/* the prompt GEMM from x16 rows; its fallback (rows too long, no memory) the GEMV per column */
-#define DEFINE_X16_GEMM(NAME, KIND)                                                               \
-    static void gemm_x16_##NAME(int n, float *s, size_t ld_s, const void *w, size_t w_stride,     \
-                                int nr, const void *a, size_t a_stride, int nc)                   \
-    {                                                                                             \
-        if (pk_gemm(KIND, 1, n, s, ld_s, w, w_stride, nr, a, a_stride, nc) == 0)                  \
-            return;                                                                               \
-        for (int c = 0; c < nc; c++)                                                              \
-            gemv_x16_##NAME(n, s + (size_t)c * ld_s, w, w_stride, nr,                             \
-                            (const uint8_t *)a + (size_t)c * a_stride);                           \
-    }
 DEFINE_X16_GEMM(q4_1, PK_Q4_1)
 DEFINE_X16_GEMM(q4_0, PK_Q4_0X8)
+DEFINE_X16_GEMM_Q6_K()
 
 /* ---------------------------------------------------------------- float dots */
 

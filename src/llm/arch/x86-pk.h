@@ -271,4 +271,34 @@ static void gemm_q4_0x8_by_columns(int n, float *s, size_t ld_s, const void *w, 
                     (const uint8_t *)a + (size_t)c * a_stride);
 }
 
+/* ---------------------------------------------------------------- x16 layout (repack.h) */
+
+/*
+ * The x16 entries' GEMMs, for ISA files that define gemv_x16_q4_1, gemv_x16_q4_0 and
+ * gemv_x16_q6_K: Q4_1 / Q4_0 through pk_gemm with pk_fill_rows_x16; Q6_K (no pk kind) group by
+ * group, every column against a group while it is in L2.  pk_gemm's fallback (rows too long,
+ * no memory) is the GEMV per column.
+ */
+#define DEFINE_X16_GEMM(NAME, KIND)                                                               \
+    static void gemm_x16_##NAME(int n, float *s, size_t ld_s, const void *w, size_t w_stride,     \
+                                int nr, const void *a, size_t a_stride, int nc)                   \
+    {                                                                                             \
+        if (pk_gemm(KIND, 1, n, s, ld_s, w, w_stride, nr, a, a_stride, nc) == 0)                  \
+            return;                                                                               \
+        for (int c = 0; c < nc; c++)                                                              \
+            gemv_x16_##NAME(n, s + (size_t)c * ld_s, w, w_stride, nr,                             \
+                            (const uint8_t *)a + (size_t)c * a_stride);                           \
+    }
+/* Q6_K prompt batches: group by group (27 KB for n = 2048, in L2), every column against it */
+#define DEFINE_X16_GEMM_Q6_K()                                                                    \
+    static void gemm_x16_q6_K(int n, float *s, size_t ld_s, const void *w, size_t w_stride,       \
+                              int nr, const void *a, size_t a_stride, int nc)                     \
+    {                                                                                             \
+        for (int g = 0; g < nr / 16; g++)                                                         \
+            for (int c = 0; c < nc; c++)                                                          \
+                gemv_x16_q6_K(n, s + (size_t)c * ld_s + 16 * g,                                   \
+                              (const uint8_t *)w + (size_t)g * 16 * w_stride, w_stride, 16,       \
+                              (const uint8_t *)a + (size_t)c * a_stride);                         \
+    }
+
 #endif
