@@ -30,6 +30,8 @@ struct ref {
     int n_gen_ids;
 };
 
+static int n_repacked; /* references run with x16 weights (repack.h) */
+
 static int parse_ids(const char *s, int32_t *out, int cap)
 {
     int n = 0;
@@ -117,6 +119,19 @@ static void run_one(const char *path, double tol)
     if (!m) {
         free(r.prompt);
         return;
+    }
+    /* the layout under test: with kernels that have x16 ones, the Q4_1 / Q4_0 / Q6_K layer
+     * matrices (all with a multiple of 16 rows in these models) are repacked unless
+     * LLAMACHAT_REPACK=0 (test-greedy-isa.sh runs both) */
+    {
+        const struct lc_weight *wq = &m->layers[0].wq;
+        const char *rp = getenv("LLAMACHAT_REPACK");
+        const bool want = (lc_kernels()->x16_native >> wq->type & 1u) && !(rp && !strcmp(rp, "0")) &&
+                          (wq->type != LC_TYPE_Q4_0 || wq->q4_0x8) && wq->ne[1] % 16 == 0;
+        CHECK(wq->x16 == want, "%s: blk.0.attn_q.weight (%s) %s repacked", r.model,
+              lc_type_name(wq->type), wq->x16 ? "was" : "was not");
+        if (wq->x16)
+            n_repacked++;
     }
     int32_t toks[2048];
     int32_t n = lc_tokenize(m->vocab, r.prompt, strlen(r.prompt), true, false, toks, 2048);
@@ -224,5 +239,6 @@ int main(int argc, char **argv)
         run_one(p, tol);
         free(names[i]);
     }
+    fprintf(stderr, "test-greedy: %d of %d references with repacked (x16) weights\n", n_repacked, nn);
     return tu_finish("test-greedy");
 }
