@@ -126,7 +126,8 @@ static void run_one(const char *path, double tol)
     {
         const struct lc_weight *wq = &m->layers[0].wq;
         const char *rp = getenv("LLAMACHAT_REPACK");
-        const bool want = (lc_kernels()->x16_native >> wq->type & 1u) && !(rp && !strcmp(rp, "0")) &&
+        const unsigned native = rp && !strcmp(rp, "1") ? ~0u : lc_kernels()->x16_native;
+        const bool want = (native >> wq->type & 1u) && !(rp && !strcmp(rp, "0")) &&
                           (wq->type != LC_TYPE_Q4_0 || wq->q4_0x8) && wq->ne[1] % 16 == 0;
         CHECK(wq->x16 == want, "%s: blk.0.attn_q.weight (%s) %s repacked", r.model,
               lc_type_name(wq->type), wq->x16 ? "was" : "was not");

@@ -544,6 +544,13 @@ static void check_dispatch(void)
         err = NULL;
         const int rc = lc_kernels_select(isas[i], &err);
         CHECK(rc == (avail ? 0 : -1), "select %s: %d (available %d)", isas[i], rc, avail);
+        /* kernels.h: the x16 entries are never NULL after dispatch (matmul calls them) */
+        if (rc == 0)
+            for (int t = 0; t < 3; t++) {
+                static const int x16_types[] = {LC_TYPE_Q4_0, LC_TYPE_Q4_1, LC_TYPE_Q6_K};
+                CHECK(lc_kernels()->gemv_x16[x16_types[t]] && lc_kernels()->gemm_x16[x16_types[t]],
+                      "%s: x16 entries of %s missing", isas[i], lc_type_name(x16_types[t]));
+            }
         if (!built)
             CHECK(err && strstr(err, "not built"), "%s not built: %s", isas[i], err ? err : "-");
         else if (!avail)
@@ -654,7 +661,7 @@ static void check_q4_0x8(const struct lc_kernels *S, const struct lc_kernels *K)
 /*
  * The x16 layout (repack.h): repacking loses nothing (lc_x16_get_block gives back every block
  * byte for byte), and K's gemv_x16 / gemm_x16 on the repacked matrix give, bit for bit, the
- * scalar vec_dot of each original row (Q4_1) or the scalar vec_dot_q4_0x8 (Q4_0), for groups
+ * scalar vec_dot of each original row (Q4_1, Q6_K) or the scalar vec_dot_q4_0x8 (Q4_0), for groups
  * of every kind of edge data, odd and even block counts (Q4_0's unpaired last block), several
  * groups, and thread-like slices starting at a later group; nothing written past the rows or
  * the columns.
@@ -703,6 +710,14 @@ static void check_x16(const struct lc_kernels *S, const struct lc_kernels *K, in
             make_acts(xf, n, c < EDGE_COUNT ? (c + 1) % EDGE_COUNT : EDGE_RANDOM);
             S->quantize_row[at](xf, A + c * a_stride, n);
         }
+        if (q6) /* column 1: every activation -128, the largest |sum((q - 32) * y)| (16384, with
+                 * the all-zero quants of edge 1) that the kernels keep in 16 bits */
+            for (int i = 0; i < nb; i++) {
+                lc_block_q8_K *y = (lc_block_q8_K *)(void *)(A + a_stride) + i;
+                memset(y->qs, 0x80, sizeof y->qs);
+                for (int j = 0; j < LC_QK_K / 16; j++)
+                    y->bsums[j] = -128 * 16;
+            }
         memset(X, 0xA5, NR * row);
         lc_x16_repack(type, X, W, n, NR);
         int same = 1;

@@ -273,6 +273,7 @@ static void drop_pages(const void *p, size_t n)
 /* One matrix to repack: its place in the copy, and where its groups start in the job. */
 struct x16_item {
     struct lc_weight *w;
+    size_t off; /* in the copy */
     uint8_t *dst;
     size_t group_bytes;
     int64_t first_group, n_groups;
@@ -326,12 +327,16 @@ static void x16_task(void *arg, int ith, int nth)
  * the fresh pages from the kernel (and, in a VM, from the host), which is done in parallel.
  * Nothing to do, or no memory or threads for it: the weights stay in the file mapping in
  * ggml's layout, which every kernel reads too.  LLAMACHAT_REPACK=0 turns it off (to compare,
- * or to keep the pages shared with other processes).
+ * or to keep the pages shared with other processes); LLAMACHAT_REPACK=1 repacks even for
+ * kernels without their own x16 ones (then slow: for tests).  The copy is anonymous memory:
+ * under memory pressure it is swapped, not dropped and re-read from the file.
  */
 static void repack_weights(struct lc_model *m)
 {
     const char *env = getenv("LLAMACHAT_REPACK");
-    const unsigned native = lc_kernels()->x16_native;
+    unsigned native = lc_kernels()->x16_native;
+    if (env && strcmp(env, "1") == 0) /* tests: the scalar x16 kernels too */
+        native = (1u << LC_TYPE_Q4_0) | (1u << LC_TYPE_Q4_1) | (1u << LC_TYPE_Q6_K);
     if (!native || (env && strcmp(env, "0") == 0))
         return;
     const int n_per_layer = 7;
@@ -357,7 +362,7 @@ static void repack_weights(struct lc_model *m)
         it->first_group = job.n_groups;
         it->n_groups = w->ne[1] / LC_X16_ROWS;
         job.n_groups += it->n_groups;
-        it->dst = (uint8_t *)(uintptr_t)total; /* an offset until the mapping exists */
+        it->off = total;
         total += ((size_t)w->ne[1] * w->row_bytes + 63) & ~(size_t)63;
     }
     void *buf = total ? mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
@@ -370,7 +375,7 @@ static void repack_weights(struct lc_model *m)
         return;
     }
     for (int k = 0; k < job.n_items; k++)
-        items[k].dst = (uint8_t *)buf + (uintptr_t)items[k].dst;
+        items[k].dst = (uint8_t *)buf + items[k].off;
     lc_threadpool_run(tp, x16_task, &job);
     lc_threadpool_free(tp);
     for (int k = 0; k < job.n_items; k++) {
@@ -474,7 +479,7 @@ void lc_model_desc(const struct lc_model *m, char *buf, size_t len)
 int lc_weight_get_row(const struct lc_weight *w, int64_t r, float *y)
 {
     const struct lc_type_traits *tt = lc_type_traits(w->type);
-    if (!tt || !tt->to_float || r < 0 || r >= w->ne[1])
+    if (!tt || !tt->to_float || r < 0 || r >= w->ne[1] || w->x16)
         return -1;
     tt->to_float((const uint8_t *)w->data + (size_t)r * w->row_bytes, y, w->ne[0]);
     return 0;

@@ -75,8 +75,9 @@ struct lc_model {
     enum lc_type ftype;           /* most common 2-D weight type, for display */
     uint64_t n_params;
     uint64_t n_bytes;             /* bytes of tensor data */
-    void *x16_buf;                /* the x16 copies of the repacked weights (mmap), or NULL */
-    size_t x16_size;
+    void *x16_buf;                /* the x16 copies of the repacked weights (an anonymous, read-only
+                                     mapping owned by the model), or NULL */
+    size_t x16_size;              /* bytes of x16_buf */
     char name[128];               /* general.name or the file's base name */
 };
 
@@ -90,7 +91,8 @@ void lc_model_free(struct lc_model *m);
 /* "llama 260K Q4_1" style description into buf. */
 void lc_model_desc(const struct lc_model *m, char *buf, size_t len);
 /* Read weight row r (of w) into floats: y has w->ne[0] entries.  Returns 0, or -1 if the type
- * has no dequantizer. */
+ * has no dequantizer, r is out of range, or w is in the x16 layout (w->x16: rows are not
+ * addressable; token_embd, the only weight read by row, is never repacked). */
 int lc_weight_get_row(const struct lc_weight *w, int64_t r, float *y);
 
 #endif

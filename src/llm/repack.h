@@ -1,5 +1,5 @@
 /*
- * repack.h - the row-interleaved "x16" layout of Q4_1 and Q4_0 weight matrices.
+ * repack.h - the row-interleaved "x16" layout of Q4_1, Q4_0 and Q6_K weight matrices.
  *
  * A kernel-friendly copy made at load (model.c) when the kernel table in use has its own x16
  * kernels (kernels.h: x16_native): decoding then reads the weights as one sequential stream,
@@ -32,7 +32,8 @@
  *
  * (ggml's integer lane k of every quarter of rows 0..15 from one 64-byte chunk of ql and one of
  * qh), in pairs of super-blocks [ql ql | qh qh | scales scales | d d], 6720 bytes, an odd last
- * one [ql | qh | scales | d]: every chunk on a cache line of its own.
+ * one [ql | qh | scales | d] (3360 bytes): every chunk on a cache line of its own when nb is
+ * even (an odd nb shifts every other group by half a line: slower, same results).
  */
 #ifndef LC_REPACK_H
 #define LC_REPACK_H

@@ -239,13 +239,6 @@ static void vec_dot_q4_0_q8_0(int n, float *s, const void *vx, const void *vy)
     *s = hsum8(acc);
 }
 
-/*
- * Q4_0 . Q8_0 in the order of llama.cpp's repacked kernels (ggml_gemv_q4_0_8x8_q8_0 and
- * ggml_gemm_q4_0_8x8_q8_0, the x86 AVX2/AVX-512 paths of ggml-cpu-aarch64.cpp, which llama.cpp
- * uses for Q4_0 matrices with a multiple of 8 rows): the block's 32 products summed as one
- * integer, acc = fma(float(isum), dx * dy, acc) block by block from acc = 0, and acc is the
- * result (no lanes, no horizontal sum).
- */
 /* acc = fma(float(isum), dx * dy, acc) for one Q4_0 block (the Q4_0x8 order) */
 static float q4_0x8_block(float acc, const lc_block_q4_0 *x, const lc_block_q8_0 *y)
 {
@@ -255,6 +248,13 @@ static float q4_0x8_block(float acc, const lc_block_q4_0 *x, const lc_block_q8_0
     return fmaf((float)isum, LC_FP16_TO_FP32(x->d) * LC_FP16_TO_FP32(y->d), acc);
 }
 
+/*
+ * Q4_0 . Q8_0 in the order of llama.cpp's repacked kernels (ggml_gemv_q4_0_8x8_q8_0 and
+ * ggml_gemm_q4_0_8x8_q8_0, the x86 AVX2/AVX-512 paths of ggml-cpu-aarch64.cpp, which llama.cpp
+ * uses for Q4_0 matrices with a multiple of 8 rows): the block's 32 products summed as one
+ * integer, acc = fma(float(isum), dx * dy, acc) block by block from acc = 0, and acc is the
+ * result (no lanes, no horizontal sum).
+ */
 static void vec_dot_q4_0x8_q8_0(int n, float *s, const void *vx, const void *vy)
 {
     const lc_block_q4_0 *x = vx;
@@ -266,11 +266,6 @@ static void vec_dot_q4_0x8_q8_0(int n, float *s, const void *vx, const void *vy)
     *s = acc;
 }
 
-/*
- * Q4_1 . Q8_1: x = dx * q + mx, y = dy * p, sy = dy * sum(p) (stored in the Q8_1 block):
- *   sum_j x_j y_j = dx * dy * sum(q * p) + mx * sy
- * ggml_vec_dot_q4_1_q8_1's formula, per block; the mx * sy terms are summed apart.
- */
 /* one block of vec_dot_q4_1_q8_1: acc's lanes and the m * s sum */
 static void q4_1_block(float acc[8], float *summs, const lc_block_q4_1 *x, const lc_block_q8_1 *y)
 {
@@ -283,6 +278,11 @@ static void q4_1_block(float acc[8], float *summs, const lc_block_q4_1 *x, const
     block_lanes(acc, LC_FP16_TO_FP32(x->d) * LC_FP16_TO_FP32(y->d), p);
 }
 
+/*
+ * Q4_1 . Q8_1: x = dx * q + mx, y = dy * p, sy = dy * sum(p) (stored in the Q8_1 block):
+ *   sum_j x_j y_j = dx * dy * sum(q * p) + mx * sy
+ * ggml_vec_dot_q4_1_q8_1's formula, per block; the mx * sy terms are summed apart.
+ */
 static void vec_dot_q4_1_q8_1(int n, float *s, const void *vx, const void *vy)
 {
     const lc_block_q4_1 *x = vx;
@@ -297,7 +297,7 @@ static void vec_dot_q4_1_q8_1(int n, float *s, const void *vx, const void *vy)
 
 /*
  * The x16 layout (repack.h): the same dots, row by row, each block rebuilt in ggml's layout by
- * lc_x16_get_block.  Q4_1 in vec_dot_q4_1_q8_1's order, Q4_0 in the Q4_0x8 order.
+ * lc_x16_get_block.  Q4_1 and Q6_K in vec_dot's order, Q4_0 in the Q4_0x8 order.
  */
 static void q6_K_block(float acc[8], const lc_block_q6_K *x, const lc_block_q8_K *y);
 
@@ -394,16 +394,6 @@ static void vec_dot_q8_0_q8_0(int n, float *s, const void *vx, const void *vy)
     *s = hsum8(acc);
 }
 
-/*
- * Q6_K . Q8_K in the order of ggml's x86 kernel (the __AVX2__ ggml_vec_dot_q6_K_q8_K, which
- * llama.cpp runs on AVX-512 machines too), not the generic one (lc_vec_dot_q6_K_q8_K_ref): per
- * super-block, exact integer sums in 8 lanes, then acc[lane] = fma(d, lane, acc[lane]) with
- * d = dy * dx, and hsum_float_8 at the end.
- * A super-block is two halves of 128 weights; a half is four quarters v = 0..3 of 32 weights:
- * quarter v takes the low (v < 2) or high nibbles of ql[32 * (v & 1) + l] and bits 2v, 2v+1 of
- * qh[l] as its upper two bits, minus 32; weights l = 0..15 of a quarter use scale 2v, 16..31
- * scale 2v + 1 (of the half's 8).  Lane k collects, in every quarter, the weights 4k .. 4k+3.
- */
 /* one super-block of vec_dot_q6_K_q8_K: acc's 8 lanes */
 static void q6_K_block(float acc[8], const lc_block_q6_K *x, const lc_block_q8_K *y)
 {
@@ -424,6 +414,16 @@ static void q6_K_block(float acc[8], const lc_block_q6_K *x, const lc_block_q8_K
         acc[k] = fmaf(d, (float)lanes[k], acc[k]);
 }
 
+/*
+ * Q6_K . Q8_K in the order of ggml's x86 kernel (the __AVX2__ ggml_vec_dot_q6_K_q8_K, which
+ * llama.cpp runs on AVX-512 machines too), not the generic one (lc_vec_dot_q6_K_q8_K_ref): per
+ * super-block, exact integer sums in 8 lanes, then acc[lane] = fma(d, lane, acc[lane]) with
+ * d = dy * dx, and hsum_float_8 at the end.
+ * A super-block is two halves of 128 weights; a half is four quarters v = 0..3 of 32 weights:
+ * quarter v takes the low (v < 2) or high nibbles of ql[32 * (v & 1) + l] and bits 2v, 2v+1 of
+ * qh[l] as its upper two bits, minus 32; weights l = 0..15 of a quarter use scale 2v, 16..31
+ * scale 2v + 1 (of the half's 8).  Lane k collects, in every quarter, the weights 4k .. 4k+3.
+ */
 static void vec_dot_q6_K_q8_K(int n, float *s, const void *vx, const void *vy)
 {
     const lc_block_q6_K *x = vx;

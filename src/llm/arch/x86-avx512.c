@@ -260,7 +260,8 @@ static void gemv_x16_q6_K(int n, float *s, const void *vw, size_t w_stride, int 
             const uint8_t *qh = G + lc_x16_q6_K_off(nb, i, LC_X16_QH);
             const int8_t *sc = (const int8_t *)(G + lc_x16_q6_K_off(nb, i, LC_X16_SC));
             const int8_t *q8 = y[i].qs;
-            const uint8_t *pf = G + (size_t)(i / 2 + 3) * 6720;
+            /* may lie past the matrix: only prefetched, so formed as an integer */
+            const uintptr_t pf = (uintptr_t)G + (size_t)(i / 2 + 3) * 6720;
             const int32_t *bias = all_bias + 64 * (nb <= Q6_BIAS_NB ? i : 0);
             if (nb > Q6_BIAS_NB)
                 q6_K_bias(all_bias, q8);
@@ -279,7 +280,7 @@ static void gemv_x16_q6_K(int n, float *s, const void *vw, size_t w_stride, int 
                          * per step: without, 10 GB/s from DRAM (Zen 4, one core); 33 GB/s with */
                         const int li = 32 * h + 8 * v + k;
                         if (li < 53)
-                            _mm_prefetch((const char *)pf + 64 * (53 * (i & 1) + li), _MM_HINT_T1);
+                            _mm_prefetch((const char *)(pf + 64 * (uintptr_t)(53 * (i & 1) + li)), _MM_HINT_T1);
                         const __m512i b = _mm512_loadu_si512(ql + 64 * (16 * h + 8 * (v & 1) + k));
                         const __m512i bh = _mm512_loadu_si512(qh + 64 * (8 * h + k));
                         const __m512i lo4 = v < 2 ? b : _mm512_srli_epi16(b, 4);

@@ -194,7 +194,8 @@ INLINE void pk_tile(enum pk_kind kind, int nb, const struct pk_rows *R, const st
                     const uint8_t *const a[4], size_t blk, size_t qoff, float out[16]);
 
 /*
- * kernels.h's gemm contract.  Returns 0, or -1 without writing s when n is too long (more than
+ * kernels.h's gemm contract; with x16, w is in repack.h's layout (kind PK_Q4_1 or PK_Q4_0X8,
+ * w the first row of a group, nr % 16 == 0) as for the gemm_x16 entries.  Returns 0, or -1 without writing s when n is too long (more than
  * PK_NB_MAX blocks) or too short (no block), or when the scratch (160 KiB for the rows,
  * 2.5 KiB per block for the column chunk) cannot be allocated: the caller then uses a fallback
  * with the same results (x86-qdot.h's tiles; for Q4_0x8, its GEMV per column).  Scratch is per
