@@ -322,6 +322,20 @@ static void check_quantized(const struct lc_kernels *S, const struct lc_kernels 
     free(out);
 }
 
+/* Q6_K super-blocks: edge 1 all zero quants, 2 all ones and scale -128, 3 scale 127 */
+static void make_q6_K(lc_block_q6_K *w, int nb, int edge)
+{
+    for (int b = 0; b < nb; b++) {
+        for (int j = 0; j < LC_QK_K / 2; j++)
+            w[b].ql[j] = edge == 1 ? 0 : edge == 2 ? 0xFF : (uint8_t)rnd();
+        for (int j = 0; j < LC_QK_K / 4; j++)
+            w[b].qh[j] = edge == 1 ? 0 : edge == 2 ? 0xFF : (uint8_t)rnd();
+        for (int j = 0; j < LC_QK_K / 16; j++)
+            w[b].scales[j] = (int8_t)(edge == 2 ? -128 : edge == 3 ? 127 : (int)(rnd() % 256) - 128);
+        w[b].d = lc_fp32_to_fp16(frand(-0.01f, 0.01f));
+    }
+}
+
 /*
  * Q6_K . Q8_K: the ISA's kernel equals scalar.c's bit for bit; scalar.c's (ggml's x86 order)
  * agrees with the generic reference lc_vec_dot_q6_K_q8_K_ref up to float summation order.
@@ -336,15 +350,7 @@ static void check_q6_K(const struct lc_kernels *S, const struct lc_kernels *K)
     for (int nb = 1; nb <= MAXB; nb += 2)
         for (int edge = 0; edge < 4; edge++) {
             const int n = nb * LC_QK_K;
-            for (int b = 0; b < nb; b++) {
-                for (int j = 0; j < LC_QK_K / 2; j++)
-                    w[b].ql[j] = edge == 1 ? 0 : edge == 2 ? 0xFF : (uint8_t)rnd();
-                for (int j = 0; j < LC_QK_K / 4; j++)
-                    w[b].qh[j] = edge == 1 ? 0 : edge == 2 ? 0xFF : (uint8_t)rnd();
-                for (int j = 0; j < LC_QK_K / 16; j++)
-                    w[b].scales[j] = (int8_t)(edge == 2 ? -128 : edge == 3 ? 127 : (int)(rnd() % 256) - 128);
-                w[b].d = lc_fp32_to_fp16(frand(-0.01f, 0.01f));
-            }
+            make_q6_K(w, nb, edge);
             for (int i = 0; i < n; i++)
                 xf[i] = edge == 1 ? -frand(0, 2) : frand(-2, 2);
             S->quantize_row[LC_TYPE_Q8_K](xf, a, n);
@@ -666,20 +672,6 @@ static void check_q4_0x8(const struct lc_kernels *S, const struct lc_kernels *K)
  * groups, and thread-like slices starting at a later group; nothing written past the rows or
  * the columns.
  */
-/* Q6_K super-blocks: edge 1 all zero quants, 2 all ones and scale -128, 3 scale 127 */
-static void make_q6_K(lc_block_q6_K *w, int nb, int edge)
-{
-    for (int b = 0; b < nb; b++) {
-        for (int j = 0; j < LC_QK_K / 2; j++)
-            w[b].ql[j] = edge == 1 ? 0 : edge == 2 ? 0xFF : (uint8_t)rnd();
-        for (int j = 0; j < LC_QK_K / 4; j++)
-            w[b].qh[j] = edge == 1 ? 0 : edge == 2 ? 0xFF : (uint8_t)rnd();
-        for (int j = 0; j < LC_QK_K / 16; j++)
-            w[b].scales[j] = (int8_t)(edge == 2 ? -128 : edge == 3 ? 127 : (int)(rnd() % 256) - 128);
-        w[b].d = lc_fp32_to_fp16(frand(-0.01f, 0.01f));
-    }
-}
-
 static void check_x16(const struct lc_kernels *S, const struct lc_kernels *K, int type)
 {
     const int q6 = type == LC_TYPE_Q6_K, qk = q6 ? LC_QK_K : 32;
