@@ -258,6 +258,40 @@ static void convert_act(struct lc_context *c, const float *src, int n, int rows,
     c->act_src = src;
 }
 
+/*
+ * The middle of the FFN: hg = swiglu(hg, hu) and its conversion to the activation type of
+ * ffn_down, as one job split in whole blocks of that type (for one token, between the threads;
+ * before, SwiGLU ran on one thread and the conversion of a single row too).  Per element and
+ * per block the same operations as the serial kernels, so the same bits.
+ */
+struct ffn_mid_task {
+    const struct lc_context *c;
+    int rows, n;          /* tokens, n_ff */
+    enum lc_type type;    /* activation type of ffn_down */
+    int blk;              /* elements per block of type */
+};
+
+static void ffn_mid_rows(void *arg, int ith, int nth)
+{
+    const struct ffn_mid_task *t = arg;
+    const struct lc_context *c = t->c;
+    const int per_row = t->n / t->blk;
+    const size_t bsize = lc_type_traits(t->type)->type_size;
+    int lo, hi;
+    lc_split_range(t->rows * per_row, ith, nth, &lo, &hi);
+    while (lo < hi) {
+        const int r = lo / per_row, b0 = lo % per_row;
+        const int b1 = hi - r * per_row < per_row ? hi - r * per_row : per_row;
+        const size_t off = (size_t)r * (size_t)t->n + (size_t)b0 * (size_t)t->blk;
+        const int len = (b1 - b0) * t->blk;
+        c->k->swiglu(c->hg + off, c->hg + off, c->hu + off, len);
+        c->k->quantize_row[t->type](c->hg + off,
+                                    (uint8_t *)c->act + (size_t)r * c->act_stride + (size_t)b0 * bsize,
+                                    len);
+        lo = r * per_row + b1;
+    }
+}
+
 struct matmul_task {
     const struct lc_context *c;
     const struct lc_weight *w;
@@ -551,10 +585,13 @@ static int eval_batch(struct lc_context *c, const int32_t *tokens, int n_tok, in
         c->act_type = LC_TYPE_COUNT;
         matmul(c, &L->ffn_gate, c->xb, (size_t)E, n_tok, c->hg, (size_t)F);
         matmul(c, &L->ffn_up, c->xb, (size_t)E, n_tok, c->hu, (size_t)F);
-        for (int i = 0; i < n_tok; i++)
-            k->swiglu(c->hg + (size_t)i * (size_t)F, c->hg + (size_t)i * (size_t)F,
-                      c->hu + (size_t)i * (size_t)F, F);
-        c->act_type = LC_TYPE_COUNT;
+        {
+            const enum lc_type ffn_at = lc_type_traits(L->ffn_down.type)->vec_dot_type;
+            struct ffn_mid_task ft = {c, n_tok, F, ffn_at, lc_type_traits(ffn_at)->blck_size};
+            lc_threadpool_run(c->tp, ffn_mid_rows, &ft);
+            c->act_type = ffn_at; /* c->act holds hg in ffn_down's activation type */
+            c->act_src = c->hg;
+        }
         matmul(c, &L->ffn_down, c->hg, (size_t)F, n_tok, c->xb, (size_t)E);
         add_rows(c->x, c->xb, (size_t)n_tok * (size_t)E);
     }
