@@ -253,6 +253,7 @@ static void gemv_x16_q6_K(int n, float *s, const void *vw, size_t w_stride, int 
     const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
     for (int g = 0; g < nr / 16; g++) {
         const uint8_t *G = (const uint8_t *)vw + (size_t)g * 16 * w_stride;
+        const size_t left = (size_t)(nr / 16 - g) * 16 * w_stride; /* bytes from G to the end */
         __m512 acc[8];
         _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) acc[k] = _mm512_setzero_ps();
         for (int i = 0; i < nb; i++) {
@@ -260,8 +261,9 @@ static void gemv_x16_q6_K(int n, float *s, const void *vw, size_t w_stride, int 
             const uint8_t *qh = G + lc_x16_q6_K_off(nb, i, LC_X16_QH);
             const int8_t *sc = (const int8_t *)(G + lc_x16_q6_K_off(nb, i, LC_X16_SC));
             const int8_t *q8 = y[i].qs;
-            /* may lie past the matrix: only prefetched, so formed as an integer */
-            const uintptr_t pf = (uintptr_t)G + (size_t)(i / 2 + 3) * 6720;
+            /* the pair 3 pairs ahead, when it lies within the rows (none for the last ones) */
+            const size_t pf_off = (size_t)(i / 2 + 3) * 6720;
+            const uint8_t *pf = pf_off + 6720 <= left ? G + pf_off : NULL;
             const int32_t *bias = all_bias + 64 * (nb <= Q6_BIAS_NB ? i : 0);
             if (nb > Q6_BIAS_NB)
                 q6_K_bias(all_bias, q8);
@@ -279,8 +281,8 @@ static void gemv_x16_q6_K(int n, float *s, const void *vw, size_t w_stride, int 
                         /* the pair of super-blocks 3 pairs ahead (105 lines; 20 KB) into L2, a line
                          * per step: without, 10 GB/s from DRAM (Zen 4, one core); 33 GB/s with */
                         const int li = 32 * h + 8 * v + k;
-                        if (li < 53)
-                            _mm_prefetch((const char *)(pf + 64 * (uintptr_t)(53 * (i & 1) + li)), _MM_HINT_T1);
+                        if (li < 53 && pf)
+                            _mm_prefetch((const char *)pf + 64 * (53 * (i & 1) + li), _MM_HINT_T1);
                         const __m512i b = _mm512_loadu_si512(ql + 64 * (16 * h + 8 * (v & 1) + k));
                         const __m512i bh = _mm512_loadu_si512(qh + 64 * (8 * h + k));
                         const __m512i lo4 = v < 2 ? b : _mm512_srli_epi16(b, 4);
