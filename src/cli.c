@@ -75,6 +75,8 @@ int lc_cli_run(const struct lc_options *o)
         fprintf(stderr, "llamachat: %s\n", err ? err : "cannot load the model");
         goto out;
     }
+    if (m->x16_note[0])
+        fprintf(stderr, "llamachat: note: %s\n", m->x16_note);
     const struct lc_vocab *v = m->vocab;
     const bool bos = !o->no_bos && lc_vocab_add_bos(v);
     const char *prompt = o->prompt ? o->prompt : "";

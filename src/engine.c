@@ -736,6 +736,8 @@ static bool load(struct lc_engine *e)
         return false;
     }
     lc_context_set_progress(e->ctx, on_progress, e);
+    if (e->model->x16_note[0])
+        emit_str(e, LC_EV_NOTE, "%s", e->model->x16_note);
     e->smp = lc_sampler_new(&e->params, e->model->hp.n_vocab);
     if (!e->smp) {
         emit_str(e, LC_EV_ERROR, "out of memory");

@@ -28,6 +28,17 @@ want=$(printf '%s' "$(field prompt "$ref")"; sed -n '/^gen_text: /,$p' "$ref" | 
 got=$("$LC" -m "$S/models/stories260K-ff192-q4_1.gguf" -p "$(field prompt "$ref")" -n 128 --temp 0 2>/dev/null)
 check "text p0" "$got" "$want"
 
+# Not enough memory for the repacked copy (AVX-512): the weights stay in the file's layout, a
+# note says so on stderr, and the tokens are the same.
+got=$(LLAMACHAT_MEM_AVAILABLE_MIB=1 "$LC" -m "$S/models/stories260K-ff192-q4_1.gguf" -p "$(field prompt "$ref")" \
+    -n "$(field n_predict "$ref")" --temp 0 --print-token-ids -t 2 2>"$B/cli-mem.err")
+check "low memory: gen_ids" "$got" "$(field gen_ids "$ref")"
+if "$LC" --version 2>/dev/null | grep -q 'kernels: avx512'; then
+    got=$(grep -c "^llamachat: note: weights kept in the file's layout (decoding is slower): repacking them needs 256 MiB and 1 MiB of memory are available$" "$B/cli-mem.err")
+    check "low memory: note" "$got" "1"
+fi
+rm -f "$B/cli-mem.err"
+
 # The default model is used when none is given.
 got=$("$LC" -p "Once upon a time" -n 128 --temp 0 --print-token-ids 2>/dev/null)
 check "default model" "$got" "$(field gen_ids "$ref")"

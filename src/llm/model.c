@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -300,6 +301,27 @@ static void populate(void *p, size_t n)
 #endif
 }
 
+/*
+ * Bytes of memory the system can give without swapping (/proc/meminfo MemAvailable), or
+ * SIZE_MAX when unknown.  LLAMACHAT_MEM_AVAILABLE_MIB overrides it (tests).
+ */
+static size_t mem_available(void)
+{
+    const char *env = getenv("LLAMACHAT_MEM_AVAILABLE_MIB");
+    if (env && *env)
+        return (size_t)strtoull(env, NULL, 10) << 20;
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f)
+        return SIZE_MAX;
+    char line[128];
+    size_t kib = 0;
+    bool found = false;
+    while (!found && fgets(line, sizeof line, f))
+        found = sscanf(line, "MemAvailable: %zu kB", &kib) == 1;
+    fclose(f);
+    return found ? kib << 10 : SIZE_MAX;
+}
+
 /* thread ith of nth: its share of all groups, across matrices */
 static void x16_task(void *arg, int ith, int nth)
 {
@@ -325,8 +347,9 @@ static void x16_task(void *arg, int ith, int nth)
  * so that resident memory stays about the file's size.  Same bytes, same results (the x16
  * kernels give vec_dot's bits).  Done by lc_n_cpus() threads: most of the time goes to getting
  * the fresh pages from the kernel (and, in a VM, from the host), which is done in parallel.
- * Nothing to do, or no memory or threads for it: the weights stay in the file mapping in
- * ggml's layout, which every kernel reads too.  LLAMACHAT_REPACK=0 turns it off (to compare,
+ * Nothing to do, not enough memory available (then m->x16_note says so), or no mapping or
+ * threads for it: the weights stay in the file mapping in ggml's layout, which every kernel
+ * reads too.  LLAMACHAT_REPACK=0 turns it off (to compare,
  * or to keep the pages shared with other processes); LLAMACHAT_REPACK=1 repacks even for
  * kernels without their own x16 ones (then slow: for tests).  The copy is anonymous memory:
  * under memory pressure it is swapped, not dropped and re-read from the file.
@@ -365,8 +388,23 @@ static void repack_weights(struct lc_model *m)
         it->off = total;
         total += ((size_t)w->ne[1] * w->row_bytes + 63) & ~(size_t)63;
     }
-    void *buf = total ? mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
-                      : MAP_FAILED;
+    if (!total) {
+        free(items);
+        return;
+    }
+    /* The copy is anonymous memory, which cannot be dropped and re-read from the file as the
+     * mapping's pages can: with too little memory free, keep the mapping rather than swap or
+     * meet the OOM killer (the file's pages are released only as they are repacked). */
+    const size_t avail = mem_available(), margin = total / 8 + ((size_t)256 << 20);
+    if (avail < SIZE_MAX && total + margin > avail) {
+        snprintf(m->x16_note, sizeof m->x16_note,
+                 "weights kept in the file's layout (decoding is slower): repacking them needs "
+                 "%zu MiB and %zu MiB of memory are available",
+                 (total + margin) >> 20, avail >> 20);
+        free(items);
+        return;
+    }
+    void *buf = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     struct lc_threadpool *tp = buf != MAP_FAILED ? lc_threadpool_new(lc_n_cpus(), NULL) : NULL;
     if (!tp) {
         if (buf != MAP_FAILED)

@@ -78,6 +78,8 @@ struct lc_model {
     void *x16_buf;                /* the x16 copies of the repacked weights (an anonymous, read-only
                                      mapping owned by the model), or NULL */
     size_t x16_size;              /* bytes of x16_buf */
+    char x16_note[160];           /* why the weights were not repacked though the kernels would
+                                     gain (memory), for the user; "" otherwise */
     char name[128];               /* general.name or the file's base name */
 };
 
