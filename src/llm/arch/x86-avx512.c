@@ -140,24 +140,34 @@ INLINE int32_t ld_i32(const void *p)
     return v;
 }
 
+/* activation blocks whose scales and sums are computed once per call (8 KB of stack), not per
+ * group of rows; longer rows compute them per group */
+#define X16_YB_MAX 1024 /* n <= 32768; test-kernels checks 1025 blocks too */
+
 static void gemv_x16_q4_1(int n, float *s, const void *vw, size_t w_stride, int nr,
                           const void *va)
 {
     const int nb = n / 32;
     const lc_block_q8_1 *y = va;
     const __m512i m4 = _mm512_set1_epi8(0x0F);
+    float ds[X16_YB_MAX][2]; /* [dy, sy] of each activation block, once per call */
+    const bool pre = nb <= X16_YB_MAX;
+    for (int i = 0; pre && i < nb; i++) {
+        ds[i][0] = h2f(y[i].d);
+        ds[i][1] = h2f(y[i].s);
+    }
     for (int g = 0; g < nr / 16; g++) {
         const uint8_t *G = (const uint8_t *)vw + (size_t)g * 16 * w_stride;
         __m512 acc[8];
         _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) acc[k] = _mm512_setzero_ps();
         __m512 msum = _mm512_setzero_ps();
         for (int i = 0; i < nb; i++) {
-            const __m128 dsy = _mm_cvtph_ps(_mm_cvtsi32_si128(ld_i32(&y[i].d))); /* [dy, sy] */
+            const float dy = pre ? ds[i][0] : h2f(y[i].d), sy = pre ? ds[i][1] : h2f(y[i].s);
             const uint8_t *sc = G + (size_t)i * 320; /* lc_x16_sc_off, lc_x16_qs_off */
             const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)sc));
             const __m512 mx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(sc + 32)));
-            const __m512 d = _mm512_mul_ps(dx, _mm512_broadcastss_ps(dsy));
-            msum = _mm512_add_ps(msum, _mm512_mul_ps(mx, _mm512_broadcastss_ps(_mm_movehdup_ps(dsy))));
+            const __m512 d = _mm512_mul_ps(dx, _mm512_set1_ps(dy));
+            msum = _mm512_add_ps(msum, _mm512_mul_ps(mx, _mm512_set1_ps(sy)));
             const uint8_t *q = sc + 64;
             _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
                 const __m512i v = _mm512_loadu_si512(q + 64 * k);
@@ -178,15 +188,26 @@ static void gemv_x16_q4_1(int n, float *s, const void *vw, size_t w_stride, int 
     }
 }
 
-/* one Q4_0 block of 16 rows (d: 16 fp16, q: 4 chunks), the Q4_0x8 order */
-INLINE __m512 x16_q4_0_block(__m512 acc, const uint8_t *d16, const uint8_t *q,
-                             const lc_block_q8_0 *y)
+/* what a Q8_0 activation block gives every group: dy, and -8 * sum(y) (the Q4_0 offset
+ * folded as in the Q4_0 GEMV) */
+struct x16_q8_0 {
+    float d;
+    int32_t bias;
+};
+
+INLINE struct x16_q8_0 x16_q8_0_of(const lc_block_q8_0 *y)
 {
-    const __m512i m4 = _mm512_set1_epi8(0x0F);
-    /* -8 * sum(y) of the block, as the Q4_0 GEMV folds the offset */
     const __m256i yv = _mm256_loadu_si256((const __m256i *)y->qs);
     const int ysum = hsum_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(1), yv));
-    __m512i isum = _mm512_set1_epi32(-8 * ysum);
+    return (struct x16_q8_0){h2f(y->d), -8 * ysum};
+}
+
+/* one Q4_0 block of 16 rows (d: 16 fp16, q: 4 chunks), the Q4_0x8 order */
+INLINE __m512 x16_q4_0_block(__m512 acc, const uint8_t *d16, const uint8_t *q,
+                             const lc_block_q8_0 *y, struct x16_q8_0 ys)
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    __m512i isum = _mm512_set1_epi32(ys.bias);
     _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
         const __m512i v = _mm512_loadu_si512(q + 64 * k);
         isum = _mm512_dpbusd_epi32(isum, _mm512_and_si512(v, m4),
@@ -195,8 +216,7 @@ INLINE __m512 x16_q4_0_block(__m512 acc, const uint8_t *d16, const uint8_t *q,
                                    _mm512_set1_epi32(ld_i32(y->qs + 16 + 4 * k)));
     }
     const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)d16));
-    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dx, _mm512_set1_ps(h2f(y->d))),
-                           acc);
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dx, _mm512_set1_ps(ys.d)), acc);
 }
 
 static void gemv_x16_q4_0(int n, float *s, const void *vw, size_t w_stride, int nr,
@@ -204,19 +224,25 @@ static void gemv_x16_q4_0(int n, float *s, const void *vw, size_t w_stride, int 
 {
     const int nb = n / 32;
     const lc_block_q8_0 *y = va;
+    struct x16_q8_0 yb[X16_YB_MAX];
+    const bool pre = nb <= X16_YB_MAX;
+    for (int i = 0; pre && i < nb; i++)
+        yb[i] = x16_q8_0_of(y + i);
+#define YB(i) (pre ? yb[i] : x16_q8_0_of(y + (i)))
     for (int g = 0; g < nr / 16; g++) {
         const uint8_t *G = (const uint8_t *)vw + (size_t)g * 16 * w_stride;
         __m512 acc = _mm512_setzero_ps();
         int i = 0;
         for (; i + 2 <= nb; i += 2) { /* a pair: [d d | qs | qs], 576 bytes */
             const uint8_t *P = G + (size_t)i * 288;
-            acc = x16_q4_0_block(acc, P, P + 64, y + i);
-            acc = x16_q4_0_block(acc, P + 32, P + 320, y + i + 1);
+            acc = x16_q4_0_block(acc, P, P + 64, y + i, YB(i));
+            acc = x16_q4_0_block(acc, P + 32, P + 320, y + i + 1, YB(i + 1));
         }
         if (i < nb) /* an odd last block: [d | qs] */
-            acc = x16_q4_0_block(acc, G + (size_t)i * 288, G + (size_t)i * 288 + 32, y + i);
+            acc = x16_q4_0_block(acc, G + (size_t)i * 288, G + (size_t)i * 288 + 32, y + i, YB(i));
         _mm512_storeu_ps(s + 16 * g, acc);
     }
+#undef YB
 }
 
 /*
