@@ -261,45 +261,31 @@ static bool x16_wanted(const struct lc_model *m, const struct lc_weight *w, unsi
            w->data != m->tok_embd.data;
 }
 
-/* Tell the kernel that the file pages under [p, p + n) will not be read again (RSS). */
-static void drop_pages(const void *p, size_t n)
+/* madvise(advice) on the whole pages inside [p, p + n) (inward) or touching it (outward) */
+static void advise_pages(const void *p, size_t n, bool inward, int advice)
 {
     const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    const uintptr_t lo = ((uintptr_t)p + page - 1) & ~(page - 1);
-    const uintptr_t hi = ((uintptr_t)p + n) & ~(page - 1);
+    const uintptr_t in = inward ? page - 1 : 0, out = inward ? 0 : page - 1;
+    const uintptr_t lo = ((uintptr_t)p + in) & ~(page - 1);
+    const uintptr_t hi = ((uintptr_t)p + n + out) & ~(page - 1);
     if (hi > lo)
-        madvise((void *)lo, hi - lo, MADV_DONTNEED);
+        madvise((void *)lo, hi - lo, advice);
 }
 
 /* One matrix to repack: its place in the copy, and where its groups start in the job. */
 struct x16_item {
     struct lc_weight *w;
     size_t off; /* in the copy */
-    uint8_t *dst;
     size_t group_bytes;
     int64_t first_group, n_groups;
 };
 
 struct x16_job {
+    uint8_t *buf; /* the copy */
     struct x16_item *items;
     int n_items;
     int64_t n_groups;
 };
-
-/* Populate (when the kernel can) and fill with repacked data [p, p + n); the pages of the
- * copy are taken by the thread that fills them, in parallel. */
-static void populate(void *p, size_t n)
-{
-#ifdef MADV_POPULATE_WRITE
-    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    const uintptr_t lo = (uintptr_t)p & ~(page - 1);
-    const uintptr_t hi = ((uintptr_t)p + n + page - 1) & ~(page - 1);
-    madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
-#else
-    (void)p;
-    (void)n;
-#endif
-}
 
 /*
  * Bytes of memory the system can give without swapping (/proc/meminfo MemAvailable), or
@@ -335,9 +321,14 @@ static void x16_task(void *arg, int ith, int nth)
             continue;
         const size_t off = (size_t)g0 * it->group_bytes, size = (size_t)(g1 - g0) * it->group_bytes;
         const uint8_t *src = (const uint8_t *)it->w->data + off;
-        populate(it->dst + off, size);
-        lc_x16_repack(it->w->type, it->dst + off, src, it->w->ne[0], (g1 - g0) * LC_X16_ROWS);
-        drop_pages(src, size);
+        uint8_t *dst = job->buf + it->off + off;
+#ifdef MADV_POPULATE_WRITE
+        /* the pages of the copy taken by the thread that fills them, at once */
+        advise_pages(dst, size, false, MADV_POPULATE_WRITE);
+#endif
+        lc_x16_repack(it->w->type, dst, src, it->w->ne[0], (g1 - g0) * LC_X16_ROWS);
+        /* the file's pages under it will not be read again (RSS) */
+        advise_pages(src, size, true, MADV_DONTNEED);
     }
 }
 
@@ -367,7 +358,7 @@ static void repack_weights(struct lc_model *m)
     struct x16_item *items = calloc((size_t)n_w, sizeof(*items));
     if (!items)
         return;
-    struct x16_job job = {items, 0, 0};
+    struct x16_job job = {NULL, items, 0, 0};
     size_t total = 0;
     for (int k = 0; k < n_w; k++) {
         struct lc_weight *w = &m->output;
@@ -412,12 +403,11 @@ static void repack_weights(struct lc_model *m)
         free(items);
         return;
     }
-    for (int k = 0; k < job.n_items; k++)
-        items[k].dst = (uint8_t *)buf + items[k].off;
+    job.buf = buf;
     lc_threadpool_run(tp, x16_task, &job);
     lc_threadpool_free(tp);
     for (int k = 0; k < job.n_items; k++) {
-        items[k].w->data = items[k].dst;
+        items[k].w->data = job.buf + items[k].off;
         items[k].w->x16 = true;
     }
     mprotect(buf, total, PROT_READ);
