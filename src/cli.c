@@ -145,10 +145,10 @@ int lc_cli_run(const struct lc_options *o)
         if (o->print_token_ids) {
             printf("%s%d", first ? "" : " ", tok);
         } else {
-            char buf[256];
-            int32_t len = lc_token_to_piece(v, tok, buf, sizeof(buf), false);
+            size_t len;
+            const char *piece = lc_vocab_piece(v, tok, false, &len);   /* any length */
             if (len > 0)
-                fwrite(buf, 1, (size_t)len, stdout);
+                fwrite(piece, 1, len, stdout);
         }
         fflush(stdout);
         first = false;

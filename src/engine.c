@@ -36,6 +36,8 @@
 
 enum cmd_type { CMD_SUBMIT, CMD_REGEN, CMD_CLEAR, CMD_SYSTEM, CMD_CONV, CMD_QUIT };
 
+struct msg_toks;
+
 struct cmd {
     enum cmd_type type;
     char *text;
@@ -76,6 +78,12 @@ struct lc_engine {
     double last_stats;        /* monotonic seconds of the last STATS event */
     int32_t n_eval;           /* prompt tokens evaluated for the current reply */
     bool noted_full;          /* the context-full note was shown for the current reply */
+    struct msg_toks *mt;      /* kept token ids per message of conv (mt_cap entries) */
+    size_t mt_cap;
+    uint64_t user_seed;       /* the seed asked for (LC_SEED_RANDOM: a fresh one per reply) */
+    uint64_t reply_seed;      /* the seed the current reply was sampled with */
+    FILE *log;                /* token log, or NULL */
+    int32_t too_long;         /* tokens of a prompt that did not fit (sync_prompt -2) */
 };
 
 static double now_s(void)
@@ -287,6 +295,25 @@ bool lc_engine_busy(const struct lc_engine *e)
     return atomic_load(&e->busy) > 0;
 }
 
+/* A seed for one reply when the user asked for a random one: 32 bits, so that it can be
+ * typed back with --seed or /set seed. */
+static uint64_t fresh_seed(void)
+{
+    uint32_t x = 0;
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        if (read(fd, &x, sizeof(x)) != (ssize_t)sizeof(x))
+            x = 0;
+        close(fd);
+    }
+    if (x == 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        x = (uint32_t)((uint64_t)ts.tv_sec * 1000000007ull ^ (uint64_t)ts.tv_nsec);
+    }
+    return x;
+}
+
 /* Take new parameters if the UI changed them (between tokens). */
 static void pick_up_params(struct lc_engine *e)
 {
@@ -297,77 +324,337 @@ static void pick_up_params(struct lc_engine *e)
     e->n_predict = e->new_n_predict;
     atomic_store(&e->params_changed, false);
     pthread_mutex_unlock(&e->mu);
-    if (e->smp)
-        lc_sampler_set_params(e->smp, &e->params);
+    if (!e->smp)
+        return;
+    /* A seed given during a reply re-seeds at once; the same "random" keeps this reply's. */
+    if (e->params.seed != e->user_seed) {
+        e->user_seed = e->params.seed;
+        e->reply_seed = e->params.seed == LC_SEED_RANDOM ? fresh_seed() : e->params.seed;
+        emit_str(e, LC_EV_INFO, "seed=%llu", (unsigned long long)e->reply_seed);
+    }
+    struct lc_sampler_params p = e->params;
+    p.seed = e->reply_seed;
+    lc_sampler_set_params(e->smp, &p);
 }
 
-/* ---------------------------------------------------------------- prompt rendering */
+/* ---------------------------------------------------------------- the token log */
 
-/* The text the model continues: the conversation rendered with the template, with the opening
- * of the assistant's turn, followed by the reply written so far (a trailing assistant message).
- * Plain continuation (base models) is the concatenation of the messages. */
-static char *render(struct lc_engine *e, char **err)
+/* With a log (LLAMACHAT_LOG or lc_engine_config.log_path), every decode is written as
+ *   <what> pos=P n=N: id id ...
+ *   <what> text: "the pieces, special tokens included, C-escaped"
+ * so that tests and users can see exactly what the model read (llama.cpp's --verbose-prompt). */
+static void log_tokens(struct lc_engine *e, const char *what, const int32_t *t, int32_t n,
+                       int32_t pos)
+{
+    if (!e->log)
+        return;
+    fprintf(e->log, "%s pos=%d n=%d:", what, pos, n);
+    for (int32_t i = 0; i < n; i++)
+        fprintf(e->log, " %d", t[i]);
+    fprintf(e->log, "\n%s text: \"", what);
+    for (int32_t i = 0; i < n; i++) {
+        size_t len;
+        const unsigned char *p = (const unsigned char *)lc_vocab_piece(e->model->vocab, t[i], true, &len);
+        for (size_t k = 0; k < len; k++) {
+            unsigned char ch = p[k];
+            if (ch == '\n')
+                fputs("\\n", e->log);
+            else if (ch == '"' || ch == '\\')
+                fprintf(e->log, "\\%c", ch);
+            else if (ch < 0x20 || ch == 0x7F)
+                fprintf(e->log, "\\x%02x", ch);
+            else
+                fputc(ch, e->log);
+        }
+    }
+    fputs("\"\n", e->log);
+    fflush(e->log);
+}
+
+/* ---------------------------------------------------------------- message tokens */
+
+/* The token ids a message was evaluated as, when they must be kept (the model's own replies):
+ * ids[0..n) spell the first `bytes` bytes of the message text exactly. */
+struct msg_toks {
+    int32_t *ids;
+    int32_t n, cap;
+    size_t bytes;
+};
+
+/* Make room for conv->n entries of e->mt (new ones empty). */
+static bool mt_fit(struct lc_engine *e)
+{
+    if (e->conv->n > e->mt_cap) {
+        size_t cap = e->conv->n * 2 + 16;
+        struct msg_toks *m = realloc(e->mt, cap * sizeof(*m));
+        if (!m)
+            return false;
+        memset(m + e->mt_cap, 0, (cap - e->mt_cap) * sizeof(*m));
+        e->mt = m;
+        e->mt_cap = cap;
+    }
+    return true;
+}
+
+/* Forget the kept tokens of messages [from, to) and close the gap (the messages themselves are
+ * removed by the caller). */
+static void mt_remove(struct lc_engine *e, size_t from, size_t to)
+{
+    if (to > e->mt_cap)
+        to = e->mt_cap;
+    if (from >= to)
+        return;
+    for (size_t i = from; i < to; i++)
+        free(e->mt[i].ids);
+    memmove(e->mt + from, e->mt + to, (e->mt_cap - to) * sizeof(*e->mt));
+    memset(e->mt + e->mt_cap - (to - from), 0, (to - from) * sizeof(*e->mt));
+}
+
+/* Remove messages [from, to) of the engine's conversation, with their kept tokens. */
+static void conv_remove(struct lc_engine *e, size_t from, size_t to)
+{
+    struct lc_chat *c = e->conv;
+    if (to > c->n)
+        to = c->n;
+    if (from >= to)
+        return;
+    mt_remove(e, from, to);
+    for (size_t i = from; i < to; i++)
+        free(c->msgs[i].text);
+    memmove(c->msgs + from, c->msgs + to, (c->n - to) * sizeof(*c->msgs));
+    c->n -= to - from;
+}
+
+/* Set or remove the system prompt (message 0), keeping e->mt aligned. */
+static void conv_set_system(struct lc_engine *e, const char *text)
+{
+    struct lc_chat *c = e->conv;
+    bool had = c->n > 0 && c->msgs[0].role == LC_ROLE_SYSTEM;
+    if (!text) {
+        if (had)
+            conv_remove(e, 0, 1);
+        return;
+    }
+    if (had) {
+        lc_chat_set_system(c, text);
+        return;
+    }
+    if (lc_chat_set_system(c, text) != 0 || !mt_fit(e))
+        return;
+    memmove(e->mt + 1, e->mt, (e->mt_cap - 1) * sizeof(*e->mt));
+    memset(e->mt, 0, sizeof(*e->mt));
+}
+
+static bool mt_push(struct msg_toks *m, int32_t tok)
+{
+    if (m->n == m->cap) {
+        int32_t cap = m->cap * 2 + 64;
+        int32_t *p = realloc(m->ids, (size_t)cap * sizeof(*p));
+        if (!p)
+            return false;
+        m->ids = p;
+        m->cap = cap;
+    }
+    m->ids[m->n++] = tok;
+    return true;
+}
+
+/* ---------------------------------------------------------------- prompt building */
+
+struct tokv {
+    int32_t *v;
+    int32_t n, cap;
+    bool oom;
+};
+
+static void tokv_push_n(struct tokv *t, const int32_t *ids, int32_t n)
+{
+    if (t->oom || n <= 0)
+        return;
+    if (t->n + n > t->cap) {
+        int32_t cap = (t->n + n) * 2 + 256;
+        int32_t *p = realloc(t->v, (size_t)cap * sizeof(*p));
+        if (!p) {
+            t->oom = true;
+            return;
+        }
+        t->v = p;
+        t->cap = cap;
+    }
+    memcpy(t->v + t->n, ids, (size_t)n * sizeof(*ids));
+    t->n += n;
+}
+
+/* Tokenize text[0..len) (plain[] marks user bytes) and append; false on failure. */
+static bool tokenize_into(const struct lc_vocab *v, const char *text, size_t len,
+                          const uint8_t *plain, bool special, bool space_prefix, struct tokv *t)
+{
+    if (len == 0)
+        return true;
+    int32_t cap = len < 4096 ? (int32_t)len + 8 : 4096;
+    int32_t *buf = malloc((size_t)cap * sizeof(*buf));
+    if (!buf)
+        return false;
+    int32_t n = lc_tokenize_mixed(v, text, len, plain, false, special, space_prefix, buf, cap);
+    if (n < 0 && n != INT32_MIN) {
+        cap = -n;
+        int32_t *b2 = realloc(buf, (size_t)cap * sizeof(*b2));
+        if (!b2) {
+            free(buf);
+            return false;
+        }
+        buf = b2;
+        n = lc_tokenize_mixed(v, text, len, plain, false, special, space_prefix, buf, cap);
+    }
+    if (n >= 0)
+        tokv_push_n(t, buf, n);
+    free(buf);
+    return n >= 0 && !t->oom;
+}
+
+/*
+ * The tokens the model reads for the conversation: the template's rendering with the opening of
+ * the assistant's turn, then the reply written so far (a trailing assistant message).
+ *   - Message contents are plain text: a user typing "<|im_end|>" or "<s>" gets those
+ *     characters; only the template's own text yields special tokens (lc_tokenize_mixed).
+ *   - A reply of the model keeps the ids it was generated as (e->mt): its text is not
+ *     tokenized again, so the KV cache stays valid across turns even where the model chose a
+ *     spelling the tokenizer would not (" Hello" as "▁H" "ello").
+ *   - Exactly one BOS: added when the vocab wants one and the rendering did not start with it.
+ * turn_tok[i] (conv->n entries, may be NULL) receives the approximate index of the first token
+ * of message i's content (for choosing where to cut when the context is full).
+ * Returns 0 with *out (malloc'd) and *n_out, or -1 with a malloc'd *err.
+ */
+static int build_prompt(struct lc_engine *e, int32_t **out, int32_t *n_out, int32_t *turn_tok,
+                        char **err)
 {
     const struct lc_chat *c = e->conv;
-    size_t n = c->n;
-    const char *partial = "";
-    if (n > 0 && c->msgs[n - 1].role == LC_ROLE_ASSISTANT) {
-        partial = c->msgs[n - 1].text;
-        n--;
-    }
+    const struct lc_vocab *v = e->model->vocab;
+    size_t n = c->n, partial_i = SIZE_MAX;
+    if (n > 0 && c->msgs[n - 1].role == LC_ROLE_ASSISTANT)
+        partial_i = --n;
     struct lc_chat_msg *msgs = calloc(n ? n : 1, sizeof(*msgs));
     if (!msgs) {
         *err = xasprintf("out of memory");
-        return NULL;
+        return -1;
     }
     for (size_t i = 0; i < n; i++)
         msgs[i] = (struct lc_chat_msg){ c->msgs[i].role, c->msgs[i].text };
-    char *text = lc_chat_template_apply(e->tmpl, msgs, n, true, err);
+    struct lc_chat_span *spans = NULL;
+    size_t n_spans = 0;
+    char *text = lc_chat_template_render(e->tmpl, msgs, n, true, &spans, &n_spans, err);
     free(msgs);
     if (!text)
-        return NULL;
-    if (*partial) {
-        size_t a = strlen(text), b = strlen(partial);
-        char *t = realloc(text, a + b + 1);
-        if (!t) {
-            free(text);
-            *err = xasprintf("out of memory");
-            return NULL;
-        }
-        memcpy(t + a, partial, b + 1);
-        text = t;
-    }
-    return text;
-}
-
-/* Tokenize into a malloc'd array; returns the count or -1. */
-static int32_t tokenize(struct lc_engine *e, const char *text, int32_t **out)
-{
-    const struct lc_vocab *v = e->model->vocab;
-    size_t len = strlen(text);
-    bool special = e->tmpl != LC_CHAT_TEMPLATE_NONE;
-    bool bos = lc_vocab_add_bos(v);
-    int32_t cap = (int32_t)(len + 8);
-    int32_t *t = malloc((size_t)cap * sizeof(*t));
-    if (!t)
         return -1;
-    int32_t n = lc_tokenize(v, text, len, bos, special, t, cap);
-    if (n < 0 && n != INT32_MIN) {
-        cap = -n;
-        int32_t *t2 = realloc(t, (size_t)cap * sizeof(*t));
-        if (!t2) {
-            free(t);
+    size_t tlen = strlen(text);
+    if (partial_i != SIZE_MAX && c->msgs[partial_i].len > 0) {
+        size_t pl = c->msgs[partial_i].len;
+        char *t2 = realloc(text, tlen + pl + 1);
+        struct lc_chat_span *s2 = realloc(spans, (n_spans + 1) * sizeof(*s2));
+        if (t2)
+            text = t2;
+        if (s2)
+            spans = s2;
+        if (!t2 || !s2) {
+            free(text);
+            free(spans);
+            *err = xasprintf("out of memory");
             return -1;
         }
-        t = t2;
-        n = lc_tokenize(v, text, len, bos, special, t, cap);
+        memcpy(text + tlen, c->msgs[partial_i].text, pl + 1);
+        spans[n_spans++] = (struct lc_chat_span){ tlen, pl, partial_i, 0 };
+        tlen += pl;
     }
-    if (n < 0) {
-        free(t);
+    uint8_t *plain = calloc(tlen ? tlen : 1, 1);
+    if (!plain) {
+        free(text);
+        free(spans);
+        *err = xasprintf("out of memory");
         return -1;
     }
-    *out = t;
-    return n;
+    for (size_t k = 0; k < n_spans; k++)
+        memset(plain + spans[k].off, 1, spans[k].len);
+    const bool special = e->tmpl != LC_CHAT_TEMPLATE_NONE;
+    struct tokv t = { 0 };
+    int32_t bos = lc_vocab_bos(v);
+    bool want_bos = lc_vocab_add_bos(v) && bos >= 0;
+    if (want_bos)
+        tokv_push_n(&t, &bos, 1);
+    /* Walk the text: raw stretches are tokenized, kept replies are copied. */
+    size_t cur = 0, k = 0;
+    bool ok = true;
+    for (;;) {
+        /* next span with kept tokens that still spell its start */
+        size_t use = 0;
+        int32_t use_n = 0;
+        for (; k < n_spans; k++) {
+            const struct lc_chat_span *sp = &spans[k];
+            const struct msg_toks *m = sp->msg < e->mt_cap ? &e->mt[sp->msg] : NULL;
+            if (!m || m->n == 0 || sp->skip != 0)
+                continue;
+            /* the longest prefix of the kept ids that lies within the span and spells it */
+            size_t covered = 0;
+            int32_t j = 0;
+            for (; j < m->n; j++) {
+                size_t pl;
+                const char *pc = lc_vocab_piece(v, m->ids[j], false, &pl);
+                if (covered + pl > sp->len || covered + pl > m->bytes ||
+                    memcmp(text + sp->off + covered, pc, pl) != 0)
+                    break;
+                covered += pl;
+            }
+            if (j == 0)
+                continue;
+            use = covered;
+            use_n = j;
+            break;
+        }
+        size_t end = k < n_spans ? spans[k].off : tlen;
+        ok = tokenize_into(v, text + cur, end - cur, plain + cur, special, cur == 0, &t);
+        if (!ok || k >= n_spans)
+            break;
+        tokv_push_n(&t, e->mt[spans[k].msg].ids, use_n);
+        cur = end + use;
+        k++;
+    }
+    if (turn_tok && ok && !t.oom) {
+        /* token index where each content starts, from the byte length of the pieces (close
+         * enough to choose a cut point: a space prefix or a stripped space shifts it by one) */
+        for (size_t i = 0; i < c->n; i++)
+            turn_tok[i] = -1;
+        size_t bytes = 0, sk = 0;
+        for (int32_t j = want_bos ? 1 : 0; j <= t.n && sk < n_spans; j++) {
+            while (sk < n_spans && spans[sk].off <= bytes) {
+                if (turn_tok[spans[sk].msg] < 0)
+                    turn_tok[spans[sk].msg] = j;
+                sk++;
+            }
+            if (j < t.n) {
+                size_t pl;
+                lc_vocab_piece(v, t.v[j], true, &pl);
+                bytes += pl;
+            }
+        }
+        for (; sk < n_spans; sk++)
+            if (turn_tok[spans[sk].msg] < 0)
+                turn_tok[spans[sk].msg] = t.n;
+    }
+    free(plain);
+    free(text);
+    free(spans);
+    if (!ok || t.oom) {
+        free(t.v);
+        *err = xasprintf("cannot tokenize the conversation (out of memory)");
+        return -1;
+    }
+    /* The template wrote BOS itself: keep one. */
+    if (want_bos && t.n >= 2 && t.v[1] == bos) {
+        memmove(t.v, t.v + 1, (size_t)(t.n - 1) * sizeof(*t.v));
+        t.n--;
+    }
+    *out = t.v;
+    *n_out = t.n;
+    return 0;
 }
 
 /* Index of the first message that may be dropped (after the system prompt). */
@@ -376,110 +663,117 @@ static size_t first_droppable(const struct lc_chat *c)
     return c->n > 0 && c->msgs[0].role == LC_ROLE_SYSTEM ? 1 : 0;
 }
 
-/* Drop the oldest turn (a user message and the replies after it); false if only the message
- * being answered (and its partial reply) is left. */
-static bool drop_oldest_turn(struct lc_chat *c)
+/* Index of the last user message (the one being answered), or c->n. */
+static size_t last_user(const struct lc_chat *c)
 {
-    size_t f = first_droppable(c);
-    /* the last user message must stay */
-    size_t last_user = c->n;
-    for (size_t i = c->n; i-- > f;)
-        if (c->msgs[i].role == LC_ROLE_USER) {
-            last_user = i;
-            break;
-        }
-    if (last_user == c->n || last_user <= f)
-        return false;
-    size_t end = f + 1;
-    while (end < last_user && c->msgs[end].role != LC_ROLE_USER)
-        end++;
-    for (size_t i = f; i < end; i++)
-        free(c->msgs[i].text);
-    memmove(c->msgs + f, c->msgs + end, (c->n - end) * sizeof(*c->msgs));
-    c->n -= end - f;
-    return true;
+    for (size_t i = c->n; i-- > first_droppable(c);)
+        if (c->msgs[i].role == LC_ROLE_USER)
+            return i;
+    return c->n;
 }
 
-/* Cut the first half of message i's text at a UTF-8 boundary (the single-turn fallback). */
-static void halve_message(struct lc_message *m)
+/* Index of the first user message at or after i, at most limit. */
+static size_t next_turn(const struct lc_chat *c, size_t i, size_t limit)
 {
-    size_t cut = m->len / 2;
-    while (cut < m->len && ((unsigned char)m->text[cut] & 0xC0) == 0x80)
-        cut++;
-    memmove(m->text, m->text + cut, m->len - cut + 1);
-    m->len -= cut;
+    while (i < limit && c->msgs[i].role != LC_ROLE_USER)
+        i++;
+    return i;
+}
+
+static bool stop_requested(struct lc_engine *e)
+{
+    return atomic_load(&e->stop) || atomic_load(&e->quitting);
 }
 
 /*
- * Make the KV cache hold the rendered conversation, decoding only what is not cached yet.
- * reserve: room to keep free for the reply.  Returns 0, 1 when stopped, -1 on error (reported).
+ * Make the KV cache hold the conversation's tokens, decoding only what is not cached yet.
+ * reserve: room to keep free for the reply.  When the conversation does not fit, whole oldest
+ * turns are dropped (the system prompt stays, no message is cut), and so many at once that the
+ * rest fills about half the context: the next turns then fit without dropping again.  The cut
+ * point is found from token counts, not by dropping a turn at a time (linear in the length of
+ * the conversation).  Returns 0, 1 when stopped, -1 on error (reported), -2 when the turn being
+ * answered does not fit at all (not reported; e->too_long holds its token count).
  */
 static int sync_prompt(struct lc_engine *e, int32_t reserve)
 {
     const int32_t n_ctx = lc_context_n_ctx(e->ctx);
+    const struct lc_vocab *v = e->model->vocab;
+    struct lc_chat *c = e->conv;
     int32_t *toks = NULL, n = 0;
-    int dropped = 0, halved = 0;
+    size_t dropped = 0;
     char *err = NULL;
-    for (;;) {
-        char *text = render(e, &err);
-        if (!text) {
-            emit_str(e, LC_EV_ERROR, "cannot render the conversation: %s", err ? err : "?");
-            free(err);
-            return -1;
+
+    /* A message of B bytes holds at least B / (longest token text) tokens: older turns that
+     * cannot fit by that bound alone go without being rendered or tokenized. */
+    {
+        size_t maxp = lc_vocab_max_piece_len(v), budget = (size_t)n_ctx, need = 0;
+        size_t f = first_droppable(c), lu = last_user(c);
+        for (size_t i = 0; i < f; i++)
+            need += c->msgs[i].len / maxp;
+        size_t cut = f;
+        for (size_t i = c->n; i-- > f;) {
+            need += c->msgs[i].len / maxp + 1;
+            if (need > budget) {
+                cut = next_turn(c, i + 1, lu);
+                break;
+            }
+        }
+        if (cut > f && cut <= lu) {
+            conv_remove(e, f, cut);
+            dropped += cut - f;
+        }
+    }
+    for (int round = 0;; round++) {
+        if (stop_requested(e)) {
+            free(toks);
+            return 1;
         }
         free(toks);
         toks = NULL;
-        n = tokenize(e, text, &toks);
-        free(text);
-        if (n < 0) {
-            emit_str(e, LC_EV_ERROR, "cannot tokenize the conversation");
+        int32_t *turn_tok = calloc(c->n ? c->n : 1, sizeof(*turn_tok));
+        if (!turn_tok || build_prompt(e, &toks, &n, turn_tok, &err) != 0) {
+            emit_str(e, LC_EV_ERROR, "cannot build the prompt: %s", err ? err : "out of memory");
+            free(err);
+            free(turn_tok);
             return -1;
         }
-        if (n + reserve <= n_ctx && n > 0)
-            break;
         if (n == 0) {
+            free(turn_tok);
             free(toks);
             emit_str(e, LC_EV_ERROR, "nothing to evaluate (empty prompt and no BOS token)");
             return -1;
         }
-        /* Too long: drop the oldest turns after the system prompt, then halve the last text. */
-        if (drop_oldest_turn(e->conv)) {
-            dropped++;
-            continue;
+        if (n + reserve <= n_ctx) {
+            free(turn_tok);
+            break;
         }
-        size_t f = first_droppable(e->conv);
-        size_t longest = e->conv->n;
-        for (size_t i = f; i < e->conv->n; i++)
-            if (longest == e->conv->n || e->conv->msgs[i].len > e->conv->msgs[longest].len)
-                longest = i;
-        if (longest == e->conv->n || e->conv->msgs[longest].len < 2 || halved > 64) {
-            if (reserve > 1) {   /* last resort: generate with less room */
-                reserve = 1;
-                continue;
+        /* Too long: cut before the earliest turn that leaves about half the context (or, if
+         * none does, before the turn being answered). */
+        size_t f = first_droppable(c), lu = last_user(c), cut = lu;
+        int32_t base = f < c->n && turn_tok[f] >= 0 ? turn_tok[f] : 0;
+        int32_t target = n_ctx / 2 > reserve ? n_ctx / 2 : n_ctx - reserve;
+        for (size_t i = f + 1; i < lu; i++)
+            if (c->msgs[i].role == LC_ROLE_USER && turn_tok[i] >= 0 &&
+                n - (turn_tok[i] - base) + reserve <= target) {
+                cut = i;
+                break;
             }
+        free(turn_tok);
+        if (lu >= c->n || lu <= f || round > 64) {
+            /* only the turn being answered is left, and it does not fit */
             free(toks);
-            emit_str(e, LC_EV_ERROR, "the system prompt alone does not fit the context (%d tokens)", n_ctx);
-            return -1;
+            e->too_long = n;
+            return -2;
         }
-        halve_message(&e->conv->msgs[longest]);
-        halved++;
+        conv_remove(e, f, cut);
+        dropped += cut - f;
     }
-    /* once per reply: a long reply overflows again every quarter of the context */
-    if ((dropped || halved) && !e->noted_full) {
+    if (dropped && !e->noted_full) {
         e->noted_full = true;
-        char what[96];
-        if (dropped == 1)
-            snprintf(what, sizeof what, "dropped the oldest message%s",
-                     halved ? " and cut the start of a long one" : "");
-        else if (dropped > 1)
-            snprintf(what, sizeof what, "dropped the %d oldest messages%s", dropped,
-                     halved ? " and cut the start of a long one" : "");
-        else
-            snprintf(what, sizeof what, "cut the start of a long message");
         emit_str(e, LC_EV_NOTE,
-                 "context full (%d tokens): %s; the model re-reads the rest (the transcript "
-                 "keeps everything)",
-                 n_ctx, what);
+                 "context full (%d tokens): the model no longer sees the oldest %zu message%s "
+                 "(the transcript keeps everything)",
+                 n_ctx, dropped, dropped == 1 ? "" : "s");
     }
 
     /* Longest common prefix with what is cached; at least the last token is decoded again so
@@ -491,13 +785,13 @@ static int sync_prompt(struct lc_engine *e, int32_t reserve)
         common = n - 1;
     if (n > e->cap_cache) {
         int32_t cap = n + 1024;
-        int32_t *c = realloc(e->cache, (size_t)cap * sizeof(*c));
-        if (!c) {
+        int32_t *cc = realloc(e->cache, (size_t)cap * sizeof(*cc));
+        if (!cc) {
             free(toks);
             emit_str(e, LC_EV_ERROR, "out of memory");
             return -1;
         }
-        e->cache = c;
+        e->cache = cc;
         e->cap_cache = cap;
     }
     lc_context_truncate(e->ctx, common);
@@ -505,6 +799,7 @@ static int sync_prompt(struct lc_engine *e, int32_t reserve)
     int rc = 0;
     e->n_eval += n - common;
     if (n - common > 0) {
+        log_tokens(e, "prompt", toks + common, n - common, common);
         int r = lc_context_decode(e->ctx, toks + common, n - common, common, false, &err);
         int32_t past = lc_context_n_past(e->ctx);
         if (r < 0) {
@@ -614,6 +909,24 @@ static void hb_flush(struct lc_engine *e, struct holdback *h, size_t msg)
     free(h->buf);
 }
 
+/* A new sampler for a reply, seeded with the seed in force (a fresh one when it is random), so
+ * that the same seed and the same conversation give the same reply, /regen included.  The seed
+ * used is reported (LC_EV_INFO "seed=N"). */
+static bool start_sampler(struct lc_engine *e)
+{
+    e->user_seed = e->params.seed;
+    e->reply_seed = e->params.seed == LC_SEED_RANDOM ? fresh_seed() : e->params.seed;
+    struct lc_sampler_params p = e->params;
+    p.seed = e->reply_seed;
+    struct lc_sampler *s = lc_sampler_new(&p, e->model->hp.n_vocab);
+    if (!s)
+        return false;
+    lc_sampler_free(e->smp);
+    e->smp = s;
+    emit_str(e, LC_EV_INFO, "seed=%llu", (unsigned long long)e->reply_seed);
+    return true;
+}
+
 /* Generate a reply to the conversation (whose last message is the user's). */
 static void reply(struct lc_engine *e)
 {
@@ -626,6 +939,10 @@ static void reply(struct lc_engine *e)
     }
     const int32_t n_ctx = lc_context_n_ctx(e->ctx);
     pick_up_params(e);
+    if (!start_sampler(e)) {
+        emit_str(e, LC_EV_ERROR, "out of memory");
+        goto done_noconv;
+    }
     e->noted_full = false;
     int32_t reserve = n_ctx / 8;
     if (e->n_predict >= 0 && e->n_predict + 1 < reserve)
@@ -633,12 +950,23 @@ static void reply(struct lc_engine *e)
     if (reserve < 1)
         reserve = 1;
     int r = sync_prompt(e, reserve);
+    if (r == -2) {
+        /* the message alone is too long: it is not part of the conversation */
+        size_t lu = last_user(e->conv);
+        conv_remove(e, lu, e->conv->n);
+        emit_str(e, LC_EV_ERROR,
+                 "message not sent: with it the prompt is %d tokens, and %d more are kept for the "
+                 "reply; the context holds %d (-c); it is back in the input line",
+                 e->too_long, reserve, n_ctx);
+        reason = LC_DONE_TOO_LONG;
+        goto done_noconv;
+    }
     if (r != 0) {
         reason = r == 1 ? LC_DONE_STOPPED : LC_DONE_ERROR;
         goto done_noconv;
     }
     int msg = lc_chat_add(e->conv, LC_ROLE_ASSISTANT, "", 0);
-    if (msg < 0) {
+    if (msg < 0 || !mt_fit(e)) {
         emit_str(e, LC_EV_ERROR, "out of memory");
         goto done_noconv;
     }
@@ -647,7 +975,7 @@ static void reply(struct lc_engine *e)
     emit_stats(e);
     for (;;) {
         pick_up_params(e);
-        if (atomic_load(&e->stop) || atomic_load(&e->quitting)) {
+        if (stop_requested(e)) {
             reason = LC_DONE_STOPPED;
             break;
         }
@@ -662,9 +990,14 @@ static void reply(struct lc_engine *e)
         }
         lc_sampler_accept(e->smp, tok);
         n_gen++;
-        char piece[256];
-        int32_t len = lc_token_to_piece(v, tok, piece, sizeof(piece), false);
-        if (len > 0 && hb_add(e, &hb, piece, (size_t)len, (size_t)msg)) {
+        if (!mt_push(&e->mt[msg], tok)) {
+            emit_str(e, LC_EV_ERROR, "out of memory");
+            reason = LC_DONE_ERROR;
+            break;
+        }
+        size_t len;
+        const char *piece = lc_vocab_piece(v, tok, false, &len);
+        if (len > 0 && hb_add(e, &hb, piece, len, (size_t)msg)) {
             reason = LC_DONE_EOG;
             break;
         }
@@ -673,16 +1006,25 @@ static void reply(struct lc_engine *e)
             break;
         }
         if (e->n_cache >= n_ctx) {
-            /* The context is full in the middle of a reply: make room and go on.  The text
-             * held back is part of the reply; it goes into the rendering too. */
+            /* The context is full in the middle of a reply: drop old turns and go on.  The
+             * text held back is part of the reply; it goes into the rendering too. */
             lc_chat_append(e->conv, (size_t)msg, hb.buf ? hb.buf : "", hb.len);
             size_t held = hb.len;
+            e->mt[msg].bytes = e->conv->msgs[msg].len;
+            size_t before = e->conv->n;
             r = sync_prompt(e, n_ctx / 4 > 0 ? n_ctx / 4 : 1);
-            /* the rendering may have dropped earlier messages: the reply is the last one */
+            /* earlier messages may be gone: the reply is the last one */
             msg = (int)e->conv->n - 1;
+            (void)before;
             if (e->conv->msgs[msg].len >= held)
                 e->conv->msgs[msg].len -= held;
             e->conv->msgs[msg].text[e->conv->msgs[msg].len] = '\0';
+            if (r == -2) {
+                emit_str(e, LC_EV_NOTE, "the context (%d tokens) is full with this turn alone: "
+                         "the reply ends here", n_ctx);
+                reason = LC_DONE_LIMIT;
+                break;
+            }
             if (r != 0) {
                 reason = r == 1 ? LC_DONE_STOPPED : LC_DONE_ERROR;
                 break;
@@ -691,6 +1033,7 @@ static void reply(struct lc_engine *e)
         }
         char *err = NULL;
         int32_t pos = e->n_cache;
+        log_tokens(e, "reply", &tok, 1, pos);
         int dr = lc_context_decode(e->ctx, &tok, 1, pos, false, &err);
         if (dr == 1) {   /* the progress callback saw the stop flag; the token is not cached */
             reason = LC_DONE_STOPPED;
@@ -707,10 +1050,11 @@ static void reply(struct lc_engine *e)
             emit_stats(e);
     }
     hb_flush(e, &hb, (size_t)msg);
+    e->mt[msg].bytes = e->conv->msgs[msg].len;
     /* No text at all (stopped at once, or an immediate end of turn): no empty reply is kept,
      * as the UI adds a reply only when text arrives. */
     if ((size_t)msg == e->conv->n - 1 && e->conv->msgs[msg].len == 0)
-        lc_chat_truncate(e->conv, (size_t)msg);
+        conv_remove(e, (size_t)msg, (size_t)msg + 1);
     emit_stats(e);
 done_noconv:
     atomic_store(&e->stop, false);
@@ -792,7 +1136,7 @@ static void *engine_main(void *arg)
         bool quit = false;
         switch (c->type) {
         case CMD_SUBMIT:
-            if (lc_chat_add(e->conv, LC_ROLE_USER, c->text, strlen(c->text)) < 0) {
+            if (lc_chat_add(e->conv, LC_ROLE_USER, c->text, strlen(c->text)) < 0 || !mt_fit(e)) {
                 emit_str(e, LC_EV_ERROR, "out of memory");
                 emit(e, LC_EV_DONE, LC_DONE_ERROR, 0, 0, 0);
                 atomic_fetch_sub(&e->busy, 1);
@@ -802,7 +1146,7 @@ static void *engine_main(void *arg)
             break;
         case CMD_REGEN:
             if (e->conv->n && e->conv->msgs[e->conv->n - 1].role == LC_ROLE_ASSISTANT)
-                lc_chat_truncate(e->conv, e->conv->n - 1);
+                conv_remove(e, e->conv->n - 1, e->conv->n);
             if (e->conv->n && e->conv->msgs[e->conv->n - 1].role == LC_ROLE_USER) {
                 reply(e);
             } else {
@@ -812,12 +1156,13 @@ static void *engine_main(void *arg)
             }
             break;
         case CMD_CLEAR:
-            lc_chat_truncate(e->conv, first_droppable(e->conv));
+            conv_remove(e, first_droppable(e->conv), e->conv->n);
             break;
         case CMD_SYSTEM:
-            lc_chat_set_system(e->conv, c->text);
+            conv_set_system(e, c->text);
             break;
         case CMD_CONV:
+            mt_remove(e, 0, e->mt_cap);
             lc_chat_free(e->conv);
             e->conv = c->conv;
             c->conv = NULL;
@@ -875,6 +1220,13 @@ struct lc_engine *lc_engine_start(const struct lc_engine_config *cfg, char **err
     }
     if (e->system_prompt && *e->system_prompt)
         lc_chat_set_system(e->conv, e->system_prompt);
+    {
+        const char *lp = cfg->log_path ? cfg->log_path : getenv("LLAMACHAT_LOG");
+        if (lp && *lp && !(e->log = fopen(lp, "we"))) {
+            *err = xasprintf("cannot open the token log %s: %s", lp, strerror(errno));
+            goto fail;
+        }
+    }
 #ifdef __linux__
     e->wake_rd = e->wake_wr = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 #endif
@@ -950,6 +1302,11 @@ void lc_engine_free(struct lc_engine *e)
         close(e->wake_rd);
     if (e->wake_wr >= 0 && e->wake_wr != e->wake_rd)
         close(e->wake_wr);
+    if (e->mt)
+        mt_remove(e, 0, e->mt_cap);
+    free(e->mt);
+    if (e->log)
+        fclose(e->log);
     free(e->cache);
     free(e->model_path);
     free(e->system_prompt);

@@ -36,6 +36,8 @@ struct lc_engine_config {
     int32_t n_predict;             /* max reply tokens, -1 = until end of turn / no limit */
     const char *system_prompt;     /* may be NULL */
     const char *chat_template;     /* built-in template name, or NULL = from the model */
+    const char *log_path;          /* token log of every decode (see engine.c), NULL = the
+                                      LLAMACHAT_LOG environment variable, or none */
 };
 
 enum lc_event_type {
@@ -50,7 +52,10 @@ enum lc_event_type {
     LC_EV_QUIT,        /* the engine thread is finishing */
 };
 
-enum lc_done_reason { LC_DONE_EOG = 0, LC_DONE_LIMIT, LC_DONE_STOPPED, LC_DONE_ERROR };
+/* LC_DONE_TOO_LONG: the user's message does not fit the context; the engine dropped it from
+ * its conversation (the UI gives it back to the user). */
+enum lc_done_reason { LC_DONE_EOG = 0, LC_DONE_LIMIT, LC_DONE_STOPPED, LC_DONE_ERROR,
+                      LC_DONE_TOO_LONG };
 
 #define LC_EVENT_TEXT 94
 /* One ring record.  Text longer than LC_EVENT_TEXT goes in several records of the same type,

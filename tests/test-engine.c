@@ -24,6 +24,7 @@ struct reply {
     int notes;
     char note[512];
     int errors;
+    char error[512];
     int32_t n_past;
     int n_eval;
 };
@@ -66,12 +67,20 @@ static bool collect(struct lc_engine *e, struct reply *r, bool want_loaded, bool
             continued = ev.more;
             break;
         }
-        case LC_EV_ERROR:
-            r->errors++;
+        case LC_EV_ERROR: {   /* counted once per message, as notes */
+            static bool err_continued;
+            if (!err_continued) {
+                r->errors++;
+                r->error[0] = '\0';
+            }
+            size_t have = strlen(r->error);
+            snprintf(r->error + have, sizeof(r->error) - have, "%.*s", (int)ev.len, ev.text);
+            err_continued = ev.more;
             fprintf(stderr, "engine error: %.*s\n", (int)ev.len, ev.text);
             if (want_loaded)
                 return false;
             break;
+        }
         case LC_EV_STATS:
             r->n_past = ev.a;
             break;
@@ -250,17 +259,32 @@ int main(void)
     }
     CHECK(done == 6, "%d of 6 replies completed", done);
     CHECK(notes >= 1, "no context-full note");
-    /* one reply longer than the whole context: it goes on past the end (the older half of
-     * the text is cut, with a note) */
+    /* one reply longer than the whole context: no message is cut in the middle and the reply
+     * is not emptied, so it ends when the context is full of this turn, with a note */
     if (e) {
         lc_engine_clear(e);
         lc_engine_set_params(e, &sp, 150);
         lc_engine_submit(e, "Once upon a time");
         CHECK(collect(e, &r, false, false), "long reply timed out");
-        CHECK(r.errors == 0 && r.reason == LC_DONE_LIMIT && r.n_gen == 150,
+        CHECK(r.errors == 0 && r.reason == LC_DONE_LIMIT && r.n_gen > 40 && r.n_gen < 64,
               "long reply: errors %d reason %d n_gen %d", r.errors, r.reason, r.n_gen);
-        CHECK(r.notes >= 1 && strstr(r.note, "cut the start of a long message"), "long reply note: %s", r.note);
+        CHECK(r.notes >= 1 && strstr(r.note, "is full with this turn alone: the reply ends here"),
+              "long reply note: %s", r.note);
         CHECK(r.n_past <= 64, "n_past %d", r.n_past);
+        /* a message that cannot fit at all is refused, and the engine forgets it */
+        char big[2048];
+        memset(big, 0, sizeof(big));
+        for (int i = 0; i < 60; i++)
+            strcat(big, " Lily saw a cat.");
+        lc_engine_submit(e, big);
+        CHECK(collect(e, &r, false, false), "too long timed out");
+        CHECK(r.reason == LC_DONE_TOO_LONG && r.n_gen == 0 && r.errors == 1 &&
+              strstr(r.error, "message not sent: with it the prompt is ") &&
+              strstr(r.error, "the context holds 64 (-c); it is back in the input line"),
+              "too long: reason %d errors %d '%s'", r.reason, r.errors, r.error);
+        lc_engine_submit(e, " Lily saw a cat.");
+        CHECK(collect(e, &r, false, false) && r.errors == 0 && r.n_gen > 0,
+              "after a refused message: errors %d n_gen %d", r.errors, r.n_gen);
     }
     lc_engine_free(e);
 

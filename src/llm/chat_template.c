@@ -213,25 +213,73 @@ static bool is_space(char c)
     return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
 }
 
-/* Append s without leading and trailing white space (Jinja's |trim, Python's .strip()). */
-static void sb_put_trim(struct lc_strbuf *b, const char *s)
+/* Bounds of s without leading and trailing white space (Jinja's |trim, Python's .strip()). */
+static void trim_bounds(const char *s, size_t *off, size_t *len)
 {
-    size_t n = strlen(s);
-    while (n > 0 && is_space(*s)) {
-        s++;
+    size_t a = 0, n = strlen(s);
+    while (a < n && is_space(s[a]))
+        a++;
+    while (n > a && is_space(s[n - 1]))
         n--;
-    }
-    while (n > 0 && is_space(s[n - 1]))
-        n--;
-    lc_strbuf_putn(b, s, n);
+    *off = a;
+    *len = n - a;
 }
 
-static void sb_content(struct lc_strbuf *b, const char *s, bool trim)
+/*
+ * Message contents are not copied while a template renders: put_content writes a marker
+ * "\x01" ('T' trimmed | 'R' as is) index "\x02" instead, and expand() replaces the markers with
+ * the contents afterwards.  So the renderer knows exactly which output bytes came from which
+ * message (lc_chat_template_render's spans), a content can never be mistaken for template text,
+ * and templates that move a content around (Gemma folds the system text into the first user
+ * turn) carry the marker with it.  Template text never contains \x01.
+ */
+static void put_content(struct lc_strbuf *b, const struct lc_chat_msg *m, size_t i, bool trim)
 {
-    if (trim)
-        sb_put_trim(b, s);
-    else
-        lc_strbuf_put(b, s);
+    (void)m;
+    lc_strbuf_printf(b, "\x01%c%zu\x02", trim ? 'T' : 'R', i);
+}
+
+static bool push_span(struct lc_chat_span **v, size_t *n, size_t *cap, struct lc_chat_span s)
+{
+    if (*n == *cap) {
+        size_t c = *cap ? *cap * 2 : 16;
+        struct lc_chat_span *p = realloc(*v, c * sizeof(*p));
+        if (!p)
+            return false;
+        *v = p;
+        *cap = c;
+    }
+    (*v)[(*n)++] = s;
+    return true;
+}
+
+/* Replace the markers of put_content in r by the contents; record spans when wanted. */
+static bool expand(const char *r, size_t rn, const struct lc_chat_msg *msgs, size_t n,
+                   struct lc_strbuf *out, struct lc_chat_span **spans, size_t *n_spans)
+{
+    size_t cap = 0;
+    const char *end = r + rn;
+    while (r < end) {
+        const char *m = memchr(r, '\x01', (size_t)(end - r));
+        if (!m) {
+            lc_strbuf_putn(out, r, (size_t)(end - r));
+            break;
+        }
+        lc_strbuf_putn(out, r, (size_t)(m - r));
+        char *e = NULL;
+        unsigned long long i = strtoull(m + 2, &e, 10);
+        if (!e || *e != '\x02' || i >= n)
+            return false;   /* cannot happen: markers are only written by put_content */
+        size_t off = 0, len = strlen(msgs[i].content);
+        if (m[1] == 'T')
+            trim_bounds(msgs[i].content, &off, &len);
+        if (spans && !push_span(spans, n_spans, &cap,
+                                (struct lc_chat_span){ out->len, len, (size_t)i, off }))
+            return false;
+        lc_strbuf_putn(out, msgs[i].content + off, len);
+        r = e + 1;
+    }
+    return !out->oom;
 }
 
 static const char *role_name(enum lc_chat_role r)
@@ -276,20 +324,20 @@ static void render_llama2(struct lc_strbuf *b, int id, const struct lc_chat_msg 
         case LC_ROLE_SYSTEM:
             if (with_sys) {
                 lc_strbuf_put(b, "<<SYS>>\n");
-                sb_content(b, m[i].content, strip);
+                put_content(b, m, i, strip);
                 lc_strbuf_put(b, "\n<</SYS>>\n\n");
             } else {
                 /* no system role: the text still leads the first instruction */
-                sb_content(b, m[i].content, strip);
+                put_content(b, m, i, strip);
                 lc_strbuf_put(b, "\n");
             }
             break;
         case LC_ROLE_USER:
-            sb_content(b, m[i].content, strip);
+            put_content(b, m, i, strip);
             lc_strbuf_put(b, " [/INST]");
             break;
         case LC_ROLE_ASSISTANT:
-            sb_content(b, m[i].content, strip);
+            put_content(b, m, i, strip);
             lc_strbuf_put(b, "</s>");
             in_turn = false;
             break;
@@ -314,17 +362,17 @@ static void render_mistral(struct lc_strbuf *b, int id, const struct lc_chat_msg
         }
         switch (m[i].role) {
         case LC_ROLE_SYSTEM:
-            lc_strbuf_put(b, m[i].content);
+            put_content(b, m, i, false);
             lc_strbuf_put(b, "\n\n");
             break;
         case LC_ROLE_USER:
-            lc_strbuf_put(b, m[i].content);
+            put_content(b, m, i, false);
             lc_strbuf_put(b, lead);
             lc_strbuf_put(b, "[/INST]");
             break;
         case LC_ROLE_ASSISTANT:
             lc_strbuf_put(b, trail);
-            sb_content(b, m[i].content, trim_reply);
+            put_content(b, m, i, trim_reply);
             lc_strbuf_put(b, "</s>");
             in_turn = false;
             break;
@@ -339,7 +387,7 @@ static void render_gemma(struct lc_strbuf *b, const struct lc_chat_msg *m, size_
     struct lc_strbuf sys = { 0 };
     for (size_t i = 0; i < n; i++) {
         if (m[i].role == LC_ROLE_SYSTEM) {
-            sb_put_trim(&sys, m[i].content);
+            put_content(&sys, m, i, true);
             continue;
         }
         bool is_user = m[i].role == LC_ROLE_USER;
@@ -349,7 +397,7 @@ static void render_gemma(struct lc_strbuf *b, const struct lc_chat_msg *m, size_
             lc_strbuf_put(b, "\n\n");
             sys.len = 0;
         }
-        sb_put_trim(b, m[i].content);
+        put_content(b, m, i, true);
         lc_strbuf_put(b, "<end_of_turn>\n");
     }
     if (sys.oom)
@@ -366,7 +414,7 @@ static void render_orion(struct lc_strbuf *b, const struct lc_chat_msg *m, size_
     for (size_t i = 0; i < n; i++) {
         switch (m[i].role) {
         case LC_ROLE_SYSTEM:
-            lc_strbuf_put(&sys, m[i].content);
+            put_content(&sys, m, i, false);
             break;
         case LC_ROLE_USER:
             lc_strbuf_put(b, "Human: ");
@@ -375,11 +423,11 @@ static void render_orion(struct lc_strbuf *b, const struct lc_chat_msg *m, size_
                 lc_strbuf_put(b, "\n\n");
                 sys.len = 0;
             }
-            lc_strbuf_put(b, m[i].content);
+            put_content(b, m, i, false);
             lc_strbuf_put(b, "\n\nAssistant: </s>");
             break;
         case LC_ROLE_ASSISTANT:
-            lc_strbuf_put(b, m[i].content);
+            put_content(b, m, i, false);
             lc_strbuf_put(b, "</s>");
             break;
         }
@@ -395,14 +443,14 @@ static void render(struct lc_strbuf *b, int id, const struct lc_chat_msg *m, siz
     switch ((enum lc_chat_template_id)id) {
     case LC_CHAT_TEMPLATE_NONE:
         for (size_t i = 0; i < n; i++)
-            lc_strbuf_put(b, m[i].content);
+            put_content(b, m, i, false);
         break;
     case LC_CHAT_TEMPLATE_CHATML:
         for (size_t i = 0; i < n; i++) {
             lc_strbuf_put(b, "<|im_start|>");
             lc_strbuf_put(b, role_name(m[i].role));
             lc_strbuf_put(b, "\n");
-            lc_strbuf_put(b, m[i].content);
+            put_content(b, m, i, false);
             lc_strbuf_put(b, "<|im_end|>\n");
         }
         if (add_ass)
@@ -430,7 +478,7 @@ static void render(struct lc_strbuf *b, int id, const struct lc_chat_msg *m, siz
             case LC_ROLE_ASSISTANT: break;
             }
             lc_strbuf_put(b, sp);
-            lc_strbuf_put(b, m[i].content);
+            put_content(b, m, i, false);
             switch (m[i].role) {
             case LC_ROLE_SYSTEM: lc_strbuf_put(b, "[/SYSTEM_PROMPT]"); break;
             case LC_ROLE_USER: lc_strbuf_put(b, "[/INST]"); break;
@@ -447,7 +495,7 @@ static void render(struct lc_strbuf *b, int id, const struct lc_chat_msg *m, siz
             lc_strbuf_put(b, "<|");
             lc_strbuf_put(b, role_name(m[i].role));
             lc_strbuf_put(b, "|>\n");
-            lc_strbuf_put(b, m[i].content);
+            put_content(b, m, i, false);
             lc_strbuf_put(b, id == LC_CHAT_TEMPLATE_PHI_3     ? "<|end|>\n"
                       : id == LC_CHAT_TEMPLATE_ZEPHYR ? "<|endoftext|>\n"
                                                       : "\n");
@@ -460,7 +508,7 @@ static void render(struct lc_strbuf *b, int id, const struct lc_chat_msg *m, siz
             lc_strbuf_put(b, "<|im_start|>");
             lc_strbuf_put(b, role_name(m[i].role));
             lc_strbuf_put(b, "<|im_sep|>");
-            lc_strbuf_put(b, m[i].content);
+            put_content(b, m, i, false);
             lc_strbuf_put(b, "<|im_end|>");
         }
         if (add_ass)
@@ -473,7 +521,7 @@ static void render(struct lc_strbuf *b, int id, const struct lc_chat_msg *m, siz
                 lc_strbuf_put(b, "<s>");
             lc_strbuf_put(b, role_name(m[i].role));
             lc_strbuf_put(b, "\n");
-            lc_strbuf_put(b, m[i].content);
+            put_content(b, m, i, false);
             lc_strbuf_put(b, "</s>\n");
         }
         if (add_ass)
@@ -491,7 +539,7 @@ static void render(struct lc_strbuf *b, int id, const struct lc_chat_msg *m, siz
                 lc_strbuf_put(b, "GPT4 Correct User: ");
             else if (m[i].role == LC_ROLE_ASSISTANT)
                 lc_strbuf_put(b, "GPT4 Correct Assistant: ");
-            lc_strbuf_put(b, m[i].content);
+            put_content(b, m, i, false);
             lc_strbuf_put(b, "<|end_of_turn|>");
         }
         if (add_ass)
@@ -504,21 +552,21 @@ static void render(struct lc_strbuf *b, int id, const struct lc_chat_msg *m, siz
             case LC_ROLE_SYSTEM:
                 if (id == LC_CHAT_TEMPLATE_VICUNA_ORCA) {
                     lc_strbuf_put(b, "SYSTEM: ");
-                    lc_strbuf_put(b, m[i].content);
+                    put_content(b, m, i, false);
                     lc_strbuf_put(b, "\n");
                 } else {
-                    lc_strbuf_put(b, m[i].content);
+                    put_content(b, m, i, false);
                     lc_strbuf_put(b, "\n\n");
                 }
                 break;
             case LC_ROLE_USER:
                 lc_strbuf_put(b, "USER: ");
-                lc_strbuf_put(b, m[i].content);
+                put_content(b, m, i, false);
                 lc_strbuf_put(b, "\n");
                 break;
             case LC_ROLE_ASSISTANT:
                 lc_strbuf_put(b, "ASSISTANT: ");
-                lc_strbuf_put(b, m[i].content);
+                put_content(b, m, i, false);
                 lc_strbuf_put(b, "</s>\n");
                 break;
             }
@@ -530,16 +578,16 @@ static void render(struct lc_strbuf *b, int id, const struct lc_chat_msg *m, siz
         for (size_t i = 0; i < n; i++) {
             switch (m[i].role) {
             case LC_ROLE_SYSTEM:
-                lc_strbuf_put(b, m[i].content);
+                put_content(b, m, i, false);
                 break;
             case LC_ROLE_USER:
                 lc_strbuf_put(b, "### Instruction:\n");
-                lc_strbuf_put(b, m[i].content);
+                put_content(b, m, i, false);
                 lc_strbuf_put(b, "\n");
                 break;
             case LC_ROLE_ASSISTANT:
                 lc_strbuf_put(b, "### Response:\n");
-                lc_strbuf_put(b, m[i].content);
+                put_content(b, m, i, false);
                 lc_strbuf_put(b, "\n<|EOT|>\n");
                 break;
             }
@@ -553,18 +601,18 @@ static void render(struct lc_strbuf *b, int id, const struct lc_chat_msg *m, siz
         for (size_t i = 0; i < n; i++) {
             switch (m[i].role) {
             case LC_ROLE_SYSTEM:
-                lc_strbuf_put(b, m[i].content);
+                put_content(b, m, i, false);
                 lc_strbuf_put(b, "\n\n");
                 break;
             case LC_ROLE_USER:
                 lc_strbuf_put(b, v3 ? "<｜User｜>" : "User: ");
-                lc_strbuf_put(b, m[i].content);
+                put_content(b, m, i, false);
                 if (!v3)
                     lc_strbuf_put(b, "\n\n");
                 break;
             case LC_ROLE_ASSISTANT:
                 lc_strbuf_put(b, v3 ? "<｜Assistant｜>" : "Assistant: ");
-                lc_strbuf_put(b, m[i].content);
+                put_content(b, m, i, false);
                 lc_strbuf_put(b, "<｜end▁of▁sentence｜>");
                 break;
             }
@@ -578,7 +626,7 @@ static void render(struct lc_strbuf *b, int id, const struct lc_chat_msg *m, siz
             lc_strbuf_put(b, m[i].role == LC_ROLE_SYSTEM ? "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>"
                       : m[i].role == LC_ROLE_USER ? "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>"
                                                   : "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>");
-            sb_put_trim(b, m[i].content);
+            put_content(b, m, i, true);
             lc_strbuf_put(b, "<|END_OF_TURN_TOKEN|>");
         }
         if (add_ass)
@@ -589,7 +637,7 @@ static void render(struct lc_strbuf *b, int id, const struct lc_chat_msg *m, siz
             lc_strbuf_put(b, "<|start_header_id|>");
             lc_strbuf_put(b, role_name(m[i].role));
             lc_strbuf_put(b, "<|end_header_id|>\n\n");
-            sb_put_trim(b, m[i].content);
+            put_content(b, m, i, true);
             lc_strbuf_put(b, "<|eot_id|>");
         }
         if (add_ass)
@@ -608,7 +656,7 @@ static void render(struct lc_strbuf *b, int id, const struct lc_chat_msg *m, siz
             lc_strbuf_put(b, "<|");
             lc_strbuf_put(b, role_name(m[i].role));
             lc_strbuf_put(b, id == LC_CHAT_TEMPLATE_CHATGLM_3 ? "|>\n " : "|>\n");
-            lc_strbuf_put(b, m[i].content);
+            put_content(b, m, i, false);
         }
         if (add_ass)
             lc_strbuf_put(b, "<|assistant|>");
@@ -617,10 +665,10 @@ static void render(struct lc_strbuf *b, int id, const struct lc_chat_msg *m, siz
         for (size_t i = 0; i < n; i++) {
             if (m[i].role == LC_ROLE_USER) {
                 lc_strbuf_put(b, "<用户>");
-                sb_put_trim(b, m[i].content);
+                put_content(b, m, i, true);
                 lc_strbuf_put(b, "<AI>");
             } else {
-                sb_put_trim(b, m[i].content);
+                put_content(b, m, i, true);
             }
         }
         break;
@@ -630,17 +678,17 @@ static void render(struct lc_strbuf *b, int id, const struct lc_chat_msg *m, siz
             switch (m[i].role) {
             case LC_ROLE_SYSTEM:
                 lc_strbuf_put(b, "[|system|]");
-                sb_put_trim(b, m[i].content);
+                put_content(b, m, i, true);
                 lc_strbuf_put(b, "[|endofturn|]\n");
                 break;
             case LC_ROLE_USER:
                 lc_strbuf_put(b, "[|user|]");
-                sb_put_trim(b, m[i].content);
+                put_content(b, m, i, true);
                 lc_strbuf_put(b, "\n");
                 break;
             case LC_ROLE_ASSISTANT:
                 lc_strbuf_put(b, "[|assistant|]");
-                sb_put_trim(b, m[i].content);
+                put_content(b, m, i, true);
                 lc_strbuf_put(b, "[|endofturn|]\n");
                 break;
             }
@@ -655,7 +703,7 @@ static void render(struct lc_strbuf *b, int id, const struct lc_chat_msg *m, siz
             lc_strbuf_put(b, m[i].role == LC_ROLE_SYSTEM ? "System: "
                       : m[i].role == LC_ROLE_USER ? "User: "
                                                   : "Assistant: ");
-            sb_put_trim(b, m[i].content);
+            put_content(b, m, i, true);
             lc_strbuf_put(b, "\n\n");
             if (m[i].role == LC_ROLE_USER && i == n - 1)
                 lc_strbuf_put(b, "Assistant:");
@@ -666,7 +714,7 @@ static void render(struct lc_strbuf *b, int id, const struct lc_chat_msg *m, siz
             lc_strbuf_put(b, "<|start_of_role|>");
             lc_strbuf_put(b, role_name(m[i].role));
             lc_strbuf_put(b, "<|end_of_role|>");
-            lc_strbuf_put(b, m[i].content);
+            put_content(b, m, i, false);
             lc_strbuf_put(b, "<|end_of_text|>\n");
         }
         if (add_ass)
@@ -678,18 +726,18 @@ static void render(struct lc_strbuf *b, int id, const struct lc_chat_msg *m, siz
         size_t i = 0;
         lc_strbuf_put(b, "<s>");
         if (n > 0 && m[0].role == LC_ROLE_SYSTEM) {
-            lc_strbuf_put(b, m[0].content);
+            put_content(b, m, 0, false);
             lc_strbuf_put(b, "<|message_sep|>");
             i = 1;
         }
         for (; i < n; i++) {
             if (m[i].role == LC_ROLE_USER) {
                 lc_strbuf_put(b, "user<|role_sep|>");
-                lc_strbuf_put(b, m[i].content);
+                put_content(b, m, i, false);
                 lc_strbuf_put(b, "<|message_sep|>available functions<|role_sep|>[]<|message_sep|>");
             } else if (m[i].role == LC_ROLE_ASSISTANT) {
                 lc_strbuf_put(b, "assistant<|role_sep|>");
-                lc_strbuf_put(b, m[i].content);
+                put_content(b, m, i, false);
                 lc_strbuf_put(b, "<|message_sep|>");
             }
         }
@@ -702,7 +750,7 @@ static void render(struct lc_strbuf *b, int id, const struct lc_chat_msg *m, siz
             lc_strbuf_put(b, "<|role_start|>");
             lc_strbuf_put(b, role_name(m[i].role));
             lc_strbuf_put(b, "<|role_end|>");
-            lc_strbuf_put(b, m[i].content);
+            put_content(b, m, i, false);
             lc_strbuf_put(b, "<|turn_end|>");
         }
         if (add_ass)
@@ -713,11 +761,16 @@ static void render(struct lc_strbuf *b, int id, const struct lc_chat_msg *m, siz
     }
 }
 
-char *lc_chat_template_apply(int id, const struct lc_chat_msg *msgs, size_t n,
-                             bool add_assistant_prefix, char **err)
+char *lc_chat_template_render(int id, const struct lc_chat_msg *msgs, size_t n,
+                              bool add_assistant_prefix, struct lc_chat_span **spans,
+                              size_t *n_spans, char **err)
 {
     if (err)
         *err = NULL;
+    if (spans) {
+        *spans = NULL;
+        *n_spans = 0;
+    }
     if (id < 0 || id >= LC_CHAT_TEMPLATE_COUNT) {
         set_err(err, "chat template: unknown template id %d", id);
         return NULL;
@@ -737,14 +790,28 @@ char *lc_chat_template_apply(int id, const struct lc_chat_msg *msgs, size_t n,
             return NULL;
         }
     }
-    struct lc_strbuf b = { 0 };
-    lc_strbuf_putn(&b, "", 0);  /* an empty conversation still gives a valid "" */
+    struct lc_strbuf b = { 0 }, out = { 0 };
+    lc_strbuf_putn(&b, "", 0);
+    lc_strbuf_putn(&out, "", 0);  /* an empty conversation still gives a valid "" */
     render(&b, id, msgs, n, add_assistant_prefix);
-    if (b.oom) {
-        free(b.p);
+    bool ok = !b.oom && expand(b.p, b.len, msgs, n, &out, spans, n_spans);
+    free(b.p);
+    if (!ok) {
+        free(out.p);
+        if (spans) {
+            free(*spans);
+            *spans = NULL;
+            *n_spans = 0;
+        }
         set_err(err, "chat template %s: out of memory rendering %zu messages", families[id].name,
                 n);
         return NULL;
     }
-    return b.p;
+    return out.p;
+}
+
+char *lc_chat_template_apply(int id, const struct lc_chat_msg *msgs, size_t n,
+                             bool add_assistant_prefix, char **err)
+{
+    return lc_chat_template_render(id, msgs, n, add_assistant_prefix, NULL, NULL, err);
 }

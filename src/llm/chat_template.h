@@ -111,6 +111,25 @@ int lc_chat_template_detect(const char *jinja_or_name);
 char *lc_chat_template_apply(int id, const struct lc_chat_msg *msgs, size_t n,
                              bool add_assistant_prefix, char **err);
 
+/* Where a message's content landed in a rendering: out[off .. off+len) holds
+ * msgs[msg].content[skip .. skip+len) (skip > 0 and a shorter len when the template trims). */
+struct lc_chat_span {
+    size_t off, len;
+    size_t msg;
+    size_t skip;
+};
+
+/*
+ * lc_chat_template_apply, and also where every message content landed in the output:
+ * *spans (malloc'd, *n_spans entries, in output order; the caller frees it) says which bytes
+ * came from which message, so a caller can tokenize content as plain text and only the
+ * template's own text with special tokens.  spans may be NULL.  Same failures as
+ * lc_chat_template_apply (then *spans is NULL).
+ */
+char *lc_chat_template_render(int id, const struct lc_chat_msg *msgs, size_t n,
+                              bool add_assistant_prefix, struct lc_chat_span **spans,
+                              size_t *n_spans, char **err);
+
 /*
  * Strings that end an assistant turn in template id's format, for stopping generation when
  * the model writes them as text (e.g. "<|im_end|>", "<|eot_id|>", "</s>", or the next user

@@ -709,7 +709,7 @@ static void frags_push(struct frags *f, int32_t tok, size_t off, size_t len)
 /* Split raw fragments at special-token texts (llama.cpp tokenizer_st_partition).  On return
  * *fr holds the fragments in order; false on allocation failure. */
 static bool partition(const struct lc_vocab *v, const char *text, size_t len, bool parse_special,
-                      struct frags *fr)
+                      const uint8_t *plain, struct frags *fr)
 {
     struct frags cur = {0}, next = {0};
     if (len > 0)
@@ -735,9 +735,22 @@ static bool partition(const struct lc_vocab *v, const char *text, size_t len, bo
                 frags_push(&next, f.tok, 0, 0);
                 continue;
             }
-            size_t off = f.off, rem = f.len;
+            /* A control/unknown token's text is matched only where no byte of it is plain
+             * (user) text: a user typing "<s>" gets the characters, not BOS. */
+            bool guarded = plain && (a & (ATTR_CONTROL | ATTR_UNKNOWN));
+            size_t off = f.off, rem = f.len, from = f.off;
             while (rem > 0) {
-                const char *m = rem >= sl ? memmem(text + off, rem, st, sl) : NULL;
+                size_t avail = off + rem - from;
+                const char *m = avail >= sl ? memmem(text + from, avail, st, sl) : NULL;
+                if (m && guarded) {
+                    size_t p = (size_t)(m - text), q = 0;
+                    while (q < sl && !plain[p + q])
+                        q++;
+                    if (q < sl) {
+                        from = p + 1;
+                        continue;
+                    }
+                }
                 if (!m) {
                     frags_push(&next, -1, off, rem);
                     break;
@@ -758,6 +771,7 @@ static bool partition(const struct lc_vocab *v, const char *text, size_t len, bo
                     }
                 off = roff;
                 rem = rlen;
+                from = off;
             }
         }
         struct frags t = cur;
@@ -778,18 +792,26 @@ static bool partition(const struct lc_vocab *v, const char *text, size_t len, bo
 int32_t lc_tokenize(const struct lc_vocab *v, const char *text, size_t len, bool add_bos,
                     bool parse_special, int32_t *out, int32_t n_max)
 {
+    return lc_tokenize_mixed(v, text, len, NULL, add_bos, parse_special, true, out, n_max);
+}
+
+int32_t lc_tokenize_mixed(const struct lc_vocab *v, const char *text, size_t len,
+                          const uint8_t *plain, bool add_bos, bool parse_special,
+                          bool space_prefix, int32_t *out, int32_t n_max)
+{
     if (!v || (!text && len > 0) || len > (size_t)INT32_MAX - 8)
         return INT32_MIN;
     struct toks t = {0};
     struct frags fr = {0};
-    if (!partition(v, text, len, parse_special, &fr))
+    if (!partition(v, text, len, parse_special, plain, &fr))
         return INT32_MIN;
 
     bool ok = true;
     if (add_bos && v->bos >= 0)
         toks_push(&t, v->bos);
-    /* The first fragment, and every fragment after a special token, gets the space prefix. */
-    bool prev_special = true;
+    /* The first fragment (unless the text continues earlier text), and every fragment after a
+     * special token, gets the space prefix. */
+    bool prev_special = space_prefix;
     for (size_t i = 0; i < fr.n && ok; i++) {
         if (fr.v[i].tok >= 0) {
             toks_push(&t, fr.v[i].tok);
@@ -838,6 +860,26 @@ int32_t lc_token_to_piece(const struct lc_vocab *v, int32_t tok, char *buf, int3
     if (n > 0)
         memcpy(buf, v->piece_arena + v->piece_off[tok], n);
     return (int32_t)n;
+}
+
+const char *lc_vocab_piece(const struct lc_vocab *v, int32_t tok, bool special, size_t *len)
+{
+    *len = 0;
+    if (!v || tok < 0 || tok >= v->n_tokens)
+        return "";
+    if (!special && (v->attr[tok] & (ATTR_UNKNOWN | ATTR_CONTROL)))
+        return "";
+    *len = v->piece_len[tok];
+    return v->piece_arena + v->piece_off[tok];
+}
+
+size_t lc_vocab_max_piece_len(const struct lc_vocab *v)
+{
+    size_t m = 1;
+    for (int32_t i = 0; v && i < v->n_tokens; i++)
+        if (v->piece_len[i] > m)
+            m = v->piece_len[i];
+    return m;
 }
 
 /* llama.cpp's clean_up_tokenization_spaces, in place over s[0..n); returns the new length.

@@ -54,6 +54,27 @@ int32_t lc_tokenize(const struct lc_vocab *v, const char *text, size_t len, bool
                     bool parse_special, int32_t *out, int32_t n_max);
 
 /*
+ * lc_tokenize for a text in which some bytes are plain text whatever parse_special says:
+ * plain[i] != 0 (len entries, or NULL for none) marks byte i as user text, where no
+ * control/unknown token is matched (a chat template's own text around it still gets its special
+ * tokens; llama.cpp has no such mode, it tokenizes the whole rendering with parse_special).
+ * space_prefix false: the text continues earlier text, so a SentencePiece vocab adds no leading
+ * space to its first fragment.  Same return values as lc_tokenize.
+ */
+int32_t lc_tokenize_mixed(const struct lc_vocab *v, const char *text, size_t len,
+                          const uint8_t *plain, bool add_bos, bool parse_special,
+                          bool space_prefix, int32_t *out, int32_t n_max);
+
+/*
+ * The bytes of token tok as text (as lc_token_to_piece, without a length limit): a pointer
+ * into the vocab (valid until lc_vocab_free, not NUL-terminated) and *len bytes.  Control and
+ * unknown tokens give "" unless special; an id out of range gives "".
+ */
+const char *lc_vocab_piece(const struct lc_vocab *v, int32_t tok, bool special, size_t *len);
+/* The longest token text in bytes (at least 1): a text of B bytes needs >= B / this tokens. */
+size_t lc_vocab_max_piece_len(const struct lc_vocab *v);
+
+/*
  * Bytes of one token as text: the leading-space marker U+2581 becomes ' ', byte tokens
  * <0xNN> become the byte NN, control tokens give "" unless special.  Writes at most len bytes
  * (no NUL); returns the byte count, or -(needed) if len is too small.  A multi-byte UTF-8

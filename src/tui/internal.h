@@ -42,6 +42,7 @@ struct entry {
     int *line_start;     /* cell index where each wrapped line starts */
     int n_lines;
     int wrap_width;      /* width the lines were computed for; 0 = stale */
+    bool open;           /* a reply still streaming: an incomplete UTF-8 tail may complete */
 };
 
 enum focus { FOCUS_INPUT, FOCUS_PARAMS };
@@ -71,6 +72,7 @@ struct tui {
     char isa[32];
     char template_name[48];
     int n_threads;
+    uint64_t last_seed;            /* seed of the last reply (LC_SEED_RANDOM: none yet) */
     int32_t n_past, n_ctx;
     int32_t prog_done, prog_total;
     double pp_tps, gen_tps;

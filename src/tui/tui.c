@@ -237,7 +237,9 @@ void tui_param_text(const struct tui *t, int idx, char *buf, size_t len)
     case 5: if (p->repeat_last_n >= 0) snprintf(buf, len, "%d", p->repeat_last_n); else snprintf(buf, len, "all"); break;
     case 6: if (t->o->n_predict >= 0) snprintf(buf, len, "%d", t->o->n_predict); else snprintf(buf, len, "none"); break;
     case 7:
-        if (p->seed == LC_SEED_RANDOM) snprintf(buf, len, "random");
+        if (p->seed == LC_SEED_RANDOM && t->last_seed != LC_SEED_RANDOM)
+            snprintf(buf, len, "rnd %llu", (unsigned long long)t->last_seed);
+        else if (p->seed == LC_SEED_RANDOM) snprintf(buf, len, "random");
         else snprintf(buf, len, "%llu", (unsigned long long)p->seed);
         break;
     default: snprintf(buf, len, "?");
@@ -362,6 +364,8 @@ static void do_save(struct tui *t, const char *name)
         fmt = json_default ? LC_CHAT_JSON : LC_CHAT_MARKDOWN;
     t->chat->params = t->o->sampling;
     t->chat->max_tokens = t->o->n_predict;
+    if (t->chat->params.seed == LC_SEED_RANDOM)   /* the seed the replies actually used */
+        t->chat->params.seed = t->last_seed;
     if (t->model_name[0])
         lc_chat_set_model(t->chat, t->model_name);
     char *err = NULL;
@@ -525,6 +529,8 @@ void tui_line(struct tui *t, char *line)
 
 /* ---------------------------------------------------------------- engine events */
 
+static void give_back_message(struct tui *t);
+
 static void dispatch_event(struct tui *t, const struct lc_event *ev, const char *text, size_t len)
 {
     switch (ev->type) {
@@ -535,6 +541,8 @@ static void dispatch_event(struct tui *t, const struct lc_event *ev, const char 
             snprintf(t->template_name, sizeof(t->template_name), "%s", text + 9);
         else if (!strncmp(text, "name=", 5))
             snprintf(t->model_name, sizeof(t->model_name), "%s", text + 5);
+        else if (!strncmp(text, "seed=", 5))
+            t->last_seed = strtoull(text + 5, NULL, 10);
         else if (!strncmp(text, "threads=", 8))
             t->n_threads = atoi(text + 8);
         break;
@@ -551,6 +559,8 @@ static void dispatch_event(struct tui *t, const struct lc_event *ev, const char 
         if (t->reply_entry < 0) {
             t->reply_msg = lc_chat_add(t->chat, LC_ROLE_ASSISTANT, "", 0);
             t->reply_entry = add_entry_msg(t, E_ASSISTANT, t->reply_msg, "", 0);
+            if (t->reply_entry >= 0)
+                t->entries[t->reply_entry].open = true;
         }
         tui_append_entry(t, t->reply_entry, text, len);
         if (t->reply_msg >= 0)
@@ -576,6 +586,12 @@ static void dispatch_event(struct tui *t, const struct lc_event *ev, const char 
             t->state = ST_IDLE;
         if (ev->a == LC_DONE_STOPPED)
             tui_message(t, false, "stopped after %d tokens", ev->b);
+        if (t->reply_entry >= 0) {   /* a trailing incomplete character is shown now */
+            t->entries[t->reply_entry].open = false;
+            t->entries[t->reply_entry].wrap_width = 0;
+        }
+        if (ev->a == LC_DONE_TOO_LONG)
+            give_back_message(t);
         t->reply_entry = -1;
         t->reply_msg = -1;
         break;
@@ -598,6 +614,25 @@ static void dispatch_event(struct tui *t, const struct lc_event *ev, const char 
         break;
     }
     t->dirty = true;
+}
+
+/* The engine refused the last user message (too long for the context): take it out of the
+ * transcript and put it back in the input line, so that nothing typed is lost. */
+static void give_back_message(struct tui *t)
+{
+    struct lc_chat *c = t->chat;
+    if (!c->n || c->msgs[c->n - 1].role != LC_ROLE_USER)
+        return;
+    int m = (int)c->n - 1;
+    for (size_t i = t->n_entries; i-- > 0;)
+        if (t->entries[i].msg == m) {
+            entry_free(&t->entries[i]);
+            memmove(t->entries + i, t->entries + i + 1, (t->n_entries - i - 1) * sizeof(*t->entries));
+            t->n_entries--;
+            break;
+        }
+    input_restore(c->msgs[m].text);
+    lc_chat_truncate(c, (size_t)m);
 }
 
 static void drain_events(struct tui *t)
@@ -910,6 +945,7 @@ int lc_tui_run(struct lc_options *o)
     memset(t, 0, sizeof(*t));
     t->o = o;
     t->reply_entry = t->reply_msg = -1;
+    t->last_seed = LC_SEED_RANDOM;
     t->show_params = o->show_params;
     t->state = ST_LOADING;
     t->chat = lc_chat_new();

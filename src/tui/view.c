@@ -143,8 +143,10 @@ static void entry_decode(struct entry *e)
         }
         uint32_t cp;
         size_t r = utf8_decode(s + i, e->len - i, &cp);
+        if (r == (size_t)-2 && e->open)
+            break;   /* wait for the rest of the character */
         if (r == (size_t)-2)
-            break;
+            r = (size_t)-1;   /* the text ended inside a character: show each byte */
         if (r == (size_t)-1) {
             push_cell(e, &cap, (wchar_t)0xFFFD, 1);
             i++;
@@ -282,7 +284,8 @@ static void draw_transcript(struct tui *t, int y0, int h, int width)
         t->scroll = max_scroll;
     if (t->scroll < 0)
         t->scroll = 0;
-    int first = total - h - t->scroll;   /* virtual line at row y0 (may be < 0: top padding) */
+    /* virtual line at row y0: the text starts at the top and scrolls once the pane is full */
+    int first = total > h ? total - h - t->scroll : 0;
     int vline = 0;
     for (size_t i = 0; i < t->n_entries; i++) {
         struct entry *e = &t->entries[i];
