@@ -295,8 +295,8 @@ bool lc_engine_busy(const struct lc_engine *e)
     return atomic_load(&e->busy) > 0;
 }
 
-/* A seed for one reply when the user asked for a random one: 32 bits, so that it can be
- * typed back with --seed or /set seed. */
+/* A seed for one reply when the user asked for a random one: below 10^6, so that it fits the
+ * parameter pane and is easy to type back with --seed or /set seed. */
 static uint64_t fresh_seed(void)
 {
     uint32_t x = 0;
@@ -311,7 +311,7 @@ static uint64_t fresh_seed(void)
         clock_gettime(CLOCK_REALTIME, &ts);
         x = (uint32_t)((uint64_t)ts.tv_sec * 1000000007ull ^ (uint64_t)ts.tv_nsec);
     }
-    return x;
+    return x % 1000000u;
 }
 
 /* Take new parameters if the UI changed them (between tokens). */

@@ -420,3 +420,10 @@ void input_draw(struct tui *t, int y0, int h, int width)
     if (crow - first < h)
         move(y0 + crow - first, ccol < width ? ccol : width - 1);
 }
+
+void input_set_line(struct tui *t, const char *text)
+{
+    rl_replace_line(text, 0);
+    rl_point = rl_end;
+    t->dirty = true;
+}

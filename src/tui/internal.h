@@ -111,6 +111,8 @@ int input_rows(struct tui *t, int width, int max);
 bool input_is_empty(void);
 /* Put text back into the input line (a message refused while the model is busy). */
 void input_restore(const char *text);
+/* Replace the input line with text now (outside a key handler: a message given back). */
+void input_set_line(struct tui *t, const char *text);
 
 /* tui.c */
 void tui_line(struct tui *t, char *line);   /* a line accepted by readline (owned) */

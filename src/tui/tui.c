@@ -238,7 +238,7 @@ void tui_param_text(const struct tui *t, int idx, char *buf, size_t len)
     case 6: if (t->o->n_predict >= 0) snprintf(buf, len, "%d", t->o->n_predict); else snprintf(buf, len, "none"); break;
     case 7:
         if (p->seed == LC_SEED_RANDOM && t->last_seed != LC_SEED_RANDOM)
-            snprintf(buf, len, "rnd %llu", (unsigned long long)t->last_seed);
+            snprintf(buf, len, "%llu", (unsigned long long)t->last_seed);
         else if (p->seed == LC_SEED_RANDOM) snprintf(buf, len, "random");
         else snprintf(buf, len, "%llu", (unsigned long long)p->seed);
         break;
@@ -631,7 +631,7 @@ static void give_back_message(struct tui *t)
             t->n_entries--;
             break;
         }
-    input_restore(c->msgs[m].text);
+    input_set_line(t, c->msgs[m].text);
     lc_chat_truncate(c, (size_t)m);
 }
 

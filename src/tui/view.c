@@ -354,7 +354,10 @@ static void draw_params(struct tui *t, int y0, int h, int x0, int width)
     for (int i = 0; i < view_param_count() && y < y0 + h; i++, y++) {
         char val[32], line[64];
         tui_param_text(t, i, val, sizeof(val));
-        snprintf(line, sizeof(line), "%-14s%*s", param_names[i], w - 14 > 0 ? w - 14 : 0, val);
+        const char *label = param_names[i];
+        if (i == 7 && t->o->sampling.seed == LC_SEED_RANDOM && t->last_seed != LC_SEED_RANDOM)
+            label = "seed (random)";   /* the value is the seed the last reply used */
+        snprintf(line, sizeof(line), "%-14s%*s", label, w - 14 > 0 ? w - 14 : 0, val);
         bool sel = t->focus == FOCUS_PARAMS && t->param_sel == i;
         put_str(y, x, w, line, sel ? attr_of(t, PAIR_SEL, A_REVERSE * t->mono) : A_NORMAL);
     }
