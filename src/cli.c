@@ -179,6 +179,13 @@ int lc_cli_run(const struct lc_options *o)
             st.t_prompt_s > 0 ? (double)st.n_prompt_tokens / st.t_prompt_s : 0.0, n_gen,
             (long long)st.n_gen_tokens, st.t_gen_s,
             st.t_gen_s > 0 ? (double)st.n_gen_tokens / st.t_gen_s : 0.0);
+    /* The seed in use, so that a reply sampled with a random seed can be reproduced. */
+    const unsigned long long seed = (unsigned long long)lc_sampler_seed(smp);
+    if (o->sampling.seed == LC_SEED_RANDOM)
+        fprintf(stderr, "llamachat: seed %llu (random; --seed %llu repeats this text)\n", seed,
+                seed);
+    else
+        fprintf(stderr, "llamachat: seed %llu\n", seed);
     status = 0;
 out:
     free(err);

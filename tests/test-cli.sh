@@ -53,6 +53,18 @@ check "vocab-only tokenize --no-bos" "$got" "15043 3186"
 a=$("$LC" -p "Once" -n 40 --temp 1 --seed 42 --print-token-ids 2>/dev/null)
 b=$("$LC" -p "Once" -n 40 --temp 1 --seed 42 --print-token-ids 2>/dev/null)
 check "seeded sampling repeats" "$a" "$b"
+# The seed in use is reported on stderr; a random one, given back with --seed, repeats the text.
+"$LC" -p "Once" -n 40 --temp 1 --print-token-ids >"$B/cli-seed.out" 2>"$B/cli-seed.err"
+seed=$(sed -n 's/^llamachat: seed \([0-9]*\) (random; --seed \([0-9]*\) repeats this text)$/\1 \2/p' "$B/cli-seed.err")
+set -- $seed
+check "random seed reported" "${1:-none} ${2:-none}" "${1:-none} ${1:-none}"
+if [ -n "${1:-}" ]; then
+    got=$("$LC" -p "Once" -n 40 --temp 1 --seed "$1" --print-token-ids 2>/dev/null)
+    check "reported seed repeats the text" "$got" "$(cat "$B/cli-seed.out")"
+fi
+got=$("$LC" -p "Once" -n 4 --temp 1 --seed 42 2>&1 >/dev/null | grep '^llamachat: seed')
+check "given seed reported" "$got" "llamachat: seed 42"
+rm -f "$B/cli-seed.out" "$B/cli-seed.err"
 out=$("$LC" -p "Once upon a time" -c 16 --temp 0 --print-token-ids 2>&1 >/dev/null)
 case "$out" in *"context full"*) echo "ok   context limit";; *) echo "FAIL context limit: $out"; fail=1;; esac
 got=$("$LC" -p "Once upon a time" -c 16 --temp 0 --print-token-ids 2>/dev/null | wc -w)
