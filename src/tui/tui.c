@@ -33,6 +33,7 @@
 
 #include "../cli.h"
 #include "../config.h"
+#include "../textsafe.h"
 #include "tui.h"
 
 /* ---------------------------------------------------------------- terminal restore */
@@ -843,10 +844,10 @@ static void keep_conversation(struct tui *t)
         return;
     char *err = NULL;
     if (lc_chat_save(t->chat, path, LC_CHAT_JSON, &err) == 0)
-        fprintf(stderr, "llamachat: conversation kept in %s (llamachat --resume %s continues it)\n",
+        lc_text_fprintf(stderr, "llamachat: conversation kept in %s (llamachat --resume %s continues it)\n",
                 path, path);
     else
-        fprintf(stderr, "llamachat: could not keep the conversation: %s\n", err ? err : "?");
+        lc_text_fprintf(stderr, "llamachat: could not keep the conversation: %s\n", err ? err : "?");
     free(err);
     free(path);
 }
@@ -923,7 +924,7 @@ int lc_tui_run(struct lc_options *o)
         char *err = NULL;
         struct lc_chat *c = lc_chat_load(o->resume_path, &err);
         if (!c) {
-            fprintf(stderr, "llamachat: --resume: %s\n", err ? err : "cannot load");
+            lc_text_fprintf(stderr, "llamachat: --resume: %s\n", err ? err : "cannot load");
             free(err);
             lc_chat_free(t->chat);
             return 1;
@@ -959,7 +960,7 @@ int lc_tui_run(struct lc_options *o)
     t->engine = start_engine(t, model, &err);
     o->system_prompt = sys;
     if (!t->engine) {
-        fprintf(stderr, "llamachat: %s\n", err ? err : "cannot start the engine");
+        lc_text_fprintf(stderr, "llamachat: %s\n", err ? err : "cannot start the engine");
         free(err);
         reset_signals();
         lc_chat_free(t->chat);
@@ -1059,7 +1060,7 @@ int lc_tui_run(struct lc_options *o)
     lc_engine_free(t->engine);
     reset_signals();
     if (t->fatal)
-        fprintf(stderr, "llamachat: %s\n", t->fatal);
+        lc_text_fprintf(stderr, "llamachat: %s\n", t->fatal);
     else
         keep_conversation(t);
     free(t->fatal);
