@@ -70,6 +70,21 @@ case "$out" in *"context full"*) echo "ok   context limit";; *) echo "FAIL conte
 got=$("$LC" -p "Once upon a time" -c 16 --temp 0 --print-token-ids 2>/dev/null | wc -w)
 check "context limit token count" "$got" "12"
 
+# Untrusted text: to a pipe the exact bytes; to a terminal (tmux) the visible form, so an ESC
+# in the prompt echo or the reply shows as U+241B instead of clearing the screen.
+got=$("$LC" -p "$(printf 'a\033[2Jb\177')" -n 0 --temp 0 2>/dev/null | od -An -tx1 | tr -s ' \n' ' ')
+check "pipe keeps exact bytes" "$got" " 61 1b 5b 32 4a 62 7f 0a "
+if command -v tmux >/dev/null 2>&1; then
+    TS=lccli$$
+    tmux new-session -d -s $TS -x 80 -y 10 "sh -c 'echo BEFORE; \"$LC\" -p \"\$(printf \"a\\033[2Jb\\033]0;T\\007c\\302\\233d\")\" -n 0 2>/dev/null; echo AFTER; sleep 30'"
+    sleep 2
+    scr=$(tmux capture-pane -p -t $TS | grep -v '^ *$')
+    tmux kill-session -t $TS 2>/dev/null
+    check "terminal gets the visible form" "$scr" "$(printf 'BEFORE\na\342\220\233[2Jb\342\220\233]0;T\342\220\207c\357\277\275d\nAFTER')"
+else
+    echo "skip terminal output (no tmux)"
+fi
+
 # Errors: one line, non-zero exit.
 err() { # name, expected substring, command...
     name=$1; want=$2; shift 2
