@@ -1,6 +1,7 @@
 /* chat.c - the conversation and its transcripts (layout in chat.h). */
 #include "chat.h"
 #include "llm/strbuf.h"
+#include "textsafe.h"
 
 #include <errno.h>
 #include <json-c/json.h>
@@ -50,6 +51,7 @@ struct lc_chat *lc_chat_new(void)
         return NULL;
     c->params = lc_sampler_default_params();
     c->max_tokens = -1;
+    c->seed_used = LC_SEED_RANDOM;
     return c;
 }
 
@@ -173,6 +175,126 @@ static json_object *json_float(float f)
     return json_object_new_double_s((double)f, buf);
 }
 
+/* The seed to save: the one asked for, or the one the sampler picked for "random" (if known). */
+static uint64_t seed_to_save(const struct lc_chat *c)
+{
+    return c->params.seed == LC_SEED_RANDOM ? c->seed_used : c->params.seed;
+}
+
+/* Append s[0..n) with each byte that is not valid UTF-8 replaced by U+FFFD (JSON strings must
+ * be UTF-8; control characters are left for the JSON writer to escape). */
+static void utf8_lossy(struct lc_strbuf *b, const char *s, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    for (size_t i = 0; i < n;) {
+        uint32_t cp;
+        size_t r = lc_utf8_decode(u + i, n - i, &cp);
+        if (r == LC_UTF8_INVALID || r == LC_UTF8_INCOMPLETE) {
+            lc_strbuf_putn(b, "\xEF\xBF\xBD", 3);
+            i++;
+        } else {
+            lc_strbuf_putn(b, s + i, r);
+            i += r;
+        }
+    }
+}
+
+/* A JSON string of s[0..n) made valid UTF-8 as above; NULL on allocation failure. */
+static json_object *json_lossy_string(const char *s, size_t n)
+{
+    if (lc_utf8_valid(s, n))
+        return json_object_new_string_len(s, (int)n);
+    struct lc_strbuf b = { 0 };
+    lc_strbuf_putn(&b, "", 0);
+    utf8_lossy(&b, s, n);
+    json_object *o = b.oom ? NULL : json_object_new_string_len(b.p, (int)b.len);
+    free(b.p);
+    return o;
+}
+
+static const char b64_chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/* Standard base64 (RFC 4648 section 4, with padding) of s[0..n); malloc'd, NULL on failure. */
+static char *base64_encode(const char *s, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    char *out = malloc((n + 2) / 3 * 4 + 1), *o = out;
+    if (!out)
+        return NULL;
+    for (size_t i = 0; i < n; i += 3) {
+        uint32_t v = (uint32_t)u[i] << 16 | (i + 1 < n ? (uint32_t)u[i + 1] << 8 : 0) |
+                     (i + 2 < n ? u[i + 2] : 0);
+        *o++ = b64_chars[v >> 18];
+        *o++ = b64_chars[(v >> 12) & 63];
+        *o++ = i + 1 < n ? b64_chars[(v >> 6) & 63] : '=';
+        *o++ = i + 2 < n ? b64_chars[v & 63] : '=';
+    }
+    *o = '\0';
+    return out;
+}
+
+/* Decode strict base64 (length a multiple of 4, '=' only as padding at the end, no spaces).
+ * Returns a malloc'd buffer (NUL-terminated) with its length in *len, or NULL. */
+static char *base64_decode(const char *s, size_t n, size_t *len)
+{
+    if (n % 4 != 0)
+        return NULL;
+    char *out = malloc(n / 4 * 3 + 1);
+    if (!out)
+        return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i += 4) {
+        uint32_t v = 0;
+        int pad = 0;
+        for (int j = 0; j < 4; j++) {
+            const char ch = s[i + j];
+            const char *p = ch ? strchr(b64_chars, ch) : NULL;
+            if (ch == '=' && i + 4 == n && j >= 2 && (j == 3 || s[i + 3] == '=')) {
+                pad++;
+                v <<= 6;
+            } else if (p && !pad) {
+                v = v << 6 | (uint32_t)(p - b64_chars);
+            } else {
+                free(out);
+                return NULL;
+            }
+        }
+        out[k++] = (char)(v >> 16);
+        if (pad < 2)
+            out[k++] = (char)(v >> 8);
+        if (pad < 1)
+            out[k++] = (char)v;
+    }
+    out[k] = '\0';
+    *len = k;
+    return out;
+}
+
+/* json-c writes U+007F and the C1 controls U+0080..U+009F raw; escape them (\u007f ...) so
+ * that `cat t.json` cannot drive a terminal either.  Those bytes occur only inside strings (the
+ * JSON structure is ASCII), where the escape means the same character.  Returns a malloc'd
+ * copy with a trailing newline, or NULL. */
+static char *json_escape_controls(const char *s)
+{
+    struct lc_strbuf b = { 0 };
+    for (const unsigned char *u = (const unsigned char *)s; *u; u++) {
+        if (*u == 0x7F) {
+            lc_strbuf_put(&b, "\\u007f");
+        } else if (u[0] == 0xC2 && u[1] >= 0x80 && u[1] <= 0x9F) {
+            lc_strbuf_printf(&b, "\\u%04x", u[1]);
+            u++;
+        } else {
+            lc_strbuf_putn(&b, (const char *)u, 1);
+        }
+    }
+    lc_strbuf_putn(&b, "\n", 1);
+    if (b.oom) {
+        free(b.p);
+        return NULL;
+    }
+    return b.p;
+}
+
 char *lc_chat_to_json(const struct lc_chat *c)
 {
     json_object *root = json_object_new_object();
@@ -183,7 +305,7 @@ char *lc_chat_to_json(const struct lc_chat *c)
     json_object_object_add(root, "format", json_object_new_string("llamachat-transcript"));
     json_object_object_add(root, "version", json_object_new_int(1));
     if (c->model)
-        json_object_object_add(root, "model", json_object_new_string(c->model));
+        json_object_object_add(root, "model", json_lossy_string(c->model, strlen(c->model)));
     json_object_object_add(root, "saved", json_object_new_string(ts));
     json_object *p = json_object_new_object();
     json_object_object_add(p, "temp", json_float(c->params.temp));
@@ -193,17 +315,25 @@ char *lc_chat_to_json(const struct lc_chat *c)
     json_object_object_add(p, "repeat_penalty", json_float(c->params.repeat_penalty));
     json_object_object_add(p, "repeat_last_n", json_object_new_int(c->params.repeat_last_n));
     json_object_object_add(p, "max_tokens", json_object_new_int(c->max_tokens));
-    if (c->params.seed == LC_SEED_RANDOM)
+    if (seed_to_save(c) == LC_SEED_RANDOM)
         json_object_object_add(p, "seed", json_object_new_string("random"));
     else
-        json_object_object_add(p, "seed", json_object_new_uint64(c->params.seed));
+        json_object_object_add(p, "seed", json_object_new_uint64(seed_to_save(c)));
     json_object_object_add(root, "parameters", p);
     json_object *msgs = json_object_new_array();
+    bool ok = true;
     for (size_t i = 0; i < c->n; i++) {
         json_object *m = json_object_new_object();
         json_object_object_add(m, "role", json_object_new_string(lc_role_name(c->msgs[i].role)));
-        json_object_object_add(m, "content",
-                               json_object_new_string_len(c->msgs[i].text, (int)c->msgs[i].len));
+        const struct lc_message *msg = &c->msgs[i];
+        json_object_object_add(m, "content", json_lossy_string(msg->text, msg->len));
+        if (!lc_utf8_valid(msg->text, msg->len)) {
+            /* the exact bytes, for lc_chat_from_json (layout in chat.h) */
+            char *b64 = base64_encode(msg->text, msg->len);
+            json_object_object_add(m, "content_base64", b64 ? json_object_new_string(b64) : NULL);
+            ok = ok && b64;
+            free(b64);
+        }
         iso_time(c->msgs[i].time, ts, sizeof(ts));
         json_object_object_add(m, "time", json_object_new_string(ts));
         json_object_array_add(msgs, m);
@@ -211,11 +341,7 @@ char *lc_chat_to_json(const struct lc_chat *c)
     json_object_object_add(root, "messages", msgs);
     const char *s = json_object_to_json_string_ext(
         root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE);
-    char *out = s ? malloc(strlen(s) + 2) : NULL;
-    if (out) {
-        strcpy(out, s);
-        strcat(out, "\n");
-    }
+    char *out = s && ok ? json_escape_controls(s) : NULL;
     json_object_put(root);
     return out;
 }
@@ -236,8 +362,11 @@ char *lc_chat_to_markdown(const struct lc_chat *c)
     static const char *const heads[] = { "System", "User", "Assistant" };
     iso_time(time(NULL), ts, sizeof(ts));
     lc_strbuf_printf(&b, "# llamachat transcript\n\n");
-    if (c->model)
-        lc_strbuf_printf(&b, "- model: %s\n", c->model);
+    if (c->model) {
+        lc_strbuf_put(&b, "- model: ");
+        lc_text_sanitize(&b, c->model, strlen(c->model), true);
+        lc_strbuf_putn(&b, "\n", 1);
+    }
     lc_strbuf_printf(&b, "- saved: %s\n- parameters: ", ts);
     b_float(&b, "temp", c->params.temp);
     lc_strbuf_printf(&b, ", top_k %d, ", c->params.top_k);
@@ -248,15 +377,16 @@ char *lc_chat_to_markdown(const struct lc_chat *c)
     b_float(&b, "repeat_penalty", c->params.repeat_penalty);
     lc_strbuf_printf(&b, ", repeat_last_n %d, max_tokens %d, seed ", c->params.repeat_last_n,
              c->max_tokens);
-    if (c->params.seed == LC_SEED_RANDOM)
+    if (seed_to_save(c) == LC_SEED_RANDOM)
         lc_strbuf_printf(&b, "random\n");
     else
-        lc_strbuf_printf(&b, "%llu\n", (unsigned long long)c->params.seed);
+        lc_strbuf_printf(&b, "%llu\n", (unsigned long long)seed_to_save(c));
     for (size_t i = 0; i < c->n; i++) {
         const struct lc_message *m = &c->msgs[i];
         iso_time(m->time, ts, sizeof(ts));
         lc_strbuf_printf(&b, "\n## %s (%s)\n\n", heads[m->role < 3 ? m->role : 0], ts);
-        lc_strbuf_putn(&b, m->text, m->len);
+        /* visible form (textsafe.h): `cat chat.md` must not drive the terminal */
+        lc_text_sanitize(&b, m->text, m->len, true);
         if (m->len == 0 || m->text[m->len - 1] != '\n')
             lc_strbuf_putn(&b, "\n", 1);
     }
@@ -505,12 +635,41 @@ struct lc_chat *lc_chat_from_json(const char *text, size_t len, const char *name
         if (!content)
             goto fail;
         const char *t = json_object_get_string(content);
-        int tl = json_object_get_string_len(content);
-        if (memchr(t, '\0', (size_t)tl)) {
+        size_t tl = (size_t)json_object_get_string_len(content);
+        json_object *b64 = get_field(m, "content_base64", json_type_string, false, name, where, err);
+        if (*err)
+            goto fail;
+        char *bytes = NULL;
+        if (b64) {
+            /* content that is not valid UTF-8: the exact bytes; "content" must be their
+             * U+FFFD-for-each-invalid-byte form (so an edit of one without the other is seen) */
+            size_t bl = 0;
+            bytes = base64_decode(json_object_get_string(b64),
+                                  (size_t)json_object_get_string_len(b64), &bl);
+            if (!bytes) {
+                *err = fmt_err("%s: %scontent_base64: not valid base64", name, where);
+                goto fail;
+            }
+            struct lc_strbuf lossy = { 0 };
+            lc_strbuf_putn(&lossy, "", 0);
+            utf8_lossy(&lossy, bytes, bl);
+            const bool same = !lossy.oom && lossy.len == tl && memcmp(lossy.p, t, tl) == 0;
+            free(lossy.p);
+            if (!same) {
+                *err = fmt_err("%s: %scontent_base64: does not match content", name, where);
+                free(bytes);
+                goto fail;
+            }
+            t = bytes;
+            tl = bl;
+        }
+        if (memchr(t, '\0', tl)) {
             *err = fmt_err("%s: %scontent: contains a NUL character", name, where);
+            free(bytes);
             goto fail;
         }
-        int idx = lc_chat_add(c, (enum lc_chat_role)r, t, (size_t)tl);
+        int idx = lc_chat_add(c, (enum lc_chat_role)r, t, tl);
+        free(bytes);
         if (idx < 0) {
             *err = fmt_err("%s: out of memory", name);
             goto fail;

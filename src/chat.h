@@ -7,9 +7,28 @@
  *     "model": "stories260K", "saved": "2026-11-29T21:00:00Z",
  *     "parameters": { "temp": 0.8, "top_k": 40, "top_p": 0.95, "min_p": 0.05,
  *                     "repeat_penalty": 1, "repeat_last_n": 64, "max_tokens": -1,
- *                     "seed": "random" | 1234 },
+ *                     "seed": 1234 | "random" },
  *     "messages": [ { "role": "system" | "user" | "assistant", "content": "...",
+ *                     "content_base64": "5Q==",   (only when the content is not valid UTF-8)
  *                     "time": "2026-11-29T20:59:01Z" }, ... ] }
+ *
+ * "seed" is the seed that produced the replies: the one set, or, when it was random, the one
+ * the sampler picked (lc_chat.seed_used); "random" only when that is not known.
+ *
+ * The file is always valid UTF-8 JSON (RFC 8259), whatever the model wrote.  A message whose
+ * bytes are valid UTF-8 is saved as it is.  A reply can hold bytes that are not (a byte token
+ * such as <0xE5> that was never completed, a stray continuation byte): then "content" holds the
+ * text with each invalid byte replaced by U+FFFD, for people and plain JSON readers, and
+ * "content_base64" holds the exact bytes in standard base64 (RFC 4648, padded).  Loading takes
+ * the bytes from "content_base64" when present, after checking that "content" is their U+FFFD
+ * form; so every reply round-trips byte for byte.  The model name, not needed exactly, is saved
+ * with U+FFFD for invalid bytes.  The writer escapes DEL and the C1 controls (\u007f,
+ * \u0080..\u009f) as json-c already does C0, so the file holds no raw control bytes.
+ *
+ * A Markdown transcript shows every message and the model name in their visible form
+ * (textsafe.h: control pictures such as U+241B for ESC, U+FFFD for C1 controls and invalid
+ * bytes; newlines and tabs kept), so `cat chat.md` cannot drive a terminal.  It is lossy and
+ * never read back.
  * Files are written to a temporary file in the same directory and renamed over the target, so
  * a failed save never leaves a half-written transcript.
  */
@@ -39,6 +58,9 @@ struct lc_chat {
     char *model;                       /* model name for the transcript, or NULL */
     struct lc_sampler_params params;   /* parameters in force (saved with the transcript) */
     int32_t max_tokens;
+    uint64_t seed_used;                /* when params.seed is LC_SEED_RANDOM: the seed the
+                                          sampler picked (lc_sampler_seed), saved as "seed";
+                                          LC_SEED_RANDOM (the default) if not known */
     bool has_params;                   /* loaded from a file that had "parameters" */
 };
 

@@ -1,6 +1,11 @@
 /*
  * cli.c - the one-shot mode: load, tokenize, evaluate the prompt as a batch, then sample one
  * token at a time, printing text (or ids) to stdout and figures to stderr.
+ *
+ * On a terminal the prompt echo and the generated text are written in their visible form
+ * (textsafe.h: a model's ESC shows as U+241B instead of driving the terminal); to a pipe or a
+ * file they are the exact bytes, for scripts.  Messages on stderr, which can name the model
+ * (general.name) or carry a file's error, are always in their visible form.
  */
 #include "lcconfig.h"
 
@@ -9,12 +14,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "llm/arch/kernels.h"
 #include "llm/context.h"
 #include "llm/model.h"
 #include "llm/sampler.h"
 #include "llm/tokenizer.h"
+#include "textsafe.h"
 
 const char *lc_default_model_path(void)
 {
@@ -72,11 +79,11 @@ int lc_cli_run(const struct lc_options *o)
     struct lc_sampler *smp = NULL;
     int32_t *toks = NULL;
     if (!m) {
-        fprintf(stderr, "llamachat: %s\n", err ? err : "cannot load the model");
+        lc_text_fprintf(stderr, "llamachat: %s\n", err ? err : "cannot load the model");
         goto out;
     }
     if (m->x16_note[0])
-        fprintf(stderr, "llamachat: note: %s\n", m->x16_note);
+        lc_text_fprintf(stderr, "llamachat: note: %s\n", m->x16_note);
     const struct lc_vocab *v = m->vocab;
     const bool bos = !o->no_bos && lc_vocab_add_bos(v);
     const char *prompt = o->prompt ? o->prompt : "";
@@ -103,7 +110,7 @@ int lc_cli_run(const struct lc_options *o)
     cp.kv_type = o->kv_f32 ? LC_TYPE_F32 : LC_TYPE_F16;
     ctx = lc_context_new(m, &cp, &err);
     if (!ctx) {
-        fprintf(stderr, "llamachat: %s\n", err ? err : "cannot create a context");
+        lc_text_fprintf(stderr, "llamachat: %s\n", err ? err : "cannot create a context");
         goto out;
     }
     const int32_t n_ctx = lc_context_n_ctx(ctx);
@@ -119,14 +126,20 @@ int lc_cli_run(const struct lc_options *o)
         fprintf(stderr, "llamachat: out of memory\n");
         goto out;
     }
+    /* a terminal gets the visible form of the text (the prompt may come from a file) */
+    const bool tty = isatty(STDOUT_FILENO);
+    struct lc_text_stream ts = { 0 };
     if (!o->print_token_ids) {
-        fputs(prompt, stdout);
+        if (tty)
+            lc_text_stream_write(&ts, stdout, prompt, strlen(prompt));
+        else
+            fputs(prompt, stdout);
         fflush(stdout);
     }
     for (int32_t i = 0; i < n_prompt; i++)
         lc_sampler_accept(smp, toks[i]);
     if (lc_context_decode(ctx, toks, n_prompt, 0, false, &err) != 0) {
-        fprintf(stderr, "llamachat: %s\n", err ? err : "decode failed");
+        lc_text_fprintf(stderr, "llamachat: %s\n", err ? err : "decode failed");
         goto out;
     }
     int32_t n_gen = 0, pos = n_prompt;
@@ -147,7 +160,9 @@ int lc_cli_run(const struct lc_options *o)
         } else {
             size_t len;
             const char *piece = lc_vocab_piece(v, tok, false, &len);   /* any length */
-            if (len > 0)
+            if (len > 0 && tty)
+                lc_text_stream_write(&ts, stdout, piece, len);
+            else if (len > 0)
                 fwrite(piece, 1, len, stdout);
         }
         fflush(stdout);
@@ -160,17 +175,19 @@ int lc_cli_run(const struct lc_options *o)
             break;
         }
         if (lc_context_decode(ctx, &tok, 1, pos, false, &err) != 0) {
-            fprintf(stderr, "\nllamachat: %s\n", err ? err : "decode failed");
+            lc_text_fprintf(stderr, "\nllamachat: %s\n", err ? err : "decode failed");
             goto out;
         }
         pos++;
     }
+    if (tty)
+        lc_text_stream_flush(&ts, stdout);   /* a character cut short shows as U+FFFD */
     printf("\n");
     struct lc_context_stats st;
     lc_context_stats(ctx, &st);
     char desc[160];
     lc_model_desc(m, desc, sizeof(desc));
-    fprintf(stderr,
+    lc_text_fprintf(stderr,
             "llamachat: %s, %d threads, %s kernels%s%s\n"
             "llamachat: prompt %lld tokens in %.3f s (%.1f t/s), generated %d tokens "
             "(%lld evaluated one by one in %.3f s: %.1f t/s)\n",
@@ -179,6 +196,13 @@ int lc_cli_run(const struct lc_options *o)
             st.t_prompt_s > 0 ? (double)st.n_prompt_tokens / st.t_prompt_s : 0.0, n_gen,
             (long long)st.n_gen_tokens, st.t_gen_s,
             st.t_gen_s > 0 ? (double)st.n_gen_tokens / st.t_gen_s : 0.0);
+    /* The seed in use, so that a reply sampled with a random seed can be reproduced. */
+    const unsigned long long seed = (unsigned long long)lc_sampler_seed(smp);
+    if (o->sampling.seed == LC_SEED_RANDOM)
+        fprintf(stderr, "llamachat: seed %llu (random; --seed %llu repeats this text)\n", seed,
+                seed);
+    else
+        fprintf(stderr, "llamachat: seed %llu\n", seed);
     status = 0;
 out:
     free(err);

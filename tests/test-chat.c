@@ -5,8 +5,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <json-c/json.h>
+
 #include "chat.h"
 #include "testutil.h"
+#include "textsafe.h"
 
 static char dir[] = "/tmp/lc-chat-XXXXXX";
 
@@ -185,6 +188,151 @@ static void test_bad_transcripts(void)
     free(err);
 }
 
+/* The JSON text must parse under json-c's strict UTF-8 validation (RFC 8259 + RFC 3629) and
+ * hold no raw control byte other than the newlines of the layout. */
+static void check_json_text(const char *label, const char *js)
+{
+    CHECK(js != NULL, "%s: no JSON", label);
+    if (!js)
+        return;
+    CHECK(lc_utf8_valid(js, strlen(js)), "%s: JSON is not valid UTF-8", label);
+    json_tokener *tok = json_tokener_new();
+    json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+    json_object *o = json_tokener_parse_ex(tok, js, (int)strlen(js));
+    CHECK(o && json_tokener_get_error(tok) == json_tokener_success, "%s: strict parse: %s", label,
+          json_tokener_error_desc(json_tokener_get_error(tok)));
+    json_object_put(o);
+    json_tokener_free(tok);
+    for (const unsigned char *u = (const unsigned char *)js; *u; u++) {
+        CHECK((*u >= 0x20 || *u == '\n') && *u != 0x7F, "%s: raw byte 0x%02x at %zu", label, *u,
+              (size_t)(u - (const unsigned char *)js));
+        CHECK(!(u[0] == 0xC2 && u[1] >= 0x80 && u[1] <= 0x9F), "%s: raw C1 control", label);
+    }
+}
+
+/* Replies with bytes that are not valid UTF-8 save as valid JSON ("content" with U+FFFD per
+ * invalid byte, "content_base64" with the bytes) and load back byte for byte. */
+static void test_json_invalid_utf8(void)
+{
+    static const struct {
+        const char *bytes, *content, *b64;   /* b64 NULL: valid UTF-8, saved as it is */
+    } cases[] = {
+        { "lone \xE5", "lone \xEF\xBF\xBD", "bG9uZSDl" },
+        { "\xF0\x9F", "\xEF\xBF\xBD\xEF\xBF\xBD", "8J8=" },
+        { "a\x80z", "a\xEF\xBF\xBDz", "YYB6" },
+        { "\xFF", "\xEF\xBF\xBD", "/w==" },
+        { "\xC0\x80", "\xEF\xBF\xBD\xEF\xBF\xBD", "wIA=" },
+        { "\xED\xA0\x80", "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD", "7aCA" },
+        { "\xE5\xE6\x97\xA5", "\xEF\xBF\xBD\xE6\x97\xA5", "5eaXpQ==" },
+        { "a \xC3\xA9 \xE6\x97\xA5 \xF0\x9F\x99\x82", NULL, NULL },
+        { "esc \x1B[2J del \x7F csi \xC2\x9B", NULL, NULL },
+    };
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        struct lc_chat *c = lc_chat_new();
+        lc_chat_set_model(c, "m\xE5");
+        const char *b = cases[k].bytes;
+        lc_chat_add(c, LC_ROLE_USER, "hi", 2);
+        lc_chat_add(c, LC_ROLE_ASSISTANT, b, strlen(b));
+        char label[32];
+        snprintf(label, sizeof(label), "invalid utf-8 case %zu", k);
+        char *js = lc_chat_to_json(c);
+        check_json_text(label, js);
+        /* the exact fields, parsed back with json-c */
+        json_object *root = js ? json_tokener_parse(js) : NULL, *msgs = NULL, *m = NULL, *v = NULL;
+        if (root && json_object_object_get_ex(root, "messages", &msgs))
+            m = json_object_array_get_idx(msgs, 1);
+        CHECK(m && json_object_object_get_ex(m, "content", &v) &&
+                  strcmp(json_object_get_string(v), cases[k].content ? cases[k].content : b) == 0,
+              "%s: content", label);
+        bool has = m && json_object_object_get_ex(m, "content_base64", &v);
+        if (cases[k].b64)
+            CHECK(has && strcmp(json_object_get_string(v), cases[k].b64) == 0, "%s: base64 %s",
+                  label, has ? json_object_get_string(v) : "(none)");
+        else
+            CHECK(!has, "%s: content_base64 for valid UTF-8", label);
+        CHECK(root && json_object_object_get_ex(root, "model", &v) &&
+                  strcmp(json_object_get_string(v), "m\xEF\xBF\xBD") == 0, "%s: model", label);
+        json_object_put(root);
+        char *err = NULL;
+        struct lc_chat *d = js ? lc_chat_from_json(js, strlen(js), "mem", &err) : NULL;
+        CHECK(d && d->n == 2 && d->msgs[1].len == strlen(b) && memcmp(d->msgs[1].text, b, strlen(b)) == 0,
+              "%s: round trip: %s", label, err ? err : "");
+        lc_chat_free(d);
+        free(err);
+        free(js);
+        lc_chat_free(c);
+    }
+    /* DEL and C1 controls are escaped in the file text */
+    struct lc_chat *c = lc_chat_new();
+    lc_chat_add(c, LC_ROLE_USER, "\x1B\x7F\xC2\x9B", 4);
+    char *js = lc_chat_to_json(c);
+    CHECK(js && strstr(js, "\"content\": \"\\u001b\\u007f\\u009b\""), "control escapes: %s", js);
+    free(js);
+    lc_chat_free(c);
+    /* content_base64 that is not base64, or disagrees with content, is refused */
+    expect_load_error("{\"format\": \"llamachat-transcript\", \"version\": 1, \"messages\": "
+                      "[{\"role\": \"user\", \"content\": \"\xEF\xBF\xBD\", \"content_base64\": \"5Q\"}]}",
+                      "x.json: messages[0].content_base64: not valid base64");
+    expect_load_error("{\"format\": \"llamachat-transcript\", \"version\": 1, \"messages\": "
+                      "[{\"role\": \"user\", \"content\": \"x\", \"content_base64\": \"5Q==\"}]}",
+                      "x.json: messages[0].content_base64: does not match content");
+    expect_load_error("{\"format\": \"llamachat-transcript\", \"version\": 1, \"messages\": "
+                      "[{\"role\": \"user\", \"content\": \"\", \"content_base64\": \"AA==\"}]}",
+                      "x.json: messages[0].content_base64: does not match content");
+}
+
+/* Markdown: model name and messages in their visible form (textsafe.h); the seed in use. */
+static void test_markdown_controls(void)
+{
+    struct lc_chat *c = lc_chat_new();
+    lc_chat_set_model(c, "x\x1B]52;c;aGk=\x07y");
+    c->params.seed = LC_SEED_RANDOM;
+    c->seed_used = 1234567;
+    lc_chat_add(c, LC_ROLE_USER, "esc", 3);
+    const char *r = "\x1B[2J\tx\r\n\x7F \xC2\x9B \x9B \xE6\x97\xA5 \xE5";
+    lc_chat_add(c, LC_ROLE_ASSISTANT, r, strlen(r));
+    c->msgs[0].time = c->msgs[1].time = 1764450000;
+    char *md = lc_chat_to_markdown(c);
+    CHECK(md && strstr(md, "- model: x\xE2\x90\x9B]52;c;aGk=\xE2\x90\x87y\n"), "md model:\n%s", md);
+    CHECK(md && strstr(md, "max_tokens -1, seed 1234567\n"), "md seed:\n%s", md);
+    const char *want = "\n## Assistant (2025-11-29T21:00:00Z)\n\n"
+                       "\xE2\x90\x9B[2J\tx\xE2\x90\x8D\n\xE2\x90\xA1 \xEF\xBF\xBD \xEF\xBF\xBD "
+                       "\xE6\x97\xA5 \xEF\xBF\xBD\n";
+    const char *t = md ? strstr(md, "\n## Assistant") : NULL;
+    CHECK(t && strcmp(t, want) == 0, "md reply:\n%s", t ? t : "(none)");
+    for (const unsigned char *u = (const unsigned char *)md; u && *u; u++)
+        CHECK(*u >= 0x20 || *u == '\n' || *u == '\t', "md raw control 0x%02x", *u);
+    char *js = lc_chat_to_json(c);
+    CHECK(js && strstr(js, "\"seed\": 1234567"), "json seed: %s", js);
+    char *err = NULL;
+    struct lc_chat *d = js ? lc_chat_from_json(js, strlen(js), "mem", &err) : NULL;
+    CHECK(d && d->params.seed == 1234567, "seed read back");
+    lc_chat_free(d);
+    free(err);
+    free(js);
+    free(md);
+    lc_chat_free(c);
+}
+
+/* The sanitizer itself, and its streaming form (pieces split inside characters). */
+static void test_textsafe(void)
+{
+    char *s = lc_text_safe("a\x1B[31m\x7F\x01\n\t\xC2\x85\xC2\xA0\xF0\x9F\x99");
+    CHECK(s && strcmp(s, "a\xE2\x90\x9B[31m\xE2\x90\xA1\xE2\x90\x81\n\t\xEF\xBF\xBD\xC2\xA0"
+                         "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD") == 0, "lc_text_safe: %s", s);
+    free(s);
+    char buf[256] = { 0 };
+    FILE *f = fmemopen(buf, sizeof(buf) - 1, "w");
+    struct lc_text_stream st = { 0 };
+    lc_text_stream_write(&st, f, "x\xF0\x9F", 3);      /* held: F0 9F */
+    lc_text_stream_write(&st, f, "\x99", 1);           /* held: F0 9F 99 */
+    lc_text_stream_write(&st, f, "\x82\x1B", 2);       /* U+1F642, then ESC */
+    lc_text_stream_write(&st, f, "\xE5", 1);           /* held */
+    lc_text_stream_flush(&st, f);                      /* cut short: U+FFFD */
+    fclose(f);
+    CHECK(strcmp(buf, "x\xF0\x9F\x99\x82\xE2\x90\x9B\xEF\xBF\xBD") == 0, "stream: %s", buf);
+}
+
 static void test_failed_save(void)
 {
     struct lc_chat *c = sample_chat();
@@ -230,6 +378,9 @@ int main(void)
     test_json_round_trip();
     test_markdown();
     test_bad_transcripts();
+    test_json_invalid_utf8();
+    test_markdown_controls();
+    test_textsafe();
     test_failed_save();
     char cmd[600];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);

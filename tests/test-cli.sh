@@ -53,10 +53,37 @@ check "vocab-only tokenize --no-bos" "$got" "15043 3186"
 a=$("$LC" -p "Once" -n 40 --temp 1 --seed 42 --print-token-ids 2>/dev/null)
 b=$("$LC" -p "Once" -n 40 --temp 1 --seed 42 --print-token-ids 2>/dev/null)
 check "seeded sampling repeats" "$a" "$b"
+# The seed in use is reported on stderr; a random one, given back with --seed, repeats the text.
+"$LC" -p "Once" -n 40 --temp 1 --print-token-ids >"$B/cli-seed.out" 2>"$B/cli-seed.err"
+seed=$(sed -n 's/^llamachat: seed \([0-9]*\) (random; --seed \([0-9]*\) repeats this text)$/\1 \2/p' "$B/cli-seed.err")
+set -- $seed
+check "random seed reported" "${1:-none} ${2:-none}" "${1:-none} ${1:-none}"
+if [ -n "${1:-}" ]; then
+    got=$("$LC" -p "Once" -n 40 --temp 1 --seed "$1" --print-token-ids 2>/dev/null)
+    check "reported seed repeats the text" "$got" "$(cat "$B/cli-seed.out")"
+fi
+got=$("$LC" -p "Once" -n 4 --temp 1 --seed 42 2>&1 >/dev/null | grep '^llamachat: seed')
+check "given seed reported" "$got" "llamachat: seed 42"
+rm -f "$B/cli-seed.out" "$B/cli-seed.err"
 out=$("$LC" -p "Once upon a time" -c 16 --temp 0 --print-token-ids 2>&1 >/dev/null)
 case "$out" in *"context full"*) echo "ok   context limit";; *) echo "FAIL context limit: $out"; fail=1;; esac
 got=$("$LC" -p "Once upon a time" -c 16 --temp 0 --print-token-ids 2>/dev/null | wc -w)
 check "context limit token count" "$got" "12"
+
+# Untrusted text: to a pipe the exact bytes; to a terminal (tmux) the visible form, so an ESC
+# in the prompt echo or the reply shows as U+241B instead of clearing the screen.
+got=$("$LC" -p "$(printf 'a\033[2Jb\177')" -n 0 --temp 0 2>/dev/null | od -An -tx1 | tr -s ' \n' ' ')
+check "pipe keeps exact bytes" "$got" " 61 1b 5b 32 4a 62 7f 0a "
+if command -v tmux >/dev/null 2>&1; then
+    TS=lccli$$
+    tmux new-session -d -s $TS -x 80 -y 10 "sh -c 'echo BEFORE; \"$LC\" -p \"\$(printf \"a\\033[2Jb\\033]0;T\\007c\\302\\233d\")\" -n 0 2>/dev/null; echo AFTER; sleep 30'"
+    sleep 2
+    scr=$(tmux capture-pane -p -t $TS | grep -v '^ *$')
+    tmux kill-session -t $TS 2>/dev/null
+    check "terminal gets the visible form" "$scr" "$(printf 'BEFORE\na\342\220\233[2Jb\342\220\233]0;T\342\220\207c\357\277\275d\nAFTER')"
+else
+    echo "skip terminal output (no tmux)"
+fi
 
 # Errors: one line, non-zero exit.
 err() { # name, expected substring, command...

@@ -487,6 +487,73 @@ static void test_tensors(void)
     }
 }
 
+/* The open must fail with exactly "PATH: want". */
+static void expect_exact(const char *label, const char *want)
+{
+    write_file(buf, orig_size);
+    char *err = NULL;
+    int ok = try_open(&err);
+    CHECK(!ok, "%s: opened but must fail", label);
+    char full[512];
+    snprintf(full, sizeof(full), "%s: %s", path, want);
+    CHECK(ok || (err && strcmp(err, full) == 0), "%s: message\n  got  %s\n  want %s", label,
+          err ? err : "(null)", full);
+    free(err);
+}
+
+/* Tensor data must follow each other in file order, each padded to the alignment (gguf.cpp's
+ * "tensor has offset X, expected Y"): aliased, overlapping, reordered or gapped data is refused
+ * with a message naming the tensor, its offset and the expected one. */
+static void test_running_offsets(void)
+{
+    /* stories260K-ff192-q4_1: 0 output.weight (q8_0, 34816 bytes) at 0, 1 output_norm.weight
+     * (f32 64: 256 bytes) at 34816, 2 token_embd.weight (q4_1, 20480 bytes) at 35072,
+     * 3 blk.0.attn_k.weight (q4_1 64x32: 1280 bytes) at 55552, ..., 5 blk.0.attn_output.weight
+     * and 6 blk.0.attn_q.weight (q4_1 64x64: 2560 bytes each) at 57088 and 59648. */
+    CHECK(rd64(to[1].offset) == 34816 && rd64(to[2].offset) == 35072 &&
+              rd64(to[5].offset) == 57088 && rd64(to[6].offset) == 59648,
+          "test bug: the model's tensor offsets changed");
+    char want[400];
+
+    /* N2: output_norm.weight aliases output.weight's data (offset 0). */
+    reset();
+    put64(to[1].offset, 0);
+    snprintf(want, sizeof(want),
+             "tensor 1 'output_norm.weight': data offset 0, expected 34816 (after tensor 0 "
+             "'output.weight': offset 0 + 34816 bytes padded to the alignment 32; tensors' data "
+             "must follow each other in file order) (file offset %zu)", to[1].offset);
+    expect_exact("aliased tensor data", want);
+
+    /* token_embd.weight overlapping the last 32 bytes of output_norm.weight */
+    reset();
+    put64(to[2].offset, 35072 - 32);
+    snprintf(want, sizeof(want),
+             "tensor 2 'token_embd.weight': data offset 35040, expected 35072 (after tensor 1 "
+             "'output_norm.weight': offset 34816 + 256 bytes padded to the alignment 32; "
+             "tensors' data must follow each other in file order) (file offset %zu)",
+             to[2].offset);
+    expect_exact("overlapping tensor data", want);
+
+    /* Two same-sized tensors swapped: no overlap, in bounds, aligned, but not in file order. */
+    reset();
+    put64(to[5].offset, 59648);
+    put64(to[6].offset, 57088);
+    snprintf(want, sizeof(want),
+             "tensor 5 'blk.0.attn_output.weight': data offset 59648, expected 57088 (after "
+             "tensor 4 'blk.0.attn_norm.weight': offset 56832 + 256 bytes padded to the "
+             "alignment 32; tensors' data must follow each other in file order) "
+             "(file offset %zu)", to[5].offset);
+    expect_exact("swapped tensor data", want);
+
+    /* A gap before the first tensor. */
+    reset();
+    put64(to[0].offset, 32);
+    snprintf(want, sizeof(want),
+             "tensor 0 'output.weight': data offset 32, expected 0 (the first tensor's data "
+             "starts the data section) (file offset %zu)", to[0].offset);
+    expect_exact("gap before the first tensor", want);
+}
+
 /* ---------------------------------------------------------------- truncation and fuzz */
 
 static void test_truncation(void)
@@ -610,6 +677,7 @@ int main(void)
     test_kv();
     test_alignment();
     test_tensors();
+    test_running_offsets();
     test_truncation();
     test_fuzz();
 

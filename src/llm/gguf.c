@@ -8,7 +8,9 @@
  *   n_kv x  { string key; u32 type; value }
  *   n_tensors x { string name; u32 n_dims; u64 ne[n_dims]; u32 type; u64 offset }
  *   zero padding to the alignment (general.alignment, u32, default 32)
- *   tensor data; tensor i at data_offset + offset_i, each offset a multiple of the alignment
+ *   tensor data; tensor i at data_offset + offset_i, each offset a multiple of the alignment,
+ *   and (as gguf.cpp requires) offset_i = sum over j < i of nbytes_j padded to the alignment:
+ *   the tensors' data follow each other in file order, never overlapping
  *
  * where a string is { u64 len; char bytes[len] } (no terminator) and an array value is
  * { u32 elem_type; u64 n; elements }.  Version 1 used u32 for counts and lengths and is not
@@ -634,11 +636,16 @@ static bool read_tensor_info(struct cursor *c, struct lc_gguf *g, uint64_t i, si
     return true;
 }
 
-/* Every tensor's data [offset, offset + nbytes) lies in the data section.  offset_pos[i] is the
- * file offset of tensor i's offset field, for the message. */
+/* Every tensor's data [offset, offset + nbytes) lies in the data section, and the tensors' data
+ * follow each other in file order: tensor i starts at the sum over j < i of nbytes_j padded to
+ * the alignment (what ggml's gguf.cpp requires, "tensor has offset X, expected Y", and what every
+ * writer produces).  That rules out overlapping or aliased tensors, which would otherwise load
+ * and compute garbage.  offset_pos[i] is the file offset of tensor i's offset field, for the
+ * message. */
 static bool check_tensor_data(struct cursor *c, struct lc_gguf *g, const size_t *offset_pos)
 {
     const size_t data_size = g->data_offset <= g->size ? g->size - g->data_offset : 0;
+    size_t expected = 0;   /* running offset: <= data_size + alignment, cannot overflow */
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         struct lc_gguf_tensor *t = &g->tensors[i];
         if (t->offset > data_size || t->nbytes > data_size - t->offset) {
@@ -652,6 +659,27 @@ static bool check_tensor_data(struct cursor *c, struct lc_gguf *g, const size_t 
                      t->offset, t->nbytes, g->data_offset, g->size);
             return false;
         }
+        if (t->offset != expected) {
+            char pn[80];
+            printable(pn, sizeof(pn), t->name);
+            snprintf(c->where, sizeof(c->where), "tensor %" PRIu64 " '%s'", i, pn);
+            if (i == 0) {
+                cur_fail(c, offset_pos[i], "data offset %" PRIu64 ", expected 0 (the first "
+                         "tensor's data starts the data section)", t->offset);
+            } else {
+                const struct lc_gguf_tensor *p = &g->tensors[i - 1];
+                char pp[80];
+                printable(pp, sizeof(pp), p->name);
+                cur_fail(c, offset_pos[i],
+                         "data offset %" PRIu64 ", expected %zu (after tensor %" PRIu64
+                         " '%s': offset %" PRIu64 " + %zu bytes padded to the alignment %zu;"
+                         " tensors' data must follow each other in file order)",
+                         t->offset, expected, i - 1, pp, p->offset, p->nbytes, g->alignment);
+            }
+            return false;
+        }
+        /* offset + nbytes <= data_size (checked above), so this stays below SIZE_MAX / 2 */
+        expected = (t->offset + t->nbytes + g->alignment - 1) / g->alignment * g->alignment;
         t->data = g->map + g->data_offset + t->offset;
     }
     c->where[0] = '\0';
@@ -1434,7 +1462,8 @@ int lc_gguf_writer_begin(struct lc_gguf_writer *w, const char *path, char **err)
         }
         w->alignment = a;
     }
-    /* Offsets. */
+    /* Offsets: the running sum of the padded sizes in file order, the only layout the reader
+     * (and gguf.cpp) accepts. */
     uint64_t off = 0;
     for (size_t i = 0; i < w->n_tensors; i++) {
         const size_t nb = w->tensors[i].nbytes;

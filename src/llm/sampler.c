@@ -26,7 +26,8 @@ struct lc_sampler {
     int32_t *hist;          /* ring of recent tokens, cap entries */
     int32_t hist_cap, hist_n, hist_head;
     uint64_t rng[4];
-    uint64_t seeded_with;
+    uint64_t seeded_with;   /* the seed asked for (may be LC_SEED_RANDOM) */
+    uint64_t seed_used;     /* the seed the RNG was actually seeded with (never LC_SEED_RANDOM) */
 };
 
 struct lc_sampler_params lc_sampler_default_params(void)
@@ -73,7 +74,12 @@ static void seed_rng(struct lc_sampler *s, uint64_t seed)
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         seed = (uint64_t)ts.tv_sec * 1000000007ull ^ (uint64_t)ts.tv_nsec;
+        /* Reported by lc_sampler_seed so that the text can be reproduced with --seed; the one
+         * value that means "random" is mapped to 0 (a 2^-64 event, not worth a retry). */
+        if (seed == LC_SEED_RANDOM)
+            seed = 0;
     }
+    s->seed_used = seed;
     uint64_t x = seed;
     for (int i = 0; i < 4; i++)
         s->rng[i] = splitmix64(&x);
@@ -123,6 +129,8 @@ void lc_sampler_set_params(struct lc_sampler *s, const struct lc_sampler_params 
 }
 
 const struct lc_sampler_params *lc_sampler_params(const struct lc_sampler *s) { return &s->p; }
+
+uint64_t lc_sampler_seed(const struct lc_sampler *s) { return s->seed_used; }
 
 void lc_sampler_accept(struct lc_sampler *s, int32_t tok)
 {

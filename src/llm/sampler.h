@@ -33,6 +33,12 @@ void lc_sampler_free(struct lc_sampler *s);
 /* Replace the parameters; the RNG is re-seeded only when the seed changed. */
 void lc_sampler_set_params(struct lc_sampler *s, const struct lc_sampler_params *p);
 const struct lc_sampler_params *lc_sampler_params(const struct lc_sampler *s);
+/*
+ * The seed the RNG was last seeded with: the params' seed, or, when that is LC_SEED_RANDOM, the
+ * one picked from the clock (never LC_SEED_RANDOM).  Passing it back as the seed (with the same
+ * parameters and prompt) reproduces the text.  Reading it does not touch the random stream.
+ */
+uint64_t lc_sampler_seed(const struct lc_sampler *s);
 /* Pick a token from n_vocab logits (not modified).  Returns the token id. */
 int32_t lc_sampler_sample(struct lc_sampler *s, const float *logits);
 /* Record a token in the penalty history (prompt tokens and sampled ones). */

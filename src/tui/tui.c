@@ -33,6 +33,7 @@
 
 #include "../cli.h"
 #include "../config.h"
+#include "../textsafe.h"
 #include "tui.h"
 
 /* ---------------------------------------------------------------- terminal restore */
@@ -364,8 +365,7 @@ static void do_save(struct tui *t, const char *name)
         fmt = json_default ? LC_CHAT_JSON : LC_CHAT_MARKDOWN;
     t->chat->params = t->o->sampling;
     t->chat->max_tokens = t->o->n_predict;
-    if (t->chat->params.seed == LC_SEED_RANDOM)   /* the seed the replies actually used */
-        t->chat->params.seed = t->last_seed;
+    t->chat->seed_used = t->last_seed;   /* with seed "random": the one the replies used */
     if (t->model_name[0])
         lc_chat_set_model(t->chat, t->model_name);
     char *err = NULL;
@@ -878,10 +878,10 @@ static void keep_conversation(struct tui *t)
         return;
     char *err = NULL;
     if (lc_chat_save(t->chat, path, LC_CHAT_JSON, &err) == 0)
-        fprintf(stderr, "llamachat: conversation kept in %s (llamachat --resume %s continues it)\n",
+        lc_text_fprintf(stderr, "llamachat: conversation kept in %s (llamachat --resume %s continues it)\n",
                 path, path);
     else
-        fprintf(stderr, "llamachat: could not keep the conversation: %s\n", err ? err : "?");
+        lc_text_fprintf(stderr, "llamachat: could not keep the conversation: %s\n", err ? err : "?");
     free(err);
     free(path);
 }
@@ -959,7 +959,7 @@ int lc_tui_run(struct lc_options *o)
         char *err = NULL;
         struct lc_chat *c = lc_chat_load(o->resume_path, &err);
         if (!c) {
-            fprintf(stderr, "llamachat: --resume: %s\n", err ? err : "cannot load");
+            lc_text_fprintf(stderr, "llamachat: --resume: %s\n", err ? err : "cannot load");
             free(err);
             lc_chat_free(t->chat);
             return 1;
@@ -995,7 +995,7 @@ int lc_tui_run(struct lc_options *o)
     t->engine = start_engine(t, model, &err);
     o->system_prompt = sys;
     if (!t->engine) {
-        fprintf(stderr, "llamachat: %s\n", err ? err : "cannot start the engine");
+        lc_text_fprintf(stderr, "llamachat: %s\n", err ? err : "cannot start the engine");
         free(err);
         reset_signals();
         lc_chat_free(t->chat);
@@ -1095,7 +1095,7 @@ int lc_tui_run(struct lc_options *o)
     lc_engine_free(t->engine);
     reset_signals();
     if (t->fatal)
-        fprintf(stderr, "llamachat: %s\n", t->fatal);
+        lc_text_fprintf(stderr, "llamachat: %s\n", t->fatal);
     else
         keep_conversation(t);
     free(t->fatal);

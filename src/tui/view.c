@@ -13,6 +13,7 @@
  * pictures, U+FFFD), so nothing the model writes reaches the terminal as an escape sequence.
  */
 #include "internal.h"
+#include "textsafe.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,36 +87,6 @@ static bool push_cell(struct entry *e, size_t *cap, wchar_t ch, int w)
     return true;
 }
 
-/* Decode UTF-8 by hand (the locale may not be UTF-8 for decoding; widths come from wcwidth). */
-static size_t utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
-{
-    if (s[0] < 0x80) {
-        *cp = s[0];
-        return 1;
-    }
-    int len = s[0] >= 0xF0 && s[0] <= 0xF4 ? 4 : s[0] >= 0xE0 ? 3 : s[0] >= 0xC2 && s[0] < 0xE0 ? 2 : 0;
-    if (len == 0 || s[0] > 0xF4)
-        return (size_t)-1;
-    if (n < (size_t)len) {
-        for (size_t i = 1; i < n; i++)
-            if ((s[i] & 0xC0) != 0x80)
-                return (size_t)-1;
-        return (size_t)-2;   /* incomplete: wait for more bytes */
-    }
-    uint32_t c = s[0] & (0x7F >> len);
-    for (int i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return (size_t)-1;
-        c = (c << 6) | (s[i] & 0x3F);
-    }
-    /* overlong forms, surrogates, > U+10FFFF */
-    if ((len == 3 && c < 0x800) || (len == 4 && (c < 0x10000 || c > 0x10FFFF)) ||
-        (c >= 0xD800 && c <= 0xDFFF))
-        return (size_t)-1;
-    *cp = c;
-    return (size_t)len;
-}
-
 /* Decode the bytes not decoded yet (text only grows while a reply streams). */
 static void entry_decode(struct entry *e)
 {
@@ -135,25 +106,18 @@ static void entry_decode(struct entry *e)
             i++;
             continue;
         }
-        if (b < 0x20 || b == 0x7F) {
-            /* control pictures: U+2400 + code, U+2421 for DEL */
-            push_cell(e, &cap, b == 0x7F ? (wchar_t)0x2421 : (wchar_t)(0x2400 + b), 1);
-            i++;
-            continue;
-        }
+        /* the one sanitizer (textsafe.h): control pictures, U+FFFD for C1 and invalid bytes */
         uint32_t cp;
-        size_t r = utf8_decode(s + i, e->len - i, &cp);
-        if (r == (size_t)-2 && e->open)
-            break;   /* wait for the rest of the character */
-        if (r == (size_t)-2)
-            r = (size_t)-1;   /* the text ended inside a character: show each byte */
-        if (r == (size_t)-1) {
-            push_cell(e, &cap, (wchar_t)0xFFFD, 1);
-            i++;
+        /* final: a reply that ended inside a character shows its bytes (U+FFFD each) */
+        size_t r = lc_text_visible((const char *)s + i, e->len - i, !e->open, &cp);
+        if (r == 0)
+            break;   /* incomplete: wait for more bytes */
+        i += r;
+        if ((cp >= 0x2400 && cp <= 0x2421) || cp == 0xFFFD) {
+            push_cell(e, &cap, (wchar_t)cp, 1);   /* placeholders are one column */
             continue;
         }
-        i += r;
-        int w = cp < 0xA0 && cp >= 0x80 ? -1 : wcwidth((wchar_t)cp);
+        int w = wcwidth((wchar_t)cp);
         if (w < 0 || w > 2)
             push_cell(e, &cap, (wchar_t)0xFFFD, 1);
         else if (w == 0 && (e->n_cells == 0 || e->cells[e->n_cells - 1].w <= 0))
@@ -312,11 +276,20 @@ static void draw_transcript(struct tui *t, int y0, int h, int width)
     }
 }
 
-static void put_str(int y, int x, int width, const char *s, attr_t attr)
+/* Draw a one-line string (status bar, message line, parameter pane): it may hold model-derived
+ * text (general.name, the template, an error naming a file), so it is drawn in its visible
+ * form (textsafe.h), newlines and tabs as spaces. */
+static void put_str(int y, int x, int width, const char *raw, attr_t attr)
 {
-    /* s is our own ASCII/UTF-8 text (not the model's): addnstr by columns is fine for it */
     if (width <= 0)
         return;
+    char *safe = lc_text_safe(raw);
+    if (!safe)
+        return;
+    for (char *p = safe; *p; p++)
+        if (*p == '\n' || *p == '\t')
+            *p = ' ';
+    const char *s = safe;
     attron(attr);
     wchar_t wbuf[512];
     size_t n = mbstowcs(wbuf, s, 511);
@@ -338,6 +311,7 @@ static void put_str(int y, int x, int width, const char *s, attr_t attr)
         mvaddnwstr(y, x, wbuf, (int)k);
     }
     attroff(attr);
+    free(safe);
 }
 
 static void draw_params(struct tui *t, int y0, int h, int x0, int width)
