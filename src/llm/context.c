@@ -416,6 +416,60 @@ static void rope(float *x, int n_heads, int head_dim, int n_rot, const float *cs
     }
 }
 
+int lc_context_shift(struct lc_context *c, int32_t keep, int32_t n_discard)
+{
+    if (keep < 0 || n_discard <= 0 || keep + n_discard > c->n_past)
+        return -1;
+    const struct lc_hparams *hp = &c->model->hp;
+    const int32_t n_move = c->n_past - keep - n_discard;
+    const size_t es = c->kv_elt, nkv = (size_t)c->n_kv, nctx = (size_t)c->n_ctx;
+    float *cs = malloc((size_t)(hp->n_rot > 0 ? hp->n_rot : 1) * sizeof(float));
+    float *row = malloc(nkv * sizeof(float));
+    if (!cs || !row) {
+        free(cs);
+        free(row);
+        return -1;
+    }
+    /* the rotation by -n_discard positions, as rope_tables computes a position's angles */
+    const float theta_scale = powf(hp->rope_freq_base, -2.0f / (float)hp->n_rot);
+    float theta = (float)(-n_discard);
+    for (int j = 0; j < hp->n_rot; j += 2) {
+        const float th = hp->rope_freq_scale * theta;
+        cs[j] = cosf(th);
+        cs[j + 1] = sinf(th);
+        theta *= theta_scale;
+    }
+    for (int32_t layer = 0; layer < hp->n_layer; layer++) {
+        const size_t lo = (size_t)layer * nctx * nkv;
+        char *k = (char *)c->k_cache + lo * es;
+        memmove(k + (size_t)keep * nkv * es, k + (size_t)(keep + n_discard) * nkv * es,
+                (size_t)n_move * nkv * es);
+        for (int32_t p = keep; p < keep + n_move; p++) {
+            char *kr = k + (size_t)p * nkv * es;
+            if (c->kv_type == LC_TYPE_F16) {
+                const lc_fp16 *h = (const lc_fp16 *)kr;
+                for (size_t d = 0; d < nkv; d++)
+                    row[d] = lc_fp16_to_fp32(h[d]);
+                rope(row, hp->n_head_kv, hp->head_dim, hp->n_rot, cs);
+                lc_fp16 *o = (lc_fp16 *)kr;
+                for (size_t d = 0; d < nkv; d++)
+                    o[d] = lc_fp32_to_fp16(row[d]);
+            } else {
+                rope((float *)kr, hp->n_head_kv, hp->head_dim, hp->n_rot, cs);
+            }
+        }
+        char *v = (char *)c->v_cache + lo * es;   /* transposed: (n_kv, n_ctx) */
+        for (size_t d = 0; d < nkv; d++) {
+            char *vr = v + d * nctx * es;
+            memmove(vr + (size_t)keep * es, vr + (size_t)(keep + n_discard) * es, (size_t)n_move * es);
+        }
+    }
+    c->n_past -= n_discard;
+    free(cs);
+    free(row);
+    return 0;
+}
+
 /* ---------------------------------------------------------------- attention */
 
 /*

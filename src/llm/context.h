@@ -46,6 +46,15 @@ int lc_context_decode(struct lc_context *c, const int32_t *tokens, int32_t n, in
                       bool all_logits, char **err);
 /* Logits (n_vocab floats) of token i of the last decode (i = -1: the last token).  NULL if not kept. */
 const float *lc_context_logits(const struct lc_context *c, int32_t i);
+/*
+ * Context shift (llama.cpp's llama_kv_self_seq_rm + seq_add): drop cached positions
+ * [keep, keep + n_discard) and move the later ones down by n_discard, re-rotating their keys
+ * with RoPE by -n_discard positions (RoPE angles add up, so a key rotated for position p and then
+ * by -d is the key for p - d, up to rounding; F16 keys are rounded again, as in llama.cpp).  The
+ * moved entries are not recomputed.  Returns 0, or -1 for a range outside [0, n_past) or on
+ * allocation failure (the cache is then unchanged).
+ */
+int lc_context_shift(struct lc_context *c, int32_t keep, int32_t n_discard);
 /* Drop cached positions >= n_past. */
 void lc_context_truncate(struct lc_context *c, int32_t n_past);
 /* Progress/abort: cb(user, done_tokens, total_tokens) before each batch; true = stop. */
