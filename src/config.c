@@ -31,39 +31,68 @@
 #include <iniparser/iniparser.h>
 #endif
 
-enum kind { K_INT, K_FLOAT, K_BOOL, K_STR, K_SEED, K_THEME };
+#include "llm/chat_template.h"
 
-struct setting {
-    const char *section;
-    const char *key;
-    enum kind kind;
-    double lo, hi;        /* range for K_INT / K_FLOAT */
-    size_t off;           /* offset of the field in struct lc_options */
-    const char *expect;   /* for messages */
-};
+#define K_INT LC_OPT_INT
+#define K_FLOAT LC_OPT_FLOAT
+#define K_BOOL LC_OPT_BOOL
+#define K_STR LC_OPT_STR
+#define K_SEED LC_OPT_SEED
+#define K_THEME LC_OPT_THEME
+#define K_TEMPLATE LC_OPT_TEMPLATE
+#define setting lc_option_def
 
+/* The one table of settings: the file's [section] key, the command line's --name (-c), /set's
+ * name (the key, '-' or '_'), the range and the words of every message.  Defaults are set in
+ * lc_config_defaults (llama.cpp's sampling defaults). */
 #define OFF(f) offsetof(struct lc_options, f)
 static const struct setting settings[] = {
-    { "model", "path", K_STR, 0, 0, OFF(model_path), "a file name" },
-    { "model", "threads", K_INT, 0, 1024, OFF(n_threads), "an integer from 0 (all cores) to 1024" },
-    { "model", "context_size", K_INT, 0, 1 << 20, OFF(n_ctx), "an integer from 0 (model's) to 1048576" },
-    { "model", "batch", K_INT, 1, 1 << 16, OFF(n_batch), "an integer from 1 to 65536" },
-    { "model", "isa", K_STR, 0, 0, OFF(isa), "auto, scalar, avx2, avx512 or neon" },
-    { "sampling", "temp", K_FLOAT, 0, 100, OFF(sampling.temp), "a number from 0 to 100" },
-    { "sampling", "top_k", K_INT, 0, 1 << 24, OFF(sampling.top_k), "an integer >= 0 (0 = off)" },
-    { "sampling", "top_p", K_FLOAT, 0, 1, OFF(sampling.top_p), "a number from 0 to 1" },
-    { "sampling", "min_p", K_FLOAT, 0, 1, OFF(sampling.min_p), "a number from 0 to 1" },
-    { "sampling", "repeat_penalty", K_FLOAT, 0.01, 100, OFF(sampling.repeat_penalty), "a number from 0.01 to 100" },
-    { "sampling", "repeat_last_n", K_INT, -1, 1 << 20, OFF(sampling.repeat_last_n), "an integer >= -1 (-1 = whole context)" },
-    { "sampling", "max_tokens", K_INT, -1, 1 << 20, OFF(n_predict), "an integer >= -1 (-1 = no limit)" },
-    { "sampling", "seed", K_SEED, 0, 0, OFF(sampling.seed), "an integer >= 0 or \"random\"" },
-    { "ui", "theme", K_THEME, 0, 0, OFF(theme), "default, mono or light" },
-    { "ui", "history", K_BOOL, 0, 0, OFF(history), "on or off" },
-    { "ui", "show_params", K_BOOL, 0, 0, OFF(show_params), "on or off" },
-    { "chat", "system_prompt", K_STR, 0, 0, OFF(system_prompt), "text" },
-    { "chat", "template", K_STR, 0, 0, OFF(chat_template), "a template name (chatml, llama2, zephyr, llama3)" },
+    { "model", "path", "model", 'm', K_STR, 0, 0, OFF(model_path), "a file name" },
+    { "model", "threads", "threads", 't', K_INT, 0, 1024, OFF(n_threads), "an integer from 0 (all cores) to 1024" },
+    { "model", "context_size", "ctx-size", 'c', K_INT, 0, 1 << 24, OFF(n_ctx), "an integer from 0 (model's) to 16777216" },
+    { "model", "batch", "batch-size", 'b', K_INT, 1, 1 << 16, OFF(n_batch), "an integer from 1 to 65536" },
+    { "model", "isa", "isa", 0, K_STR, 0, 0, OFF(isa), "auto, scalar, avx2, avx512 or neon" },
+    { "sampling", "temp", "temp", 0, K_FLOAT, 0, 100, OFF(sampling.temp), "a number from 0 to 100" },
+    { "sampling", "top_k", "top-k", 0, K_INT, 0, INT32_MAX, OFF(sampling.top_k), "an integer >= 0 (0 = off)" },
+    { "sampling", "top_p", "top-p", 0, K_FLOAT, 0, 1, OFF(sampling.top_p), "a number from 0 to 1" },
+    { "sampling", "min_p", "min-p", 0, K_FLOAT, 0, 1, OFF(sampling.min_p), "a number from 0 to 1" },
+    { "sampling", "repeat_penalty", "repeat-penalty", 0, K_FLOAT, 0.01, 100, OFF(sampling.repeat_penalty), "a number from 0.01 to 100" },
+    { "sampling", "repeat_last_n", "repeat-last-n", 0, K_INT, -1, INT32_MAX, OFF(sampling.repeat_last_n), "an integer >= -1 (-1 = whole context)" },
+    { "sampling", "max_tokens", "n-predict", 'n', K_INT, -1, INT32_MAX, OFF(n_predict), "an integer >= -1 (-1 = no limit)" },
+    { "sampling", "seed", "seed", 0, K_SEED, 0, 0, OFF(sampling.seed), "an integer >= 0 or \"random\"" },
+    { "ui", "theme", NULL, 0, K_THEME, 0, 0, OFF(theme), "default, mono or light" },
+    { "ui", "history", NULL, 0, K_BOOL, 0, 0, OFF(history), "on or off" },
+    { "ui", "show_params", NULL, 0, K_BOOL, 0, 0, OFF(show_params), "on or off" },
+    { "chat", "system_prompt", "system", 0, K_STR, 0, 0, OFF(system_prompt), "text" },
+    { "chat", "template", "chat-template", 0, K_TEMPLATE, 0, 0, OFF(chat_template), NULL /* the names */ },
 };
 #define N_SETTINGS (sizeof(settings) / sizeof(settings[0]))
+
+const struct lc_option_def *lc_config_option(const char *long_name, int short_name)
+{
+    for (size_t i = 0; i < N_SETTINGS; i++)
+        if (settings[i].cli && ((long_name && strcmp(long_name, settings[i].cli) == 0) ||
+                                (short_name && short_name == settings[i].short_name)))
+            return &settings[i];
+    return NULL;
+}
+
+/* "plain, chatml, llama2, ..." (static, built once). */
+static const char *template_names(void)
+{
+    static char buf[1024];
+    if (!buf[0]) {
+        size_t n = (size_t)snprintf(buf, sizeof(buf), "one of ");
+        for (int i = 0; i < lc_chat_template_count() && n < sizeof(buf); i++) {
+            const char *name = lc_chat_template_name(i);
+            if (name)
+                n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s%s", i ? ", " : "", name);
+        if (n >= sizeof(buf))
+            buf[sizeof(buf) - 1] = '\0';
+        }
+    }
+    return buf;
+}
 
 static const char *const sections[] = { "model", "sampling", "ui", "chat" };
 
@@ -164,6 +193,10 @@ int lc_config_parse_float(const char *s, double lo, double hi, float *out)
     char *end;
     errno = 0;
     double v = strtod(s, &end);
+    /* ERANGE with a tiny result is underflow (1e-400): a number, rounded to 0 or a subnormal;
+     * with a huge one it is overflow, out of any range */
+    if (errno == ERANGE && fabs(v) < 1.0)
+        errno = 0;
     if (end == s || errno || !at_end(end) || !isfinite(v) || v < lo || v > hi)
         return -1;
     *out = (float)v;
@@ -250,7 +283,7 @@ int lc_config_set(struct lc_options *o, const char *section, const char *key, co
     }
     void *field = (char *)o + st->off;
     int rc = 0;
-    switch (st->kind) {
+    switch (st->type) {
     case K_INT: {
         int32_t v;
         rc = lc_config_parse_int(value, (long)st->lo, (long)st->hi, &v);
@@ -279,13 +312,20 @@ int lc_config_set(struct lc_options *o, const char *section, const char *key, co
             *(uint64_t *)field = v;
         break;
     }
+    case K_TEMPLATE:
+        if (lc_chat_template_from_name(value) < 0) {
+            rc = -1;
+            break;
+        }
+        goto str;
     case K_THEME:
         if (strcmp(value, "default") && strcmp(value, "mono") && strcmp(value, "light")) {
             rc = -1;
             break;
         }
         /* fall through */
-    case K_STR: {
+    case K_STR:
+    str: {
         if (strcmp(st->key, "isa") == 0 && strcmp(value, "auto") && strcmp(value, "scalar") &&
             strcmp(value, "avx2") && strcmp(value, "avx512") && strcmp(value, "neon")) {
             rc = -1;
@@ -315,7 +355,8 @@ int lc_config_set(struct lc_options *o, const char *section, const char *key, co
     }
     }
     if (rc != 0 && err)
-        *err = xasprintf("bad value '%s' for %s: expected %s", value, st->key, st->expect);
+        *err = xasprintf("bad value '%s' for %s: expected %s", value, st->key,
+                         st->expect ? st->expect : template_names());
     return rc;
 }
 

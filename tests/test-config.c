@@ -224,6 +224,68 @@ static void test_set(void)
     lc_config_free(&o);
 }
 
+/* Issue 10 item 7: the command line, the file and /set share one definition per option: the
+ * same values accepted, the same ranges, the same message text. */
+static void test_one_definition(void)
+{
+    static const struct { const char *cli; int shrt; const char *key, *value; int ok; const char *msg; } cases[] = {
+        { "temp", 0, "temp", "1e-40", 0, NULL },            /* subnormal: in range */
+        { "temp", 0, "temp", "1e-400", 0, NULL },           /* underflow: 0 */
+        { "temp", 0, "temp", "1e400", -1, "bad value '1e400' for temp: expected a number from 0 to 100" },
+        { "temp", 0, "temp", "abc", -1, "bad value 'abc' for temp: expected a number from 0 to 100" },
+        { "seed", 0, "seed", "-1", 0, NULL },
+        { "seed", 0, "seed", "random", 0, NULL },
+        { "seed", 0, "seed", "-2", -1, "bad value '-2' for seed: expected an integer >= 0 or \"random\"" },
+        { "threads", 't', "threads", "0", 0, NULL },
+        { "threads", 't', "threads", "1025", -1, "bad value '1025' for threads: expected an integer from 0 (all cores) to 1024" },
+        { "ctx-size", 'c', "context_size", "100000", 0, NULL },
+        { "n-predict", 'n', "max_tokens", "-2", -1, "bad value '-2' for max_tokens: expected an integer >= -1 (-1 = no limit)" },
+        { "chat-template", 0, "template", "chatml", 0, NULL },
+        { "chat-template", 0, "template", "nope", -1, "bad value 'nope' for template: expected one of plain, chatml, llama2, " },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const struct lc_option_def *d = lc_config_option(cases[i].cli, 0);
+        CHECK(d && strcmp(d->key, cases[i].key) == 0, "--%s: definition", cases[i].cli);
+        if (cases[i].shrt)
+            CHECK(lc_config_option(NULL, cases[i].shrt) == d, "-%c", cases[i].shrt);
+        if (!d)
+            continue;
+        /* the command line (section from the definition) and /set (section NULL) */
+        struct lc_options a, b;
+        lc_config_defaults(&a);
+        lc_config_defaults(&b);
+        char *ea = NULL, *eb = NULL;
+        int ra = lc_config_set(&a, d->section, d->key, cases[i].value, &ea);
+        int rb = lc_config_set(&b, NULL, cases[i].key, cases[i].value, &eb);
+        CHECK(ra == cases[i].ok && rb == cases[i].ok, "%s %s: %d %d", cases[i].key, cases[i].value, ra, rb);
+        if (cases[i].msg) {
+            CHECK(ea && strncmp(ea, cases[i].msg, strlen(cases[i].msg)) == 0, "message '%s'", ea ? ea : "");
+            CHECK(ea && eb && strcmp(ea, eb) == 0, "same message: '%s' / '%s'", ea ? ea : "", eb ? eb : "");
+            /* the file: "FILE:LINE: message; default kept" */
+            char text[256], want[1536];
+            snprintf(text, sizeof(text), "[%s]\n%s = %s\n", d->section, d->key, cases[i].value);
+            const char *p = write_file("one.rc", text);
+            struct lc_options c;
+            lc_config_defaults(&c);
+            char *w = NULL;
+            lc_config_load(&c, p, &w);
+            snprintf(want, sizeof(want), "%s:2: %s; default kept\n", p, ea ? ea : "");
+            CHECK(w && strcmp(w, want) == 0, "file: '%s', want '%s'", w ? w : "", want);
+            free(w);
+            lc_config_free(&c);
+        }
+        free(ea);
+        free(eb);
+        lc_config_free(&a);
+        lc_config_free(&b);
+    }
+    struct lc_options o;
+    lc_config_defaults(&o);
+    CHECK(lc_config_set(&o, "sampling", "temp", "1e-40", NULL) == 0 && o.sampling.temp > 0.0f &&
+          o.sampling.temp < 1e-39f, "1e-40 kept as a subnormal: %g", (double)o.sampling.temp);
+    CHECK(lc_config_option("prompt", 'p') == NULL, "-p is not a setting");
+}
+
 int main(void)
 {
     if (!mkdtemp(dir)) {
@@ -235,6 +297,7 @@ int main(void)
     test_missing_and_env();
     test_syntax_and_outside();
     test_set();
+    test_one_definition();
     char cmd[600];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
     if (system(cmd) != 0)

@@ -98,6 +98,11 @@ check "burst: valid text after invalid bytes kept" '^> ����ABC *$' 10
 $T send-keys -t lc C-u "z"
 $T send-keys -t lc -H e6 97
 check "cut-short character shown as U+FFFD" '^> z� *$' 10
+# /set gives the message of the command line and the file (one definition per option)
+$T send-keys -t lc C-u "/set temp abc" Enter
+check "/set: the shared message" "bad value 'abc' for temp: expected a number from 0 to 100" 10
+$T send-keys -t lc "/set temp 1e-40" Enter
+check "/set temp 1e-40 accepted" "temp = 1e-40" 10
 quit lead
 
 # 4. Esc never edits the message: "conf" + Esc x4 stays "conf" (not completed to "config")

@@ -311,9 +311,8 @@ static void cmd_set(struct tui *t, const char *args)
         snprintf(value, sizeof value, "-1");
     char *err = NULL;
     if (lc_config_set(t->o, "sampling", key, value, &err) != 0) {
-        /* in the names the pane and /set use (the config file's keys have underscores) */
-        const char *expect = err ? strstr(err, ": expected") : NULL;
-        tui_message(t, true, "bad value '%s' for %s%s", value, name, expect ? expect : "");
+        /* the message the command line and the file give (config.h) */
+        tui_message(t, true, "%s", err ? err : "bad value");
         free(err);
         return;
     }
