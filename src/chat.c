@@ -1,5 +1,6 @@
 /* chat.c - the conversation and its transcripts (layout in chat.h). */
 #include "chat.h"
+#include "fileutil.h"
 #include "llm/strbuf.h"
 
 #include <errno.h>
@@ -285,54 +286,12 @@ int lc_chat_save(const struct lc_chat *c, const char *path, enum lc_chat_format 
         *err = fmt_err("%s: out of memory", path);
         return -1;
     }
-    /* Temp file beside the target so that rename() is atomic (same file system). */
-    size_t n = strlen(path) + 16;
-    char *tmp = malloc(n);
-    if (!tmp) {
-        free(text);
-        *err = fmt_err("%s: out of memory", path);
-        return -1;
-    }
-    snprintf(tmp, n, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        *err = fmt_err("%s: cannot create a temporary file: %s", path, strerror(errno));
-        free(tmp);
-        free(text);
-        return -1;
-    }
-    /* mkstemp makes 0600; a transcript is an ordinary file (umask applies). */
-    mode_t um = umask(0);
-    umask(um);
-    fchmod(fd, 0666 & ~um);
-    size_t len = strlen(text), off = 0;
-    int rc = 0;
-    while (off < len) {
-        ssize_t w = write(fd, text + off, len - off);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            *err = fmt_err("%s: write failed: %s", path, strerror(errno));
-            rc = -1;
-            break;
-        }
-        off += (size_t)w;
-    }
-    if (rc == 0 && fsync(fd) != 0 && errno != EINVAL) {
-        *err = fmt_err("%s: write failed: %s", path, strerror(errno));
-        rc = -1;
-    }
-    if (close(fd) != 0 && rc == 0) {
-        *err = fmt_err("%s: write failed: %s", path, strerror(errno));
-        rc = -1;
-    }
-    if (rc == 0 && rename(tmp, path) != 0) {
-        *err = fmt_err("%s: cannot rename the temporary file over it: %s", path, strerror(errno));
-        rc = -1;
-    }
+    /* temp file + fsync + rename beside the real target; links followed, modes kept,
+     * non-regular files refused (fileutil.h) */
+    char *ferr = NULL;
+    int rc = lc_file_replace(path, text, strlen(text), &ferr);
     if (rc != 0)
-        unlink(tmp);
-    free(tmp);
+        *err = ferr ? ferr : fmt_err("%s: cannot save", path);
     free(text);
     return rc;
 }
