@@ -3,6 +3,8 @@
 #include <math.h>
 #include <stdbool.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../src/config.h" /* not autoconf's config.h */
@@ -286,6 +288,73 @@ static void test_one_definition(void)
     CHECK(lc_config_option("prompt", 'p') == NULL, "-p is not a setting");
 }
 
+/* Issue 11: one bad line costs only itself; 20,000 unknown keys are quick; no raw control
+ * byte reaches a message. */
+static void test_robust(void)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/robust.rc", dir);
+    FILE *f = fopen(path, "w");
+    fputs("[sampling]\n", f);                                  /* 1 */
+    fputs("temp = 0.5\n", f);                                  /* 2 */
+    fputs("top_k = ", f);                                       /* 3: 1,100 bytes */
+    for (int i = 0; i < 1092; i++)
+        fputc('1', f);
+    fputc('\n', f);
+    fwrite("top_p = 0.3\0junk\n", 1, 17, f);                  /* 4: a NUL byte */
+    fputs("min_p = \033[31mred\n", f);                         /* 5: control bytes */
+    fputs("bad\007line\n", f);                                 /* 6 */
+    fputs("[ui]\nhistory = off\n", f);                          /* 7, 8 */
+    fclose(f);
+    struct lc_options o;
+    lc_config_defaults(&o);
+    char *w = NULL;
+    int n = lc_config_load(&o, path, &w);
+    char want[4096];
+    snprintf(want, sizeof(want),
+             "%1$s:3: line longer than 1000 bytes; line ignored\n"
+             "%1$s:4: NUL byte in the line; line ignored\n"
+             "%1$s:5: bad value '\\x1B[31mred' for min_p: expected a number from 0 to 1; default kept\n"
+             "%1$s:6: syntax error (6): bad\\x07line; line ignored\n", path);
+    CHECK(n == 4 && w && strcmp(w, want) == 0, "robust: %d\n%s\nwant:\n%s", n, w ? w : "", want);
+    CHECK(feq(o.sampling.temp, 0.5f), "the rest applies: temp %g", (double)o.sampling.temp);
+    CHECK(!o.history, "the rest applies: history");
+    free(w);
+    lc_config_free(&o);
+
+    /* 20,000 unknown keys: every one reported with its line, in well under a second */
+    f = fopen(path, "w");
+    fputs("[sampling]\n", f);
+    for (int i = 0; i < 20000; i++)
+        fprintf(f, "unknown_%d = %d\n", i, i);
+    fputs("temp = 0.25\n", f);
+    fclose(f);
+    lc_config_defaults(&o);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    n = lc_config_load(&o, path, &w);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    CHECK(n == 20000, "unknown keys: %d", n);
+    CHECK(secs < 2.0, "20,000 unknown keys took %.2f s", secs);
+    CHECK(feq(o.sampling.temp, 0.25f), "temp after them");
+    char line[1024];
+    snprintf(line, sizeof(line), "%s:20001: unknown key 'unknown_19999' in [sampling]\n", path);
+    CHECK(w && strstr(w, line), "last unknown key with its line");
+    free(w);
+    lc_config_free(&o);
+
+    /* a FIFO as the file: refused at once, not waited on */
+    snprintf(path, sizeof(path), "%s/fifo.rc", dir);
+    CHECK(mkfifo(path, 0600) == 0, "mkfifo");
+    lc_config_defaults(&o);
+    n = lc_config_load(&o, path, &w);
+    snprintf(want, sizeof(want), "%s: not a regular file; not read\n", path);
+    CHECK(n == 1 && w && strcmp(w, want) == 0, "fifo: %s", w ? w : "");
+    free(w);
+    unlink(path);
+}
+
 int main(void)
 {
     if (!mkdtemp(dir)) {
@@ -298,6 +367,7 @@ int main(void)
     test_syntax_and_outside();
     test_set();
     test_one_definition();
+    test_robust();
     char cmd[600];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
     if (system(cmd) != 0)
