@@ -4,6 +4,7 @@
 #include "llm/strbuf.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <json-c/json.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -496,9 +497,27 @@ fail:
 struct lc_chat *lc_chat_load(const char *path, char **err)
 {
     *err = NULL;
-    FILE *f = fopen(path, "rb");
+    /* O_NONBLOCK and a regular file only: a FIFO or a device never hangs the chat; a file
+     * over LC_CHAT_MAX_FILE is refused before it is read */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        *err = fmt_err("%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        st.st_mode = 0;
+    if (!S_ISREG(st.st_mode) || st.st_size > (off_t)LC_CHAT_MAX_FILE) {
+        *err = !S_ISREG(st.st_mode) ? fmt_err("%s: not a regular file; not loaded", path)
+                                    : fmt_err("%s: larger than %u MiB, not a transcript", path,
+                                              LC_CHAT_MAX_FILE >> 20);
+        close(fd);
+        return NULL;
+    }
+    FILE *f = fdopen(fd, "rb");
     if (!f) {
         *err = fmt_err("%s: cannot open: %s", path, strerror(errno));
+        close(fd);
         return NULL;
     }
     char *text = NULL;

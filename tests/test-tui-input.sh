@@ -131,7 +131,16 @@ $T send-keys -t lc "cc"
 check "vi: cc empties the line" '^> *$' 10
 quit vi
 
-# 6. SIGTERM right after a bad paste ends the chat (it is not frozen)
+# 6. /load of a FIFO is refused at once; the chat keeps responding
+start fifo || exit 1
+mkfifo "$tmp/chat.json"
+$T send-keys -t lc "/load $tmp/chat.json" Enter
+check "/load FIFO refused" "load failed: $tmp/chat.json: not a regular file; not loaded" 10
+$T send-keys -t lc "/params" Enter
+check "/load FIFO: still responding" 'temp 0\.00, top-k 40' 10
+quit fifo
+
+# 7. SIGTERM right after a bad paste ends the chat (it is not frozen)
 start term || exit 1
 printf 'caf\351' | $T load-buffer -b bad -
 $T paste-buffer -p -d -b bad -t lc
