@@ -1,9 +1,11 @@
 /* chat.c - the conversation and its transcripts (layout in chat.h). */
 #include "chat.h"
+#include "fileutil.h"
 #include "llm/strbuf.h"
 #include "textsafe.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <json-c/json.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -415,54 +417,12 @@ int lc_chat_save(const struct lc_chat *c, const char *path, enum lc_chat_format 
         *err = fmt_err("%s: out of memory", path);
         return -1;
     }
-    /* Temp file beside the target so that rename() is atomic (same file system). */
-    size_t n = strlen(path) + 16;
-    char *tmp = malloc(n);
-    if (!tmp) {
-        free(text);
-        *err = fmt_err("%s: out of memory", path);
-        return -1;
-    }
-    snprintf(tmp, n, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        *err = fmt_err("%s: cannot create a temporary file: %s", path, strerror(errno));
-        free(tmp);
-        free(text);
-        return -1;
-    }
-    /* mkstemp makes 0600; a transcript is an ordinary file (umask applies). */
-    mode_t um = umask(0);
-    umask(um);
-    fchmod(fd, 0666 & ~um);
-    size_t len = strlen(text), off = 0;
-    int rc = 0;
-    while (off < len) {
-        ssize_t w = write(fd, text + off, len - off);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            *err = fmt_err("%s: write failed: %s", path, strerror(errno));
-            rc = -1;
-            break;
-        }
-        off += (size_t)w;
-    }
-    if (rc == 0 && fsync(fd) != 0 && errno != EINVAL) {
-        *err = fmt_err("%s: write failed: %s", path, strerror(errno));
-        rc = -1;
-    }
-    if (close(fd) != 0 && rc == 0) {
-        *err = fmt_err("%s: write failed: %s", path, strerror(errno));
-        rc = -1;
-    }
-    if (rc == 0 && rename(tmp, path) != 0) {
-        *err = fmt_err("%s: cannot rename the temporary file over it: %s", path, strerror(errno));
-        rc = -1;
-    }
+    /* temp file + fsync + rename beside the real target; links followed, modes kept,
+     * non-regular files refused (fileutil.h) */
+    char *ferr = NULL;
+    int rc = lc_file_replace(path, text, strlen(text), &ferr);
     if (rc != 0)
-        unlink(tmp);
-    free(tmp);
+        *err = ferr ? ferr : fmt_err("%s: cannot save", path);
     free(text);
     return rc;
 }
@@ -696,9 +656,27 @@ fail:
 struct lc_chat *lc_chat_load(const char *path, char **err)
 {
     *err = NULL;
-    FILE *f = fopen(path, "rb");
+    /* O_NONBLOCK and a regular file only: a FIFO or a device never hangs the chat; a file
+     * over LC_CHAT_MAX_FILE is refused before it is read */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        *err = fmt_err("%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        st.st_mode = 0;
+    if (!S_ISREG(st.st_mode) || st.st_size > (off_t)LC_CHAT_MAX_FILE) {
+        *err = !S_ISREG(st.st_mode) ? fmt_err("%s: not a regular file; not loaded", path)
+                                    : fmt_err("%s: larger than %u MiB, not a transcript", path,
+                                              LC_CHAT_MAX_FILE >> 20);
+        close(fd);
+        return NULL;
+    }
+    FILE *f = fdopen(fd, "rb");
     if (!f) {
         *err = fmt_err("%s: cannot open: %s", path, strerror(errno));
+        close(fd);
         return NULL;
     }
     char *text = NULL;

@@ -18,6 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* Debian puts the header in iniparser/, upstream installs it at the top (configure probes
  * both; autoconf's config.h is shadowed by this module's name, so ask the compiler). */
@@ -31,39 +35,68 @@
 #include <iniparser/iniparser.h>
 #endif
 
-enum kind { K_INT, K_FLOAT, K_BOOL, K_STR, K_SEED, K_THEME };
+#include "llm/chat_template.h"
 
-struct setting {
-    const char *section;
-    const char *key;
-    enum kind kind;
-    double lo, hi;        /* range for K_INT / K_FLOAT */
-    size_t off;           /* offset of the field in struct lc_options */
-    const char *expect;   /* for messages */
-};
+#define K_INT LC_OPT_INT
+#define K_FLOAT LC_OPT_FLOAT
+#define K_BOOL LC_OPT_BOOL
+#define K_STR LC_OPT_STR
+#define K_SEED LC_OPT_SEED
+#define K_THEME LC_OPT_THEME
+#define K_TEMPLATE LC_OPT_TEMPLATE
+#define setting lc_option_def
 
+/* The one table of settings: the file's [section] key, the command line's --name (-c), /set's
+ * name (the key, '-' or '_'), the range and the words of every message.  Defaults are set in
+ * lc_config_defaults (llama.cpp's sampling defaults). */
 #define OFF(f) offsetof(struct lc_options, f)
 static const struct setting settings[] = {
-    { "model", "path", K_STR, 0, 0, OFF(model_path), "a file name" },
-    { "model", "threads", K_INT, 0, 1024, OFF(n_threads), "an integer from 0 (all cores) to 1024" },
-    { "model", "context_size", K_INT, 0, 1 << 20, OFF(n_ctx), "an integer from 0 (model's) to 1048576" },
-    { "model", "batch", K_INT, 1, 1 << 16, OFF(n_batch), "an integer from 1 to 65536" },
-    { "model", "isa", K_STR, 0, 0, OFF(isa), "auto, scalar, avx2, avx512 or neon" },
-    { "sampling", "temp", K_FLOAT, 0, 100, OFF(sampling.temp), "a number from 0 to 100" },
-    { "sampling", "top_k", K_INT, 0, 1 << 24, OFF(sampling.top_k), "an integer >= 0 (0 = off)" },
-    { "sampling", "top_p", K_FLOAT, 0, 1, OFF(sampling.top_p), "a number from 0 to 1" },
-    { "sampling", "min_p", K_FLOAT, 0, 1, OFF(sampling.min_p), "a number from 0 to 1" },
-    { "sampling", "repeat_penalty", K_FLOAT, 0.01, 100, OFF(sampling.repeat_penalty), "a number from 0.01 to 100" },
-    { "sampling", "repeat_last_n", K_INT, -1, 1 << 20, OFF(sampling.repeat_last_n), "an integer >= -1 (-1 = whole context)" },
-    { "sampling", "max_tokens", K_INT, -1, 1 << 20, OFF(n_predict), "an integer >= -1 (-1 = no limit)" },
-    { "sampling", "seed", K_SEED, 0, 0, OFF(sampling.seed), "an integer >= 0 or \"random\"" },
-    { "ui", "theme", K_THEME, 0, 0, OFF(theme), "default, mono or light" },
-    { "ui", "history", K_BOOL, 0, 0, OFF(history), "on or off" },
-    { "ui", "show_params", K_BOOL, 0, 0, OFF(show_params), "on or off" },
-    { "chat", "system_prompt", K_STR, 0, 0, OFF(system_prompt), "text" },
-    { "chat", "template", K_STR, 0, 0, OFF(chat_template), "a template name (chatml, llama2, zephyr, llama3)" },
+    { "model", "path", "model", 'm', K_STR, 0, 0, OFF(model_path), "a file name" },
+    { "model", "threads", "threads", 't', K_INT, 0, 1024, OFF(n_threads), "an integer from 0 (all cores) to 1024" },
+    { "model", "context_size", "ctx-size", 'c', K_INT, 0, 1 << 24, OFF(n_ctx), "an integer from 0 (model's) to 16777216" },
+    { "model", "batch", "batch-size", 'b', K_INT, 1, 1 << 16, OFF(n_batch), "an integer from 1 to 65536" },
+    { "model", "isa", "isa", 0, K_STR, 0, 0, OFF(isa), "auto, scalar, avx2, avx512 or neon" },
+    { "sampling", "temp", "temp", 0, K_FLOAT, 0, 100, OFF(sampling.temp), "a number from 0 to 100" },
+    { "sampling", "top_k", "top-k", 0, K_INT, 0, INT32_MAX, OFF(sampling.top_k), "an integer >= 0 (0 = off)" },
+    { "sampling", "top_p", "top-p", 0, K_FLOAT, 0, 1, OFF(sampling.top_p), "a number from 0 to 1" },
+    { "sampling", "min_p", "min-p", 0, K_FLOAT, 0, 1, OFF(sampling.min_p), "a number from 0 to 1" },
+    { "sampling", "repeat_penalty", "repeat-penalty", 0, K_FLOAT, 0.01, 100, OFF(sampling.repeat_penalty), "a number from 0.01 to 100" },
+    { "sampling", "repeat_last_n", "repeat-last-n", 0, K_INT, -1, INT32_MAX, OFF(sampling.repeat_last_n), "an integer >= -1 (-1 = whole context)" },
+    { "sampling", "max_tokens", "n-predict", 'n', K_INT, -1, INT32_MAX, OFF(n_predict), "an integer >= -1 (-1 = no limit)" },
+    { "sampling", "seed", "seed", 0, K_SEED, 0, 0, OFF(sampling.seed), "an integer >= 0 or \"random\"" },
+    { "ui", "theme", NULL, 0, K_THEME, 0, 0, OFF(theme), "default, mono or light" },
+    { "ui", "history", NULL, 0, K_BOOL, 0, 0, OFF(history), "on or off" },
+    { "ui", "show_params", NULL, 0, K_BOOL, 0, 0, OFF(show_params), "on or off" },
+    { "chat", "system_prompt", "system", 0, K_STR, 0, 0, OFF(system_prompt), "text" },
+    { "chat", "template", "chat-template", 0, K_TEMPLATE, 0, 0, OFF(chat_template), NULL /* the names */ },
 };
 #define N_SETTINGS (sizeof(settings) / sizeof(settings[0]))
+
+const struct lc_option_def *lc_config_option(const char *long_name, int short_name)
+{
+    for (size_t i = 0; i < N_SETTINGS; i++)
+        if (settings[i].cli && ((long_name && strcmp(long_name, settings[i].cli) == 0) ||
+                                (short_name && short_name == settings[i].short_name)))
+            return &settings[i];
+    return NULL;
+}
+
+/* "plain, chatml, llama2, ..." (static, built once). */
+static const char *template_names(void)
+{
+    static char buf[1024];
+    if (!buf[0]) {
+        size_t n = (size_t)snprintf(buf, sizeof(buf), "one of ");
+        for (int i = 0; i < lc_chat_template_count() && n < sizeof(buf); i++) {
+            const char *name = lc_chat_template_name(i);
+            if (name)
+                n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s%s", i ? ", " : "", name);
+        if (n >= sizeof(buf))
+            buf[sizeof(buf) - 1] = '\0';
+        }
+    }
+    return buf;
+}
 
 static const char *const sections[] = { "model", "sampling", "ui", "chat" };
 
@@ -164,6 +197,10 @@ int lc_config_parse_float(const char *s, double lo, double hi, float *out)
     char *end;
     errno = 0;
     double v = strtod(s, &end);
+    /* ERANGE with a tiny result is underflow (1e-400): a number, rounded to 0 or a subnormal;
+     * with a huge one it is overflow, out of any range */
+    if (errno == ERANGE && fabs(v) < 1.0)
+        errno = 0;
     if (end == s || errno || !at_end(end) || !isfinite(v) || v < lo || v > hi)
         return -1;
     *out = (float)v;
@@ -192,6 +229,7 @@ int lc_config_parse_seed(const char *s, uint64_t *out)
     return 0;
 }
 
+static char *sanitize(const char *s);
 static char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static char *xasprintf(const char *fmt, ...)
 {
@@ -250,7 +288,7 @@ int lc_config_set(struct lc_options *o, const char *section, const char *key, co
     }
     void *field = (char *)o + st->off;
     int rc = 0;
-    switch (st->kind) {
+    switch (st->type) {
     case K_INT: {
         int32_t v;
         rc = lc_config_parse_int(value, (long)st->lo, (long)st->hi, &v);
@@ -279,13 +317,20 @@ int lc_config_set(struct lc_options *o, const char *section, const char *key, co
             *(uint64_t *)field = v;
         break;
     }
+    case K_TEMPLATE:
+        if (lc_chat_template_from_name(value) < 0) {
+            rc = -1;
+            break;
+        }
+        goto str;
     case K_THEME:
         if (strcmp(value, "default") && strcmp(value, "mono") && strcmp(value, "light")) {
             rc = -1;
             break;
         }
         /* fall through */
-    case K_STR: {
+    case K_STR:
+    str: {
         if (strcmp(st->key, "isa") == 0 && strcmp(value, "auto") && strcmp(value, "scalar") &&
             strcmp(value, "avx2") && strcmp(value, "avx512") && strcmp(value, "neon")) {
             rc = -1;
@@ -314,96 +359,97 @@ int lc_config_set(struct lc_options *o, const char *section, const char *key, co
         break;
     }
     }
-    if (rc != 0 && err)
-        *err = xasprintf("bad value '%s' for %s: expected %s", value, st->key, st->expect);
+    if (rc != 0 && err) {
+        char *shown = sanitize(value);   /* control bytes as \xNN: never raw to the terminal */
+        *err = xasprintf("bad value '%s' for %s: expected %s", shown ? shown : "?", st->key,
+                         st->expect ? st->expect : template_names());
+        free(shown);
+    }
     return rc;
 }
 
 /* ---------------------------------------------------------------- the file */
 
-/* Line (1-based) of the last "key" line within [section] (section NULL: outside any section,
- * key NULL: the section header itself), or 0 if not found. */
-static int find_line(const char *path, const char *section, const char *key)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    char buf[4096];
-    char cur[256] = "";
-    bool in_sec = section == NULL;
-    int line = 0, found = 0;
-    while (fgets(buf, sizeof(buf), f)) {
-        line++;
-        const char *s = skip_ws(buf);
-        if (*s == '[') {
-            const char *e = strchr(s, ']');
-            size_t n = e ? (size_t)(e - s - 1) : 0;
-            if (n >= sizeof(cur))
-                n = sizeof(cur) - 1;
-            memcpy(cur, s + 1, n);
-            cur[n] = '\0';
-            /* iniparser strips blanks and lowercases section names */
-            char *c = cur;
-            while (isspace((unsigned char)*c))
-                memmove(c, c + 1, strlen(c));
-            for (size_t i = strlen(cur); i > 0 && isspace((unsigned char)cur[i - 1]); i--)
-                cur[i - 1] = '\0';
-            in_sec = section && strcasecmp(cur, section) == 0;
-            if (in_sec && !key)
-                found = line;
-            continue;
-        }
-        if (!in_sec || !key || *s == ';' || *s == '#')
-            continue;
-        size_t kl = strcspn(s, "=:");
-        if (s[kl] == '\0')
-            continue;
-        while (kl > 0 && isspace((unsigned char)s[kl - 1]))
-            kl--;
-        if (kl == strlen(key) && strncasecmp(s, key, kl) == 0)
-            found = line;
-    }
-    fclose(f);
-    return found;
-}
+/*
+ * The file is checked line by line before iniparser sees it, so that one bad line costs only
+ * itself: a line with a NUL byte or longer than LC_CONFIG_MAX_LINE bytes (iniparser would drop
+ * the whole file), a syntax error, an unknown section or key, a key outside any section, each
+ * gets a warning with its line number and is replaced by an empty line (line numbers stay).
+ * iniparser then reads the remaining text (from an in-memory file) for the values of the keys
+ * we know, whose lines were noted on the way: no search of the file per key.
+ */
+#define LC_CONFIG_MAX_LINE 1000              /* bytes, newline excluded */
+#define LC_CONFIG_MAX_FILE ((size_t)1 << 20) /* a larger file is not read */
 
-struct sbuf {
-    char *s;
-    size_t n, cap;
-    int count;
+struct warning {
+    int line;
+    size_t seq;   /* order of arrival: ties keep it */
+    char *text;
 };
 
-static void sb_add(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_add(struct sbuf *b, const char *fmt, ...)
+struct wlist {
+    struct warning *w;
+    size_t n, cap;
+};
+
+/* Control bytes (and DEL) as visible \xNN escapes, so a message never drives the terminal. */
+static char *sanitize(const char *s)
+{
+    size_t n = 0;
+    for (const char *c = s; *c; c++)
+        n += ((unsigned char)*c < 0x20 || *c == 0x7F) ? 4 : 1;
+    char *out = malloc(n + 1), *o = out;
+    if (!out)
+        return NULL;
+    for (const char *c = s; *c; c++) {
+        unsigned char b = (unsigned char)*c;
+        if (b < 0x20 || b == 0x7F)
+            o += sprintf(o, "\\x%02X", b);
+        else
+            *o++ = (char)b;
+    }
+    *o = '\0';
+    return out;
+}
+
+static void warn_at(struct wlist *l, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void warn_at(struct wlist *l, int line, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    char *line = NULL;
-    int n = vasprintf(&line, fmt, ap);
+    char *raw = NULL;
+    int r = vasprintf(&raw, fmt, ap);
     va_end(ap);
-    b->count++;
-    if (n < 0)
+    if (r < 0)
         return;
-    if (b->n + (size_t)n + 2 > b->cap) {
-        size_t cap = (b->cap + (size_t)n + 2) * 2;
-        char *s = realloc(b->s, cap);
-        if (!s) {
-            free(line);
+    char *text = sanitize(raw);
+    free(raw);
+    if (!text)
+        return;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        struct warning *w = realloc(l->w, cap * sizeof(*w));
+        if (!w) {
+            free(text);
             return;
         }
-        b->s = s;
-        b->cap = cap;
+        l->w = w;
+        l->cap = cap;
     }
-    memcpy(b->s + b->n, line, (size_t)n);
-    b->n += (size_t)n;
-    if (n == 0 || line[n - 1] != '\n')
-        b->s[b->n++] = '\n';
-    b->s[b->n] = '\0';
-    free(line);
+    l->w[l->n] = (struct warning){ line, l->n, text };
+    l->n++;
+}
+
+static int by_line(const void *a, const void *b)
+{
+    const struct warning *x = a, *y = b;
+    if (x->line != y->line)
+        return x->line < y->line ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;   /* qsort is not stable */
 }
 
 /* iniparser reports syntax errors through a printf-like callback; collect them. */
-static struct sbuf *ini_errors;
+static struct wlist *ini_errors;
 static int ini_error_cb(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int ini_error_cb(const char *fmt, ...)
 {
@@ -416,20 +462,100 @@ static int ini_error_cb(const char *fmt, ...)
     va_end(ap);
     if (n < 0)
         return 0;
-    /* "iniparser: syntax error in FILE (LINE):\n-> text\n" -> one line */
-    for (char *c = msg; *c; c++)
+    for (char *c = msg; *c; c++)   /* "syntax error in F (L):\n-> text\n" -> one line */
         if (*c == '\n')
             *c = ' ';
     for (size_t i = strlen(msg); i > 0 && msg[i - 1] == ' '; i--)
         msg[i - 1] = '\0';
-    sb_add(ini_errors, "%s", msg);
+    warn_at(ini_errors, 0, "%s", msg);
     free(msg);
     return n;
 }
 
+/* Read a regular file of at most LC_CONFIG_MAX_FILE bytes without ever blocking (O_NONBLOCK:
+ * a FIFO does not hang the start).  Returns the malloc'd text or NULL with *why set. */
+static char *read_small_file(const char *path, size_t *len, char **why)
+{
+    *why = NULL;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        *why = xasprintf("cannot open: %s", strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    char *text = NULL;
+    if (fstat(fd, &st) != 0) {
+        *why = xasprintf("cannot open: %s", strerror(errno));
+    } else if (!S_ISREG(st.st_mode)) {
+        *why = xasprintf("not a regular file; not read");
+    } else if ((size_t)st.st_size > LC_CONFIG_MAX_FILE) {
+        *why = xasprintf("larger than %zu KiB; not read", LC_CONFIG_MAX_FILE >> 10);
+    } else {
+        text = malloc((size_t)st.st_size + 1);
+        size_t n = 0;
+        while (text && n < (size_t)st.st_size) {
+            ssize_t r = read(fd, text + n, (size_t)st.st_size - n);
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r <= 0)
+                break;
+            n += (size_t)r;
+        }
+        if (!text)
+            *why = xasprintf("out of memory");
+        else {
+            text[n] = '\0';
+            *len = n;
+        }
+    }
+    close(fd);
+    return text;
+}
+
+/* iniparser_load on text (iniparser 4.1 reads only named files): an anonymous memory file. */
+static dictionary *ini_from_text(const char *text, size_t len)
+{
+    int fd = memfd_create("llamachatrc", MFD_CLOEXEC);
+    char path[64];
+    char tmpl[] = "/tmp/llamachatrc.XXXXXX";
+    bool named = false;
+    if (fd >= 0) {
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+        if (access(path, R_OK) != 0) {
+            close(fd);
+            fd = -1;
+        }
+    }
+    if (fd < 0) {
+        fd = mkstemp(tmpl);
+        if (fd < 0)
+            return NULL;
+        snprintf(path, sizeof(path), "%s", tmpl);
+        named = true;
+    }
+    size_t off = 0;
+    while (off < len) {
+        ssize_t w = write(fd, text + off, len - off);
+        if (w <= 0)
+            break;
+        off += (size_t)w;
+    }
+    dictionary *d = off == len ? iniparser_load(path) : NULL;
+    if (named)
+        unlink(tmpl);
+    close(fd);
+    return d;
+}
+
+static void lower(char *s)
+{
+    for (; *s; s++)
+        *s = (char)tolower((unsigned char)*s);
+}
+
 int lc_config_load(struct lc_options *o, const char *path, char **warnings)
 {
-    struct sbuf wb = { 0 };
+    struct wlist wl = { 0 };
     char *own = NULL;
     bool optional = false;
     if (warnings)
@@ -444,84 +570,173 @@ int lc_config_load(struct lc_options *o, const char *path, char **warnings)
         if (!path)
             return 0;
     }
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        if (!(optional && errno == ENOENT))
-            sb_add(&wb, "%s: cannot open: %s", path, strerror(errno));
+    size_t len = 0;
+    char *why = NULL;
+    char *text = read_small_file(path, &len, &why);
+    if (!text) {
+        if (!(optional && access(path, F_OK) != 0 && errno == ENOENT))
+            warn_at(&wl, 0, "%s: %s", path, why ? why : "cannot read");
+        free(why);
         goto out;
     }
-    fclose(f);
 
-    ini_errors = &wb;
+    /* 1. line by line: what iniparser may see, and where each known key is */
+    int key_line[N_SETTINGS] = { 0 };
+    char key_text[N_SETTINGS][64];
+    char sec[64] = "";
+    bool in_sec = false, sec_known = false;
+    bool cont = false, cont_keep = false;   /* a line ending in '\' continues on the next */
+    int line = 0;
+    char *good = malloc(len + 2);   /* the lines iniparser gets */
+    size_t good_len = 0;
+    if (!good) {
+        warn_at(&wl, 0, "%s: out of memory", path);
+        goto out;
+    }
+    for (char *p = text; p < text + len; line++) {
+        char *nl = memchr(p, '\n', (size_t)(text + len - p));
+        char *end = nl ? nl : text + len;
+        size_t n = (size_t)(end - p);
+        bool keep = true;
+        int ln = line + 1;
+        size_t t = n;   /* trailing blanks and CR do not count */
+        while (t > 0 && isspace((unsigned char)p[t - 1]))
+            t--;
+        bool ends_cont = t > 0 && p[t - 1] == '\\';
+        if (memchr(p, '\0', n)) {
+            warn_at(&wl, ln, "%s:%d: NUL byte in the line; line ignored", path, ln);
+            keep = false;
+        } else if (n > LC_CONFIG_MAX_LINE) {
+            warn_at(&wl, ln, "%s:%d: line longer than %d bytes; line ignored", path, ln,
+                    LC_CONFIG_MAX_LINE);
+            keep = false;
+        } else if (cont) {
+            keep = cont_keep;   /* part of the line before */
+        } else {
+            char buf[LC_CONFIG_MAX_LINE + 1];
+            memcpy(buf, p, n);
+            buf[n] = '\0';
+            char *s = buf;
+            while (isspace((unsigned char)*s))
+                s++;
+            for (size_t k = strlen(s); k > 0 && isspace((unsigned char)s[k - 1]); k--)
+                s[k - 1] = '\0';
+            if (*s == '\0' || *s == ';' || *s == '#') {
+                /* blank or comment */
+            } else if (*s == '[' && s[strlen(s) - 1] == ']') {
+                s[strlen(s) - 1] = '\0';
+                char *name = s + 1;
+                while (isspace((unsigned char)*name))
+                    name++;
+                for (size_t k = strlen(name); k > 0 && isspace((unsigned char)name[k - 1]); k--)
+                    name[k - 1] = '\0';
+                snprintf(sec, sizeof(sec), "%s", name);
+                lower(sec);
+                in_sec = true;
+                sec_known = false;
+                for (size_t j = 0; j < sizeof(sections) / sizeof(sections[0]); j++)
+                    sec_known |= strcmp(sec, sections[j]) == 0;
+                if (!sec_known)
+                    warn_at(&wl, ln, "%s:%d: unknown section [%s]", path, ln, name);
+            } else if (strchr(s, '=')) {
+                size_t kl = strcspn(s, "=");
+                while (kl > 0 && isspace((unsigned char)s[kl - 1]))
+                    kl--;
+                char key[64];
+                snprintf(key, sizeof(key), "%.*s", (int)kl, s);
+                lower(key);
+                const struct setting *st = in_sec && sec_known ? find_setting(sec, key) : NULL;
+                if (!in_sec) {
+                    warn_at(&wl, ln, "%s:%d: key '%s' outside any [section] ignored", path, ln, key);
+                    keep = false;
+                } else if (!sec_known) {
+                    keep = false;   /* the section was reported */
+                } else if (!st) {
+                    warn_at(&wl, ln, "%s:%d: unknown key '%s' in [%s]", path, ln, key, sec);
+                    keep = false;
+                } else {
+                    size_t i = (size_t)(st - settings);
+                    key_line[i] = ln;
+                    snprintf(key_text[i], sizeof(key_text[i]), "%s", key);
+                }
+            } else {
+                warn_at(&wl, ln, "%s:%d: syntax error (%d): %s; line ignored", path, ln, ln, s);
+                keep = false;
+            }
+            cont_keep = keep;
+        }
+        cont = ends_cont && (cont ? cont_keep : keep) ? true : ends_cont;
+        if (keep) {   /* else an empty line: iniparser's line numbers stay ours */
+            memcpy(good + good_len, p, n);
+            good_len += n;
+        }
+        good[good_len++] = '\n';
+        p = nl ? nl + 1 : text + len;
+    }
+
+    /* 2. the values, through iniparser */
+    struct wlist inierr = { 0 };
+    ini_errors = &inierr;
     iniparser_set_error_callback(ini_error_cb);
-    dictionary *d = iniparser_load(path);
+    dictionary *d = ini_from_text(good, good_len);
+    free(good);
     iniparser_set_error_callback(NULL);
     ini_errors = NULL;
+    for (size_t i = 0; i < inierr.n; i++) {   /* not expected after the checks above */
+        warn_at(&wl, 0, "%s: %s", path, inierr.w[i].text);
+        free(inierr.w[i].text);
+    }
+    free(inierr.w);
     if (!d) {
-        if (wb.count == 0)
-            sb_add(&wb, "%s: cannot parse", path);
-        sb_add(&wb, "%s: not used; defaults apply", path);
+        warn_at(&wl, line + 1, "%s: cannot parse; not used, defaults apply", path);
         goto out;
     }
-
-    int nsec = iniparser_getnsec(d);
-    for (int i = 0; i < nsec; i++) {
-        const char *sec = iniparser_getsecname(d, i);
-        if (!sec)
+    for (size_t i = 0; i < N_SETTINGS; i++) {
+        if (!key_line[i])
             continue;
-        bool known = false;
-        for (size_t j = 0; j < sizeof(sections) / sizeof(sections[0]); j++)
-            known |= strcmp(sec, sections[j]) == 0;
-        if (!known) {
-            sb_add(&wb, "%s:%d: unknown section [%s]", path, find_line(path, sec, NULL), sec);
-            continue;
-        }
-        int nkeys = iniparser_getsecnkeys(d, sec);
-        if (nkeys <= 0)
-            continue;
-        const char **keys = calloc((size_t)nkeys, sizeof(*keys));
-        if (!keys)
-            break;
-        if (iniparser_getseckeys(d, sec, keys)) {
-            for (int k = 0; k < nkeys; k++) {
-                const char *full = keys[k];          /* "section:key" */
-                const char *key = strchr(full, ':');
-                key = key ? key + 1 : full;
-                const char *val = iniparser_getstring(d, full, NULL);
-                char *err = NULL;
-                const struct setting *st = find_setting(sec, key);
-                /* The file must use the documented spelling; "-" for "_" is forgiven. */
-                if (!st) {
-                    sb_add(&wb, "%s:%d: unknown key '%s' in [%s]", path,
-                           find_line(path, sec, key), key, sec);
-                } else if (!val) {
-                    sb_add(&wb, "%s:%d: %s has no value; default kept", path,
-                           find_line(path, sec, key), key);
-                } else if (lc_config_set(o, sec, key, val, &err) != 0) {
-                    sb_add(&wb, "%s:%d: %s; default kept", path, find_line(path, sec, key),
-                           err ? err : "bad value");
-                }
-                free(err);
-            }
-        }
-        free(keys);
-    }
-    /* Keys before any [section] are stored as ":key". */
-    for (int i = 0; i < d->n; i++) {
-        const char *k = d->key[i];
-        if (k && k[0] == ':')
-            sb_add(&wb, "%s:%d: key '%s' outside any [section] ignored", path,
-                   find_line(path, NULL, k + 1), k + 1);
+        char full[160];
+        snprintf(full, sizeof(full), "%.60s:%.63s", settings[i].section, key_text[i]);
+        const char *val = iniparser_getstring(d, full, NULL);
+        char *err = NULL;
+        if (!val)
+            warn_at(&wl, key_line[i], "%s:%d: %s has no value; default kept", path, key_line[i],
+                    settings[i].key);
+        else if (lc_config_set(o, settings[i].section, settings[i].key, val, &err) != 0)
+            warn_at(&wl, key_line[i], "%s:%d: %s; default kept", path, key_line[i],
+                    err ? err : "bad value");
+        free(err);
     }
     iniparser_freedict(d);
 out:
+    free(text);
     free(own);
-    if (wb.s) {
-        last_warnings = strdup(wb.s);
-        if (warnings)
-            *warnings = wb.s;
-        else
-            free(wb.s);
+    /* in the file's order */
+    if (wl.n > 1)
+        qsort(wl.w, wl.n, sizeof(*wl.w), by_line);
+    size_t total = 0;
+    for (size_t i = 0; i < wl.n; i++)
+        total += strlen(wl.w[i].text) + 1;
+    char *all = wl.n ? malloc(total + 1) : NULL;
+    size_t off = 0;
+    for (size_t i = 0; i < wl.n; i++) {
+        size_t n = strlen(wl.w[i].text);
+        if (all) {
+            memcpy(all + off, wl.w[i].text, n);
+            all[off + n] = '\n';
+            off += n + 1;
+        }
+        free(wl.w[i].text);
     }
-    return wb.count;
+    if (all)
+        all[off] = '\0';
+    int count = (int)wl.n;
+    free(wl.w);
+    if (all) {
+        last_warnings = strdup(all);
+        if (warnings)
+            *warnings = all;
+        else
+            free(all);
+    }
+    return count;
 }

@@ -14,7 +14,30 @@
 #ifndef LC_CONFIG_H
 #define LC_CONFIG_H
 
+#include <stddef.h>
+
 #include "options.h"
+
+/*
+ * One definition per setting, shared by the command line (src/main.c), the file and the chat's
+ * /set: the same values, ranges and messages everywhere.  Values are parsed by lc_config_set.
+ */
+enum lc_opt_type { LC_OPT_INT, LC_OPT_FLOAT, LC_OPT_BOOL, LC_OPT_STR, LC_OPT_SEED, LC_OPT_THEME,
+                   LC_OPT_TEMPLATE };
+struct lc_option_def {
+    const char *section;   /* [section] in the file */
+    const char *key;       /* key in the file, /set NAME ('-' and '_' alike) */
+    const char *cli;       /* --NAME on the command line, or NULL */
+    int short_name;        /* -X on the command line, or 0 */
+    enum lc_opt_type type;
+    double lo, hi;         /* range of INT and FLOAT values, inclusive */
+    size_t off;            /* offset of the field in struct lc_options */
+    const char *expect;    /* "a number from 0 to 100": what messages say is expected */
+};
+
+/* The definition of the command-line option --long_name (without the dashes) or -short_name
+ * (0: none), or NULL when the option is not a setting (-p, --tokenize, ...). */
+const struct lc_option_def *lc_config_option(const char *long_name, int short_name);
 
 /* Fill o with the built-in defaults (llama.cpp's sampling defaults, history and the parameter
  * pane on).  Strings are NULL. */
@@ -46,7 +69,10 @@ void lc_config_free(struct lc_options *o);
  * Set one setting by section and key (as in the file; key "-" and "_" are the same), from its
  * text value.  section NULL looks the key up in every section (for /set NAME VALUE).
  * Returns 0, or -1 with a malloc'd *err ("unknown key 'x'" or "bad value 'v' for temp:
- * expected a number from 0 to 100") and o unchanged.
+ * expected a number from 0 to 100") and o unchanged.  The command line and /set print *err as
+ * it is; the file adds "FILE:LINE: " before it.  Numbers: strtod's, whole text; an underflow
+ * (1e-40, 1e-400) is a number (0 or subnormal), not an error.  Seeds: -1 or "random" = random.
+ * template: one of lc_chat_template_name's names; the message lists them.
  */
 int lc_config_set(struct lc_options *o, const char *section, const char *key, const char *value,
                   char **err);

@@ -60,7 +60,7 @@ static void usage(FILE *f)
             "\n"
             "Model and compute:\n"
             "  -m, --model FILE         GGUF model (default: %s)\n"
-            "  -t, --threads N          threads (default: all cores)\n"
+            "  -t, --threads N          threads (default and 0: all cores)\n"
             "  -c, --ctx-size N         context size in tokens (default: model's, at most 4096)\n"
             "  -b, --batch-size N       prompt batch size (default 512)\n"
             "      --isa NAME           force kernels: scalar, avx2, avx512, neon, auto\n"
@@ -73,7 +73,7 @@ static void usage(FILE *f)
             "      --min-p P            (default 0.05, 0 = off)\n"
             "      --repeat-penalty R   (default 1.0 = off)\n"
             "      --repeat-last-n N    tokens the penalty looks back (default 64, -1 = all)\n"
-            "      --seed S             RNG seed (default: random)\n"
+            "      --seed S             RNG seed (default: random; -1 or \"random\" = random)\n"
             "Chat:\n"
             "      --system TEXT        system prompt\n"
             "      --chat-template NAME override the model's chat template\n"
@@ -89,34 +89,6 @@ static void usage(FILE *f)
             "      --version            version and kernels\n"
             "\nConfiguration: ~/.llamachatrc (or $LLAMACHATRC); see llamachatrc(5).\n",
             LC_DEFAULT_MODEL);
-}
-
-/* Strict number parsing: the whole argument must be a number within [lo, hi]. */
-static int parse_long(const char *opt, const char *s, long lo, long hi, long *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) {
-        fprintf(stderr, "llamachat: %s: '%s' is not an integer in [%ld, %ld]\n", opt, s, lo, hi);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-static int parse_float(const char *opt, const char *s, float lo, float hi, float *out)
-{
-    char *end;
-    errno = 0;
-    float v = strtof(s, &end);
-    if (errno || end == s || *end || !(v >= lo && v <= hi)) {
-        fprintf(stderr, "llamachat: %s: '%s' is not a number in [%g, %g]\n", opt, s, (double)lo,
-                (double)hi);
-        return -1;
-    }
-    *out = v;
-    return 0;
 }
 
 static void replace_str(char **dst, const char *src)
@@ -151,7 +123,6 @@ static void options_free(struct lc_options *o)
 static int parse_args(struct lc_options *o, int argc, char **argv)
 {
     int c;
-    long l;
     opterr = 0;
     int li = -1;
     while ((c = getopt_long(argc, argv, ":m:p:n:t:c:b:vh", long_opts, &li)) != -1) {
@@ -163,67 +134,29 @@ static int parse_args(struct lc_options *o, int argc, char **argv)
             snprintf(name, sizeof(name), "%s", optopt ? (char[]){'-', (char)optopt, 0} : argv[optind - 1]);
         else
             snprintf(name, sizeof(name), "-%c", c);
+        /* a setting: one definition and one parser with the file and /set (config.h) */
+        const struct lc_option_def *def =
+            c == '?' || c == ':' ? NULL
+            : lc_config_option(name[1] == '-' ? name + 2 : NULL, name[1] == '-' ? 0 : c);
         li = -1;
+        if (def) {
+            char *err = NULL;
+            if (lc_config_set(o, def->section, def->key, optarg, &err) != 0) {
+                fprintf(stderr, "llamachat: %s: %s\n", name, err ? err : "bad value");
+                free(err);
+                return -1;
+            }
+            continue;
+        }
         switch (c) {
-        case 'm': replace_str(&o->model_path, optarg); break;
         case 'p':
             replace_str(&o->prompt, optarg);
             if (o->mode == LC_MODE_TUI)
                 o->mode = LC_MODE_ONESHOT;
             break;
-        case 'n':
-            if (parse_long(name, optarg, -1, INT_MAX, &l)) return -1;
-            o->n_predict = (int32_t)l;
-            break;
-        case 't':
-            if (parse_long(name, optarg, 1, 1024, &l)) return -1;
-            o->n_threads = (int32_t)l;
-            break;
-        case 'c':
-            if (parse_long(name, optarg, 0, 1 << 24, &l)) return -1;
-            o->n_ctx = (int32_t)l;
-            break;
-        case 'b':
-            if (parse_long(name, optarg, 1, 1 << 16, &l)) return -1;
-            o->n_batch = (int32_t)l;
-            break;
-        case OPT_TEMP:
-            if (parse_float(name, optarg, 0.0f, 100.0f, &o->sampling.temp)) return -1;
-            break;
-        case OPT_TOP_K:
-            if (parse_long(name, optarg, 0, INT_MAX, &l)) return -1;
-            o->sampling.top_k = (int32_t)l;
-            break;
-        case OPT_TOP_P:
-            if (parse_float(name, optarg, 0.0f, 1.0f, &o->sampling.top_p)) return -1;
-            break;
-        case OPT_MIN_P:
-            if (parse_float(name, optarg, 0.0f, 1.0f, &o->sampling.min_p)) return -1;
-            break;
-        case OPT_REPEAT_PENALTY:
-            if (parse_float(name, optarg, 0.01f, 100.0f, &o->sampling.repeat_penalty)) return -1;
-            break;
-        case OPT_REPEAT_LAST_N:
-            if (parse_long(name, optarg, -1, INT_MAX, &l)) return -1;
-            o->sampling.repeat_last_n = (int32_t)l;
-            break;
-        case OPT_SEED: {
-            char *end;
-            errno = 0;
-            unsigned long long v = strtoull(optarg, &end, 10);
-            if (errno || end == optarg || *end || optarg[0] == '-') {
-                fprintf(stderr, "llamachat: --seed: '%s' is not a non-negative integer\n", optarg);
-                return -1;
-            }
-            o->sampling.seed = v;
-            break;
-        }
         case OPT_PRINT_IDS: o->print_token_ids = true; break;
         case OPT_TOKENIZE: o->mode = LC_MODE_TOKENIZE; break;
         case OPT_NO_BOS: o->no_bos = true; break;
-        case OPT_ISA: replace_str(&o->isa, optarg); break;
-        case OPT_CHAT_TEMPLATE: replace_str(&o->chat_template, optarg); break;
-        case OPT_SYSTEM: replace_str(&o->system_prompt, optarg); break;
         case OPT_RESUME: replace_str(&o->resume_path, optarg); break;
         case OPT_FORMAT:
             if (strcmp(optarg, "md") != 0 && strcmp(optarg, "json") != 0) {

@@ -97,7 +97,12 @@ err() { # name, expected substring, command...
 err "missing model" "No such file" "$LC" -m /nonexistent.gguf -p hi
 err "not a gguf" "magic" "$LC" -m "$S/text/tales.txt" -p hi
 err "bad option" "unknown option --bogus" "$LC" --bogus
-err "bad number" "--temp: 'abc'" "$LC" --temp abc -p hi
+err "bad number" "--temp: bad value 'abc' for temp: expected a number from 0 to 100" "$LC" --temp abc -p hi
+# one definition per option (issue 10 item 7): a subnormal temperature, seed -1, threads 0
+for a in "--temp 1e-40" "--seed -1" "-t 0" "--chat-template chatml"; do
+    if "$LC" -p "Once" -n 2 $a >/dev/null 2>&1; then echo "ok   accepted: $a"; else echo "FAIL accepted: $a"; fail=1; fi
+done
+err "unknown template lists the names" "--chat-template: bad value 'nope' for template: expected one of plain, chatml, llama2," "$LC" --chat-template nope -p hi
 err "missing value" "needs a value" "$LC" -p
 err "bad isa" "LLAMACHAT_ISA" env LLAMACHAT_ISA=sparc "$LC" --version
 "$LC" --help | grep -q -- "--print-token-ids" && echo "ok   help" || { echo "FAIL help"; fail=1; }

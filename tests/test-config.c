@@ -3,6 +3,8 @@
 #include <math.h>
 #include <stdbool.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../src/config.h" /* not autoconf's config.h */
@@ -224,6 +226,135 @@ static void test_set(void)
     lc_config_free(&o);
 }
 
+/* Issue 10 item 7: the command line, the file and /set share one definition per option: the
+ * same values accepted, the same ranges, the same message text. */
+static void test_one_definition(void)
+{
+    static const struct { const char *cli; int shrt; const char *key, *value; int ok; const char *msg; } cases[] = {
+        { "temp", 0, "temp", "1e-40", 0, NULL },            /* subnormal: in range */
+        { "temp", 0, "temp", "1e-400", 0, NULL },           /* underflow: 0 */
+        { "temp", 0, "temp", "1e400", -1, "bad value '1e400' for temp: expected a number from 0 to 100" },
+        { "temp", 0, "temp", "abc", -1, "bad value 'abc' for temp: expected a number from 0 to 100" },
+        { "seed", 0, "seed", "-1", 0, NULL },
+        { "seed", 0, "seed", "random", 0, NULL },
+        { "seed", 0, "seed", "-2", -1, "bad value '-2' for seed: expected an integer >= 0 or \"random\"" },
+        { "threads", 't', "threads", "0", 0, NULL },
+        { "threads", 't', "threads", "1025", -1, "bad value '1025' for threads: expected an integer from 0 (all cores) to 1024" },
+        { "ctx-size", 'c', "context_size", "100000", 0, NULL },
+        { "n-predict", 'n', "max_tokens", "-2", -1, "bad value '-2' for max_tokens: expected an integer >= -1 (-1 = no limit)" },
+        { "chat-template", 0, "template", "chatml", 0, NULL },
+        { "chat-template", 0, "template", "nope", -1, "bad value 'nope' for template: expected one of plain, chatml, llama2, " },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const struct lc_option_def *d = lc_config_option(cases[i].cli, 0);
+        CHECK(d && strcmp(d->key, cases[i].key) == 0, "--%s: definition", cases[i].cli);
+        if (cases[i].shrt)
+            CHECK(lc_config_option(NULL, cases[i].shrt) == d, "-%c", cases[i].shrt);
+        if (!d)
+            continue;
+        /* the command line (section from the definition) and /set (section NULL) */
+        struct lc_options a, b;
+        lc_config_defaults(&a);
+        lc_config_defaults(&b);
+        char *ea = NULL, *eb = NULL;
+        int ra = lc_config_set(&a, d->section, d->key, cases[i].value, &ea);
+        int rb = lc_config_set(&b, NULL, cases[i].key, cases[i].value, &eb);
+        CHECK(ra == cases[i].ok && rb == cases[i].ok, "%s %s: %d %d", cases[i].key, cases[i].value, ra, rb);
+        if (cases[i].msg) {
+            CHECK(ea && strncmp(ea, cases[i].msg, strlen(cases[i].msg)) == 0, "message '%s'", ea ? ea : "");
+            CHECK(ea && eb && strcmp(ea, eb) == 0, "same message: '%s' / '%s'", ea ? ea : "", eb ? eb : "");
+            /* the file: "FILE:LINE: message; default kept" */
+            char text[256], want[1536];
+            snprintf(text, sizeof(text), "[%s]\n%s = %s\n", d->section, d->key, cases[i].value);
+            const char *p = write_file("one.rc", text);
+            struct lc_options c;
+            lc_config_defaults(&c);
+            char *w = NULL;
+            lc_config_load(&c, p, &w);
+            snprintf(want, sizeof(want), "%s:2: %s; default kept\n", p, ea ? ea : "");
+            CHECK(w && strcmp(w, want) == 0, "file: '%s', want '%s'", w ? w : "", want);
+            free(w);
+            lc_config_free(&c);
+        }
+        free(ea);
+        free(eb);
+        lc_config_free(&a);
+        lc_config_free(&b);
+    }
+    struct lc_options o;
+    lc_config_defaults(&o);
+    CHECK(lc_config_set(&o, "sampling", "temp", "1e-40", NULL) == 0 && o.sampling.temp > 0.0f &&
+          o.sampling.temp < 1e-39f, "1e-40 kept as a subnormal: %g", (double)o.sampling.temp);
+    CHECK(lc_config_option("prompt", 'p') == NULL, "-p is not a setting");
+}
+
+/* Issue 11: one bad line costs only itself; 20,000 unknown keys are quick; no raw control
+ * byte reaches a message. */
+static void test_robust(void)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/robust.rc", dir);
+    FILE *f = fopen(path, "w");
+    fputs("[sampling]\n", f);                                  /* 1 */
+    fputs("temp = 0.5\n", f);                                  /* 2 */
+    fputs("top_k = ", f);                                       /* 3: 1,100 bytes */
+    for (int i = 0; i < 1092; i++)
+        fputc('1', f);
+    fputc('\n', f);
+    fwrite("top_p = 0.3\0junk\n", 1, 17, f);                  /* 4: a NUL byte */
+    fputs("min_p = \033[31mred\n", f);                         /* 5: control bytes */
+    fputs("bad\007line\n", f);                                 /* 6 */
+    fputs("[ui]\nhistory = off\n", f);                          /* 7, 8 */
+    fclose(f);
+    struct lc_options o;
+    lc_config_defaults(&o);
+    char *w = NULL;
+    int n = lc_config_load(&o, path, &w);
+    char want[4096];
+    snprintf(want, sizeof(want),
+             "%1$s:3: line longer than 1000 bytes; line ignored\n"
+             "%1$s:4: NUL byte in the line; line ignored\n"
+             "%1$s:5: bad value '\\x1B[31mred' for min_p: expected a number from 0 to 1; default kept\n"
+             "%1$s:6: syntax error (6): bad\\x07line; line ignored\n", path);
+    CHECK(n == 4 && w && strcmp(w, want) == 0, "robust: %d\n%s\nwant:\n%s", n, w ? w : "", want);
+    CHECK(feq(o.sampling.temp, 0.5f), "the rest applies: temp %g", (double)o.sampling.temp);
+    CHECK(!o.history, "the rest applies: history");
+    free(w);
+    lc_config_free(&o);
+
+    /* 20,000 unknown keys: every one reported with its line, in well under a second */
+    f = fopen(path, "w");
+    fputs("[sampling]\n", f);
+    for (int i = 0; i < 20000; i++)
+        fprintf(f, "unknown_%d = %d\n", i, i);
+    fputs("temp = 0.25\n", f);
+    fclose(f);
+    lc_config_defaults(&o);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    n = lc_config_load(&o, path, &w);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    CHECK(n == 20000, "unknown keys: %d", n);
+    CHECK(secs < 2.0, "20,000 unknown keys took %.2f s", secs);
+    CHECK(feq(o.sampling.temp, 0.25f), "temp after them");
+    char line[1024];
+    snprintf(line, sizeof(line), "%s:20001: unknown key 'unknown_19999' in [sampling]\n", path);
+    CHECK(w && strstr(w, line), "last unknown key with its line");
+    free(w);
+    lc_config_free(&o);
+
+    /* a FIFO as the file: refused at once, not waited on */
+    snprintf(path, sizeof(path), "%s/fifo.rc", dir);
+    CHECK(mkfifo(path, 0600) == 0, "mkfifo");
+    lc_config_defaults(&o);
+    n = lc_config_load(&o, path, &w);
+    snprintf(want, sizeof(want), "%s: not a regular file; not read\n", path);
+    CHECK(n == 1 && w && strcmp(w, want) == 0, "fifo: %s", w ? w : "");
+    free(w);
+    unlink(path);
+}
+
 int main(void)
 {
     if (!mkdtemp(dir)) {
@@ -235,6 +366,8 @@ int main(void)
     test_missing_and_env();
     test_syntax_and_outside();
     test_set();
+    test_one_definition();
+    test_robust();
     char cmd[600];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
     if (system(cmd) != 0)

@@ -45,6 +45,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fileutil.h"
 #include "llm/gguf.h"
 #include "llm/quant.h"
 #include "util.h"
@@ -369,6 +370,30 @@ static void check(int rc, char *err, const char *what)
     }
 }
 
+/* What a failed run leaves behind: nothing.  die() exits; this atexit handler then removes
+ * the temporary file of the part being written and every part already written. */
+static struct {
+    char **parts;               /* real paths of the parts written so far */
+    int n;
+    struct lc_gguf_writer *cur; /* the writer of the part being written */
+    bool done;
+} written;
+
+static void remove_written(void)
+{
+    if (written.done)
+        return;
+    lc_gguf_writer_free(written.cur);   /* removes its temporary file */
+    written.cur = NULL;
+    for (int i = 0; i < written.n; i++) {
+        unlink(written.parts[i]);
+        free(written.parts[i]);
+    }
+    free(written.parts);
+    written.parts = NULL;
+    written.n = 0;
+}
+
 /* OUT.gguf -> OUT-00001-of-00003.gguf (llama_split_path on the prefix without ".gguf"). */
 static char *part_path(const char *out, int part, int n_parts)
 {
@@ -465,9 +490,20 @@ static int quantize_model(const struct opts *o)
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     int64_t next = 0;
+    written.parts = xmalloc((size_t)n_parts * sizeof(*written.parts));
+    atexit(remove_written);
     for (int part = 0; part < n_parts; part++) {
-        char *path = o->split_max ? part_path(o->out, part, n_parts) : strdup(o->out);
+        char *out_path = o->split_max ? part_path(o->out, part, n_parts) : strdup(o->out);
+        /* write the file a symlink points to; refuse a FIFO or a device (fileutil.h) */
+        struct lc_file_target target;
+        if (!out_path)
+            die("out of memory");
+        if (lc_file_target(out_path, &target, &err) != 0)
+            die("%s", err);
+        free(out_path);
+        char *path = target.path;
         struct lc_gguf_writer *w = lc_gguf_writer_new();
+        written.cur = w;
         if (!w || !path)
             die("out of memory");
         if (part == 0) {
@@ -520,11 +556,22 @@ static int quantize_model(const struct opts *o)
         }
         rc = lc_gguf_writer_end(w, &err);
         check(rc, err, "writing");
+        written.cur = NULL;
         lc_gguf_writer_free(w);
-        free(path);
+        written.parts[written.n] = strdup(path);
+        if (!written.parts[written.n++])
+            die("out of memory");
+        rc = lc_file_finish(&target, &err);   /* the old file's mode; the directory synced */
+        check(rc, err, "writing");
+        lc_file_target_free(&target);
         next = end;
     }
     progress((int)n, (int)n, NULL);
+    written.done = true;
+    for (int i = 0; i < written.n; i++)
+        free(written.parts[i]);
+    free(written.parts);
+    written.parts = NULL;
     if (progress_on)
         fputs("\r\033[K", stderr);
     clock_gettime(CLOCK_MONOTONIC, &t1);

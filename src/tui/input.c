@@ -1,10 +1,14 @@
 /*
  * input.c - the input line: GNU readline through its callback interface, drawn by curses.
  *
- * Readline never touches the terminal here.  Keys come from curses (get_wch); keys with a curses
- * code (arrows, Home, Delete...) are turned back into the ANSI sequences readline binds by
- * default and queued, together with typed characters as UTF-8, and readline reads them through
- * rl_getc_function.  Its redisplay hook only marks the screen dirty; view.c draws
+ * Readline never touches the terminal here.  Keys come from curses (wgetch bytes decoded by
+ * keydec.c); keys with a curses code (arrows, Home, Delete...) are turned back into the ANSI
+ * sequences readline binds by default and queued, together with typed characters as UTF-8, and
+ * readline reads them through rl_getc_function, only ever when a whole key is queued: it never
+ * waits for the terminal and never sees EOF.  A bracketed paste is collected by keydec.c and
+ * inserted as text (readline's own paste reader, which reads until the end marker, is off).
+ * A lone Esc is the chat's key and never reaches readline, unless ~/.inputrc chose vi editing:
+ * then it is vi's command mode.  Its redisplay hook only marks the screen dirty; view.c draws
  * rl_display_prompt + rl_line_buffer with the cursor at rl_point.  So emacs keys, ~/.inputrc,
  * Ctrl-R search and history work as in any readline program, inside a curses layout.
  */
@@ -26,6 +30,8 @@ static FILE *devnull;
 static char *history_path;
 static int history_added; /* lines this session added: what input_shutdown appends */
 static char *restore_text;   /* put back into the line after readline has cleared it */
+
+static void drain(struct tui *t);
 
 static void q_push(const char *s, size_t n)
 {
@@ -85,25 +91,14 @@ static void queue_key(int is_key_code, wint_t ch)
     /* other function keys mean nothing to readline */
 }
 
-/* rl_getc_function: queued bytes; when readline wants more than we queued (a bracketed paste
- * reads until its end marker), wait for the next key from curses. */
+/* rl_getc_function: the queued bytes.  Readline is only called when a key is queued; should a
+ * command of it still want more (one that reads synchronously), it gets Ctrl-G (abort), which
+ * cancels that command without touching the line: never a wait, never EOF. */
 static int tui_getc(FILE *f)
 {
     (void)f;
-    while (q_len == 0) {
-        wint_t ch;
-        timeout(-1);
-        int r = get_wch(&ch);
-        nodelay(stdscr, TRUE);
-        if (r == ERR) {
-            if (errno == EINTR)
-                continue;
-            return EOF;
-        }
-        if (r == KEY_CODE_YES && ch == KEY_RESIZE)
-            continue;
-        queue_key(r == KEY_CODE_YES, ch);
-    }
+    if (q_len == 0)
+        return 7;
     int c = queue[q_head];
     q_head = (q_head + 1) % sizeof(queue);
     q_len--;
@@ -222,7 +217,8 @@ int input_init(struct tui *t)
     rl_bind_keyseq("\033\n", insert_newline);
     rl_bind_keyseq("\033[1;5C", rl_forward_word);
     rl_bind_keyseq("\033[1;5D", rl_backward_word);
-    rl_variable_bind("enable-bracketed-paste", "on");
+    /* keydec.c collects pastes; readline's paste reader would wait for the end marker */
+    rl_variable_bind("enable-bracketed-paste", "off");
     using_history();
     stifle_history(1000);
     if (t->o->history) {
@@ -266,8 +262,13 @@ void input_history_added(void)
 
 void input_key(struct tui *t, int is_key_code, wint_t ch)
 {
-    (void)t;
     queue_key(is_key_code, ch);
+    drain(t);
+}
+
+/* Run readline on what is queued. */
+static void drain(struct tui *t)
+{
     while (q_len > 0 && !t->quit) {
         rl_callback_read_char();
         if (restore_text) {
@@ -278,6 +279,34 @@ void input_key(struct tui *t, int is_key_code, wint_t ch)
             t->dirty = true;
         }
     }
+}
+
+void input_alt(struct tui *t, wint_t ch)
+{
+    char b[5] = "\033";
+    size_t n;
+    encode_utf8(ch, b + 1, &n);
+    q_push(b, n + 1);
+    drain(t);
+}
+
+void input_seq(struct tui *t, const char *seq, size_t len)
+{
+    q_push(seq, len);
+    drain(t);
+}
+
+void input_paste(struct tui *t, const char *text, size_t len)
+{
+    (void)len;
+    if (*text)
+        rl_insert_text(text);
+    t->dirty = true;
+}
+
+bool input_vi_mode(void)
+{
+    return rl_editing_mode == 0;   /* readline's vi_mode */
 }
 
 void input_restore(const char *text)

@@ -104,6 +104,14 @@ void input_history_added(void);     /* count a line added to the history this se
 char *input_state_path(const char *name); /* ~/.local/state/llamachat/NAME, malloc'd, or NULL */
 /* Feed one key from curses (get_wch result) to readline. */
 void input_key(struct tui *t, int is_key_code, wint_t ch);
+/* Alt + ch (Esc then the character) to readline. */
+void input_alt(struct tui *t, wint_t ch);
+/* An escape sequence curses did not decode, as it came (starts with ESC), to readline. */
+void input_seq(struct tui *t, const char *seq, size_t len);
+/* Insert pasted text (valid UTF-8, NUL-terminated, newlines as LF) at the cursor. */
+void input_paste(struct tui *t, const char *text, size_t len);
+/* True when ~/.inputrc chose vi editing (a lone Esc then goes to readline). */
+bool input_vi_mode(void);
 /* Draw the input area (rows y0 .. y0+h-1 of stdscr, full width) and place the cursor. */
 void input_draw(struct tui *t, int y0, int h, int width);
 /* Rows the input wants for the width (1 .. max). */

@@ -34,6 +34,7 @@
 #include "../cli.h"
 #include "../config.h"
 #include "../textsafe.h"
+#include "keydec.h"
 #include "tui.h"
 
 /* ---------------------------------------------------------------- terminal restore */
@@ -313,9 +314,8 @@ static void cmd_set(struct tui *t, const char *args)
         snprintf(value, sizeof value, "-1");
     char *err = NULL;
     if (lc_config_set(t->o, "sampling", key, value, &err) != 0) {
-        /* in the names the pane and /set use (the config file's keys have underscores) */
-        const char *expect = err ? strstr(err, ": expected") : NULL;
-        tui_message(t, true, "bad value '%s' for %s%s", value, name, expect ? expect : "");
+        /* the message the command line and the file give (config.h) */
+        tui_message(t, true, "%s", err ? err : "bad value");
         free(err);
         return;
     }
@@ -784,29 +784,6 @@ static void handle_key(struct tui *t, int r, wint_t ch)
         return;
     }
     switch (ch) {
-    case 27: {   /* Esc alone stops; Esc + key is Alt-key for readline */
-        wint_t c2;
-        int r2 = get_wch(&c2);
-        if (r2 == ERR) {
-            if (t->focus == FOCUS_PARAMS) {
-                t->focus = FOCUS_INPUT;
-                t->dirty = true;
-            } else {
-                stop_reply(t);
-            }
-            return;
-        }
-        if (r2 == KEY_CODE_YES) {
-            stop_reply(t);
-            handle_key(t, r2, c2);
-            return;
-        }
-        if (t->focus == FOCUS_INPUT) {
-            input_key(t, 0, 27);
-            input_key(t, 0, c2);
-        }
-        return;
-    }
     case 3:   /* Ctrl-C */
         if (busy(t))
             stop_reply(t);
@@ -853,12 +830,81 @@ static void handle_key(struct tui *t, int r, wint_t ch)
     input_key(t, 0, ch);
 }
 
-static void read_keys(struct tui *t)
+/* Esc alone: leaves the parameter pane, stops a reply, closes the help; in vi editing (from
+ * ~/.inputrc) and otherwise idle it is vi's command mode.  It never edits the message. */
+static void handle_esc(struct tui *t)
 {
-    wint_t ch;
-    int r;
-    while (!t->quit && (r = get_wch(&ch)) != ERR)
-        handle_key(t, r, ch);
+    if (t->show_help) {
+        t->show_help = false;
+        t->dirty = true;
+    } else if (t->focus == FOCUS_PARAMS) {
+        t->focus = FOCUS_INPUT;
+        t->dirty = true;
+    } else if (busy(t)) {
+        stop_reply(t);
+    } else if (input_vi_mode()) {
+        input_key(t, 0, 27);
+    }
+}
+
+/* A key from the decoder (keydec.h). */
+static void on_key(void *ud, const struct lc_key *k)
+{
+    struct tui *t = ud;
+    if (t->quit)
+        return;
+    switch (k->type) {
+    case LC_KEY_CHAR:
+        handle_key(t, OK, (wint_t)k->ch);
+        break;
+    case LC_KEY_CODE:
+        handle_key(t, KEY_CODE_YES, (wint_t)k->ch);
+        break;
+    case LC_KEY_ESC:
+        handle_esc(t);
+        break;
+    case LC_KEY_ALT:
+        if (t->show_help) {
+            t->show_help = false;
+            t->dirty = true;
+        } else if (t->focus == FOCUS_INPUT) {
+            input_alt(t, (wint_t)k->ch);
+        }
+        break;
+    case LC_KEY_SEQ:
+        if (t->show_help) {
+            t->show_help = false;
+            t->dirty = true;
+        } else if (t->focus == FOCUS_INPUT) {
+            input_seq(t, k->text, k->len);
+        }
+        break;
+    case LC_KEY_PASTE:
+        t->show_help = false;
+        t->focus = FOCUS_INPUT;
+        input_paste(t, k->text, k->len);
+        if (k->dropped)
+            tui_message(t, true, "paste too long: the last %zu bytes were left out (limit %zu)",
+                        k->dropped, LC_KEYDEC_PASTE_MAX);
+        break;
+    }
+}
+
+static struct lc_keydec keydec;
+
+/* Every byte the terminal has now, through the decoder; never waits (nodelay: wgetch only
+ * waits ESCDELAY after an Esc for the rest of a sequence).  utf8_timeout: input has paused
+ * with a character incomplete: it is invalid. */
+static void read_keys(struct tui *t, bool utf8_timeout)
+{
+    int c;
+    size_t invalid = keydec.n_invalid;
+    while (!t->quit && (c = wgetch(stdscr)) != ERR)
+        lc_keydec_feed(&keydec, c);
+    lc_keydec_flush(&keydec, utf8_timeout);
+    if (keydec.n_invalid > invalid)
+        tui_message(t, true, "%zu invalid UTF-8 byte sequence%s replaced with U+FFFD",
+                    keydec.n_invalid - invalid, keydec.n_invalid - invalid == 1 ? "" : "s");
 }
 
 /*
@@ -1030,6 +1076,7 @@ int lc_tui_run(struct lc_options *o)
     fflush(stdout);
     view_init_colors(t);
     input_init(t);
+    lc_keydec_init(&keydec, on_key, t);
 
     rebuild_entries(t);
     if (o->resume_path)
@@ -1054,11 +1101,16 @@ int lc_tui_run(struct lc_options *o)
             t->dirty = false;
             view_draw(t);
         }
-        int r = poll(fds, 3, -1);
+        /* a character cut short: wait 50 ms for its next byte, then call it invalid */
+        int r = poll(fds, 3, lc_keydec_utf8_pending(&keydec) ? 50 : -1);
         if (r < 0) {
             if (errno == EINTR)
                 continue;
             break;
+        }
+        if (r == 0) {
+            read_keys(t, true);
+            continue;
         }
         if (fds[2].revents & POLLIN) {
             unsigned char sigs[32];
@@ -1079,13 +1131,14 @@ int lc_tui_run(struct lc_options *o)
         if (fds[1].revents & POLLIN)
             drain_events(t);
         if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-            read_keys(t);
+            read_keys(t, false);
             if ((fds[0].revents & (POLLHUP | POLLERR)) && !(fds[0].revents & POLLIN))
                 t->quit = true;   /* the terminal went away */
         }
     }
 
     input_shutdown(t);
+    lc_keydec_free(&keydec);
     fputs("\033[?2004l", stdout);
     fflush(stdout);
     endwin();
