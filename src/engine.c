@@ -84,6 +84,8 @@ struct lc_engine {
     uint64_t reply_seed;      /* the seed the current reply was sampled with */
     FILE *log;                /* token log, or NULL */
     int32_t too_long;         /* tokens of a prompt that did not fit (sync_prompt -2) */
+    int64_t n_shifted;        /* KV entries moved by context shifts instead of re-evaluated */
+    bool no_shift;            /* LLAMACHAT_NO_SHIFT=1: re-evaluate instead (for benchmarks) */
 };
 
 static double now_s(void)
@@ -686,6 +688,41 @@ static bool stop_requested(struct lc_engine *e)
 }
 
 /*
+ * Context shift: after old turns were dropped, the turns that stay are still in the KV cache, d
+ * positions further on.  Find the d where the most of toks[common..) is cached (the cut point
+ * is known only roughly in tokens, so every d is tried; a wrong d fails at its first token),
+ * drop cache[common, common + d) and move the rest down with lc_context_shift (keys re-rotated,
+ * nothing recomputed).  Returns the new common prefix length (common if nothing was moved).
+ */
+static int32_t shift_kept(struct lc_engine *e, const int32_t *toks, int32_t n, int32_t common)
+{
+    int32_t best_d = 0, best_m = 0;
+    for (int32_t d = 1; common + d < e->n_cache; d++) {
+        if (e->cache[common + d] != toks[common])
+            continue;
+        int32_t m = 0;
+        while (common + m < n && common + d + m < e->n_cache &&
+               toks[common + m] == e->cache[common + d + m])
+            m++;
+        if (m > best_m) {
+            best_m = m;
+            best_d = d;
+        }
+    }
+    if (common + best_m >= n)
+        best_m = n - 1 - common;   /* the last token is decoded again for its logits */
+    if (best_m < 1)
+        return common;
+    lc_context_truncate(e->ctx, common + best_d + best_m);
+    if (lc_context_shift(e->ctx, common, best_d) != 0)
+        return common;
+    memmove(e->cache + common, e->cache + common + best_d, (size_t)best_m * sizeof(*e->cache));
+    e->n_cache = common + best_m;
+    e->n_shifted += best_m;
+    return common + best_m;
+}
+
+/*
  * Make the KV cache hold the conversation's tokens, decoding only what is not cached yet.
  * reserve: room to keep free for the reply.  When the conversation does not fit, whole oldest
  * turns are dropped (the system prompt stays, no message is cut), and so many at once that the
@@ -781,6 +818,8 @@ static int sync_prompt(struct lc_engine *e, int32_t reserve)
     int32_t common = 0;
     while (common < n && common < e->n_cache && toks[common] == e->cache[common])
         common++;
+    if (dropped && common < n - 1 && !e->no_shift)
+        common = shift_kept(e, toks, n, common);
     if (common >= n)
         common = n - 1;
     if (n > e->cap_cache) {
@@ -1221,6 +1260,8 @@ struct lc_engine *lc_engine_start(const struct lc_engine_config *cfg, char **err
     if (e->system_prompt && *e->system_prompt)
         lc_chat_set_system(e->conv, e->system_prompt);
     {
+        const char *ns = getenv("LLAMACHAT_NO_SHIFT");
+        e->no_shift = ns && *ns && strcmp(ns, "0") != 0;
         const char *lp = cfg->log_path ? cfg->log_path : getenv("LLAMACHAT_LOG");
         if (lp && *lp && !(e->log = fopen(lp, "we"))) {
             *err = xasprintf("cannot open the token log %s: %s", lp, strerror(errno));

@@ -140,6 +140,62 @@ static char *direct_greedy(const struct lc_model *m, const char *text, int n_pre
     return out;
 }
 
+/*
+ * Context shift: in a one-layer model a token's key and value depend on the token and its
+ * position only (in deeper layers they also carry what it attended to, which a shift keeps, as
+ * llama.cpp's does), so a cache shifted by lc_context_shift must give the logits of evaluating
+ * the kept tokens afresh.  Tokens t[0..40) are decoded, positions [4, 14) dropped; the next
+ * token's logits are compared with a context that read t[0..4) + t[14..40) directly.  F16 keys
+ * are rounded once more by the rotation, so equality is to a tolerance, and the argmax must agree.
+ */
+static void test_shift(const struct lc_model *m, enum lc_type kv)
+{
+    struct lc_context_params cp = lc_context_default_params();
+    cp.n_ctx = 64;
+    cp.n_threads = 1;
+    cp.kv_type = kv;
+    char *err = NULL;
+    struct lc_context *a = lc_context_new(m, &cp, &err), *b = lc_context_new(m, &cp, &err);
+    CHECK(a && b, "shift contexts: %s", err);
+    if (!a || !b)
+        return;
+    const char *text = "Once upon a time, there was a little girl named Lily. She loved to play "
+                       "outside in the park with her dog and her red ball.";
+    int32_t t[128], kept[128];
+    int32_t n = lc_tokenize(m->vocab, text, strlen(text), true, false, t, 128);
+    CHECK(n >= 40, "shift text: %d tokens", n);
+    n = 40;
+    int32_t nk = 0;
+    for (int32_t i = 0; i < n; i++)
+        if (i < 4 || i >= 14)
+            kept[nk++] = t[i];
+    int32_t next = t[n - 1];
+    CHECK(lc_context_decode(a, t, n, 0, false, &err) == 0, "decode a: %s", err);
+    CHECK(lc_context_shift(a, 4, 10) == 0 && lc_context_n_past(a) == n - 10, "shift: n_past %d",
+          lc_context_n_past(a));
+    CHECK(lc_context_shift(a, 20, 100) == -1 && lc_context_n_past(a) == n - 10, "shift past the end");
+    CHECK(lc_context_decode(a, &next, 1, nk, false, &err) == 0, "decode a next: %s", err);
+    kept[nk] = next;
+    CHECK(lc_context_decode(b, kept, nk + 1, 0, false, &err) == 0, "decode b: %s", err);
+    const float *la = lc_context_logits(a, -1), *lb = lc_context_logits(b, -1);
+    float maxd = 0;
+    int32_t am = 0, bm = 0;
+    for (int32_t i = 0; i < m->hp.n_vocab; i++) {
+        float d = la[i] > lb[i] ? la[i] - lb[i] : lb[i] - la[i];
+        if (d > maxd)
+            maxd = d;
+        if (la[i] > la[am])
+            am = i;
+        if (lb[i] > lb[bm])
+            bm = i;
+    }
+    CHECK(maxd < (kv == LC_TYPE_F32 ? 1e-3f : 2e-2f) && am == bm,
+          "shifted cache (%s): max logit difference %g, argmax %d vs %d",
+          kv == LC_TYPE_F32 ? "f32" : "f16", (double)maxd, am, bm);
+    lc_context_free(a);
+    lc_context_free(b);
+}
+
 int main(void)
 {
     char path[512];
@@ -153,6 +209,22 @@ int main(void)
     CHECK(m != NULL, "load: %s", err);
     if (!m)
         return tu_finish("test-engine");
+
+    {   /* a one-layer random-weight model with stories260K's vocabulary */
+        char cmd[1024], one[256];
+        const char *bd = getenv("LC_BUILDDIR");
+        snprintf(one, sizeof(one), "%s/test-engine-1layer.gguf", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+        snprintf(cmd, sizeof(cmd), "%s/llamachat-synth -q -o %s --n-embd 64 --n-layer 1 --n-head 4 "
+                 "--n-ff 128 --n-vocab 512 --type f16 --scale 0.5", bd ? bd : ".", one);
+        struct lc_model *m1 = system(cmd) == 0 ? lc_model_load(one, false, &err) : NULL;
+        CHECK(m1 != NULL, "one-layer model: %s", err ? err : cmd);
+        if (m1) {
+            test_shift(m1, LC_TYPE_F32);
+            test_shift(m1, LC_TYPE_F16);
+            lc_model_free(m1);
+        }
+        unlink(one);
+    }
 
     const int N = 16;
     struct lc_engine_config cfg = { .model_path = path, .n_ctx = 256, .n_threads = 1,
