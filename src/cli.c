@@ -42,14 +42,15 @@ const char *lc_default_model_path(void)
 }
 
 /* Tokenize text into a malloc'd array; returns the count or -1. */
-static int32_t tokenize_alloc(const struct lc_vocab *v, const char *text, bool bos, int32_t **out)
+static int32_t tokenize_alloc(const struct lc_vocab *v, const char *text, bool bos, bool special,
+                              int32_t **out)
 {
     const size_t len = strlen(text);
     int32_t cap = (int32_t)(len + 8);
     int32_t *toks = malloc((size_t)cap * sizeof(int32_t));
     if (!toks)
         return -1;
-    int32_t n = lc_tokenize(v, text, len, bos, false, toks, cap);
+    int32_t n = lc_tokenize(v, text, len, bos, special, toks, cap);
     if (n < 0 && n != INT32_MIN) {
         cap = -n;
         int32_t *t2 = realloc(toks, (size_t)cap * sizeof(int32_t));
@@ -58,7 +59,12 @@ static int32_t tokenize_alloc(const struct lc_vocab *v, const char *text, bool b
             return -1;
         }
         toks = t2;
-        n = lc_tokenize(v, text, len, bos, false, toks, cap);
+        n = lc_tokenize(v, text, len, bos, special, toks, cap);
+    }
+    /* exactly one BOS: a prompt that spells it (with --special) gets no second one */
+    if (bos && n >= 2 && toks[1] == lc_vocab_bos(v) && toks[0] == toks[1]) {
+        memmove(toks, toks + 1, (size_t)(n - 1) * sizeof(*toks));
+        n--;
     }
     if (n < 0) {
         free(toks);
@@ -87,7 +93,7 @@ int lc_cli_run(const struct lc_options *o)
     const struct lc_vocab *v = m->vocab;
     const bool bos = !o->no_bos && lc_vocab_add_bos(v);
     const char *prompt = o->prompt ? o->prompt : "";
-    int32_t n_prompt = tokenize_alloc(v, prompt, bos, &toks);
+    int32_t n_prompt = tokenize_alloc(v, prompt, bos, o->special, &toks);
     if (n_prompt < 0) {
         fprintf(stderr, "llamachat: cannot tokenize the prompt\n");
         goto out;
@@ -102,6 +108,17 @@ int lc_cli_run(const struct lc_options *o)
     if (n_prompt == 0) {
         fprintf(stderr, "llamachat: the prompt is empty and the model adds no BOS token\n");
         goto out;
+    }
+    if (o->verbose_prompt) {   /* as llama.cpp's --verbose-prompt */
+        lc_text_fprintf(stderr, "prompt: '%s'\nnumber of tokens in prompt = %d\n", prompt, n_prompt);
+        for (int32_t i = 0; i < n_prompt; i++) {
+            size_t pl;
+            const char *pc = lc_vocab_piece(v, toks[i], true, &pl);
+            char *piece = strndup(pc, pl);
+            lc_text_fprintf(stderr, "%6d -> '%s'\n", toks[i], piece ? piece : "");
+            free(piece);
+        }
+        fputc('\n', stderr);
     }
     struct lc_context_params cp = lc_context_default_params();
     cp.n_ctx = o->n_ctx;
@@ -159,7 +176,7 @@ int lc_cli_run(const struct lc_options *o)
             printf("%s%d", first ? "" : " ", tok);
         } else {
             size_t len;
-            const char *piece = lc_vocab_piece(v, tok, false, &len);   /* any length */
+            const char *piece = lc_vocab_piece(v, tok, o->special, &len);   /* any length */
             if (len > 0 && tty)
                 lc_text_stream_write(&ts, stdout, piece, len);
             else if (len > 0)

@@ -118,7 +118,7 @@ void lc_config_defaults(struct lc_options *o)
 void lc_config_free(struct lc_options *o)
 {
     char **strs[] = { &o->model_path, &o->isa, &o->system_prompt, &o->chat_template, &o->theme,
-                      &o->prompt, &o->resume_path, &o->save_format };
+                      &o->prompt, &o->resume_path, &o->save_format, &o->log_path };
     for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
         free(*strs[i]);
         *strs[i] = NULL;
@@ -486,6 +486,11 @@ static char *read_small_file(const char *path, size_t *len, char **why)
     char *text = NULL;
     if (fstat(fd, &st) != 0) {
         *why = xasprintf("cannot open: %s", strerror(errno));
+    } else if (S_ISCHR(st.st_mode) && strcmp(path, "/dev/null") == 0) {
+        text = strdup("");   /* LLAMACHATRC=/dev/null: no configuration, the usual idiom */
+        *len = 0;
+        if (!text)
+            *why = xasprintf("out of memory");
     } else if (!S_ISREG(st.st_mode)) {
         *why = xasprintf("not a regular file; not read");
     } else if ((size_t)st.st_size > LC_CONFIG_MAX_FILE) {

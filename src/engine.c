@@ -86,6 +86,7 @@ struct lc_engine {
     int32_t too_long;         /* tokens of a prompt that did not fit (sync_prompt -2) */
     int64_t n_shifted;        /* KV entries moved by context shifts instead of re-evaluated */
     bool no_shift;            /* LLAMACHAT_NO_SHIFT=1: re-evaluate instead (for benchmarks) */
+    bool verbose_prompt;      /* NOTE the text of every prompt evaluation */
 };
 
 static double now_s(void)
@@ -371,6 +372,28 @@ static void log_tokens(struct lc_engine *e, const char *what, const int32_t *t, 
     }
     fputs("\"\n", e->log);
     fflush(e->log);
+}
+
+/* --verbose-prompt: the text the model is about to read (special tokens spelled out) as a
+ * note; the UI shows its control characters as placeholders. */
+static void note_prompt(struct lc_engine *e, const int32_t *t, int32_t n, int32_t pos)
+{
+    size_t total = 0, len;
+    for (int32_t i = 0; i < n; i++) {
+        lc_vocab_piece(e->model->vocab, t[i], true, &len);
+        total += len;
+    }
+    char *s = malloc(total + 1), *p = s;
+    if (!s)
+        return;
+    for (int32_t i = 0; i < n; i++) {
+        const char *pc = lc_vocab_piece(e->model->vocab, t[i], true, &len);
+        memcpy(p, pc, len);
+        p += len;
+    }
+    *p = '\0';
+    emit_str(e, LC_EV_NOTE, "prompt: %d token%s at %d: %s", n, n == 1 ? "" : "s", pos, s);
+    free(s);
 }
 
 /* ---------------------------------------------------------------- message tokens */
@@ -839,6 +862,8 @@ static int sync_prompt(struct lc_engine *e, int32_t reserve)
     e->n_eval += n - common;
     if (n - common > 0) {
         log_tokens(e, "prompt", toks + common, n - common, common);
+        if (e->verbose_prompt)
+            note_prompt(e, toks + common, n - common, common);
         int r = lc_context_decode(e->ctx, toks + common, n - common, common, false, &err);
         int32_t past = lc_context_n_past(e->ctx);
         if (r < 0) {
@@ -1251,6 +1276,7 @@ struct lc_engine *lc_engine_start(const struct lc_engine_config *cfg, char **err
     e->cparams.kv_type = cfg->kv_f32 ? LC_TYPE_F32 : LC_TYPE_F16;
     e->params = cfg->sampling;
     e->n_predict = cfg->n_predict;
+    e->verbose_prompt = cfg->verbose_prompt;
     e->conv = lc_chat_new();
     e->ring = lc_ring_new(sizeof(struct lc_event), 4096);
     if (!e->model_path || !e->conv || !e->ring) {

@@ -38,6 +38,7 @@ struct lc_engine_config {
     const char *chat_template;     /* built-in template name, or NULL = from the model */
     const char *log_path;          /* token log of every decode (see engine.c), NULL = the
                                       LLAMACHAT_LOG environment variable, or none */
+    bool verbose_prompt;           /* a NOTE with the text of every prompt evaluation */
 };
 
 enum lc_event_type {

@@ -20,7 +20,7 @@
 enum {
     OPT_TEMP = 1000, OPT_TOP_K, OPT_TOP_P, OPT_MIN_P, OPT_REPEAT_PENALTY, OPT_REPEAT_LAST_N,
     OPT_SEED, OPT_PRINT_IDS, OPT_TOKENIZE, OPT_NO_BOS, OPT_ISA, OPT_VERSION, OPT_CHAT_TEMPLATE,
-    OPT_SYSTEM, OPT_RESUME, OPT_FORMAT, OPT_KV_F32,
+    OPT_SYSTEM, OPT_RESUME, OPT_FORMAT, OPT_KV_F32, OPT_SPECIAL, OPT_VERBOSE_PROMPT, OPT_LOG_FILE,
 };
 
 static const struct option long_opts[] = {
@@ -46,6 +46,9 @@ static const struct option long_opts[] = {
     {"resume", required_argument, NULL, OPT_RESUME},
     {"format", required_argument, NULL, OPT_FORMAT},
     {"kv-f32", no_argument, NULL, OPT_KV_F32},
+    {"special", no_argument, NULL, OPT_SPECIAL},
+    {"verbose-prompt", no_argument, NULL, OPT_VERBOSE_PROMPT},
+    {"log-file", required_argument, NULL, OPT_LOG_FILE},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, OPT_VERSION},
@@ -84,6 +87,11 @@ static void usage(FILE *f)
             "      --print-token-ids    print the generated token ids instead of text\n"
             "      --tokenize           print the prompt's token ids and exit\n"
             "      --no-bos             do not add the BOS token\n"
+            "  -sp, --special           parse special-token texts in -p (<s>, <|im_end|>...) and\n"
+            "                           print special tokens the model writes (default: plain text)\n"
+            "      --verbose-prompt     show the prompt's tokens: on stderr (-p), as a note per\n"
+            "                           prompt in the chat\n"
+            "      --log-file FILE      write the ids of every decode to FILE (also LLAMACHAT_LOG)\n"
             "  -v, --verbose            more figures on stderr\n"
             "  -h, --help               this help\n"
             "      --version            version and kernels\n"
@@ -117,6 +125,7 @@ static void options_free(struct lc_options *o)
     free(o->prompt);
     free(o->resume_path);
     free(o->save_format);
+    free(o->log_path);
 }
 
 /* Returns 0 to go on, 1 to exit successfully (help/version), -1 on a bad option. */
@@ -125,6 +134,9 @@ static int parse_args(struct lc_options *o, int argc, char **argv)
     int c;
     opterr = 0;
     int li = -1;
+    for (int i = 1; i < argc; i++)   /* llama.cpp's spelling of --special */
+        if (!strcmp(argv[i], "-sp"))
+            argv[i] = (char *)"--special";
     while ((c = getopt_long(argc, argv, ":m:p:n:t:c:b:vh", long_opts, &li)) != -1) {
         /* the option's own name for messages: "--temp", or "-n" */
         char name[64];
@@ -166,6 +178,9 @@ static int parse_args(struct lc_options *o, int argc, char **argv)
             replace_str(&o->save_format, optarg);
             break;
         case OPT_KV_F32: o->kv_f32 = true; break;
+        case OPT_SPECIAL: o->special = true; break;
+        case OPT_VERBOSE_PROMPT: o->verbose_prompt = true; break;
+        case OPT_LOG_FILE: replace_str(&o->log_path, optarg); break;
         case 'v': o->verbose = true; break;
         case 'h': usage(stdout); return 1;
         case OPT_VERSION: o->mode = LC_MODE_VERSION; break;

@@ -33,6 +33,9 @@ struct lc_options {
     char *prompt;              /* -p */
     bool print_token_ids;
     bool no_bos;
+    bool special;          /* --special: special-token texts in -p are parsed, and printed */
+    bool verbose_prompt;   /* --verbose-prompt: show the prompt's tokens (stderr / chat notes) */
+    char *log_path;        /* --log-file: token log of every decode (engine.c) */
     bool verbose;
     char *resume_path;         /* --resume FILE */
     char *save_format;         /* "md" or "json" */

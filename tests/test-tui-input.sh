@@ -145,12 +145,12 @@ start term || exit 1
 printf 'caf\351' | $T load-buffer -b bad -
 $T paste-buffer -p -d -b bad -t lc
 wait_for '^> caf' 10 >/dev/null
-pid=$(pgrep -n -f "^$LC" 2>/dev/null || true)
-if [ -z "$pid" ]; then
-    for d in /proc/[0-9]*; do
-        if [ "$(readlink "$d/exe" 2>/dev/null)" = "$LC" ]; then pid=${d#/proc/}; fi
-    done
-fi
+# the chat is the shell's child (env execs it); pgrep could pick another test's llamachat
+shell=$($T list-panes -t lc -F '#{pane_pid}')
+pid=""
+for d in /proc/[0-9]*; do
+    [ "$(cut -d' ' -f4 "$d/stat" 2>/dev/null)" = "$shell" ] && pid=${d#/proc/}
+done
 [ -n "$pid" ] && kill -TERM "$pid"
 check "SIGTERM after a bad paste: exit 143" '^EXIT=143' 10
 

@@ -967,6 +967,8 @@ static struct lc_engine *start_engine(struct tui *t, const char *model, char **e
         .n_predict = t->o->n_predict,
         .system_prompt = t->o->system_prompt,
         .chat_template = t->o->chat_template,
+        .log_path = t->o->log_path,
+        .verbose_prompt = t->o->verbose_prompt,
     };
     /* The engine and its workers must not take our signals: start them with those blocked. */
     sigset_t block, old;
