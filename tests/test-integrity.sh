@@ -174,6 +174,23 @@ type_line 'Lily saw a big red ball and a small blue ball and a cat and a dog and
 if wait_for 'message not sent' 10 && screen | grep -q '^> *Lily saw a big'; then ok "too long: refused, back in the input line"
 else bad "too long message"; fi
 
+# --- trimming is linear: a 20,000-message transcript, then one message, answers at once ------
+# (it used to drop one turn at a time, re-rendering and re-tokenizing everything: minutes, and
+# deaf to Esc and /quit meanwhile)
+python3 -c '
+import json, sys
+m = []
+for i in range(10000):
+    m += [{"role": "user", "content": "Lily saw a cat number %d." % i},
+          {"role": "assistant", "content": " The cat was big and happy."}]
+json.dump({"format": "llamachat-transcript", "version": 1, "messages": m}, open(sys.argv[1], "w"))' "$tmp/big.json"
+chat "$tmp/i.log" -m "$BASE" --temp 0 -n 8 -c 512 --resume "$tmp/big.json"
+type_line 'Then a dog came.'
+if wait_log "$tmp/i.log" '^reply pos=' 20 && wait_for 'no longer sees the oldest [0-9]+ messages' 5; then
+    n=$(grep '^prompt pos=0' "$tmp/i.log" | sed 's/.* n=\([0-9]*\):.*/\1/')
+    [ "$n" -le 448 ] && ok "20,000 messages: answered, the model reads $n tokens" || bad "20,000 messages: prompt of $n tokens"
+else bad "20,000 messages: no reply within 20 s"; fi
+
 # LLAMACHATRC=/dev/null means "no configuration": no warning
 err=$(env LLAMACHATRC=/dev/null "$LC" -m "$BASE" -p Once -n 1 --temp 0 2>&1 >/dev/null)
 if echo "$err" | grep -q 'dev/null'; then bad "LLAMACHATRC=/dev/null warns: $err"; else ok "LLAMACHATRC=/dev/null is quiet"; fi
