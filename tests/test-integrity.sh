@@ -20,7 +20,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/lc-integ.XXXXXX") || exit 99
 # one tmux server per chat (a new session on a server that is shutting down can fail)
 n_srv=0
 T="tmux -S $tmp/sock0"
-cleanup() { for s in "$tmp"/sock*; do tmux -S "$s" kill-server >/dev/null 2>&1; done; rm -rf "$tmp"; }
+cleanup() { for s in "$tmp"/sock*; do tmux -S "$s" kill-server >/dev/null 2>&1; done; sleep 0.5; rm -rf "$tmp" 2>/dev/null || { sleep 2; rm -rf "$tmp"; }; }
 trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
 mkdir -p "$tmp/home"
