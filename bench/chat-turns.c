@@ -111,10 +111,21 @@ int main(int argc, char **argv)
             eval_full += n_eval;
         }
     }
-    printf("median turn: %.1f ms at most half full (%d turns, %.0f tokens evaluated each), "
-           "%.1f ms once full (%d turns, %.0f tokens evaluated each)\n",
-           median(half, n_half), n_half, n_half ? (double)eval_half / n_half : 0.0,
-           median(full, n_full), n_full, n_full ? (double)eval_full / n_full : 0.0);
+    double sum_h = 0, sum_f = 0, max_h = 0, max_f = 0;
+    for (int i = 0; i < n_half; i++) {
+        sum_h += half[i];
+        max_h = half[i] > max_h ? half[i] : max_h;
+    }
+    for (int i = 0; i < n_full; i++) {
+        sum_f += full[i];
+        max_f = full[i] > max_f ? full[i] : max_f;
+    }
+    printf("at most half full: %d turns, %.1f tokens evaluated per turn, median %.1f ms, mean %.1f, "
+           "max %.1f\n", n_half, n_half ? (double)eval_half / n_half : 0.0, median(half, n_half),
+           n_half ? sum_h / n_half : 0.0, max_h);
+    printf("once full:         %d turns, %.1f tokens evaluated per turn, median %.1f ms, mean %.1f, "
+           "max %.1f\n", n_full, n_full ? (double)eval_full / n_full : 0.0, median(full, n_full),
+           n_full ? sum_f / n_full : 0.0, max_f);
     lc_engine_free(e);
     free(half);
     free(full);

@@ -11,7 +11,7 @@ M=${TMPDIR:-/tmp}/lc-chat-turns-model.gguf
     --n-vocab 32000 --type q4_1 --ctx 2048
 for round in 1 2; do
     echo "== round $round: context shift"
-    ./llamachat-chat-turns "$M" "$N_CTX" "$TURNS" 24 "$THREADS" | tail -1
+    ./llamachat-chat-turns "$M" "$N_CTX" "$TURNS" 24 "$THREADS" | tail -2
     echo "== round $round: LLAMACHAT_NO_SHIFT=1 (re-evaluate the kept history)"
-    LLAMACHAT_NO_SHIFT=1 ./llamachat-chat-turns "$M" "$N_CTX" "$TURNS" 24 "$THREADS" | tail -1
+    LLAMACHAT_NO_SHIFT=1 ./llamachat-chat-turns "$M" "$N_CTX" "$TURNS" 24 "$THREADS" | tail -2
 done
