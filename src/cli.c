@@ -131,6 +131,9 @@ int lc_cli_run(const struct lc_options *o)
         goto out;
     }
     const int32_t n_ctx = lc_context_n_ctx(ctx);
+    if (n_ctx > m->hp.n_ctx_train)   /* accepted with a warning, as llama.cpp does */
+        fprintf(stderr, "llamachat: warning: the context (%d tokens) is larger than the %d the model "
+                "was trained with\n", n_ctx, m->hp.n_ctx_train);
     if (n_prompt >= n_ctx) {
         fprintf(stderr,
                 "llamachat: the prompt is %d tokens but the context holds %d; use -c to enlarge "

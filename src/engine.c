@@ -1144,6 +1144,10 @@ static bool load(struct lc_engine *e)
         return false;
     }
     lc_context_set_progress(e->ctx, on_progress, e);
+    if (lc_context_n_ctx(e->ctx) > e->model->hp.n_ctx_train)   /* accepted, as llama.cpp does */
+        emit_str(e, LC_EV_NOTE, "the context (%d tokens) is larger than the %d the model was trained "
+                 "with: text past %d tokens may be poor", lc_context_n_ctx(e->ctx),
+                 e->model->hp.n_ctx_train, e->model->hp.n_ctx_train);
     if (e->model->x16_note[0])
         emit_str(e, LC_EV_NOTE, "%s", e->model->x16_note);
     e->smp = lc_sampler_new(&e->params, e->model->hp.n_vocab);

@@ -49,6 +49,7 @@
 #include "llm/gguf.h"
 #include "llm/quant.h"
 #include "util.h"
+#include "textsafe.h"
 
 /* llama.cpp's enum llama_ftype values for the types we write (general.file_type). */
 enum {
@@ -456,7 +457,7 @@ static int quantize_model(const struct opts *o)
                                          (size_t)(n_elements(t) / t->ne[0])
                                    : t->nbytes;
         if (p[i].note)
-            fprintf(stderr, "note: %s [%" PRId64 " x %" PRId64 "]: %s\n", t->name, t->ne[0],
+            lc_text_fprintf(stderr, "note: %s [%" PRId64 " x %" PRId64 "]: %s\n", t->name, t->ne[0],
                     n_elements(t) / t->ne[0], p[i].note);
     }
     int n_parts = 1;

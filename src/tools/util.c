@@ -5,14 +5,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "textsafe.h"
+
+/* Messages quote tensor names and paths from files: shown in their visible form (textsafe.h). */
 void die(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "%s: ", lc_tool_name);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    char *msg = NULL;
+    if (vasprintf(&msg, fmt, ap) < 0)
+        msg = NULL;
     va_end(ap);
+    lc_text_fprintf(stderr, "%s: %s\n", lc_tool_name, msg ? msg : fmt);
+    free(msg);
     exit(1);
 }
 
