@@ -10,6 +10,7 @@
  * ../shared/reference/chat-templates/cases.json record.  This file is UTF-8.
  */
 #include "chat_template.h"
+#include "jinja.h"
 #include "strbuf.h"
 
 #include <stdarg.h>
@@ -814,4 +815,190 @@ char *lc_chat_template_apply(int id, const struct lc_chat_msg *msgs, size_t n,
                              bool add_assistant_prefix, char **err)
 {
     return lc_chat_template_render(id, msgs, n, add_assistant_prefix, NULL, NULL, err);
+}
+
+/* ------------------------------------------------------------------ the model's own template */
+
+struct lc_chat_tmpl {
+    int family;
+    struct lc_jinja *jinja;         /* NULL: the family renders */
+    char *bos, *eos;
+    const char *stops[16];          /* for a Jinja template of no known family */
+    bool own_stops;
+};
+
+/* End-of-turn texts looked for in a template of no known family, for its stop strings. */
+static const char *const eot_texts[] = {
+    "<|im_end|>", "<|eot_id|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>",
+    "<|END_OF_TURN_TOKEN|>", "<|eom_id|>", "<|end_of_turn|>", "<|EOT|>", "[/INST]", NULL
+};
+
+static char *dup_or_empty(const char *s)
+{
+    return strdup(s ? s : "");
+}
+
+struct lc_chat_tmpl *lc_chat_tmpl_new(const char *jinja_or_name, const char *bos_text,
+                                      const char *eos_text, char **note)
+{
+    if (note)
+        *note = NULL;
+    struct lc_chat_tmpl *t = calloc(1, sizeof(*t));
+    if (!t)
+        return NULL;
+    t->bos = dup_or_empty(bos_text);
+    t->eos = dup_or_empty(eos_text);
+    if (!t->bos || !t->eos) {
+        lc_chat_tmpl_free(t);
+        return NULL;
+    }
+    if (!jinja_or_name) {
+        t->family = LC_CHAT_TEMPLATE_NONE;
+        return t;
+    }
+    int id = lc_chat_template_from_name(jinja_or_name);
+    if (id >= 0) {
+        t->family = id;
+        return t;
+    }
+    id = lc_chat_template_detect(jinja_or_name);
+    bool known = id >= 0;
+    t->family = known ? id : LC_CHAT_TEMPLATE_CHATML;
+    char *err = NULL;
+    t->jinja = lc_jinja_parse(jinja_or_name, &err);
+    if (!t->jinja) {
+        if (note) {
+            const char *fam = families[t->family].name;
+            size_t need = (err ? strlen(err) : 16) + strlen(fam) + 64;
+            *note = malloc(need);
+            if (*note)
+                snprintf(*note, need, "chat template: %s; using the built-in '%s' format",
+                         err ? err : "out of memory", fam);
+        }
+        free(err);
+        return t;
+    }
+    if (!known) {
+        size_t k = 0;
+        for (int i = 0; eot_texts[i] && k + 2 < sizeof(t->stops) / sizeof(t->stops[0]); i++)
+            if (strstr(jinja_or_name, eot_texts[i]))
+                t->stops[k++] = eot_texts[i];
+        if (t->eos[0]) {
+            bool dup = false;
+            for (size_t i = 0; i < k; i++)
+                dup = dup || !strcmp(t->stops[i], t->eos);
+            if (!dup)
+                t->stops[k++] = t->eos;
+        }
+        t->stops[k] = NULL;
+        t->own_stops = true;
+    }
+    return t;
+}
+
+void lc_chat_tmpl_free(struct lc_chat_tmpl *t)
+{
+    if (!t)
+        return;
+    lc_jinja_free(t->jinja);
+    free(t->bos);
+    free(t->eos);
+    free(t);
+}
+
+const char *lc_chat_tmpl_name(const struct lc_chat_tmpl *t)
+{
+    if (!t)
+        return families[LC_CHAT_TEMPLATE_NONE].name;
+    return t->jinja ? "jinja" : families[t->family].name;
+}
+
+int lc_chat_tmpl_family(const struct lc_chat_tmpl *t)
+{
+    return t ? t->family : LC_CHAT_TEMPLATE_NONE;
+}
+
+const char *const *lc_chat_tmpl_stop_strings(const struct lc_chat_tmpl *t)
+{
+    if (t && t->own_stops)
+        return t->stops;
+    return lc_chat_template_stop_strings(t ? t->family : LC_CHAT_TEMPLATE_NONE);
+}
+
+/*
+ * The Jinja rendering with spans from the per-byte origins: a span is a maximal run of bytes
+ * that copy consecutive bytes of one message.  Returns NULL (and no error) when the rendering
+ * fails or holds a byte computed from a content, so that the caller falls back.
+ */
+static char *render_jinja(const struct lc_chat_tmpl *t, const struct lc_chat_msg *msgs, size_t n,
+                          bool add_gen, struct lc_chat_span **spans, size_t *n_spans)
+{
+    struct lc_jinja_msg *jm = calloc(n ? n : 1, sizeof(*jm));
+    if (!jm)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        if ((unsigned)msgs[i].role > LC_ROLE_ASSISTANT || !msgs[i].content) {
+            free(jm);
+            return NULL;
+        }
+        jm[i].role = role_name(msgs[i].role);
+        jm[i].content = msgs[i].content;
+    }
+    struct lc_jinja_chat vars = { jm, n, add_gen, t->bos, t->eos, NULL };
+    struct lc_jinja_origin *o = NULL;
+    char *out = lc_jinja_render_chat(t->jinja, &vars, &o, NULL);
+    free(jm);
+    if (!out)
+        return NULL;
+    size_t len = strlen(out);
+    struct lc_chat_span *v = NULL;
+    size_t nv = 0, cap = 0;
+    bool ok = true;
+    for (size_t j = 0; j < len && ok;) {
+        if (o[j].msg == 0) {
+            j++;
+            continue;
+        }
+        if (o[j].idx == LC_JINJA_DERIVED) {
+            ok = false;
+            break;
+        }
+        size_t k = j + 1;
+        while (k < len && o[k].msg == o[j].msg && o[k].idx == o[j].idx + (k - j))
+            k++;
+        if (spans)
+            ok = push_span(&v, &nv, &cap, (struct lc_chat_span){ j, k - j, o[j].msg - 1, o[j].idx });
+        j = k;
+    }
+    free(o);
+    if (!ok) {
+        free(out);
+        free(v);
+        return NULL;
+    }
+    if (spans) {
+        *spans = v;
+        *n_spans = nv;
+    }
+    return out;
+}
+
+char *lc_chat_tmpl_render(const struct lc_chat_tmpl *t, const struct lc_chat_msg *msgs,
+                          size_t n, bool add_generation_prompt, struct lc_chat_span **spans,
+                          size_t *n_spans, char **err)
+{
+    if (spans) {
+        *spans = NULL;
+        *n_spans = 0;
+    }
+    if (!t) {
+        set_err(err, "chat template: none");
+        return NULL;
+    }
+    if (t->jinja && (msgs || n == 0)) {
+        char *out = render_jinja(t, msgs, n, add_generation_prompt, spans, n_spans);
+        if (out)
+            return out;
+    }
+    return lc_chat_template_render(t->family, msgs, n, add_generation_prompt, spans, n_spans, err);
 }

@@ -139,4 +139,63 @@ char *lc_chat_template_render(int id, const struct lc_chat_msg *msgs, size_t n,
  */
 const char *const *lc_chat_template_stop_strings(int id);
 
+/* ------------------------------------------------------------------ the model's own template */
+
+/*
+ * A chat template as the engine uses it: the model's Jinja program run by the interpreter of
+ * jinja.h (the rendering transformers' apply_chat_template gives), with a hand-coded family
+ * as the fallback for what the interpreter cannot run.
+ *   - a built-in name ("chatml", "llama3", "plain", ...): that family, no Jinja;
+ *   - NULL: "plain";
+ *   - any other text: parsed as Jinja; its family is detected as lc_chat_template_detect does
+ *     (ChatML when none matches, as llama.cpp).  A template that does not parse uses the family
+ *     alone; a rendering that fails (raise_exception, e.g. for a system message in a template
+ *     without one, or an unsupported construct) or that writes bytes it computed from a
+ *     message content (upper, escapes: those could spell special tokens and have no span)
+ *     falls back to the family for that rendering.
+ */
+struct lc_chat_tmpl;
+
+/*
+ * New template from a built-in name or the Jinja text (see above).  bos_text and eos_text are
+ * the vocab's BOS/EOS token texts, the template's bos_token and eos_token (NULL: "").
+ * Returns NULL only when out of memory (then *note, if note is not NULL, is NULL).  *note
+ * (when note is not NULL) receives a malloc'd message for the user when the Jinja text could
+ * not be parsed ("chat template: line 3, column 5: ...; using the built-in 'chatml' format"),
+ * else NULL.
+ */
+struct lc_chat_tmpl *lc_chat_tmpl_new(const char *jinja_or_name, const char *bos_text,
+                                      const char *eos_text, char **note);
+
+/* Free a template; NULL is a no-op. */
+void lc_chat_tmpl_free(struct lc_chat_tmpl *t);
+
+/*
+ * Name for the user: the family name ("chatml", ...) or "jinja" when the model's Jinja
+ * program is run.  A static string or one owned by t.
+ */
+const char *lc_chat_tmpl_name(const struct lc_chat_tmpl *t);
+
+/* The family id (enum lc_chat_template_id) used for fallback renderings and stop strings. */
+int lc_chat_tmpl_family(const struct lc_chat_tmpl *t);
+
+/*
+ * Render msgs[0..n-1] exactly as lc_chat_template_render does (same output contract, spans
+ * and failures), with the model's Jinja program when it has one.  The rendering starts with
+ * whatever the template writes first (Jinja templates often write bos_token; the caller keeps
+ * one BOS).  Every span satisfies out[off..off+len) == msgs[msg].content[skip..skip+len), and
+ * every output byte that comes from a message content lies in a span.
+ */
+char *lc_chat_tmpl_render(const struct lc_chat_tmpl *t, const struct lc_chat_msg *msgs,
+                          size_t n, bool add_generation_prompt, struct lc_chat_span **spans,
+                          size_t *n_spans, char **err);
+
+/*
+ * Stop strings (NULL-terminated, owned by t, never NULL): the family's when the template's
+ * family is known; for a Jinja template of no known family, the end-of-turn texts the
+ * template writes (among "<|im_end|>", "<|eot_id|>", "<|end|>", "<end_of_turn>", ...) and
+ * the EOS text.
+ */
+const char *const *lc_chat_tmpl_stop_strings(const struct lc_chat_tmpl *t);
+
 #endif
