@@ -71,6 +71,7 @@ struct lc_engine {
     struct lc_context *ctx;
     struct lc_sampler *smp;
     int tmpl;                 /* chat template id; LC_CHAT_TEMPLATE_NONE = plain continuation */
+    struct lc_chat_tmpl *ct;  /* the template that renders: the model's Jinja or tmpl's family */
     const char *const *stops; /* stop strings of the template */
     struct lc_chat *conv;
     int32_t *cache;
@@ -567,7 +568,7 @@ static int build_prompt(struct lc_engine *e, int32_t **out, int32_t *n_out, int3
         msgs[i] = (struct lc_chat_msg){ c->msgs[i].role, c->msgs[i].text };
     struct lc_chat_span *spans = NULL;
     size_t n_spans = 0;
-    char *text = lc_chat_template_render(e->tmpl, msgs, n, true, &spans, &n_spans, err);
+    char *text = lc_chat_tmpl_render(e->ct, msgs, n, true, &spans, &n_spans, err);
     free(msgs);
     if (!text)
         return -1;
@@ -1163,17 +1164,31 @@ static bool load(struct lc_engine *e)
         if (id < 0)
             emit_str(e, LC_EV_NOTE, "unknown chat template '%s'; using the model's", e->template_name);
     }
-    if (id < 0 && jinja) {
-        id = lc_chat_template_detect(jinja);
-        if (id < 0)
-            id = LC_CHAT_TEMPLATE_CHATML;   /* llama.cpp's fallback for unknown templates */
+    /* the model's Jinja run by the interpreter, its family (else ChatML) as the fallback */
+    {
+        const struct lc_vocab *v = e->model->vocab;
+        size_t bl = 0, el = 0;
+        const char *b = lc_vocab_bos(v) >= 0 ? lc_vocab_piece(v, lc_vocab_bos(v), true, &bl) : "";
+        const char *s = lc_vocab_eos(v) >= 0 ? lc_vocab_piece(v, lc_vocab_eos(v), true, &el) : "";
+        char *bos = strndup(b, bl), *eos = strndup(s, el), *note = NULL;
+        e->ct = bos && eos ? lc_chat_tmpl_new(id >= 0 ? lc_chat_template_name(id) : jinja, bos,
+                                              eos, &note) : NULL;
+        free(bos);
+        free(eos);
+        if (!e->ct) {
+            emit_str(e, LC_EV_ERROR, "out of memory");
+            return false;
+        }
+        if (note)
+            emit_str(e, LC_EV_NOTE, "%s", note);
+        free(note);
     }
-    e->tmpl = id < 0 ? LC_CHAT_TEMPLATE_NONE : id;
-    e->stops = lc_chat_template_stop_strings(e->tmpl);
+    e->tmpl = lc_chat_tmpl_family(e->ct);
+    e->stops = lc_chat_tmpl_stop_strings(e->ct);
     char desc[192];
     lc_model_desc(e->model, desc, sizeof(desc));
     emit_str(e, LC_EV_INFO, "isa=%s", lc_kernels()->isa);
-    emit_str(e, LC_EV_INFO, "template=%s", lc_chat_template_name(e->tmpl));
+    emit_str(e, LC_EV_INFO, "template=%s", lc_chat_tmpl_name(e->ct));
     emit_str(e, LC_EV_INFO, "name=%s", e->model->name);
     emit_text(e, LC_EV_LOADED, desc, strlen(desc));
     /* a: n_ctx, b: threads, in a separate record after the text */
@@ -1382,6 +1397,7 @@ void lc_engine_free(struct lc_engine *e)
     free(e->model_path);
     free(e->system_prompt);
     free(e->template_name);
+    lc_chat_tmpl_free(e->ct);
     pthread_mutex_destroy(&e->mu);
     pthread_cond_destroy(&e->cv);
     free(e);

@@ -804,6 +804,7 @@ struct parser {
     struct token *t;
     size_t i, n;
     int depth;
+    const struct token *opened;   /* the statement whose body is being parsed */
 };
 
 static struct token *pk(struct parser *P)
@@ -1080,6 +1081,8 @@ static struct node *p_postfix(struct parser *P, struct node *n)
             n = a;
         } else if (is_op(P, "(")) {
             struct node *c = nnew(P, E_CALL, t);
+            c->line = n->line;     /* errors of a call point at the callee */
+            c->col = n->col;
             c->a = n;
             p_args(P, c);
             n = c;
@@ -1472,15 +1475,17 @@ static struct node *p_stmt(struct parser *P, const struct token *open)
 static struct body p_body(struct parser *P, const char *const *ends, const char **got)
 {
     struct nvec v = { 0 };
-    const struct token *start = pk(P);
+    const struct token *start = P->opened;
     for (;;) {
         struct token *t = pk(P);
         if (t->t == T_EOF) {
             if (ends) {
-                char b[64];
-                snprintf(b, sizeof(b), "'%s'", ends[0] && ends[1] && !ends[2] ? ends[1] : ends[0]);
-                fail(P->e, start->line, start->col, "unexpected end of template: "
-                     "missing %s for the block opened before this line", b);
+                int k = 0;
+                while (ends[k + 1])
+                    k++;
+                fail(P->e, t->line, t->col, "unexpected end of template: expected '%s' to close "
+                     "the block at line %d, column %d", ends[k], start ? start->line : 0,
+                     start ? start->col : 0);
             }
             break;
         }
@@ -1519,7 +1524,10 @@ static struct body p_body(struct parser *P, const char *const *ends, const char 
                      ends ? " (expected '" : "", ends ? ends[0] : "", ends ? "')" : "");
             }
             P->i++;
+            const struct token *saved = P->opened;
+            P->opened = t;
             nv_push(P->e, &v, p_stmt(P, t), NULL);
+            P->opened = saved;
         } else {
             expected(P, "template text or a tag");
         }
