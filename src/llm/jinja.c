@@ -30,6 +30,8 @@
 
 #define MAX_DEPTH 200              /* nesting of expressions / macro calls */
 #define MAX_OUTPUT (256u << 20)    /* bytes of one rendering */
+#define MAX_ARENA ((size_t)1 << 30) /* bytes a parse or a rendering may allocate */
+#define MAX_STEPS 20000000L        /* statements and loop iterations of one rendering */
 
 /* ---------------------------------------------------------------- arena and errors */
 
@@ -49,6 +51,8 @@ struct ectx {
     jmp_buf jb;
     char *err;
     bool oom;
+    size_t allocated;   /* bytes of arena blocks, against MAX_ARENA */
+    long steps;         /* work done, against MAX_STEPS */
 };
 
 static void arena_free(struct arena *a)
@@ -99,8 +103,9 @@ static void *aalloc(struct ectx *e, size_t n)
     struct ablock *b = e->ar->head;
     if (!b || b->cap - b->used < n) {
         size_t cap = n > 65536 ? n : 65536;
-        if (n > (size_t)MAX_OUTPUT * 16)
-            fail_oom(e);
+        if (n > MAX_ARENA || e->allocated + cap > MAX_ARENA)
+            fail(e, 0, 0, "the template needs more than %zu MiB", MAX_ARENA >> 20);
+        e->allocated += cap;
         b = malloc(sizeof(*b) + cap);
         if (!b)
             fail_oom(e);
@@ -663,8 +668,12 @@ static void lx_tag(struct lexer *L, bool block)
                     break;
                 }
             }
-            if (n == 0)
-                fail(L->e, line, col, "unexpected character '%c'", *c);
+            if (n == 0) {
+                int u = 1;     /* the whole UTF-8 character, for a readable message */
+                while ((size_t)u < rest && u < 4 && ((unsigned char)c[u] & 0xC0) == 0x80)
+                    u++;
+                fail(L->e, line, col, "unexpected character '%.*s'", u, c);
+            }
             if (*c == '(' || *c == '[' || *c == '{')
                 depth++;
             else if ((*c == ')' || *c == ']' || *c == '}') && depth > 0)
@@ -1355,6 +1364,8 @@ static struct node *p_stmt(struct parser *P, const struct token *open)
         expected(P, "a statement name");
     const char *kw = astrndup(P->e, t->p, t->n);
     P->i++;
+    if (P->depth > MAX_DEPTH)
+        fail(P->e, t->line, t->col, "blocks nested too deeply");
     if (!strcmp(kw, "if")) {
         struct node *n = nnew(P, N_IF, open);
         n->a = p_expr(P);
@@ -1526,7 +1537,9 @@ static struct body p_body(struct parser *P, const char *const *ends, const char 
             P->i++;
             const struct token *saved = P->opened;
             P->opened = t;
+            P->depth++;
             nv_push(P->e, &v, p_stmt(P, t), NULL);
+            P->depth--;
             P->opened = saved;
         } else {
             expected(P, "template text or a tag");
@@ -3164,6 +3177,8 @@ static enum flow exec_body(struct rctx *r, struct frame *f, const struct body *b
     for (size_t i = 0; i < b->n && fl == FL_NORMAL; i++) {
         const struct node *n = b->v[i];
         r->cur = f;
+        if (++e->steps > MAX_STEPS)
+            rfail(r, n, "the template runs too long (more than %ld steps)", MAX_STEPS);
         switch (n->k) {
         case N_TEXT:
             emit(r, n->lit.u.s);
