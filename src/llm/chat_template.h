@@ -1,14 +1,18 @@
 /*
  * chat_template.h - render a conversation into the prompt text a chat model was trained on.
  *
- * A GGUF model carries its chat format as a Jinja program in `tokenizer.chat_template`.  We do
- * not interpret Jinja.  Like llama.cpp (llm_chat_detect_template / llm_chat_apply_template in
- * src/llama-chat.cpp, early 2025), we recognise the template *family* from tell-tale substrings
- * of the Jinja text (or from a short built-in name given with --chat-template) and render that
- * family with hand-written code.  The output is byte-identical to llama.cpp's for the 44 cases
- * of ../shared/reference/chat-templates/cases.json (tests/test-chat-template.c).
+ * A GGUF model carries its chat format as a Jinja program in `tokenizer.chat_template`.  The
+ * engine runs that program with the interpreter of jinja.h (lc_chat_tmpl_*, at the end of this
+ * header), which renders as transformers' apply_chat_template does (tests/test-jinja-oracle.sh).
+ * The hand-coded families below are the fallback and the --chat-template overrides: like
+ * llama.cpp (llm_chat_detect_template / llm_chat_apply_template in src/llama-chat.cpp, early
+ * 2025), we recognise the template *family* from tell-tale substrings of the Jinja text (or from
+ * a short built-in name) and render that family with hand-written code.  That output is
+ * byte-identical to llama.cpp's for the 44 cases of ../shared/reference/chat-templates/cases.json
+ * (tests/test-chat-template.c).
  *
- * The rendered text never starts with a BOS token: the tokenizer adds BOS
+ * A family's rendered text never starts with a BOS token (a Jinja rendering may: the engine
+ * keeps one): the tokenizer adds BOS
  * (tokenizer.ggml.add_bos_token).  Templates that repeat BOS inside the history (llama2-sys-bos,
  * monarch, gigachat) contain the literal "<s>" text after the first turn, which must be
  * tokenized with parse_special so it becomes the BOS id.  The same holds for every other
