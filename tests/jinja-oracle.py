@@ -15,6 +15,8 @@ from datetime import datetime
 
 try:
     import jinja2
+    import jinja2.ext
+    import jinja2.nodes
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 except ImportError:
     print("python3-jinja2 is missing: skipped")
@@ -100,9 +102,22 @@ def conversations():
     return convs
 
 
+class Generation(jinja2.ext.Extension):
+    """transformers' {% generation %} block (AssistantTracker): renders its body."""
+    tags = {'generation'}
+
+    def parse(self, parser):
+        lineno = next(parser.stream).lineno
+        body = parser.parse_statements(['name:endgeneration'], drop_needle=True)
+        return jinja2.nodes.CallBlock(self.call_method('_render'), [], [], body).set_lineno(lineno)
+
+    def _render(self, caller):
+        return caller()
+
+
 def make_env():
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
-                                        extensions=['jinja2.ext.loopcontrols'])
+                                        extensions=['jinja2.ext.loopcontrols', Generation])
 
     def raise_exception(message):
         raise jinja2.exceptions.TemplateError(message)

@@ -73,6 +73,11 @@ static const struct tcase CASES[] = {
       "2" },
     { "{{ enable_thinking is defined and enable_thinking is false }}{{ add_generation_prompt is true }}{{ raise_exception is defined }}",
       "FalseTrueTrue" },
+    { "{% filter upper %}ab{{ 'c' }}{% endfilter %}|{% filter replace('a', 'b') %}aa{% endfilter %}",
+      "ABC|bb" },
+    /* transformers' {% generation %} renders its body */
+    { "{% for m in messages %}{% generation %}{{ m.role[0] }}{% endgeneration %}{% endfor %}",
+      "sua" },
 };
 
 /* templates that cannot run, and the start of our message (line, column, what) */

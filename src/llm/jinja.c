@@ -773,7 +773,8 @@ static void lx_run(struct lexer *L)
 
 enum nkind {
     /* statements */
-    N_TEXT, N_OUT, N_IF, N_FOR, N_SET, N_SETBLOCK, N_MACRO, N_BREAK, N_CONTINUE,
+    N_TEXT, N_OUT, N_IF, N_FOR, N_SET, N_SETBLOCK, N_MACRO, N_BREAK, N_CONTINUE, N_FILTERBLOCK,
+    N_GENERATION,
     /* expressions */
     E_LIT, E_NAME, E_ATTR, E_ITEM, E_SLICE, E_CALL, E_FILTER, E_TEST, E_NOT, E_NEG, E_POS,
     E_BIN, E_AND, E_OR, E_COND, E_LIST, E_DICT
@@ -1474,6 +1475,29 @@ static struct node *p_stmt(struct parser *P, const struct token *open)
         expect_block_end(P);
         return n;
     }
+    if (!strcmp(kw, "filter")) {
+        /* {% filter name(args) %}...{% endfilter %}: the body's output through the filter */
+        struct node *n = nnew(P, N_FILTERBLOCK, open);
+        n->name = expect_name(P);
+        if (is_op(P, "("))
+            p_args(P, n);
+        expect_block_end(P);
+        static const char *const ends[] = { "endfilter", NULL };
+        const char *got;
+        n->body = p_body(P, ends, &got);
+        expect_block_end(P);
+        return n;
+    }
+    if (!strcmp(kw, "generation")) {
+        /* transformers' extension marking the assistant's text: renders its body */
+        struct node *n = nnew(P, N_GENERATION, open);
+        expect_block_end(P);
+        static const char *const ends[] = { "endgeneration", NULL };
+        const char *got;
+        n->body = p_body(P, ends, &got);
+        expect_block_end(P);
+        return n;
+    }
     if (!strcmp(kw, "break") || !strcmp(kw, "continue")) {
         struct node *n = nnew(P, kw[0] == 'b' ? N_BREAK : N_CONTINUE, open);
         expect_block_end(P);
@@ -1530,7 +1554,9 @@ static struct body p_body(struct parser *P, const char *const *ends, const char 
             if (kw->t == T_NAME && (tok_is(kw, T_NAME, "endif") || tok_is(kw, T_NAME, "endfor") ||
                                     tok_is(kw, T_NAME, "else") || tok_is(kw, T_NAME, "elif") ||
                                     tok_is(kw, T_NAME, "endmacro") ||
-                                    tok_is(kw, T_NAME, "endset"))) {
+                                    tok_is(kw, T_NAME, "endset") ||
+                                    tok_is(kw, T_NAME, "endfilter") ||
+                                    tok_is(kw, T_NAME, "endgeneration"))) {
                 fail(P->e, kw->line, kw->col, "unexpected '%.*s'%s%s%s", (int)kw->n, kw->p,
                      ends ? " (expected '" : "", ends ? ends[0] : "", ends ? "')" : "");
             }
@@ -3213,6 +3239,18 @@ static enum flow exec_body(struct rctx *r, struct frame *f, const struct body *b
             dict_set(e, f->vars, cstr(n->targets[0]), mk_str(sb_str(e, &out)));
             break;
         }
+        case N_FILTERBLOCK: {
+            struct sb out = { 0 }, *so = r->out;
+            r->out = &out;
+            exec_body(r, f, &n->body);
+            r->out = so;
+            struct args a = eval_args(r, n);
+            emit(r, to_str(r, apply_filter(r, n, n->name, mk_str(sb_str(e, &out)), &a)));
+            break;
+        }
+        case N_GENERATION:
+            fl = exec_body(r, f, &n->body);
+            break;
         case N_MACRO: {
             struct val m = { .t = V_MACRO };
             m.u.mac = n;
