@@ -20,7 +20,7 @@
  * Supported: {{ }}, {% %}, {# #} with -/+ whitespace control; for (tuple targets, `if`
  * filter, else, loop.index/index0/revindex/revindex0/first/last/length/previtem/nextitem),
  * if/elif/else, set (names, tuples, ns.attr, block set), macro (positional and keyword
- * arguments with defaults), break/continue; literals (strings, numbers, lists, tuples, dicts,
+ * arguments with defaults), break/continue, filter blocks, transformers' generation block; literals (strings, numbers, lists, tuples, dicts,
  * true/false/none in either case); operators or/and/not, comparisons, in/not in, + - * / //
  * % ** ~, conditional expressions, attribute/item access, slices with steps; filters trim,
  * tojson, length/count, items, default/d, upper, lower, replace, first, last, join, string,
