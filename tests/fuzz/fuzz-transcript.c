@@ -10,8 +10,9 @@
  *
  * The input goes to lc_chat_from_json.  A failure must say why; a transcript that loads must
  * save (lc_chat_to_json) and load again with the same messages (roles, exact bytes, times) and
- * model name, a second save giving the same JSON (but for the "saved" time), and its Markdown (lc_chat_to_markdown) must hold no control byte but \n and \t
- * and no DEL, whatever bytes the messages hold.
+ * model name, a second save must give the same JSON (but for the "saved" time), and its
+ * Markdown (lc_chat_to_markdown) must hold no control byte but \n and \t and no DEL, whatever
+ * bytes the messages hold.
  */
 #include "chat.h"
 
