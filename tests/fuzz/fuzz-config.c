@@ -37,7 +37,7 @@ static void in_range(const struct lc_options *o)
         if (d->type == LC_OPT_INT)
             v = *(const int32_t *)(const void *)f;
         else if (d->type == LC_OPT_FLOAT)
-            v = *(const float *)(const void *)f;
+            v = (double)*(const float *)(const void *)f;
         else
             abort();
         if (!(v >= d->lo && v <= d->hi))   /* NaN fails too */
