@@ -77,6 +77,7 @@ struct lc_vocab {
     char *piece_arena;
     size_t *piece_off;   /* [n_tokens] */
     uint32_t *piece_len; /* [n_tokens] */
+    size_t max_piece;    /* the longest piece_len (at least 1) */
 
     /* text -> id: open addressing, linear probing, -1 = empty slot. */
     int32_t *ht;
@@ -875,11 +876,7 @@ const char *lc_vocab_piece(const struct lc_vocab *v, int32_t tok, bool special, 
 
 size_t lc_vocab_max_piece_len(const struct lc_vocab *v)
 {
-    size_t m = 1;
-    for (int32_t i = 0; v && i < v->n_tokens; i++)
-        if (v->piece_len[i] > m)
-            m = v->piece_len[i];
-    return m;
+    return v && v->max_piece > 1 ? v->max_piece : 1;
 }
 
 /* llama.cpp's clean_up_tokenization_spaces, in place over s[0..n); returns the new length.
@@ -1309,6 +1306,8 @@ static bool vocab_finish(struct lc_vocab *v, const struct lc_gguf *g, char **err
         v->piece_off[t] = k;
         v->piece_len[t] = (uint32_t)piece_of(v, t, v->piece_arena + k);
         k += v->piece_len[t];
+        if (v->piece_len[t] > v->max_piece)
+            v->max_piece = v->piece_len[t];
     }
 
     /* Per-model strip attributes (set after the piece cache, as in llama.cpp). */
