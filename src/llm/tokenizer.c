@@ -707,6 +707,14 @@ static void frags_push(struct frags *f, int32_t tok, size_t off, size_t len)
     f->v[f->n++] = (struct frag){tok, off, len};
 }
 
+/* A user-defined token spelled like a control token ("<|im_end|>", "<eot_id>", "[INST]"):
+ * some conversions mark chat markers user-defined instead of control; in user text they stay
+ * characters too.  Other user-defined tokens (runs of spaces, "\n\n") are ordinary text. */
+static bool looks_special(const char *t, size_t n)
+{
+    return n >= 3 && ((t[0] == '<' && t[n - 1] == '>') || (t[0] == '[' && t[n - 1] == ']'));
+}
+
 /* Split raw fragments at special-token texts (llama.cpp tokenizer_st_partition).  On return
  * *fr holds the fragments in order; false on allocation failure. */
 static bool partition(const struct lc_vocab *v, const char *text, size_t len, bool parse_special,
@@ -738,7 +746,8 @@ static bool partition(const struct lc_vocab *v, const char *text, size_t len, bo
             }
             /* A control/unknown token's text is matched only where no byte of it is plain
              * (user) text: a user typing "<s>" gets the characters, not BOS. */
-            bool guarded = plain && (a & (ATTR_CONTROL | ATTR_UNKNOWN));
+            bool guarded = plain && ((a & (ATTR_CONTROL | ATTR_UNKNOWN)) ||
+                                     ((a & ATTR_USER_DEFINED) && looks_special(st, sl)));
             size_t off = f.off, rem = f.len, from = f.off;
             while (rem > 0) {
                 size_t avail = off + rem - from;
