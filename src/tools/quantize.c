@@ -565,8 +565,13 @@ static int quantize_model(const struct opts *o)
         written.parts[written.n] = strdup(path);
         if (!written.parts[written.n++])
             die("out of memory");
-        rc = lc_file_finish(&target, &err);   /* the old file's mode; the directory synced */
-        check(rc, err, "writing");
+        /* the old file's mode, the directory synced: the data is complete and in place by now,
+         * so a failure here is a warning, not a reason to remove the file */
+        if (lc_file_finish(&target, &err) != 0) {
+            lc_text_fprintf(stderr, "%s: warning: %s\n", lc_tool_name, err ? err : path);
+            free(err);
+            err = NULL;
+        }
         lc_file_target_free(&target);
         next = end;
     }
