@@ -517,6 +517,26 @@ static char *read_small_file(const char *path, size_t *len, char **why)
     return text;
 }
 
+/* Length of a line continued with '\\' (from p to the end of its last continuation line), as
+ * iniparser joins it: each part without its trailing blanks and backslash. */
+static size_t joined_len(const char *p, const char *end)
+{
+    size_t total = 0;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *e = nl ? nl : end;
+        size_t t = (size_t)(e - p);
+        while (t > 0 && isspace((unsigned char)p[t - 1]))
+            t--;
+        bool more = t > 0 && p[t - 1] == '\\';
+        total += more ? t - 1 : t;
+        if (!more || !nl)
+            break;
+        p = nl + 1;
+    }
+    return total;
+}
+
 /* iniparser_load on text (iniparser 4.1 reads only named files): an anonymous memory file. */
 static dictionary *ini_from_text(const char *text, size_t len)
 {
@@ -617,6 +637,13 @@ int lc_config_load(struct lc_options *o, const char *path, char **warnings)
             keep = false;
         } else if (cont) {
             keep = cont_keep;   /* part of the line before */
+        } else if (ends_cont && joined_len(p, text + len) > LC_CONFIG_MAX_LINE) {
+            /* iniparser joins continued lines into one buffer: too long for it, the whole
+             * group goes (else iniparser would refuse the whole file) */
+            warn_at(&wl, ln, "%s:%d: continued line longer than %d bytes; ignored", path, ln,
+                    LC_CONFIG_MAX_LINE);
+            keep = false;
+            cont_keep = false;
         } else {
             char buf[LC_CONFIG_MAX_LINE + 1];
             memcpy(buf, p, n);
@@ -670,7 +697,7 @@ int lc_config_load(struct lc_options *o, const char *path, char **warnings)
             }
             cont_keep = keep;
         }
-        cont = ends_cont && (cont ? cont_keep : keep) ? true : ends_cont;
+        cont = ends_cont;
         if (keep) {   /* else an empty line: iniparser's line numbers stay ours */
             memcpy(good + good_len, p, n);
             good_len += n;

@@ -551,25 +551,36 @@ static bool tokenize_into(const struct lc_vocab *v, const char *text, size_t len
  * of message i's content (for choosing where to cut when the context is full).
  * Returns 0 with *out (malloc'd) and *n_out, or -1 with a malloc'd *err.
  */
-static int build_prompt(struct lc_engine *e, int32_t **out, int32_t *n_out, int32_t *turn_tok,
-                        char **err)
+static int build_prompt(struct lc_engine *e, size_t skip_from, size_t skip_to, int32_t **out,
+                        int32_t *n_out, int32_t *turn_tok, char **err)
 {
     const struct lc_chat *c = e->conv;
     const struct lc_vocab *v = e->model->vocab;
-    size_t n = c->n, partial_i = SIZE_MAX;
-    if (n > 0 && c->msgs[n - 1].role == LC_ROLE_ASSISTANT)
-        partial_i = --n;
-    struct lc_chat_msg *msgs = calloc(n ? n : 1, sizeof(*msgs));
-    if (!msgs) {
+    size_t n_all = c->n, partial_i = SIZE_MAX;
+    if (n_all > 0 && c->msgs[n_all - 1].role == LC_ROLE_ASSISTANT)
+        partial_i = --n_all;
+    /* the messages rendered: all but [skip_from, skip_to); map[k] is the k-th one's index */
+    struct lc_chat_msg *msgs = calloc(n_all ? n_all : 1, sizeof(*msgs));
+    size_t *map = calloc(n_all ? n_all : 1, sizeof(*map));
+    if (!msgs || !map) {
+        free(msgs);
+        free(map);
         *err = xasprintf("out of memory");
         return -1;
     }
-    for (size_t i = 0; i < n; i++)
-        msgs[i] = (struct lc_chat_msg){ c->msgs[i].role, c->msgs[i].text };
+    size_t n = 0;
+    for (size_t i = 0; i < n_all; i++)
+        if (i < skip_from || i >= skip_to) {
+            map[n] = i;
+            msgs[n++] = (struct lc_chat_msg){ c->msgs[i].role, c->msgs[i].text };
+        }
     struct lc_chat_span *spans = NULL;
     size_t n_spans = 0;
     char *text = lc_chat_tmpl_render(e->ct, msgs, n, true, &spans, &n_spans, err);
     free(msgs);
+    for (size_t k = 0; text && k < n_spans; k++)
+        spans[k].msg = map[spans[k].msg];   /* back to indices of the conversation */
+    free(map);
     if (!text)
         return -1;
     size_t tlen = strlen(text);
@@ -764,14 +775,16 @@ static int sync_prompt(struct lc_engine *e, int32_t reserve)
     size_t dropped = 0;
     char *err = NULL;
 
-    /* A message of B bytes holds at least B / (longest token text) tokens: older turns that
-     * cannot fit by that bound alone go without being rendered or tokenized. */
+    /* The cut: messages [f, cut) are left out of the prompt; nothing is removed from the
+     * conversation until a prompt that fits is found (a refused message must not cost the
+     * earlier turns).  A message of B bytes holds at least B / (longest token text) tokens:
+     * older turns that cannot fit by that bound alone go without being rendered or tokenized. */
+    const size_t f = first_droppable(c), lu = last_user(c);
+    size_t cut = f;
     {
         size_t maxp = lc_vocab_max_piece_len(v), budget = (size_t)n_ctx, need = 0;
-        size_t f = first_droppable(c), lu = last_user(c);
         for (size_t i = 0; i < f; i++)
             need += c->msgs[i].len / maxp;
-        size_t cut = f;
         for (size_t i = c->n; i-- > f;) {
             need += c->msgs[i].len / maxp + 1;
             if (need > budget) {
@@ -779,10 +792,8 @@ static int sync_prompt(struct lc_engine *e, int32_t reserve)
                 break;
             }
         }
-        if (cut > f && cut <= lu) {
-            conv_remove(e, f, cut);
-            dropped += cut - f;
-        }
+        if (cut > lu || lu >= c->n)
+            cut = f;
     }
     for (int round = 0;; round++) {
         if (stop_requested(e)) {
@@ -792,7 +803,7 @@ static int sync_prompt(struct lc_engine *e, int32_t reserve)
         free(toks);
         toks = NULL;
         int32_t *turn_tok = calloc(c->n ? c->n : 1, sizeof(*turn_tok));
-        if (!turn_tok || build_prompt(e, &toks, &n, turn_tok, &err) != 0) {
+        if (!turn_tok || build_prompt(e, f, cut, &toks, &n, turn_tok, &err) != 0) {
             emit_str(e, LC_EV_ERROR, "cannot build the prompt: %s", err ? err : "out of memory");
             free(err);
             free(turn_tok);
@@ -808,26 +819,37 @@ static int sync_prompt(struct lc_engine *e, int32_t reserve)
             free(turn_tok);
             break;
         }
-        /* Too long: cut before the earliest turn that leaves about half the context (or, if
-         * none does, before the turn being answered). */
-        size_t f = first_droppable(c), lu = last_user(c), cut = lu;
-        int32_t base = f < c->n && turn_tok[f] >= 0 ? turn_tok[f] : 0;
-        int32_t target = n_ctx / 2 > reserve ? n_ctx / 2 : n_ctx - reserve;
-        for (size_t i = f + 1; i < lu; i++)
-            if (c->msgs[i].role == LC_ROLE_USER && turn_tok[i] >= 0 &&
-                n - (turn_tok[i] - base) + reserve <= target) {
-                cut = i;
+        /* Too long: cut before the earliest later turn that leaves about half the context, or
+         * failing that the earliest that fits, or at least one more turn. */
+        size_t from = cut > f ? cut : f;   /* first message in the prompt after the system */
+        int32_t base = from < c->n && turn_tok[from] >= 0 ? turn_tok[from] : 0;
+        int32_t half = n_ctx / 2 > reserve ? n_ctx / 2 : n_ctx - reserve;
+        size_t to_half = SIZE_MAX, to_fit = SIZE_MAX;
+        for (size_t i = from + 1; i < lu; i++) {
+            if (c->msgs[i].role != LC_ROLE_USER || turn_tok[i] < 0)
+                continue;
+            int32_t rest = n - (turn_tok[i] - base) + reserve;
+            if (to_fit == SIZE_MAX && rest <= n_ctx)
+                to_fit = i;
+            if (rest <= half) {
+                to_half = i;
                 break;
             }
+        }
         free(turn_tok);
-        if (lu >= c->n || lu <= f || round > 64) {
+        size_t next = to_half != SIZE_MAX ? to_half : to_fit != SIZE_MAX ? to_fit
+                                                     : next_turn(c, from + 1, lu);
+        if (lu >= c->n || next > lu || next <= cut || round > 64) {
             /* only the turn being answered is left, and it does not fit */
             free(toks);
             e->too_long = n;
             return -2;
         }
+        cut = next;
+    }
+    if (cut > f) {
         conv_remove(e, f, cut);
-        dropped += cut - f;
+        dropped = cut - f;
     }
     if (dropped && !e->noted_full) {
         e->noted_full = true;
@@ -1062,6 +1084,12 @@ static void reply(struct lc_engine *e)
         }
         size_t len;
         const char *piece = lc_vocab_piece(v, tok, false, &len);
+        if (len == 1 && piece[0] == '\0') {
+            /* a NUL byte (the token <0x00>): messages are C strings, so it is kept as the
+             * visible U+2400 rather than cutting the reply there */
+            piece = "\xe2\x90\x80";
+            len = 3;
+        }
         if (len > 0 && hb_add(e, &hb, piece, len, (size_t)msg)) {
             reason = LC_DONE_EOG;
             break;
@@ -1294,6 +1322,7 @@ struct lc_engine *lc_engine_start(const struct lc_engine_config *cfg, char **err
         e->cparams.n_batch = cfg->n_batch;
     e->cparams.kv_type = cfg->kv_f32 ? LC_TYPE_F32 : LC_TYPE_F16;
     e->params = cfg->sampling;
+    e->user_seed = cfg->sampling.seed;   /* pick_up_params re-seeds only on a change */
     e->n_predict = cfg->n_predict;
     e->verbose_prompt = cfg->verbose_prompt;
     e->conv = lc_chat_new();

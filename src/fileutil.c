@@ -43,6 +43,24 @@ static char *dir_of(const char *p)
     return d;
 }
 
+/* The process umask without changing it (umask(2) sets it: another thread creating a file
+ * meanwhile would get mode 0666); from /proc/self/status, 022 when that cannot be read. */
+static mode_t current_umask(void)
+{
+    mode_t um = 022;
+    FILE *f = fopen("/proc/self/status", "re");
+    if (!f)
+        return um;
+    char line[128];
+    while (fgets(line, sizeof(line), f))
+        if (strncmp(line, "Umask:", 6) == 0) {
+            um = (mode_t)strtoul(line + 6, NULL, 8);
+            break;
+        }
+    fclose(f);
+    return um;
+}
+
 int lc_file_target(const char *path, struct lc_file_target *t, char **err)
 {
     memset(t, 0, sizeof(*t));
@@ -97,9 +115,7 @@ int lc_file_target(const char *path, struct lc_file_target *t, char **err)
         t->uid = st.st_uid;
         t->gid = st.st_gid;
     } else {
-        mode_t um = umask(0);
-        umask(um);
-        t->mode = 0666 & ~um;
+        t->mode = 0666 & ~current_umask();
     }
     return 0;
 }

@@ -76,10 +76,15 @@ got=$("$LC" -p "$(printf 'a\033[2Jb\177')" -n 0 --temp 0 2>/dev/null | od -An -t
 check "pipe keeps exact bytes" "$got" " 61 1b 5b 32 4a 62 7f 0a "
 if command -v tmux >/dev/null 2>&1; then
     TS=lccli$$
-    tmux new-session -d -s $TS -x 80 -y 10 "sh -c 'echo BEFORE; \"$LC\" -p \"\$(printf \"a\\033[2Jb\\033]0;T\\007c\\302\\233d\")\" -n 0 2>/dev/null; echo AFTER; sleep 30'"
-    sleep 2
-    scr=$(tmux capture-pane -p -t $TS | grep -v '^ *$')
-    tmux kill-session -t $TS 2>/dev/null
+    TSOCK=$(mktemp -u "${TMPDIR:-/tmp}/lc-cli-tmux.XXXXXX")   # our own server, not the user's
+    tmux -S "$TSOCK" new-session -d -s $TS -x 80 -y 10 "sh -c 'echo BEFORE; \"$LC\" -p \"\$(printf \"a\\033[2Jb\\033]0;T\\007c\\302\\233d\")\" -n 0 2>/dev/null; echo AFTER; sleep 30'"
+    i=0
+    while [ $i -lt 300 ] && ! tmux -S "$TSOCK" capture-pane -p -t $TS | grep -q '^AFTER'; do
+        sleep 0.1; i=$((i + 1))
+    done
+    scr=$(tmux -S "$TSOCK" capture-pane -p -t $TS | grep -v '^ *$')
+    tmux -S "$TSOCK" kill-server 2>/dev/null
+    rm -f "$TSOCK"
     check "terminal gets the visible form" "$scr" "$(printf 'BEFORE\na\342\220\233[2Jb\342\220\233]0;T\342\220\207c\357\277\275d\nAFTER')"
 else
     echo "skip terminal output (no tmux)"

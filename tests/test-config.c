@@ -197,6 +197,39 @@ static void test_syntax_and_outside(void)
     lc_config_free(&o);
 }
 
+/* A line continued with '\\' longer than iniparser's buffer: that setting goes with a warning,
+ * the rest of the file stays (iniparser alone would refuse the whole file). */
+static void test_continued(void)
+{
+    char text[4096], a[601], b[601];
+    memset(a, 'a', 600);
+    a[600] = '\0';
+    memset(b, 'b', 600);
+    b[600] = '\0';
+    snprintf(text, sizeof(text), "[sampling]\ntemp = 0.3\n[chat]\nsystem_prompt = %s\\\n%s\n"
+             "[model]\nthreads = 3\n", a, b);
+    const char *p = write_file("cont.rc", text);
+    struct lc_options o;
+    lc_config_defaults(&o);
+    char *w = NULL;
+    int n = lc_config_load(&o, p, &w);
+    char want[1024];
+    snprintf(want, sizeof(want), "%s:4: continued line longer than 1000 bytes; ignored\n", p);
+    CHECK(n == 1 && w && strcmp(w, want) == 0, "continued: %d '%s'", n, w ? w : "(null)");
+    CHECK(o.sampling.temp == 0.3f && o.n_threads == 3 && !o.system_prompt,
+          "continued: temp %g threads %d system %s", (double)o.sampling.temp, o.n_threads,
+          o.system_prompt ? "set" : "unset");
+    free(w);
+    /* a short continued line is joined, as iniparser does */
+    p = write_file("cont2.rc", "[chat]\nsystem_prompt = You are \\\n  a pirate.\n");
+    lc_config_defaults(&o);
+    n = lc_config_load(&o, p, &w);
+    CHECK(n == 0 && o.system_prompt && strstr(o.system_prompt, "pirate"), "joined: %d %s %s", n, w ? w : "",
+          o.system_prompt ? o.system_prompt : "(null)");
+    free(w);
+    lc_config_free(&o);
+}
+
 static void test_set(void)
 {
     struct lc_options o;
@@ -365,6 +398,7 @@ int main(void)
     test_bad_values();
     test_missing_and_env();
     test_syntax_and_outside();
+    test_continued();
     test_set();
     test_one_definition();
     test_robust();

@@ -213,7 +213,7 @@ int main(void)
     {   /* a one-layer random-weight model with stories260K's vocabulary */
         char cmd[1024], one[256];
         const char *bd = getenv("LC_BUILDDIR");
-        snprintf(one, sizeof(one), "%s/test-engine-1layer.gguf", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+        snprintf(one, sizeof(one), "%s/test-engine-1layer.%d.gguf", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
         snprintf(cmd, sizeof(cmd), "%s/llamachat-synth -q -o %s --n-embd 64 --n-layer 1 --n-head 4 "
                  "--n-ff 128 --n-vocab 512 --type f16 --scale 0.5", bd ? bd : ".", one);
         struct lc_model *m1 = system(cmd) == 0 ? lc_model_load(one, false, &err) : NULL;
@@ -357,6 +357,33 @@ int main(void)
         lc_engine_submit(e, " Lily saw a cat.");
         CHECK(collect(e, &r, false, false) && r.errors == 0 && r.n_gen > 0,
               "after a refused message: errors %d n_gen %d", r.errors, r.n_gen);
+    }
+    lc_engine_free(e);
+
+    /* a refused message costs nothing: the turns before it are still read (the prompt of the
+     * next turn is evaluated from where the last reply ended, not from scratch) */
+    cfg.n_ctx = 128;
+    e = lc_engine_start(&cfg, &err);
+    CHECK(e && collect(e, &r, true, false), "engine for the refusal test");
+    if (e) {
+        lc_engine_set_params(e, &sp, 4);
+        lc_engine_submit(e, "Once upon a time");
+        CHECK(collect(e, &r, false, false) && r.errors == 0, "refusal: turn 1");
+        lc_engine_submit(e, " Lily saw a cat.");
+        CHECK(collect(e, &r, false, false) && r.errors == 0, "refusal: turn 2");
+        int32_t past = r.n_past;
+        char big[4096] = "";
+        for (int i = 0; i < 60; i++)
+            strcat(big, " Lily saw a cat.");
+        lc_engine_submit(e, big);
+        CHECK(collect(e, &r, false, false) && r.reason == LC_DONE_TOO_LONG, "refusal: reason %d", r.reason);
+        lc_engine_submit(e, " The sun.");
+        CHECK(collect(e, &r, false, false) && r.errors == 0 && r.notes == 0,
+              "refusal: turn 3 errors %d notes %d (%s)", r.errors, r.notes, r.note);
+        /* evaluated: the last reply token never decoded, the new message, nothing older */
+        CHECK(r.n_eval >= 3 && r.n_eval <= 8 && r.n_past > past,
+              "refusal: turn 3 evaluated %d tokens (n_past %d, before %d): earlier turns were lost",
+              r.n_eval, r.n_past, past);
     }
     lc_engine_free(e);
 

@@ -426,6 +426,9 @@ static void test_tensors(void)
     snprintf(want, sizeof(want), "(file offset %zu)", embd->type);
     expect_fail("type 77", "tensor 2 'token_embd.weight': unknown tensor type id 77", want);
     reset();
+    put32(embd->type, 31); /* a type ggml removed: named */
+    expect_fail("type 31", "tensor 2 'token_embd.weight': unsupported tensor type id 31 (q4_0_4_4, which ggml removed", want);
+    reset();
     put64(last->offset, rd64(last->offset) + 32);
     snprintf(want, sizeof(want), "(file offset %zu)", last->offset);
     expect_fail("offset +32", "tensor 47 'blk.4.ffn_up.weight': data offset 204064", want);
@@ -455,7 +458,7 @@ static void test_tensors(void)
     put64(embd->ne[1], (uint64_t)1 << 40);
     expect_fail("tensor too big", "outside the file", "'token_embd.weight'");
 
-    const uint32_t bad_types[] = {4, 5, 31, 38, 39, 1000, 0x7fffffffu, 0xffffffffu};
+    const uint32_t bad_types[] = {4, 5, 31, 38, 40, 1000, 0x7fffffffu, 0xffffffffu};
     for (size_t i = 0; i < sizeof(bad_types) / sizeof(bad_types[0]); i++) {
         char word[64];
         snprintf(word, sizeof(word), "type id %u", bad_types[i]);

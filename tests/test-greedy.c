@@ -172,8 +172,14 @@ static void run_one(const char *path, double tol)
                 const double dev = fabs(got - want);
                 if (dev > max_dev)
                     max_dev = dev;
-                /* stories: within 1e-3 absolute (issue 2); synth-small: 1e-3 relative (issue 5) */
-                const double lim = strncmp(r.model, "synth", 5) == 0 ? tol * fabs(want) : tol;
+                /* stories: within 1e-3 absolute (issue 2); synth-small: 1e-3 relative (issue 5);
+                 * the quantized models of issue 13 (tinystories-656k, synth-small q5_x and
+                 * q4/q5_k_m): within the 5 printed decimals (half a unit of the last one, plus
+                 * float rounding at |logit| < 32) */
+                const bool exact = strstr(r.model, "tinystories-656k") ? !strstr(r.model, "f16")
+                                 : strstr(r.model, "synth-small-q5_") || strstr(r.model, "_k_m");
+                const double lim = exact ? 1e-5
+                                 : strncmp(r.model, "synth", 5) == 0 ? tol * fabs(want) : tol;
                 CHECK(dev <= lim, "%s: step %d logit[%d] = %.5f, want %.5f",
                       path, step, r.top_id[step][k], got, want);
             }
@@ -217,12 +223,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "no reference directory %s\n", dir);
         return 77;
     }
-    /* every reference file of the models llamachat computes (not the q4_k/q5 synth-small) */
+    /* every reference file of the models llamachat computes */
     static const char *prefixes[] = {"stories260K.", "stories260K-ff192-f32", "stories260K-ff192-f16",
                                      "stories260K-ff192-q8_0", "stories260K-ff192-q4_1",
                                      "stories260K-ff192-q4_0",
                                      "synth-small-q4_1", "synth-small-q4_0", "synth-small-q8_0",
-                                     "synth-small-q6_k", "synth-small-f16"};
+                                     "synth-small-q6_k", "synth-small-f16",
+                                     "synth-small-q5_0", "synth-small-q5_1", "synth-small-q4_k_m",
+                                     "synth-small-q5_k_m", "tinystories-656k-"};
     char *names[256];
     int nn = 0;
     struct dirent *e;

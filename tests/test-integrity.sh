@@ -99,6 +99,16 @@ if wait_log "$tmp/b.log" '^prompt pos=0'; then
         && ok "chatml: the prompt reads as the rendering" || { bad "chatml: prompt text"; grep '^prompt text' "$tmp/b.log"; }
 else bad "chatml: no prompt logged"; fi
 
+# the same with <|im_end|> marked user-defined (as some conversions do): typed, still text
+CFG=$(python3 -c 'import json,sys; print(json.dumps({"trans": {}, "default": 32001, "extra": [["<|im_start|>", 3], ["<|im_end|>", 4]], "kv": {"tokenizer.chat_template": [8, sys.argv[1]]}}))' "$TM")
+markov "$tmp/chatml-ud.gguf" "$CFG"
+chat "$tmp/b2.log" -m "$tmp/chatml-ud.gguf" --temp 0 -n 4
+type_line 'x<|im_end|>y'
+if wait_log "$tmp/b2.log" '^prompt pos=0'; then
+    n_end=$(grep '^prompt pos=0' "$tmp/b2.log" | sed 's/.*://' | tr ' ' '\n' | grep -cx 32001)
+    [ "$n_end" = 1 ] && ok "user-defined <|im_end|> typed is text" || bad "user-defined <|im_end|>: $n_end ids, want 1"
+else bad "user-defined: no prompt logged"; fi
+
 # --- 5. the history is the tokens that were evaluated -----------------------------------------
 # After "\n" the model writes " Hello" as "▁H" "ello" (the tokenizer would say "▁Hello"), then
 # "<|im_end|>" spelled in text pieces.  The second turn must reuse the cached reply: it starts

@@ -322,6 +322,144 @@ static void check_quantized(const struct lc_kernels *S, const struct lc_kernels 
     free(out);
 }
 
+/*
+ * The types of issue 13 (Q5_0, Q5_1, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, IQ4_XS).  Random bytes are
+ * valid blocks of every one of them, so a block is random bits with its fp16 scales set per edge
+ * case: 0 random in [-1, 1], 1 zero, 2 fp16 max (65504), 3 the smallest subnormal, 4 all quant
+ * bits set, 5 all quant bits clear.  Checks:
+ *  - scalar vec_dot against the plain definition, sum(to_float(w) * dequantized activations) in
+ *    double (so the bit layouts are the dequantizers', which follow ggml's reference), over odd
+ *    lengths;
+ *  - an ISA's vec_dot / gemm, when it has its own, bit for bit against scalar.c's;
+ *  - the IQ4_NL gemm (tinyBLAS's order) against the same definition.
+ */
+struct newtype {
+    int type;
+    int d_off[2]; /* byte offsets of the fp16 scales in a block (-1: none) */
+};
+static const struct newtype new_types[] = {
+    {LC_TYPE_Q5_0, {0, -1}},   {LC_TYPE_Q5_1, {0, 2}},  {LC_TYPE_IQ4_NL, {0, -1}},
+    {LC_TYPE_Q2_K, {80, 82}},  {LC_TYPE_Q3_K, {108, -1}}, {LC_TYPE_Q4_K, {0, 2}},
+    {LC_TYPE_Q5_K, {0, 2}},    {LC_TYPE_IQ4_XS, {0, -1}},
+};
+#define NEW_EDGES 6
+
+static void make_new_block(const struct newtype *nt, uint8_t *b, size_t sz, int edge)
+{
+    for (size_t i = 0; i < sz; i++)
+        b[i] = edge == 4 ? 0xFF : edge == 5 ? 0x00 : (uint8_t)rnd();
+    for (int k = 0; k < 2; k++) {
+        if (nt->d_off[k] < 0)
+            continue;
+        lc_fp16 h = edge == 1 ? 0 : edge == 2 ? 0x7BFF : edge == 3 ? 0x0001
+                  : lc_fp32_to_fp16(frand(-1.0f, 1.0f));
+        memcpy(b + nt->d_off[k], &h, sizeof h);
+    }
+    if (nt->type == LC_TYPE_IQ4_XS && edge == 4) { /* scales_h all ones is ls = 63: keep it */
+    }
+}
+
+/* dequantized activations of an activation row (Q8_0, Q8_1, Q8_K) */
+static void deq_act(int at, const void *a, double *y, int n)
+{
+    if (at == LC_TYPE_Q8_K) {
+        const lc_block_q8_K *b = a;
+        for (int i = 0; i < n; i++)
+            y[i] = (double)b[i / 256].d * b[i / 256].qs[i % 256];
+    } else if (at == LC_TYPE_Q8_1) {
+        const lc_block_q8_1 *b = a;
+        for (int i = 0; i < n; i++)
+            y[i] = (double)lc_fp16_to_fp32(b[i / 32].d) * b[i / 32].qs[i % 32];
+    } else {
+        const lc_block_q8_0 *b = a;
+        for (int i = 0; i < n; i++)
+            y[i] = (double)lc_fp16_to_fp32(b[i / 32].d) * b[i / 32].qs[i % 32];
+    }
+}
+
+static void check_new_types(const struct lc_kernels *S, const struct lc_kernels *K)
+{
+    static const int nbs[] = {1, 2, 3, 5, 7, 16, 17, 33};
+    for (size_t ti = 0; ti < sizeof new_types / sizeof new_types[0]; ti++) {
+        const struct newtype *nt = &new_types[ti];
+        const struct lc_type_traits *tt = lc_type_traits(nt->type);
+        const int at = tt->vec_dot_type, qk = tt->blck_size;
+        const size_t wsz = tt->type_size, asz = lc_type_traits(at)->type_size;
+        const int apb = qk / lc_type_traits(at)->blck_size; /* activation blocks per weight block */
+        const int own_dot = K->vec_dot[nt->type] != S->vec_dot[nt->type];
+        const int own_gemm = K->gemm[nt->type] && K->gemm[nt->type] != S->gemm[nt->type];
+        int cases = 0;
+        for (int ci = 0; ci < 8; ci++) {
+            const int nb = nbs[ci], n = nb * qk;
+            uint8_t *w = malloc((size_t)nb * wsz);
+            uint8_t *a = malloc((size_t)nb * apb * asz);
+            float *xf = malloc((size_t)n * sizeof(float));
+            float *wf = malloc((size_t)n * sizeof(float));
+            double *yd = malloc((size_t)n * sizeof(double));
+            for (int edge = 0; edge < NEW_EDGES; edge++) {
+                for (int b = 0; b < nb; b++)
+                    make_new_block(nt, w + (size_t)b * wsz, wsz, edge);
+                make_acts(xf, n, edge % EDGE_COUNT);
+                S->quantize_row[at](xf, a, n);
+                tt->to_float(w, wf, n);
+                deq_act(at, a, yd, n);
+                double want = 0.0, mag = 0.0;
+                for (int i = 0; i < n; i++) {
+                    want += (double)wf[i] * yd[i];
+                    mag += fabs((double)wf[i] * yd[i]);
+                }
+                float ss = NAN;
+                S->vec_dot[nt->type](n, &ss, w, a);
+                cases++;
+                /* Q5_1: s = dy * sum(q) is stored as fp16, so m * s is 2^-11 off at most */
+                const double rel = nt->type == LC_TYPE_Q5_1 ? 2e-3 : 2e-5;
+                if (isfinite(want) && isfinite(mag) && mag < 1e30)
+                    CHECK(close_to(ss, want, mag, rel),
+                          "scalar vec_dot %s: %d blocks, edge %d: %.9g, definition %.9g",
+                          tt->name, nb, edge, (double)ss, want);
+                if (own_dot) {
+                    float sk = NAN;
+                    K->vec_dot[nt->type](n, &sk, w, a);
+                    CHECK(same_bits(ss, sk), "%s vec_dot %s: %d blocks, edge %d: %.9g vs scalar %.9g",
+                          K->isa, tt->name, nb, edge, (double)sk, (double)ss);
+                }
+                if (S->gemm[nt->type]) { /* the batch order (IQ4_NL): one row, one column */
+                    float g = NAN;
+                    S->gemm[nt->type](n, &g, 1, w, wsz * (size_t)nb, 1, a, asz * (size_t)nb, 1);
+                    if (isfinite(want) && isfinite(mag) && mag < 1e30)
+                        CHECK(close_to(g, want, mag, rel), "scalar gemm %s: %d blocks: %.9g vs %.9g",
+                              tt->name, nb, (double)g, want);
+                    /* one block: vec_dot's odd tail is one rounding of d * (integer sum) */
+                    if (nb == 1 && isfinite(ss)) {
+                        int isum = 0;
+                        const lc_block_iq4_nl *x1 = (const void *)w;
+                        const lc_block_q8_0 *y1 = (const void *)a;
+                        for (int j = 0; j < 16; j++)
+                            isum += lc_kvalues_iq4nl[x1->qs[j] & 15] * y1->qs[j] +
+                                    lc_kvalues_iq4nl[x1->qs[j] >> 4] * y1->qs[j + 16];
+                        const float dd = lc_fp16_to_fp32(y1->d) * lc_fp16_to_fp32(x1->d);
+                        CHECK(same_bits(ss, 0.0f + dd * (float)isum), "vec_dot %s 1 block: %.9g vs %.9g",
+                              tt->name, (double)ss, (double)(dd * (float)isum));
+                    }
+                    if (own_gemm) {
+                        float gk = NAN;
+                        K->gemm[nt->type](n, &gk, 1, w, wsz * (size_t)nb, 1, a, asz * (size_t)nb, 1);
+                        CHECK(same_bits(g, gk), "%s gemm %s: %.9g vs scalar %.9g", K->isa,
+                              tt->name, (double)gk, (double)g);
+                    }
+                }
+            }
+            free(w);
+            free(a);
+            free(xf);
+            free(wf);
+            free(yd);
+        }
+        fprintf(stderr, "  %s %s: %d cases, dot %s, gemm %s\n", K->isa, tt->name, cases,
+                own_dot ? "compared" : "scalar", own_gemm ? "compared" : "scalar");
+    }
+}
+
 /* Q6_K super-blocks: edge 1 all zero quants, 2 all ones and scale -128, 3 scale 127 */
 static void make_q6_K(lc_block_q6_K *w, int nb, int edge)
 {
@@ -786,6 +924,7 @@ int main(void)
     check_x16(S, S, LC_TYPE_Q4_0);
     check_x16(S, S, LC_TYPE_Q6_K);
     check_dispatch();
+    check_new_types(S, S);
 
     static const char *const isas[] = {"avx512", "avx2", "neon"};
     int compared = 0;
@@ -809,6 +948,7 @@ int main(void)
             check_x16(S, K, LC_TYPE_Q6_K);
         }
         check_q6_K(S, K);
+        check_new_types(S, K);
         check_quantize_stress(S, K);
         check_float(S, K);
         compared++;

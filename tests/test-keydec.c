@@ -98,6 +98,22 @@ int main(void)
     RUN("paste latin1", "\033[200~caf\xe9\033[201~", true, "<P:caf\xef\xbf\xbd>", 1);
     RUN("paste with esc", "\033[200~a\033[2b\033[201~", true, "<P:a\033[2b>", 0);
     RUN("paste open", "\033[200~abc", true, "", 0);
+    {   /* a paste whose end marker never comes is closed by the caller after a pause */
+        struct lc_keydec d;
+        lc_keydec_init(&d, on_key, NULL);
+        out_len = 0;
+        out[0] = '\0';
+        const char *in = "\033[200~ab\033[20";
+        for (size_t i = 0; in[i]; i++)
+            lc_keydec_feed(&d, (unsigned char)in[i]);
+        CHECK(lc_keydec_in_paste(&d) && out[0] == '\0', "lost end: still open, nothing out");
+        lc_keydec_end_paste(&d);
+        lc_keydec_feed(&d, 'x');
+        lc_keydec_flush(&d, true);
+        CHECK(!lc_keydec_in_paste(&d) && strcmp(out, "<P:ab\033[20>x") == 0,
+              "lost end: got '%s'", out);
+        lc_keydec_free(&d);
+    }
     RUN("stray paste end", "\033[201~ok", true, "ok", 0);
 
     /* a curses key code between bytes: a pending character is invalid, the code is kept */

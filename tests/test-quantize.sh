@@ -44,6 +44,14 @@ same synth-small-f16 q4_1 synth-small-q4_1
 same synth-small-f16 q4_0 synth-small-q4_0
 same synth-small-f16 q8_0 synth-small-q8_0
 same synth-small-f16 q6_k synth-small-q6_k
+same synth-small-f16 q5_0 synth-small-q5_0
+same synth-small-f16 q5_1 synth-small-q5_1
+# issue 13: TinyStories-656K (128-wide rows, tied embeddings: token_embd falls back to Q8_0)
+same tinystories-656k/TinyStories-656K.f16 q5_0 tinystories-656k/TinyStories-656K-Q5_0
+same tinystories-656k/TinyStories-656K.f16 q5_1 tinystories-656k/TinyStories-656K-Q5_1
+same tinystories-656k/TinyStories-656K.f16 q4_0 tinystories-656k/TinyStories-656K-Q4_0
+same tinystories-656k/TinyStories-656K.f16 q4_1 tinystories-656k/TinyStories-656K-Q4_1
+same tinystories-656k/TinyStories-656K.f16 q8_0 tinystories-656k/TinyStories-656K-Q8_0
 
 # The closing table: tensors per type, sizes, bits per weight (synth-small q4_1: 5 F32 norms,
 # 15 Q4_1, output Q6_K).

@@ -601,7 +601,12 @@ static bool read_tensor_info(struct cursor *c, struct lc_gguf *g, uint64_t i, si
         return false;
     const struct lc_type_traits *tt = type <= INT_MAX ? lc_type_traits((int)type) : NULL;
     if (!tt) {
-        cur_fail(c, f_at, "unknown tensor type id %" PRIu32, type);
+        const char *tn = type <= INT_MAX ? lc_type_name((int)type) : "unknown";
+        if (strcmp(tn, "unknown") != 0)
+            cur_fail(c, f_at, "unsupported tensor type id %" PRIu32 " (%s, which ggml removed: "
+                     "llama.cpp repacks at load now; convert the model again)", type, tn);
+        else
+            cur_fail(c, f_at, "unknown tensor type id %" PRIu32, type);
         return false;
     }
     t->type = (enum lc_type)type;

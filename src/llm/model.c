@@ -45,6 +45,14 @@ static bool type_supported(enum lc_type t)
     case LC_TYPE_Q4_1:
     case LC_TYPE_Q8_0:
     case LC_TYPE_Q6_K:
+    case LC_TYPE_Q5_0:
+    case LC_TYPE_Q5_1:
+    case LC_TYPE_IQ4_NL:
+    case LC_TYPE_Q2_K:
+    case LC_TYPE_Q3_K:
+    case LC_TYPE_Q4_K:
+    case LC_TYPE_Q5_K:
+    case LC_TYPE_IQ4_XS:
         return lc_kernels()->vec_dot[t] != NULL;
     default:
         return false;
@@ -81,8 +89,9 @@ static int bind(const struct lc_model *m, struct lc_weight *w, const char *name,
         return -1;
     }
     if (!need_f32 && !type_supported(t->type)) {
-        set_err(err, "%s: tensor '%s' has type %s, which llamachat cannot compute with (supported: "
-                     "f32, f16, bf16, q4_0, q4_1, q8_0, q6_K)",
+        set_err(err, "%s: tensor '%s' has type %s, which is not supported (llamachat computes with "
+                     "f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q2_K, q3_K, q4_K, q5_K, q6_K, "
+                     "iq4_nl, iq4_xs)",
                 lc_gguf_path(m->gguf), name, lc_type_name(t->type));
         return -1;
     }

@@ -191,7 +191,126 @@ void lc_quantize_row_q8_1_ref(const float *x, lc_block_q8_1 *y, int64_t n)
     }
 }
 
+void lc_quantize_row_q5_0_ref(const float *x, lc_block_q5_0 *y, int64_t n)
+{
+    const int qk = LC_QK5_0;
+    const int64_t nb = n / qk;
+    for (int64_t i = 0; i < nb; i++) {
+        float amax = 0.0f;
+        float max = 0.0f;
+        for (int j = 0; j < qk; j++) {
+            const float v = x[i * qk + j];
+            if (amax < fabsf(v)) {
+                amax = fabsf(v);
+                max = v;
+            }
+        }
+        const float d = max / -16;
+        const float id = d ? 1.0f / d : 0.0f;
+        y[i].d = lc_fp32_to_fp16(d);
+        uint32_t qh = 0;
+        for (int j = 0; j < qk / 2; ++j) {
+            const float x0 = x[i * qk + 0 + j] * id;
+            const float x1 = x[i * qk + qk / 2 + j] * id;
+            const int8_t t0 = (int8_t)(x0 + 16.5f), t1 = (int8_t)(x1 + 16.5f);
+            const uint8_t xi0 = (uint8_t)(t0 < 31 ? t0 : 31);
+            const uint8_t xi1 = (uint8_t)(t1 < 31 ? t1 : 31);
+            y[i].qs[j] = (uint8_t)((xi0 & 0x0F) | ((xi1 & 0x0F) << 4));
+            qh |= ((xi0 & 0x10u) >> 4) << (j + 0);
+            qh |= ((xi1 & 0x10u) >> 4) << (j + qk / 2);
+        }
+        memcpy(y[i].qh, &qh, sizeof(qh));
+    }
+}
+
+void lc_quantize_row_q5_1_ref(const float *x, lc_block_q5_1 *y, int64_t n)
+{
+    const int qk = LC_QK5_1;
+    const int64_t nb = n / qk;
+    for (int64_t i = 0; i < nb; i++) {
+        float min = INFINITY;
+        float max = -INFINITY;
+        for (int j = 0; j < qk; j++) {
+            const float v = x[i * qk + j];
+            if (v < min)
+                min = v;
+            if (v > max)
+                max = v;
+        }
+        const float d = (max - min) / ((1 << 5) - 1);
+        const float id = d ? 1.0f / d : 0.0f;
+        y[i].d = lc_fp32_to_fp16(d);
+        y[i].m = lc_fp32_to_fp16(min);
+        uint32_t qh = 0;
+        for (int j = 0; j < qk / 2; ++j) {
+            const float x0 = (x[i * qk + 0 + j] - min) * id;
+            const float x1 = (x[i * qk + qk / 2 + j] - min) * id;
+            const uint8_t xi0 = (uint8_t)(x0 + 0.5f);
+            const uint8_t xi1 = (uint8_t)(x1 + 0.5f);
+            y[i].qs[j] = (uint8_t)((xi0 & 0x0F) | ((xi1 & 0x0F) << 4));
+            qh |= ((xi0 & 0x10u) >> 4) << (j + 0);
+            qh |= ((xi1 & 0x10u) >> 4) << (j + qk / 2);
+        }
+        memcpy(y[i].qh, &qh, sizeof(qh));
+    }
+}
+
 /* ---------------------------------------------------------------- dequantizers */
+
+const int8_t lc_kvalues_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                     1,    13,   25,  38,  53,  69,  89,  113};
+
+void lc_dequantize_row_q5_0(const lc_block_q5_0 *x, float *y, int64_t n)
+{
+    const int qk = LC_QK5_0;
+    const int64_t nb = n / qk;
+    for (int64_t i = 0; i < nb; i++) {
+        const float d = lc_fp16_to_fp32(x[i].d);
+        uint32_t qh;
+        memcpy(&qh, x[i].qh, sizeof(qh));
+        for (int j = 0; j < qk / 2; ++j) {
+            const uint8_t xh_0 = (uint8_t)(((qh >> (j + 0)) << 4) & 0x10);
+            const uint8_t xh_1 = (uint8_t)((qh >> (j + 12)) & 0x10);
+            const int x0 = ((x[i].qs[j] & 0x0F) | xh_0) - 16;
+            const int x1 = ((x[i].qs[j] >> 4) | xh_1) - 16;
+            y[i * qk + j + 0] = (float)x0 * d;
+            y[i * qk + j + qk / 2] = (float)x1 * d;
+        }
+    }
+}
+
+void lc_dequantize_row_q5_1(const lc_block_q5_1 *x, float *y, int64_t n)
+{
+    const int qk = LC_QK5_1;
+    const int64_t nb = n / qk;
+    for (int64_t i = 0; i < nb; i++) {
+        const float d = lc_fp16_to_fp32(x[i].d);
+        const float m = lc_fp16_to_fp32(x[i].m);
+        uint32_t qh;
+        memcpy(&qh, x[i].qh, sizeof(qh));
+        for (int j = 0; j < qk / 2; ++j) {
+            const uint8_t xh_0 = (uint8_t)(((qh >> (j + 0)) << 4) & 0x10);
+            const uint8_t xh_1 = (uint8_t)((qh >> (j + 12)) & 0x10);
+            const int x0 = (x[i].qs[j] & 0x0F) | xh_0;
+            const int x1 = (x[i].qs[j] >> 4) | xh_1;
+            y[i * qk + j + 0] = (float)x0 * d + m;
+            y[i * qk + j + qk / 2] = (float)x1 * d + m;
+        }
+    }
+}
+
+void lc_dequantize_row_iq4_nl(const lc_block_iq4_nl *x, float *y, int64_t n)
+{
+    const int qk = LC_QK4_NL;
+    const int64_t nb = n / qk;
+    for (int64_t i = 0; i < nb; i++) {
+        const float d = lc_fp16_to_fp32(x[i].d);
+        for (int j = 0; j < qk / 2; ++j) {
+            y[i * qk + j] = d * (float)lc_kvalues_iq4nl[x[i].qs[j] & 0xf];
+            y[i * qk + j + qk / 2] = d * (float)lc_kvalues_iq4nl[x[i].qs[j] >> 4];
+        }
+    }
+}
 
 void lc_dequantize_row_q4_0(const lc_block_q4_0 *x, float *y, int64_t n)
 {
@@ -278,7 +397,8 @@ static void bf16_from_float(const float *x, void *y, int64_t n)
 #define TO(fn) ((lc_to_float_fn)(void (*)(void))(fn))
 #define FROM(fn) ((lc_from_float_fn)(void (*)(void))(fn))
 
-/* Q6_K and Q8_K live in quant_k.c. */
+/* The K-quants live in quant_k.c.  Block sizes and bytes of every id are ggml's
+ * (ggml.c type_traits); the ones without to_float are named for errors only. */
 static const struct lc_type_traits traits[LC_TYPE_COUNT] = {
     [LC_TYPE_F32] = {"f32", 1, 4, false, f32_to_float, f32_from_float, LC_TYPE_F32},
     [LC_TYPE_F16] = {"f16", 1, 2, false, f16_to_float, f16_from_float, LC_TYPE_F16},
@@ -287,21 +407,52 @@ static const struct lc_type_traits traits[LC_TYPE_COUNT] = {
                       FROM(lc_quantize_row_q4_0_ref), LC_TYPE_Q8_0},
     [LC_TYPE_Q4_1] = {"q4_1", LC_QK4_1, sizeof(lc_block_q4_1), true, TO(lc_dequantize_row_q4_1),
                       FROM(lc_quantize_row_q4_1_ref), LC_TYPE_Q8_1},
+    [LC_TYPE_Q5_0] = {"q5_0", LC_QK5_0, sizeof(lc_block_q5_0), true, TO(lc_dequantize_row_q5_0),
+                      FROM(lc_quantize_row_q5_0_ref), LC_TYPE_Q8_0},
+    [LC_TYPE_Q5_1] = {"q5_1", LC_QK5_1, sizeof(lc_block_q5_1), true, TO(lc_dequantize_row_q5_1),
+                      FROM(lc_quantize_row_q5_1_ref), LC_TYPE_Q8_1},
     [LC_TYPE_Q8_0] = {"q8_0", LC_QK8_0, sizeof(lc_block_q8_0), true, TO(lc_dequantize_row_q8_0),
                       FROM(lc_quantize_row_q8_0_ref), LC_TYPE_Q8_0},
     [LC_TYPE_Q8_1] = {"q8_1", LC_QK8_1, sizeof(lc_block_q8_1), true, NULL,
                       FROM(lc_quantize_row_q8_1_ref), LC_TYPE_Q8_1},
+    [LC_TYPE_Q2_K] = {"q2_K", LC_QK_K, sizeof(lc_block_q2_K), true, TO(lc_dequantize_row_q2_K),
+                      NULL, LC_TYPE_Q8_K},
+    [LC_TYPE_Q3_K] = {"q3_K", LC_QK_K, sizeof(lc_block_q3_K), true, TO(lc_dequantize_row_q3_K),
+                      NULL, LC_TYPE_Q8_K},
+    [LC_TYPE_Q4_K] = {"q4_K", LC_QK_K, sizeof(lc_block_q4_K), true, TO(lc_dequantize_row_q4_K),
+                      NULL, LC_TYPE_Q8_K},
+    [LC_TYPE_Q5_K] = {"q5_K", LC_QK_K, sizeof(lc_block_q5_K), true, TO(lc_dequantize_row_q5_K),
+                      NULL, LC_TYPE_Q8_K},
     [LC_TYPE_Q6_K] = {"q6_K", LC_QK_K, sizeof(lc_block_q6_K), true, TO(lc_dequantize_row_q6_K),
                       FROM(lc_quantize_row_q6_K_ref), LC_TYPE_Q8_K},
     [LC_TYPE_Q8_K] = {"q8_K", LC_QK_K, sizeof(lc_block_q8_K), true, NULL,
                       FROM(lc_quantize_row_q8_K_ref), LC_TYPE_Q8_K},
-    /* Known to exist so that errors can name them; no kernels (yet). */
-    [LC_TYPE_Q5_0] = {"q5_0", 32, 22, true, NULL, NULL, LC_TYPE_Q8_0},
-    [LC_TYPE_Q5_1] = {"q5_1", 32, 24, true, NULL, NULL, LC_TYPE_Q8_1},
-    [LC_TYPE_Q2_K] = {"q2_K", 256, 84, true, NULL, NULL, LC_TYPE_Q8_K},
-    [LC_TYPE_Q3_K] = {"q3_K", 256, 110, true, NULL, NULL, LC_TYPE_Q8_K},
-    [LC_TYPE_Q4_K] = {"q4_K", 256, 144, true, NULL, NULL, LC_TYPE_Q8_K},
-    [LC_TYPE_Q5_K] = {"q5_K", 256, 176, true, NULL, NULL, LC_TYPE_Q8_K},
+    [LC_TYPE_IQ4_NL] = {"iq4_nl", LC_QK4_NL, sizeof(lc_block_iq4_nl), true,
+                        TO(lc_dequantize_row_iq4_nl), NULL, LC_TYPE_Q8_0},
+    [LC_TYPE_IQ4_XS] = {"iq4_xs", LC_QK_K, sizeof(lc_block_iq4_xs), true,
+                        TO(lc_dequantize_row_iq4_xs), NULL, LC_TYPE_Q8_K},
+    /* Known so that files open and errors name them; no kernels. */
+    [LC_TYPE_IQ2_XXS] = {"iq2_xxs", LC_QK_K, 66, true, NULL, NULL, LC_TYPE_Q8_K},
+    [LC_TYPE_IQ2_XS] = {"iq2_xs", LC_QK_K, 74, true, NULL, NULL, LC_TYPE_Q8_K},
+    [LC_TYPE_IQ3_XXS] = {"iq3_xxs", LC_QK_K, 98, true, NULL, NULL, LC_TYPE_Q8_K},
+    [LC_TYPE_IQ1_S] = {"iq1_s", LC_QK_K, 50, true, NULL, NULL, LC_TYPE_Q8_K},
+    [LC_TYPE_IQ3_S] = {"iq3_s", LC_QK_K, 110, true, NULL, NULL, LC_TYPE_Q8_K},
+    [LC_TYPE_IQ2_S] = {"iq2_s", LC_QK_K, 82, true, NULL, NULL, LC_TYPE_Q8_K},
+    [LC_TYPE_IQ1_M] = {"iq1_m", LC_QK_K, 56, true, NULL, NULL, LC_TYPE_Q8_K},
+    [LC_TYPE_TQ1_0] = {"tq1_0", LC_QK_K, 54, true, NULL, NULL, LC_TYPE_Q8_K},
+    [LC_TYPE_TQ2_0] = {"tq2_0", LC_QK_K, 66, true, NULL, NULL, LC_TYPE_Q8_K},
+    [LC_TYPE_MXFP4] = {"mxfp4", 32, 17, true, NULL, NULL, LC_TYPE_Q8_0},
+    [LC_TYPE_I8] = {"i8", 1, 1, false, NULL, NULL, LC_TYPE_I8},
+    [LC_TYPE_I16] = {"i16", 1, 2, false, NULL, NULL, LC_TYPE_I16},
+    [LC_TYPE_I32] = {"i32", 1, 4, false, NULL, NULL, LC_TYPE_I32},
+    [LC_TYPE_I64] = {"i64", 1, 8, false, NULL, NULL, LC_TYPE_I64},
+    [LC_TYPE_F64] = {"f64", 1, 8, false, NULL, NULL, LC_TYPE_F64},
+};
+
+/* ids ggml once had and removed (no layout any more): named in errors all the same */
+static const char *const removed_names[LC_TYPE_COUNT] = {
+    [4] = "q4_2",         [5] = "q4_3",         [31] = "q4_0_4_4",   [32] = "q4_0_4_8",
+    [33] = "q4_0_8_8",    [36] = "iq4_nl_4_4", [37] = "iq4_nl_4_8", [38] = "iq4_nl_8_8",
 };
 
 const struct lc_type_traits *lc_type_traits(int t)
@@ -311,10 +462,21 @@ const struct lc_type_traits *lc_type_traits(int t)
     return &traits[t];
 }
 
+bool lc_type_computable(int t)
+{
+    const struct lc_type_traits *tt = lc_type_traits(t);
+    return tt && tt->to_float && lc_type_traits((int)tt->vec_dot_type) &&
+           (tt->vec_dot_type == (enum lc_type)t || tt->is_quantized);
+}
+
 const char *lc_type_name(int t)
 {
     const struct lc_type_traits *tt = lc_type_traits(t);
-    return tt ? tt->name : "unknown";
+    if (tt)
+        return tt->name;
+    if (t >= 0 && t < LC_TYPE_COUNT && removed_names[t])
+        return removed_names[t];
+    return "unknown";
 }
 
 int lc_type_from_name(const char *name)

@@ -301,3 +301,188 @@ void lc_vec_dot_q6_K_q8_K_ref(int n, float *s, const void *vx, const void *vy)
         sumf += sums[l];
     *s = sumf;
 }
+
+/* ---------------------------------------------------------------- Q2_K Q3_K Q4_K Q5_K IQ4_XS */
+
+/*
+ * Q4_K / Q5_K scales: 8 sub-blocks of 32 weights, each with a 6-bit scale and a 6-bit min,
+ * packed into 12 bytes: for j < 4, scale j is the low 6 bits of q[j] and min j those of
+ * q[j + 4]; for j >= 4 the low 4 bits are the nibbles of q[j + 4] (scale low, min high) and the
+ * top 2 bits are the top 2 bits of q[j - 4] (scale) and q[j] (min).
+ */
+void lc_get_scale_min_k4(int j, const uint8_t *q, uint8_t *d, uint8_t *m)
+{
+    if (j < 4) {
+        *d = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *d = (uint8_t)((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+        *m = (uint8_t)((q[j + 4] >> 4) | ((q[j - 0] >> 6) << 4));
+    }
+}
+
+/* Q3_K scales: 16 6-bit values, low 4 bits in the nibbles of bytes 0-7 (scales 0-7 low
+ * nibbles, 8-15 high nibbles), top 2 bits in bytes 8-11; stored with an offset of 32. */
+void lc_q3_K_scales(const uint8_t *packed, int8_t out[16])
+{
+    const uint32_t kmask1 = 0x03030303, kmask2 = 0x0f0f0f0f;
+    uint32_t aux[4];
+    memcpy(aux, packed, 12);
+    const uint32_t tmp = aux[2];
+    aux[2] = ((aux[0] >> 4) & kmask2) | (((tmp >> 4) & kmask1) << 4);
+    aux[3] = ((aux[1] >> 4) & kmask2) | (((tmp >> 6) & kmask1) << 4);
+    aux[0] = (aux[0] & kmask2) | (((tmp >> 0) & kmask1) << 4);
+    aux[1] = (aux[1] & kmask2) | (((tmp >> 2) & kmask1) << 4);
+    uint8_t b[16];
+    memcpy(b, aux, 16);
+    for (int i = 0; i < 16; i++)
+        out[i] = (int8_t)(b[i] - 32);
+}
+
+/*
+ * Q2_K: 16 sub-blocks of 16 weights; x = d * (scales[s] & 15) * q - dmin * (scales[s] >> 4),
+ * q in 0..3.  In each half of 128 weights (qs advancing by 32 bytes), weights 32v + l
+ * (v = 0..3, l = 0..31) are bits 2v, 2v+1 of qs[l]; sub-block 8 * half + 2v + l / 16.
+ */
+void lc_dequantize_row_q2_K(const lc_block_q2_K *x, float *y, int64_t n)
+{
+    assert(n % LC_QK_K == 0);
+    const int64_t nb = n / LC_QK_K;
+    for (int64_t i = 0; i < nb; i++) {
+        const float d = lc_fp16_to_fp32(x[i].d);
+        const float min = lc_fp16_to_fp32(x[i].dmin);
+        const uint8_t *q = x[i].qs;
+        int is = 0;
+        for (int n0 = 0; n0 < LC_QK_K; n0 += 128) {
+            int shift = 0;
+            for (int j = 0; j < 4; ++j) {
+                uint8_t sc = x[i].scales[is++];
+                float dl = d * (float)(sc & 0xF), ml = min * (float)(sc >> 4);
+                for (int l = 0; l < 16; ++l)
+                    *y++ = dl * (float)((int8_t)((q[l] >> shift) & 3)) - ml;
+                sc = x[i].scales[is++];
+                dl = d * (float)(sc & 0xF);
+                ml = min * (float)(sc >> 4);
+                for (int l = 0; l < 16; ++l)
+                    *y++ = dl * (float)((int8_t)((q[l + 16] >> shift) & 3)) - ml;
+                shift += 2;
+            }
+            q += 32;
+        }
+    }
+}
+
+/*
+ * Q3_K: 16 sub-blocks of 16; x = d * (scale - 32) * (q - 4 * !hbit), q the low 2 bits laid out
+ * as in Q2_K, hbit bit (4 * half + v) of hmask[l].
+ */
+void lc_dequantize_row_q3_K(const lc_block_q3_K *x, float *y, int64_t n)
+{
+    assert(n % LC_QK_K == 0);
+    const int64_t nb = n / LC_QK_K;
+    for (int64_t i = 0; i < nb; i++) {
+        const float d_all = lc_fp16_to_fp32(x[i].d);
+        int8_t scales[16];
+        lc_q3_K_scales(x[i].scales, scales);
+        const uint8_t *q = x[i].qs;
+        const uint8_t *hm = x[i].hmask;
+        uint8_t m = 1;
+        int is = 0;
+        for (int n0 = 0; n0 < LC_QK_K; n0 += 128) {
+            int shift = 0;
+            for (int j = 0; j < 4; ++j) {
+                float dl = d_all * (float)scales[is++];
+                for (int l = 0; l < 16; ++l)
+                    *y++ = dl * (float)((int8_t)((q[l + 0] >> shift) & 3) - ((hm[l + 0] & m) ? 0 : 4));
+                dl = d_all * (float)scales[is++];
+                for (int l = 0; l < 16; ++l)
+                    *y++ = dl * (float)((int8_t)((q[l + 16] >> shift) & 3) - ((hm[l + 16] & m) ? 0 : 4));
+                shift += 2;
+                m = (uint8_t)(m << 1);
+            }
+            q += 32;
+        }
+    }
+}
+
+/*
+ * Q4_K: 8 sub-blocks of 32; x = d * sc * q - dmin * m.  Each 64 weights take 32 bytes of qs:
+ * the low nibbles are the first 32 (sub-block 2j), the high nibbles the next 32 (2j + 1).
+ */
+void lc_dequantize_row_q4_K(const lc_block_q4_K *x, float *y, int64_t n)
+{
+    assert(n % LC_QK_K == 0);
+    const int64_t nb = n / LC_QK_K;
+    for (int64_t i = 0; i < nb; i++) {
+        const uint8_t *q = x[i].qs;
+        const float d = lc_fp16_to_fp32(x[i].d);
+        const float min = lc_fp16_to_fp32(x[i].dmin);
+        int is = 0;
+        uint8_t sc, m;
+        for (int j = 0; j < LC_QK_K; j += 64) {
+            lc_get_scale_min_k4(is + 0, x[i].scales, &sc, &m);
+            const float d1 = d * sc, m1 = min * m;
+            lc_get_scale_min_k4(is + 1, x[i].scales, &sc, &m);
+            const float d2 = d * sc, m2 = min * m;
+            for (int l = 0; l < 32; ++l)
+                *y++ = d1 * (float)(q[l] & 0xF) - m1;
+            for (int l = 0; l < 32; ++l)
+                *y++ = d2 * (float)(q[l] >> 4) - m2;
+            q += 32;
+            is += 2;
+        }
+    }
+}
+
+/* Q5_K: Q4_K plus a fifth bit: weight 64j + l has bit 2j of qh[l], weight 64j + 32 + l bit 2j+1. */
+void lc_dequantize_row_q5_K(const lc_block_q5_K *x, float *y, int64_t n)
+{
+    assert(n % LC_QK_K == 0);
+    const int64_t nb = n / LC_QK_K;
+    for (int64_t i = 0; i < nb; i++) {
+        const uint8_t *ql = x[i].qs;
+        const uint8_t *qh = x[i].qh;
+        const float d = lc_fp16_to_fp32(x[i].d);
+        const float min = lc_fp16_to_fp32(x[i].dmin);
+        int is = 0;
+        uint8_t sc, m;
+        unsigned u1 = 1, u2 = 2;
+        for (int j = 0; j < LC_QK_K; j += 64) {
+            lc_get_scale_min_k4(is + 0, x[i].scales, &sc, &m);
+            const float d1 = d * sc, m1 = min * m;
+            lc_get_scale_min_k4(is + 1, x[i].scales, &sc, &m);
+            const float d2 = d * sc, m2 = min * m;
+            for (int l = 0; l < 32; ++l)
+                *y++ = d1 * (float)((ql[l] & 0xF) + (qh[l] & u1 ? 16 : 0)) - m1;
+            for (int l = 0; l < 32; ++l)
+                *y++ = d2 * (float)((ql[l] >> 4) + (qh[l] & u2 ? 16 : 0)) - m2;
+            ql += 32;
+            is += 2;
+            u1 <<= 2;
+            u2 <<= 2;
+        }
+    }
+}
+
+/* IQ4_XS: 8 sub-blocks of 32 as IQ4_NL blocks, each with a 6-bit scale (low 4 bits in the
+ * nibbles of scales_l, high 2 bits in scales_h), x = d * (ls - 32) * kvalues_iq4nl[q]. */
+void lc_dequantize_row_iq4_xs(const lc_block_iq4_xs *x, float *y, int64_t n)
+{
+    assert(n % LC_QK_K == 0);
+    const int64_t nb = n / LC_QK_K;
+    for (int64_t i = 0; i < nb; i++) {
+        const uint8_t *qs = x[i].qs;
+        const float d = lc_fp16_to_fp32(x[i].d);
+        for (int ib = 0; ib < LC_QK_K / 32; ++ib) {
+            const int ls = ((x[i].scales_l[ib / 2] >> 4 * (ib % 2)) & 0xf) |
+                           (((x[i].scales_h >> 2 * ib) & 3) << 4);
+            const float dl = d * (float)(ls - 32);
+            for (int j = 0; j < 16; ++j) {
+                y[j + 0] = dl * (float)lc_kvalues_iq4nl[qs[j] & 0xf];
+                y[j + 16] = dl * (float)lc_kvalues_iq4nl[qs[j] >> 4];
+            }
+            y += 32;
+            qs += 16;
+        }
+    }
+}

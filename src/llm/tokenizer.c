@@ -77,6 +77,7 @@ struct lc_vocab {
     char *piece_arena;
     size_t *piece_off;   /* [n_tokens] */
     uint32_t *piece_len; /* [n_tokens] */
+    size_t max_piece;    /* the longest piece_len (at least 1) */
 
     /* text -> id: open addressing, linear probing, -1 = empty slot. */
     int32_t *ht;
@@ -706,6 +707,14 @@ static void frags_push(struct frags *f, int32_t tok, size_t off, size_t len)
     f->v[f->n++] = (struct frag){tok, off, len};
 }
 
+/* A user-defined token spelled like a control token ("<|im_end|>", "<eot_id>", "[INST]"):
+ * some conversions mark chat markers user-defined instead of control; in user text they stay
+ * characters too.  Other user-defined tokens (runs of spaces, "\n\n") are ordinary text. */
+static bool looks_special(const char *t, size_t n)
+{
+    return n >= 3 && ((t[0] == '<' && t[n - 1] == '>') || (t[0] == '[' && t[n - 1] == ']'));
+}
+
 /* Split raw fragments at special-token texts (llama.cpp tokenizer_st_partition).  On return
  * *fr holds the fragments in order; false on allocation failure. */
 static bool partition(const struct lc_vocab *v, const char *text, size_t len, bool parse_special,
@@ -737,7 +746,8 @@ static bool partition(const struct lc_vocab *v, const char *text, size_t len, bo
             }
             /* A control/unknown token's text is matched only where no byte of it is plain
              * (user) text: a user typing "<s>" gets the characters, not BOS. */
-            bool guarded = plain && (a & (ATTR_CONTROL | ATTR_UNKNOWN));
+            bool guarded = plain && ((a & (ATTR_CONTROL | ATTR_UNKNOWN)) ||
+                                     ((a & ATTR_USER_DEFINED) && looks_special(st, sl)));
             size_t off = f.off, rem = f.len, from = f.off;
             while (rem > 0) {
                 size_t avail = off + rem - from;
@@ -875,11 +885,7 @@ const char *lc_vocab_piece(const struct lc_vocab *v, int32_t tok, bool special, 
 
 size_t lc_vocab_max_piece_len(const struct lc_vocab *v)
 {
-    size_t m = 1;
-    for (int32_t i = 0; v && i < v->n_tokens; i++)
-        if (v->piece_len[i] > m)
-            m = v->piece_len[i];
-    return m;
+    return v && v->max_piece > 1 ? v->max_piece : 1;
 }
 
 /* llama.cpp's clean_up_tokenization_spaces, in place over s[0..n); returns the new length.
@@ -1309,6 +1315,8 @@ static bool vocab_finish(struct lc_vocab *v, const struct lc_gguf *g, char **err
         v->piece_off[t] = k;
         v->piece_len[t] = (uint32_t)piece_of(v, t, v->piece_arena + k);
         k += v->piece_len[t];
+        if (v->piece_len[t] > v->max_piece)
+            v->max_piece = v->piece_len[t];
     }
 
     /* Per-model strip attributes (set after the piece cache, as in llama.cpp). */

@@ -58,6 +58,8 @@ enum {
     FTYPE_MOSTLY_Q4_0 = 2,
     FTYPE_MOSTLY_Q4_1 = 3,
     FTYPE_MOSTLY_Q8_0 = 7,
+    FTYPE_MOSTLY_Q5_0 = 8,
+    FTYPE_MOSTLY_Q5_1 = 9,
     FTYPE_MOSTLY_Q6_K = 18,
     FTYPE_MOSTLY_BF16 = 32,
 };
@@ -72,6 +74,7 @@ static const struct {
 } target_types[] = {
     {"q4_1", LC_TYPE_Q4_1, FTYPE_MOSTLY_Q4_1}, {"q4_0", LC_TYPE_Q4_0, FTYPE_MOSTLY_Q4_0},
     {"q8_0", LC_TYPE_Q8_0, FTYPE_MOSTLY_Q8_0}, {"q6_k", LC_TYPE_Q6_K, FTYPE_MOSTLY_Q6_K},
+    {"q5_0", LC_TYPE_Q5_0, FTYPE_MOSTLY_Q5_0}, {"q5_1", LC_TYPE_Q5_1, FTYPE_MOSTLY_Q5_1},
     {"f16", LC_TYPE_F16, FTYPE_MOSTLY_F16},    {"bf16", LC_TYPE_BF16, FTYPE_MOSTLY_BF16},
     {"f32", LC_TYPE_F32, FTYPE_ALL_F32},
 };
@@ -103,7 +106,7 @@ static void usage(FILE *f)
             "usage: llamachat-quantize [options] IN.gguf OUT.gguf TYPE\n"
             "       llamachat-quantize --stats MODEL.gguf [-t N]\n"
             "\n"
-            "TYPE: q4_1, q4_0, q8_0, q6_k, f16, bf16, f32 (the input: F32, F16 or BF16)\n"
+            "TYPE: q4_1, q4_0, q5_0, q5_1, q8_0, q6_k, f16, bf16, f32 (the input: F32, F16 or BF16)\n"
             "\n"
             "options:\n"
             "  --pure                  every 2-D weight in TYPE (no Q6_K/Q8_0 output tensor)\n"
@@ -562,8 +565,13 @@ static int quantize_model(const struct opts *o)
         written.parts[written.n] = strdup(path);
         if (!written.parts[written.n++])
             die("out of memory");
-        rc = lc_file_finish(&target, &err);   /* the old file's mode; the directory synced */
-        check(rc, err, "writing");
+        /* the old file's mode, the directory synced: the data is complete and in place by now,
+         * so a failure here is a warning, not a reason to remove the file */
+        if (lc_file_finish(&target, &err) != 0) {
+            lc_text_fprintf(stderr, "%s: warning: %s\n", lc_tool_name, err ? err : path);
+            free(err);
+            err = NULL;
+        }
         lc_file_target_free(&target);
         next = end;
     }
@@ -786,7 +794,7 @@ int main(int argc, char **argv)
         }
     }
     if (!found)
-        die("unknown type '%s' (q4_1, q4_0, q8_0, q6_k, f16, bf16, f32)", o.type_name);
+        die("unknown type '%s' (q4_1, q4_0, q5_0, q5_1, q8_0, q6_k, f16, bf16, f32)", o.type_name);
     if (same_file(o.in, o.out))
         die("%s: the output would overwrite the input", o.out);
     return quantize_model(&o);

@@ -153,6 +153,40 @@ static void paste_add_byte(struct lc_keydec *d, unsigned char b)
 
 static const char paste_end[] = "\033[201~";
 
+/* End the paste: the text collected so far goes out as one LC_KEY_PASTE. */
+static void paste_close(struct lc_keydec *d)
+{
+    uint32_t cp[1];
+    if (lc_utf8_flush(&d->pu, cp, &d->n_invalid))
+        paste_add_cp(d, cp[0]);
+    struct lc_key k = { LC_KEY_PASTE, 0, d->paste ? d->paste : "", d->paste_len, d->paste_dropped };
+    d->in_paste = false;
+    d->prev_cr = false;
+    d->end_match = 0;
+    d->fn(d->ud, &k);
+    d->paste_len = 0;
+    d->paste_dropped = 0;
+    if (d->paste)
+        d->paste[0] = '\0';
+}
+
+bool lc_keydec_in_paste(const struct lc_keydec *d)
+{
+    return d->in_paste;
+}
+
+void lc_keydec_end_paste(struct lc_keydec *d)
+{
+    if (!d->in_paste)
+        return;
+    /* what matched of the end marker so far is text */
+    int m = d->end_match;
+    d->end_match = 0;
+    for (int i = 0; i < m; i++)
+        paste_add_byte(d, (unsigned char)paste_end[i]);
+    paste_close(d);
+}
+
 static void paste_feed(struct lc_keydec *d, int c)
 {
     if (c >= 256) {   /* a key curses decoded inside the paste: only Enter means text */
@@ -165,17 +199,7 @@ static void paste_feed(struct lc_keydec *d, int c)
         if (++d->end_match < (int)sizeof(paste_end) - 1)
             return;
         d->end_match = 0;
-        uint32_t cp[1];
-        if (lc_utf8_flush(&d->pu, cp, &d->n_invalid))
-            paste_add_cp(d, cp[0]);
-        struct lc_key k = { LC_KEY_PASTE, 0, d->paste ? d->paste : "", d->paste_len, d->paste_dropped };
-        d->in_paste = false;
-        d->prev_cr = false;
-        d->fn(d->ud, &k);
-        d->paste_len = 0;
-        d->paste_dropped = 0;
-        if (d->paste)
-            d->paste[0] = '\0';
+        paste_close(d);
         return;
     }
     if (d->end_match > 0) {   /* not the end after all: what matched is text */

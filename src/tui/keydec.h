@@ -89,6 +89,13 @@ void lc_keydec_feed(struct lc_keydec *d, int c);
  * a terminal may split a character between two reads).  An open paste stays open.
  */
 void lc_keydec_flush(struct lc_keydec *d, bool utf8);
+/* True while a bracketed paste is open (its end marker not seen yet). */
+bool lc_keydec_in_paste(const struct lc_keydec *d);
+/* Close an open paste as if its end marker had come (the terminal lost it): the text so far
+ * goes out as one LC_KEY_PASTE.  The caller does this after a pause in the input, so that a
+ * missing ESC [ 201 ~ cannot swallow every later key. */
+void lc_keydec_end_paste(struct lc_keydec *d);
+
 /* True when an incomplete UTF-8 sequence waits for its next byte (outside a paste). */
 bool lc_keydec_utf8_pending(const struct lc_keydec *d);
 

@@ -1103,14 +1103,18 @@ int lc_tui_run(struct lc_options *o)
             t->dirty = false;
             view_draw(t);
         }
-        /* a character cut short: wait 50 ms for its next byte, then call it invalid */
-        int r = poll(fds, 3, lc_keydec_utf8_pending(&keydec) ? 50 : -1);
+        /* a character cut short: wait 50 ms for its next byte, then call it invalid; a paste
+         * whose end marker has not come after 2 s of silence is closed (it was lost) */
+        bool in_paste = lc_keydec_in_paste(&keydec);
+        int r = poll(fds, 3, in_paste ? 2000 : lc_keydec_utf8_pending(&keydec) ? 50 : -1);
         if (r < 0) {
             if (errno == EINTR)
                 continue;
             break;
         }
         if (r == 0) {
+            if (in_paste)
+                lc_keydec_end_paste(&keydec);
             read_keys(t, true);
             continue;
         }

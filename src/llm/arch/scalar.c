@@ -435,6 +435,302 @@ static void vec_dot_q6_K_q8_K(int n, float *s, const void *vx, const void *vy)
     *s = hsum8(acc);
 }
 
+/* ---------------------------------------------------------------- Q5_0 Q5_1 IQ4_NL */
+
+/* the 32 quants of a Q5 block in unpacked order: nibbles of qs plus bit j of qh as bit 4 */
+static void q5_unpack(const uint8_t qs[16], const uint8_t qh4[4], int q[32])
+{
+    uint32_t qh;
+    memcpy(&qh, qh4, sizeof(qh));
+    for (int j = 0; j < 16; j++) {
+        q[j] = (qs[j] & 0x0F) | (int)(((qh >> j) & 1u) << 4);
+        q[j + 16] = (qs[j] >> 4) | (int)(((qh >> (j + 16)) & 1u) << 4);
+    }
+}
+
+/*
+ * Q5_0 . Q8_0: x = dx * (q - 16).  ggml's AVX2 ggml_vec_dot_q5_0_q8_0 (and tinyBLAS_Q0_AVX,
+ * llama.cpp's path for batches, which runs the same per-block operations): the Q4_0 order.
+ */
+static void vec_dot_q5_0_q8_0(int n, float *s, const void *vx, const void *vy)
+{
+    const lc_block_q5_0 *x = vx;
+    const lc_block_q8_0 *y = vy;
+    const int nb = n / LC_QK5_0;
+    float acc[8] = {0};
+    for (int i = 0; i < nb; i++) {
+        int q[32], p[32];
+        q5_unpack(x[i].qs, x[i].qh, q);
+        for (int j = 0; j < 32; j++)
+            p[j] = (q[j] - 16) * y[i].qs[j];
+        block_lanes(acc, LC_FP16_TO_FP32(x[i].d) * LC_FP16_TO_FP32(y[i].d), p);
+    }
+    *s = hsum8(acc);
+}
+
+/* Q5_1 . Q8_1: dx * dy * sum(q * p) + mx * sy per block, the Q4_1 order (ggml's AVX2 kernel). */
+static void vec_dot_q5_1_q8_1(int n, float *s, const void *vx, const void *vy)
+{
+    const lc_block_q5_1 *x = vx;
+    const lc_block_q8_1 *y = vy;
+    const int nb = n / LC_QK5_1;
+    float acc[8] = {0};
+    float summs = 0.0f;
+    for (int i = 0; i < nb; i++) {
+        int q[32], p[32];
+        summs += LC_FP16_TO_FP32(x[i].m) * LC_FP16_TO_FP32(y[i].s);
+        q5_unpack(x[i].qs, x[i].qh, q);
+        for (int j = 0; j < 32; j++)
+            p[j] = q[j] * y[i].qs[j];
+        block_lanes(acc, LC_FP16_TO_FP32(x[i].d) * LC_FP16_TO_FP32(y[i].d), p);
+    }
+    *s = hsum8(acc) + summs;
+}
+
+/* the 32 products of an IQ4_NL block with a Q8_0 block, unpacked order */
+static void iq4_nl_products(const lc_block_iq4_nl *x, const lc_block_q8_0 *y, int p[32])
+{
+    for (int j = 0; j < 16; j++) {
+        p[j] = lc_kvalues_iq4nl[x->qs[j] & 0x0F] * y->qs[j];
+        p[j + 16] = lc_kvalues_iq4nl[x->qs[j] >> 4] * y->qs[j + 16];
+    }
+}
+
+/*
+ * IQ4_NL . Q8_0 as ggml's AVX2 ggml_vec_dot_iq4_nl_q8_0 (one token): blocks taken in pairs,
+ * the even ones into accumulator 1 and the odd ones into accumulator 2 (8 lanes each, fused
+ * d * lane), hsum_float_8(acc1 + acc2); a last odd block is added after that as
+ * sumf += d * (int sum) (GCC fuses it: -mfma and fp-contract=fast in ggml-cpu).
+ */
+static void vec_dot_iq4_nl_q8_0(int n, float *s, const void *vx, const void *vy)
+{
+    const lc_block_iq4_nl *x = vx;
+    const lc_block_q8_0 *y = vy;
+    const int nb = n / LC_QK4_NL;
+    float acc1[8] = {0}, acc2[8] = {0};
+    int ib = 0;
+    for (; ib + 1 < nb; ib += 2) {
+        int p[32];
+        iq4_nl_products(x + ib, y + ib, p);
+        block_lanes(acc1, LC_FP16_TO_FP32(y[ib].d) * LC_FP16_TO_FP32(x[ib].d), p);
+        iq4_nl_products(x + ib + 1, y + ib + 1, p);
+        block_lanes(acc2, LC_FP16_TO_FP32(y[ib + 1].d) * LC_FP16_TO_FP32(x[ib + 1].d), p);
+    }
+    for (int k = 0; k < 8; k++)
+        acc1[k] += acc2[k];
+    float sumf = hsum8(acc1);
+    for (; ib < nb; ib++) {
+        int p[32], isum = 0;
+        iq4_nl_products(x + ib, y + ib, p);
+        for (int j = 0; j < 32; j++)
+            isum += p[j];
+        sumf = fmaf(LC_FP16_TO_FP32(y[ib].d) * LC_FP16_TO_FP32(x[ib].d), (float)isum, sumf);
+    }
+    *s = sumf;
+}
+
+/*
+ * IQ4_NL for batches: llama.cpp runs tinyBLAS_Q0_AVX there (llamafile_sgemm takes IQ4_NL . Q8_0
+ * on x86), whose order is not vec_dot's: one 8-lane accumulator per output over all blocks
+ * (acc = fma(dx * dy, lanes, acc)), then hsum.  Same as Q5_0's vec_dot, with other quants.
+ */
+static float iq4_nl_tiny_dot(int nb, const lc_block_iq4_nl *x, const lc_block_q8_0 *y)
+{
+    float acc[8] = {0};
+    for (int i = 0; i < nb; i++) {
+        int p[32];
+        iq4_nl_products(x + i, y + i, p);
+        block_lanes(acc, LC_FP16_TO_FP32(x[i].d) * LC_FP16_TO_FP32(y[i].d), p);
+    }
+    return hsum8(acc);
+}
+
+static void gemm_iq4_nl(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
+                        const void *a, size_t a_stride, int nc)
+{
+    const int nb = n / LC_QK4_NL;
+    for (int c = 0; c < nc; c++)
+        for (int r = 0; r < nr; r++)
+            s[(size_t)c * ld_s + r] =
+                iq4_nl_tiny_dot(nb, (const lc_block_iq4_nl *)((const uint8_t *)w + (size_t)r * w_stride),
+                                (const lc_block_q8_0 *)((const uint8_t *)a + (size_t)c * a_stride));
+}
+
+/* ---------------------------------------------------------------- Q2_K Q3_K Q4_K Q5_K IQ4_XS */
+
+/*
+ * ggml's AVX2 kernels of these types share the Q6_K pattern (scalar.c, q6_K_block): the exact
+ * integer products of a super-block, times their sub-block scale, are summed in 8 int32 lanes,
+ * lane k collecting the weights 32g + 4k .. 32g + 4k + 3 of every group g of 32; then
+ * acc[k] = fma(d, lane, acc[k]) with d = dy * dx, and hsum_float_8 at the end.  The mins
+ * (Q2_K, Q4_K, Q5_K) are summed as described at each kernel.
+ */
+
+/* Q2_K . Q8_K: the mins go into the same accumulator first, per block:
+ * acc[k] = fma(-dy * dmin, m[2k] * bsums[2k] + m[2k+1] * bsums[2k+1], acc[k]), then the scales. */
+static void vec_dot_q2_K_q8_K(int n, float *s, const void *vx, const void *vy)
+{
+    const lc_block_q2_K *x = vx;
+    const lc_block_q8_K *y = vy;
+    const int nb = n / LC_QK_K;
+    float acc[8] = {0};
+    for (int i = 0; i < nb; i++) {
+        const float d = y[i].d * LC_FP16_TO_FP32(x[i].d);
+        const float dmin = -y[i].d * LC_FP16_TO_FP32(x[i].dmin);
+        const uint8_t *sc = x[i].scales;
+        for (int k = 0; k < 8; k++) {
+            const int prod = (sc[2 * k] >> 4) * y[i].bsums[2 * k] + (sc[2 * k + 1] >> 4) * y[i].bsums[2 * k + 1];
+            acc[k] = fmaf(dmin, (float)prod, acc[k]);
+        }
+        int lanes[8] = {0};
+        for (int h = 0; h < 2; h++)
+            for (int v = 0; v < 4; v++)
+                for (int l = 0; l < 32; l++) {
+                    const int q = (x[i].qs[32 * h + l] >> (2 * v)) & 3;
+                    lanes[l / 4] += (sc[8 * h + 2 * v + l / 16] & 0xF) * q * y[i].qs[128 * h + 32 * v + l];
+                }
+        for (int k = 0; k < 8; k++)
+            acc[k] = fmaf(d, (float)lanes[k], acc[k]);
+    }
+    *s = hsum8(acc);
+}
+
+/* Q3_K . Q8_K: q = low 2 bits - (high bit clear ? 4 : 0), scales 6 bits - 32; no mins. */
+static void vec_dot_q3_K_q8_K(int n, float *s, const void *vx, const void *vy)
+{
+    const lc_block_q3_K *x = vx;
+    const lc_block_q8_K *y = vy;
+    const int nb = n / LC_QK_K;
+    float acc[8] = {0};
+    for (int i = 0; i < nb; i++) {
+        const float d = y[i].d * LC_FP16_TO_FP32(x[i].d);
+        int8_t sc[16];
+        lc_q3_K_scales(x[i].scales, sc);
+        int lanes[8] = {0};
+        for (int h = 0; h < 2; h++)
+            for (int v = 0; v < 4; v++)
+                for (int l = 0; l < 32; l++) {
+                    const int q = ((x[i].qs[32 * h + l] >> (2 * v)) & 3) -
+                                  (((x[i].hmask[l] >> (4 * h + v)) & 1) ? 0 : 4);
+                    lanes[l / 4] += sc[8 * h + 2 * v + l / 16] * q * y[i].qs[128 * h + 32 * v + l];
+                }
+        for (int k = 0; k < 8; k++)
+            acc[k] = fmaf(d, (float)lanes[k], acc[k]);
+    }
+    *s = hsum8(acc);
+}
+
+/* the 8 scales and 8 mins of a Q4_K / Q5_K block */
+static void k4_scales(const uint8_t *packed, int sc[8], int mn[8])
+{
+    for (int j = 0; j < 8; j++) {
+        uint8_t d, m;
+        lc_get_scale_min_k4(j, packed, &d, &m);
+        sc[j] = d;
+        mn[j] = m;
+    }
+}
+
+/* lanes of a Q4_K / Q5_K super-block: weight 64j + l (low nibbles) and 64j + 32 + l (high) */
+static void k45_lanes(const uint8_t *qs, const uint8_t *qh, const int sc[8], const int8_t *q8,
+                      int lanes[8])
+{
+    for (int k = 0; k < 8; k++)
+        lanes[k] = 0;
+    for (int j = 0; j < 4; j++)
+        for (int l = 0; l < 32; l++) {
+            int lo = qs[32 * j + l] & 0x0F, hi = qs[32 * j + l] >> 4;
+            if (qh) {
+                lo |= ((qh[l] >> (2 * j)) & 1) << 4;
+                hi |= ((qh[l] >> (2 * j + 1)) & 1) << 4;
+            }
+            lanes[l / 4] += sc[2 * j] * lo * q8[64 * j + l] + sc[2 * j + 1] * hi * q8[64 * j + 32 + l];
+        }
+}
+
+/*
+ * Q4_K . Q8_K: the mins in a separate 4-lane accumulator:
+ *   acc_m[m] = fma(-dy * dmin, mn[2m] * S[2m] + mn[2m+1] * S[2m+1], acc_m[m]),
+ * S[j] = bsums[2j] + bsums[2j+1] (the 32 activations of sub-block j); at the end
+ * hsum_float_8(acc) + ((acc_m[0] + acc_m[2]) + (acc_m[1] + acc_m[3])).
+ */
+static void vec_dot_q4_K_q8_K(int n, float *s, const void *vx, const void *vy)
+{
+    const lc_block_q4_K *x = vx;
+    const lc_block_q8_K *y = vy;
+    const int nb = n / LC_QK_K;
+    float acc[8] = {0}, acc_m[4] = {0};
+    for (int i = 0; i < nb; i++) {
+        const float d = y[i].d * LC_FP16_TO_FP32(x[i].d);
+        const float dmin = -y[i].d * LC_FP16_TO_FP32(x[i].dmin);
+        int sc[8], mn[8], lanes[8];
+        k4_scales(x[i].scales, sc, mn);
+        for (int m = 0; m < 4; m++) {
+            const int s0 = y[i].bsums[4 * m] + y[i].bsums[4 * m + 1];
+            const int s1 = y[i].bsums[4 * m + 2] + y[i].bsums[4 * m + 3];
+            acc_m[m] = fmaf(dmin, (float)(mn[2 * m] * s0 + mn[2 * m + 1] * s1), acc_m[m]);
+        }
+        k45_lanes(x[i].qs, NULL, sc, y[i].qs, lanes);
+        for (int k = 0; k < 8; k++)
+            acc[k] = fmaf(d, (float)lanes[k], acc[k]);
+    }
+    *s = hsum8(acc) + ((acc_m[0] + acc_m[2]) + (acc_m[1] + acc_m[3]));
+}
+
+/*
+ * Q5_K . Q8_K: the mins as one exact integer per block, summs += -dy * dmin * that (a plain
+ * float multiply-add in ggml's source: GCC fuses it, -mfma and fp-contract=fast), and
+ * hsum_float_8(acc) + summs at the end.
+ */
+static void vec_dot_q5_K_q8_K(int n, float *s, const void *vx, const void *vy)
+{
+    const lc_block_q5_K *x = vx;
+    const lc_block_q8_K *y = vy;
+    const int nb = n / LC_QK_K;
+    float acc[8] = {0};
+    float summs = 0.0f;
+    for (int i = 0; i < nb; i++) {
+        const float d = y[i].d * LC_FP16_TO_FP32(x[i].d);
+        const float dmin = -y[i].d * LC_FP16_TO_FP32(x[i].dmin);
+        int sc[8], mn[8], lanes[8];
+        k4_scales(x[i].scales, sc, mn);
+        int msum = 0;
+        for (int j = 0; j < 8; j++)
+            msum += mn[j] * (y[i].bsums[2 * j] + y[i].bsums[2 * j + 1]);
+        summs = fmaf(dmin, (float)msum, summs);
+        k45_lanes(x[i].qs, x[i].qh, sc, y[i].qs, lanes);
+        for (int k = 0; k < 8; k++)
+            acc[k] = fmaf(d, (float)lanes[k], acc[k]);
+    }
+    *s = hsum8(acc) + summs;
+}
+
+/* IQ4_XS . Q8_K: 8 IQ4_NL sub-blocks with 6-bit scales ls - 32; d = dx * dy. */
+static void vec_dot_iq4_xs_q8_K(int n, float *s, const void *vx, const void *vy)
+{
+    const lc_block_iq4_xs *x = vx;
+    const lc_block_q8_K *y = vy;
+    const int nb = n / LC_QK_K;
+    float acc[8] = {0};
+    for (int i = 0; i < nb; i++) {
+        int lanes[8] = {0};
+        for (int ib = 0; ib < 8; ib++) {
+            const int ls = (((x[i].scales_l[ib / 2] >> 4 * (ib % 2)) & 0xf) |
+                            (((x[i].scales_h >> 2 * ib) & 3) << 4)) - 32;
+            const uint8_t *qs = x[i].qs + 16 * ib;
+            const int8_t *q8 = y[i].qs + 32 * ib;
+            for (int l = 0; l < 32; l++) {
+                const int w = lc_kvalues_iq4nl[l < 16 ? qs[l] & 0x0F : qs[l - 16] >> 4];
+                lanes[l / 4] += ls * w * q8[l];
+            }
+        }
+        const float d = LC_FP16_TO_FP32(x[i].d) * y[i].d;
+        for (int k = 0; k < 8; k++)
+            acc[k] = fmaf(d, (float)lanes[k], acc[k]);
+    }
+    *s = hsum8(acc);
+}
+
 /* ---------------------------------------------------------------- element-wise */
 
 /*
@@ -477,6 +773,14 @@ const struct lc_kernels lc_kernels_scalar = {
         [LC_TYPE_Q4_1] = vec_dot_q4_1_q8_1,
         [LC_TYPE_Q8_0] = vec_dot_q8_0_q8_0,
         [LC_TYPE_Q6_K] = vec_dot_q6_K_q8_K,
+        [LC_TYPE_Q5_0] = vec_dot_q5_0_q8_0,
+        [LC_TYPE_Q5_1] = vec_dot_q5_1_q8_1,
+        [LC_TYPE_IQ4_NL] = vec_dot_iq4_nl_q8_0,
+        [LC_TYPE_Q2_K] = vec_dot_q2_K_q8_K,
+        [LC_TYPE_Q3_K] = vec_dot_q3_K_q8_K,
+        [LC_TYPE_Q4_K] = vec_dot_q4_K_q8_K,
+        [LC_TYPE_Q5_K] = vec_dot_q5_K_q8_K,
+        [LC_TYPE_IQ4_XS] = vec_dot_iq4_xs_q8_K,
     },
     .quantize_row = {
         [LC_TYPE_F32] = quantize_row_f32,
@@ -489,7 +793,9 @@ const struct lc_kernels lc_kernels_scalar = {
     .gemm = {
         [LC_TYPE_F32] = gemm_f32,
         [LC_TYPE_F16] = gemm_f16,
-        /* quantized types: vec_dot's order is also tinyBLAS's; callers loop vec_dot */
+        /* quantized types: vec_dot's order is also tinyBLAS's (callers loop vec_dot), except
+         * IQ4_NL's, whose vec_dot takes blocks in pairs */
+        [LC_TYPE_IQ4_NL] = gemm_iq4_nl,
     },
     .vec_dot_q4_0x8 = vec_dot_q4_0x8_q8_0,
     .gemv_x16 = {[LC_TYPE_Q4_0] = gemv_x16_q4_0, [LC_TYPE_Q4_1] = gemv_x16_q4_1,

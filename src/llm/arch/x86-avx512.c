@@ -405,6 +405,9 @@ const struct lc_kernels lc_kernels_avx512 = {
         [LC_TYPE_Q4_0] = vec_dot_q4_0_q8_0,
         [LC_TYPE_Q4_1] = vec_dot_q4_1_q8_1,
         [LC_TYPE_Q8_0] = vec_dot_q8_0_q8_0,
+        [LC_TYPE_Q5_0] = vec_dot_q5_0_q8_0,
+        [LC_TYPE_Q5_1] = vec_dot_q5_1_q8_1,
+        [LC_TYPE_IQ4_NL] = vec_dot_iq4_nl_q8_0,
     },
     .gemm = {
         [LC_TYPE_F32] = gemm_f32,
@@ -412,6 +415,7 @@ const struct lc_kernels lc_kernels_avx512 = {
         [LC_TYPE_Q4_0] = pk_gemm_q4_0,
         [LC_TYPE_Q4_1] = pk_gemm_q4_1,
         [LC_TYPE_Q8_0] = pk_gemm_q8_0,
+        [LC_TYPE_IQ4_NL] = gemm_iq4_nl,
     },
     .gemv = {
         [LC_TYPE_Q4_0] = gemv_q4_0,

@@ -137,6 +137,112 @@ static void vec_dot_q8_0_q8_0(int n, float *s, const void *vx, const void *vy)
     *s = hsum_ps(acc);
 }
 
+/* ---------------------------------------------------------------- Q5_0 Q5_1 IQ4_NL (issue 13) */
+
+/* 32 bits of qh -> 32 bytes, 0xFF where the bit is set (ggml's bytes_from_bits_32) */
+INLINE __m256i bits_to_bytes(const uint8_t *qh)
+{
+    uint32_t x32;
+    memcpy(&x32, qh, sizeof x32);
+    const __m256i shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202,
+                                           0x0101010101010101, 0x0000000000000000);
+    __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32((int)x32), shuf);
+    bytes = _mm256_or_si256(bytes, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
+    return _mm256_cmpeq_epi8(bytes, _mm256_set1_epi64x(-1));
+}
+
+/* Q5_0: q - 16 as a signed byte is the nibble with 0xF0 or-ed in where the fifth bit is clear */
+INLINE __m256 blk_q5_0(const lc_block_q5_0 *x, const lc_block_q8_0 *y)
+{
+    const __m256i hi = _mm256_andnot_si256(bits_to_bytes(x->qh), _mm256_set1_epi8((char)0xF0));
+    return dot_ss8(_mm256_or_si256(unpack_nibbles(x->qs), hi),
+                   _mm256_loadu_si256((const __m256i *)y->qs));
+}
+
+INLINE __m256 blk_q5_1(const lc_block_q5_1 *x, const lc_block_q8_1 *y)
+{
+    const __m256i hi = _mm256_and_si256(bits_to_bytes(x->qh), _mm256_set1_epi8(0x10));
+    return dot_us8(_mm256_or_si256(unpack_nibbles(x->qs), hi),
+                   _mm256_loadu_si256((const __m256i *)y->qs));
+}
+
+INLINE __m256 blk_iq4_nl(const lc_block_iq4_nl *x, const lc_block_q8_0 *y)
+{
+    const __m256i values =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)lc_kvalues_iq4nl));
+    return dot_ss8(_mm256_shuffle_epi8(values, unpack_nibbles(x->qs)),
+                   _mm256_loadu_si256((const __m256i *)y->qs));
+}
+
+static void vec_dot_q5_0_q8_0(int n, float *s, const void *vx, const void *vy)
+{
+    const lc_block_q5_0 *x = vx;
+    const lc_block_q8_0 *y = vy;
+    const int nb = n / LC_QK5_0;
+    __m256 acc = _mm256_setzero_ps();
+    for (int i = 0; i < nb; i++)
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x[i].d) * h2f(y[i].d)), blk_q5_0(x + i, y + i),
+                              acc);
+    *s = hsum_ps(acc);
+}
+
+/* as vec_dot_q4_1_q8_1: the Q5_1 header [d, m] is laid out as Q4_1's */
+static void vec_dot_q5_1_q8_1(int n, float *s, const void *vx, const void *vy)
+{
+    const lc_block_q5_1 *x = vx;
+    const lc_block_q8_1 *y = vy;
+    const int nb = n / LC_QK5_1;
+    __m256 acc = _mm256_setzero_ps();
+    __m128 msum = _mm_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        const __m128 p = _mm_mul_ps(hdr(x + i), hdr(y + i)); /* [dx*dy, mx*sy] */
+        acc = _mm256_fmadd_ps(_mm256_broadcastss_ps(p), blk_q5_1(x + i, y + i), acc);
+        msum = _mm_add_ps(msum, p);
+    }
+    *s = hsum_ps(acc) + _mm_cvtss_f32(_mm_movehdup_ps(msum));
+}
+
+/* ggml's AVX2 order: pairs of blocks into two accumulators, a last odd block added apart */
+static void vec_dot_iq4_nl_q8_0(int n, float *s, const void *vx, const void *vy)
+{
+    const lc_block_iq4_nl *x = vx;
+    const lc_block_q8_0 *y = vy;
+    const int nb = n / LC_QK4_NL;
+    __m256 acc1 = _mm256_setzero_ps(), acc2 = _mm256_setzero_ps();
+    int ib = 0;
+    for (; ib + 1 < nb; ib += 2) {
+        acc1 = _mm256_fmadd_ps(_mm256_set1_ps(h2f(y[ib].d) * h2f(x[ib].d)),
+                               blk_iq4_nl(x + ib, y + ib), acc1);
+        acc2 = _mm256_fmadd_ps(_mm256_set1_ps(h2f(y[ib + 1].d) * h2f(x[ib + 1].d)),
+                               blk_iq4_nl(x + ib + 1, y + ib + 1), acc2);
+    }
+    float sumf = hsum_ps(_mm256_add_ps(acc1, acc2));
+    for (; ib < nb; ib++) {
+        const __m256 l = blk_iq4_nl(x + ib, y + ib); /* exact integers in float lanes */
+        const int isum = hsum_epi32(_mm256_cvtps_epi32(l));
+        sumf = fmaf(h2f(y[ib].d) * h2f(x[ib].d), (float)isum, sumf);
+    }
+    *s = sumf;
+}
+
+/* IQ4_NL batches in tinyBLAS's order (scalar.c): one accumulator per output */
+static void gemm_iq4_nl(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
+                        const void *a, size_t a_stride, int nc)
+{
+    const int nb = n / LC_QK4_NL;
+    for (int c = 0; c < nc; c++) {
+        const lc_block_q8_0 *y = (const void *)((const uint8_t *)a + (size_t)c * a_stride);
+        for (int r = 0; r < nr; r++) {
+            const lc_block_iq4_nl *x = (const void *)((const uint8_t *)w + (size_t)r * w_stride);
+            __m256 acc = _mm256_setzero_ps();
+            for (int i = 0; i < nb; i++)
+                acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x[i].d) * h2f(y[i].d)),
+                                      blk_iq4_nl(x + i, y + i), acc);
+            s[(size_t)c * ld_s + r] = hsum_ps(acc);
+        }
+    }
+}
+
 /* ---------------------------------------------------------------- GEMM tiles */
 
 /*
