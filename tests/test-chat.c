@@ -128,7 +128,7 @@ static void test_markdown(void)
         "\n## System (2025-11-29T21:00:00Z)\n\nBe brief.\n"
         "\n## User (2025-11-29T21:00:01Z)\n\nOnce upon a time, \"quotes\" \\ and\nnewlines\tand UTF-8: été 日本 🙂\n"
         "\n## Assistant (2025-11-29T21:00:02Z)\n\n there was a cat.\n";
-    CHECK(text && strncmp(text, want_head, strlen(want_head)) == 0, "md head:\n%s", text);
+    CHECK(text && strncmp(text, want_head, strlen(want_head)) == 0, "md head:\n%s", text ? text : "(null)");
     const char *t = text ? strstr(text, "- parameters:") : NULL;
     CHECK(t && strcmp(t, want_tail) == 0, "md body:\n%s", t ? t : "(none)");
     free(text);
@@ -293,8 +293,8 @@ static void test_markdown_controls(void)
     lc_chat_add(c, LC_ROLE_ASSISTANT, r, strlen(r));
     c->msgs[0].time = c->msgs[1].time = 1764450000;
     char *md = lc_chat_to_markdown(c);
-    CHECK(md && strstr(md, "- model: x\xE2\x90\x9B]52;c;aGk=\xE2\x90\x87y\n"), "md model:\n%s", md);
-    CHECK(md && strstr(md, "max_tokens -1, seed 1234567\n"), "md seed:\n%s", md);
+    CHECK(md && strstr(md, "- model: x\xE2\x90\x9B]52;c;aGk=\xE2\x90\x87y\n"), "md model:\n%s", md ? md : "(null)");
+    CHECK(md && strstr(md, "max_tokens -1, seed 1234567\n"), "md seed:\n%s", md ? md : "(null)");
     const char *want = "\n## Assistant (2025-11-29T21:00:00Z)\n\n"
                        "\xE2\x90\x9B[2J\tx\xE2\x90\x8D\n\xE2\x90\xA1 \xEF\xBF\xBD \xEF\xBF\xBD "
                        "\xE6\x97\xA5 \xEF\xBF\xBD\n";
@@ -303,7 +303,7 @@ static void test_markdown_controls(void)
     for (const unsigned char *u = (const unsigned char *)md; u && *u; u++)
         CHECK(*u >= 0x20 || *u == '\n' || *u == '\t', "md raw control 0x%02x", *u);
     char *js = lc_chat_to_json(c);
-    CHECK(js && strstr(js, "\"seed\": 1234567"), "json seed: %s", js);
+    CHECK(js && strstr(js, "\"seed\": 1234567"), "json seed: %s", js ? js : "(null)");
     char *err = NULL;
     struct lc_chat *d = js ? lc_chat_from_json(js, strlen(js), "mem", &err) : NULL;
     CHECK(d && d->params.seed == 1234567, "seed read back");
