@@ -135,7 +135,8 @@ static void run_one(const char *path, double tol)
             n_repacked++;
     }
     int32_t toks[2048];
-    int32_t n = lc_tokenize(m->vocab, r.prompt, strlen(r.prompt), true, false, toks, 2048);
+    int32_t n = lc_tokenize(m->vocab, r.prompt, strlen(r.prompt), lc_vocab_add_bos(m->vocab), false,
+                            toks, 2048);
     bool same = n == r.n_prompt_ids;
     for (int i = 0; same && i < n; i++)
         same = toks[i] == r.prompt_ids[i];
