@@ -1,30 +1,41 @@
 /*
- * context.c - the LLaMA forward pass over a batch of tokens, with a KV cache.
+ * context.c - the forward pass over a batch of tokens, with a KV cache: one pass for every
+ * architecture, which reads what differs from the model's struct lc_arch and per-layer data
+ * (model.h).
  *
  * Per layer, for a batch of T tokens at positions pos .. pos+T-1 (shapes are row-major,
- * one row per token):
+ * one row per token; n_q = n_head * head_dim, n_kv = n_head_kv * head_dim):
  *
  *   xb   = RMSNorm(x) * attn_norm                        (T, n_embd)
- *   q    = xb Wq^T, k = xb Wk^T, v = xb Wv^T              (T, n_embd), (T, n_kv), (T, n_kv)
- *   q, k = RoPE(q, k)  (adjacent pairs, llama.cpp's mode 0 for GGUF llama weights)
+ *   q    = xb Wq^T (+ bq), k = xb Wk^T (+ bk), v = xb Wv^T (+ bv)   (T, n_q), (T, n_kv), (T, n_kv)
+ *   q, k = RMSNorm per head * q_norm, k_norm             qk_norm (qwen3, gemma3)
+ *   q, k = RoPE(q, k)  adjacent pairs (llama) or NEOX halves (the others), the layer's base and
+ *          scale, angles divided by the frequency factors when the model has them
+ *   q   *= q_scale                                       (phi3, gemma: 1/sqrt(d); else 1)
  *   K cache rows [pos, pos+T) = k  (n_ctx, n_kv); V cache columns = v  (n_kv, n_ctx)
- *   att  = softmax(q K^T / sqrt(head_dim), causal) V      per head; head h reads KV head
+ *   s    = q K^T; s = c tanh(s / c) (attn_softcap); s *= kq_scale; keys past the query, or
+ *          n_swa or more positions before it on a window layer, masked
+ *   att  = softmax(s) V                                  per head; head h reads KV head
  *                                                          h / (n_head / n_head_kv)  (GQA)
- *   x   += att Wo^T
+ *   o    = att Wo^T;  x += post_norms ? RMSNorm(o) * post_attention_norm : o
  *   xb   = RMSNorm(x) * ffn_norm
- *   x   += (silu(xb Wgate^T) * (xb Wup^T)) Wdown^T       SwiGLU
+ *   f    = (act(xb Wgate^T) * (xb Wup^T)) Wdown^T        act = SiLU or GELU(tanh)
+ *   x   += post_norms ? RMSNorm(f) * post_ffw_norm : f
  *
- * then logits = RMSNorm(x) * output_norm  Woutput^T.
+ * with x = embedding * embd_scale at the start (gemma: sqrt(n_embd)), then
+ * logits = RMSNorm(x) * output_norm  Woutput^T, soft-capped by final_softcap (gemma2).
  *
  * Numerics follow ggml's CPU backend so that logits agree with llama.cpp: each matrix product
  * first converts the activation rows to the weight's vec_dot_type (Q8_1 for Q4_1, Q8_0 for
  * Q4_0/Q8_0, Q8_K for Q6_K, F16 for F16); with an F16 KV cache, q is rounded to F16 before
  * q.K and the softmax weights are rounded to F16 before the weighted sum of V, as ggml's
- * mul_mat does with F16 operands.
+ * mul_mat does with F16 operands.  Every scaling is one float multiply as ggml_scale, the
+ * soft-caps are its scale, tanh, scale, and GELU goes through ggml's F16 table.
  */
 #include "context.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,11 +60,14 @@ struct lc_context {
     /* scratch for one batch of up to n_batch tokens */
     float *x;                 /* (n_batch, n_embd) residual stream */
     float *xb;                /* (n_batch, n_embd) normed input of a block */
-    float *q;                 /* (n_batch, n_embd) */
+    float *q;                 /* (n_batch, n_q) */
     float *kb, *vb;           /* (n_batch, n_kv) */
-    float *att;               /* (n_batch, n_embd) attention output */
+    float *att;               /* (n_batch, n_q) attention output */
     float *hg, *hu;           /* (n_batch, n_ff) gate, up */
-    float *rope_cs;           /* (n_batch, n_rot) RoPE cos/sin of the batch's positions */
+    float *rope_cs[2];        /* (n_batch, n_rot) each: RoPE cos/sin of the batch's positions for
+                                 up to two (base, scale) pairs (gemma3: window / global layers) */
+    float rope_key[2][2];     /* the (base, scale) of each table this batch, base 0 = none */
+    const float *freq_factors;/* (n_rot / 2) RoPE frequency factors, or NULL */
     float *scores;            /* (n_threads, n_ctx) attention scores per thread */
     lc_fp16 *q16;             /* (n_threads, max(head_dim, n_ctx)) q or p rounded to f16 */
     void *act;                /* activations converted to a vec_dot_type, (n_batch, max row) */
@@ -88,6 +102,42 @@ static double now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/*
+ * GELU as ggml computes it on the CPU (ggml_vec_gelu_f32 / ggml_vec_geglu_f32 with
+ * GGML_GELU_FP16): 0 for x <= -10, x for x >= 10, otherwise the input rounded to f16 indexes a
+ * table of the tanh approximation 0.5 x (1 + tanh(sqrt(2/pi) x (1 + 0.044715 x^2))) rounded to
+ * f16.  Exact tanh-GELU moves gemma3's logits by up to 0.09 (reference/arch/README.md).  The
+ * fmaf is the contraction GCC makes of ggml_gelu_f32's 1 + a*x*x on an FMA CPU.
+ */
+static lc_fp16 gelu_table[1 << 16];
+static pthread_once_t gelu_once = PTHREAD_ONCE_INIT;
+
+static void gelu_table_init(void)
+{
+    const float sqrt_2_over_pi = 0.79788456080286535587989211986876f, coef_a = 0.044715f;
+    for (uint32_t i = 0; i < 1u << 16; i++) {
+        const float x = lc_fp16_to_fp32((lc_fp16)i);
+        const float g = 0.5f * x * (1.0f + tanhf(sqrt_2_over_pi * x * fmaf(coef_a * x, x, 1.0f)));
+        gelu_table[i] = lc_fp32_to_fp16(g);
+    }
+}
+
+/* y[i] = gelu(g[i]) * u[i] (GeGLU), gelu from the table above */
+static void geglu(float *y, const float *g, const float *u, int n)
+{
+    for (int i = 0; i < n; i++) {
+        const float x = g[i];
+        float ge;
+        if (x <= -10.0f)
+            ge = 0.0f;
+        else if (x >= 10.0f)
+            ge = x;
+        else
+            ge = lc_fp16_to_fp32(gelu_table[lc_fp32_to_fp16(x)]);
+        y[i] = ge * u[i];
+    }
 }
 
 struct lc_context_params lc_context_default_params(void)
@@ -142,18 +192,31 @@ struct lc_context *lc_context_new(const struct lc_model *m, const struct lc_cont
     c->v_cache = xcalloc(kvsize, c->kv_elt, &ok);
     c->x = xcalloc(B * E, sizeof(float), &ok);
     c->xb = xcalloc(B * E, sizeof(float), &ok);
-    c->q = xcalloc(B * E, sizeof(float), &ok);
+    const size_t Q = (size_t)hp->n_q;
+    c->q = xcalloc(B * Q, sizeof(float), &ok);
     c->kb = xcalloc(B * (size_t)c->n_kv, sizeof(float), &ok);
     c->vb = xcalloc(B * (size_t)c->n_kv, sizeof(float), &ok);
-    c->att = xcalloc(B * E, sizeof(float), &ok);
+    c->att = xcalloc(B * Q, sizeof(float), &ok);
     c->hg = xcalloc(B * F, sizeof(float), &ok);
     c->hu = xcalloc(B * F, sizeof(float), &ok);
-    c->rope_cs = xcalloc(B * (size_t)(hp->n_rot > 0 ? hp->n_rot : 1), sizeof(float), &ok);
+    for (int t = 0; t < 2; t++)
+        c->rope_cs[t] = xcalloc(B * (size_t)(hp->n_rot > 0 ? hp->n_rot : 1), sizeof(float), &ok);
+    /* Frequency factors: rope_freqs (Llama 3), else phi3's long factors when the context is
+     * longer than the original training context and the short ones otherwise (llama.cpp's
+     * build_rope_factors) */
+    if (m->rope_freqs.data)
+        c->freq_factors = m->rope_freqs.data;
+    else if (m->rope_long.data && c->n_ctx > hp->n_ctx_orig)
+        c->freq_factors = m->rope_long.data;
+    else if (m->rope_short.data)
+        c->freq_factors = m->rope_short.data;
     c->scores = xcalloc((size_t)n_threads * (size_t)c->n_ctx, sizeof(float), &ok);
     c->q16 = xcalloc((size_t)n_threads * (size_t)(hp->head_dim > c->n_ctx ? hp->head_dim : c->n_ctx),
                      sizeof(lc_fp16), &ok);
-    /* Widest activation row: n_ff or n_embd floats in any vec_dot_type; F32 is the largest. */
-    const size_t maxn = E > F ? E : F;
+    /* Widest activation row: n_ff, n_embd or n_q floats in any vec_dot_type; F32 is the largest. */
+    size_t maxn = E > F ? E : F;
+    if (Q > maxn)
+        maxn = Q;
     c->act_stride = (maxn + 256) * sizeof(float);
     c->act = xcalloc(B, c->act_stride, &ok);
     c->n_logits_cap = 1;
@@ -165,6 +228,8 @@ struct lc_context *lc_context_new(const struct lc_model *m, const struct lc_cont
         return NULL;
     }
     c->act_type = LC_TYPE_COUNT;
+    if (hp->arch->act == LC_FFN_GELU)
+        pthread_once(&gelu_once, gelu_table_init);
     return c;
 }
 
@@ -183,7 +248,8 @@ void lc_context_free(struct lc_context *c)
     free(c->att);
     free(c->hg);
     free(c->hu);
-    free(c->rope_cs);
+    free(c->rope_cs[0]);
+    free(c->rope_cs[1]);
     free(c->scores);
     free(c->q16);
     free(c->act);
@@ -259,7 +325,7 @@ static void convert_act(struct lc_context *c, const float *src, int n, int rows,
 }
 
 /*
- * The middle of the FFN: hg = swiglu(hg, hu) and its conversion to the activation type of
+ * The middle of the FFN: hg = swiglu(hg, hu) (or geglu) and its conversion to the activation type of
  * ffn_down, as one job split in whole blocks of that type (for one token, between the threads;
  * before, SwiGLU ran on one thread and the conversion of a single row too).  Per element and
  * per block the same operations as the serial kernels, so the same bits.
@@ -284,7 +350,10 @@ static void ffn_mid_rows(void *arg, int ith, int nth)
         const int b1 = hi - r * per_row < per_row ? hi - r * per_row : per_row;
         const size_t off = (size_t)r * (size_t)t->n + (size_t)b0 * (size_t)t->blk;
         const int len = (b1 - b0) * t->blk;
-        c->k->swiglu(c->hg + off, c->hg + off, c->hu + off, len);
+        if (c->model->hp.arch->act == LC_FFN_GELU)
+            geglu(c->hg + off, c->hg + off, c->hu + off, len);
+        else
+            c->k->swiglu(c->hg + off, c->hg + off, c->hu + off, len);
         c->k->quantize_row[t->type](c->hg + off,
                                     (uint8_t *)c->act + (size_t)r * c->act_stride + (size_t)b0 * bsize,
                                     len);
@@ -372,31 +441,57 @@ static void add_rows(float *x, const float *y, size_t n)
 /* ---------------------------------------------------------------- RoPE */
 
 /*
- * RoPE tables for the batch: for token i (position pos + i) and pair j, cos and sin of
- * theta = pos * freq_scale * base^(-2j/n_rot), theta computed by repeated multiplication in
- * float as ggml_rope_cache_init does.  Computed once per batch, used by every head of every
- * layer.  rope_cs: (n_batch, n_rot) as [cos, sin] pairs.
+ * cos and sin of theta_j = scale * (pos * base^(-2j/n_rot) / ff[j]) for the pairs j of one
+ * position, into cs[2j], cs[2j+1], as ggml_rope_cache_init and rope_yarn compute them (without
+ * YaRN: ext_factor 0, mscale 1): base^(-2j/n_rot) by repeated multiplication in float, the angle
+ * divided by the frequency factor (ff NULL: none), then multiplied by the linear scale.
  */
-static void rope_tables(struct lc_context *c, int n_tok, int pos)
+static void rope_angles(float *cs, float pos, int n_rot, float base, float scale, const float *ff)
 {
-    const struct lc_hparams *hp = &c->model->hp;
-    const int n_rot = hp->n_rot;
-    const float theta_scale = powf(hp->rope_freq_base, -2.0f / (float)n_rot);
-    for (int i = 0; i < n_tok; i++) {
-        float *cs = c->rope_cs + (size_t)i * (size_t)n_rot;
-        float theta = (float)(pos + i);
-        for (int j = 0; j < n_rot; j += 2) {
-            const float th = hp->rope_freq_scale * theta;
-            cs[j] = cosf(th);
-            cs[j + 1] = sinf(th);
-            theta *= theta_scale;
-        }
+    const float theta_scale = powf(base, -2.0f / (float)n_rot);
+    float theta = pos;
+    for (int j = 0; j < n_rot; j += 2) {
+        const float th = scale * (ff ? theta / ff[j / 2] : theta);
+        cs[j] = cosf(th);
+        cs[j + 1] = sinf(th);
+        theta *= theta_scale;
     }
 }
 
 /*
- * Rotate adjacent pairs (x[2j], x[2j+1]) of the first n_rot dims of each head by the table cs.
- * In the arithmetic of llama.cpp's x86 build (ggml_compute_forward_rope_f32's
+ * The RoPE table of the batch for a layer with this base and scale: (n_tok, n_rot) as [cos, sin]
+ * pairs for positions pos .. pos+n_tok-1.  Computed once per batch per (base, scale), used by
+ * every head of every layer that shares them (two tables at most: gemma3's window and global
+ * layers).  Call rope_reset at the start of each batch.
+ */
+static void rope_reset(struct lc_context *c)
+{
+    c->rope_key[0][0] = c->rope_key[1][0] = 0.0f;
+}
+
+static const float *rope_table(struct lc_context *c, int n_tok, int pos, float base, float scale)
+{
+    const int n_rot = c->model->hp.n_rot;
+    int t = 0;
+    while (t < 2 && c->rope_key[t][0] != 0.0f &&
+           !(c->rope_key[t][0] == base && c->rope_key[t][1] == scale))
+        t++;
+    if (t == 2) /* a third pair: never in the table of archs, but stay correct */
+        t = 1, c->rope_key[1][0] = 0.0f;
+    if (c->rope_key[t][0] == 0.0f) {
+        for (int i = 0; i < n_tok; i++)
+            rope_angles(c->rope_cs[t] + (size_t)i * (size_t)n_rot, (float)(pos + i), n_rot, base,
+                        scale, c->freq_factors);
+        c->rope_key[t][0] = base;
+        c->rope_key[t][1] = scale;
+    }
+    return c->rope_cs[t];
+}
+
+/*
+ * Rotate the pairs of the first n_rot dims of each head by the table cs: adjacent pairs
+ * (x[2j], x[2j+1]) for LC_ROPE_NORM, (x[j], x[j + n_rot/2]) for LC_ROPE_NEOX; the other dims
+ * are kept.  In the arithmetic of llama.cpp's x86 build (ggml_compute_forward_rope_f32's
  * x0*cos - x1*sin and x0*sin + x1*cos, which GCC contracts into fused multiply-adds on a CPU
  * with FMA): x0' = fma(x0, cos, -(x1*sin)), x1' = fma(x0, sin, x1*cos).  One ulp of RoPE can
  * flip an f16 rounding of the K cache and, tokens later, a greedy choice: with the unfused
@@ -404,23 +499,35 @@ static void rope_tables(struct lc_context *c, int n_tok, int pos)
  * every intermediate tensor with llama.cpp's, see bench/BENCHMARKS.md).  fmaf is exact on
  * every ISA (hardware FMA where there is one, glibc's exact emulation elsewhere).
  */
-static void rope(float *x, int n_heads, int head_dim, int n_rot, const float *cs)
+static void rope(float *x, int n_heads, int head_dim, int n_rot, enum lc_rope_kind kind,
+                 const float *cs)
 {
+    const int half = n_rot / 2;
     for (int h = 0; h < n_heads; h++) {
         float *v = x + (size_t)h * (size_t)head_dim;
         for (int j = 0; j < n_rot; j += 2) {
-            const float x0 = v[j], x1 = v[j + 1];
-            v[j] = fmaf(x0, cs[j], -(x1 * cs[j + 1]));
-            v[j + 1] = fmaf(x0, cs[j + 1], x1 * cs[j]);
+            const int i0 = kind == LC_ROPE_NEOX ? j / 2 : j;
+            const int i1 = kind == LC_ROPE_NEOX ? j / 2 + half : j + 1;
+            const float x0 = v[i0], x1 = v[i1];
+            v[i0] = fmaf(x0, cs[j], -(x1 * cs[j + 1]));
+            v[i1] = fmaf(x0, cs[j + 1], x1 * cs[j]);
         }
     }
 }
 
+/*
+ * Every RoPE this pass applies can be shifted: angles add up per pair whatever the pairing,
+ * the frequency factors divide the shift's angle as they divide the position's, and each
+ * layer's keys are re-rotated with that layer's base and scale (as llama.cpp's build_k_shift
+ * does with the layer's rope factors and freq base/scale).  Window layers stay correct too:
+ * the mask is computed from the positions, which move with the entries.
+ */
 int lc_context_shift(struct lc_context *c, int32_t keep, int32_t n_discard)
 {
     if (keep < 0 || n_discard <= 0 || keep + n_discard > c->n_past)
         return -1;
     const struct lc_hparams *hp = &c->model->hp;
+    const enum lc_rope_kind kind = hp->arch->rope;
     const int32_t n_move = c->n_past - keep - n_discard;
     const size_t es = c->kv_elt, nkv = (size_t)c->n_kv, nctx = (size_t)c->n_ctx;
     float *cs = malloc((size_t)(hp->n_rot > 0 ? hp->n_rot : 1) * sizeof(float));
@@ -430,16 +537,16 @@ int lc_context_shift(struct lc_context *c, int32_t keep, int32_t n_discard)
         free(row);
         return -1;
     }
-    /* the rotation by -n_discard positions, as rope_tables computes a position's angles */
-    const float theta_scale = powf(hp->rope_freq_base, -2.0f / (float)hp->n_rot);
-    float theta = (float)(-n_discard);
-    for (int j = 0; j < hp->n_rot; j += 2) {
-        const float th = hp->rope_freq_scale * theta;
-        cs[j] = cosf(th);
-        cs[j + 1] = sinf(th);
-        theta *= theta_scale;
-    }
+    float cs_base = 0.0f, cs_scale = 0.0f; /* the layer parameters cs was computed for */
     for (int32_t layer = 0; layer < hp->n_layer; layer++) {
+        const struct lc_layer *L = &c->model->layers[layer];
+        if (L->rope_base != cs_base || L->rope_scale != cs_scale) {
+            /* the rotation by -n_discard positions, as rope_table computes a position's */
+            rope_angles(cs, (float)(-n_discard), hp->n_rot, L->rope_base, L->rope_scale,
+                        c->freq_factors);
+            cs_base = L->rope_base;
+            cs_scale = L->rope_scale;
+        }
         const size_t lo = (size_t)layer * nctx * nkv;
         char *k = (char *)c->k_cache + lo * es;
         memmove(k + (size_t)keep * nkv * es, k + (size_t)(keep + n_discard) * nkv * es,
@@ -450,12 +557,12 @@ int lc_context_shift(struct lc_context *c, int32_t keep, int32_t n_discard)
                 const lc_fp16 *h = (const lc_fp16 *)kr;
                 for (size_t d = 0; d < nkv; d++)
                     row[d] = lc_fp16_to_fp32(h[d]);
-                rope(row, hp->n_head_kv, hp->head_dim, hp->n_rot, cs);
+                rope(row, hp->n_head_kv, hp->head_dim, hp->n_rot, kind, cs);
                 lc_fp16 *o = (lc_fp16 *)kr;
                 for (size_t d = 0; d < nkv; d++)
                     o[d] = lc_fp32_to_fp16(row[d]);
             } else {
-                rope((float *)kr, hp->n_head_kv, hp->head_dim, hp->n_rot, cs);
+                rope((float *)kr, hp->n_head_kv, hp->head_dim, hp->n_rot, kind, cs);
             }
         }
         char *v = (char *)c->v_cache + lo * es;   /* transposed: (n_kv, n_ctx) */
@@ -515,8 +622,10 @@ static void dots32(const struct lc_kernels *k, bool batch, float *s, const float
 }
 
 /*
- * Per (token, head): scores = q.K^T * scale over keys 0 .. pos+i (the rest of the padded length
- * masked), softmax, out = V^T p.  K is stored one row per position (n_ctx, n_kv); V is stored
+ * Per (token, head): scores = q.K^T over the keys the query sees (keys 0 .. pos+i, and on a
+ * window layer only the last n_swa of them; the rest of the padded length masked), soft-capped
+ * (gemma2: c * tanh(s / c), before the mask as llama.cpp's llm_build_kqv), times kq_scale,
+ * softmax, out = V^T p.  K is stored one row per position (n_ctx, n_kv); V is stored
  * transposed (n_kv, n_ctx) so that each output element is one contiguous dot product over
  * positions, as in llama.cpp's cache.
  */
@@ -525,9 +634,9 @@ static void attention_heads(void *arg, int ith, int nth)
     const struct attn_task *t = arg;
     struct lc_context *c = t->c;
     const struct lc_hparams *hp = &c->model->hp;
-    const int hd = hp->head_dim, n_head = hp->n_head;
+    const int hd = hp->head_dim, n_head = hp->n_head, n_swa = c->model->layers[t->layer].n_swa;
     const int group = hp->n_head / hp->n_head_kv;
-    const float scale = 1.0f / sqrtf((float)hd);
+    const float scale = hp->kq_scale, cap = hp->attn_softcap, inv_cap = cap > 0.0f ? 1.0f / cap : 0.0f;
     const size_t layer_off = (size_t)t->layer * (size_t)c->n_ctx * (size_t)c->n_kv;
     const bool batch = t->n_tok > 1;
     const int n_kv = kv_len_padded(c, t->pos + t->n_tok);
@@ -540,18 +649,27 @@ static void attention_heads(void *arg, int ith, int nth)
         const int i = job / n_head, h = job % n_head;
         const int kvh = h / group;
         const int n_keys = t->pos + i + 1; /* causal: keys 0 .. pos+i */
-        const float *q = c->q + (size_t)i * (size_t)hp->n_embd + (size_t)h * (size_t)hd;
-        float *out = c->att + (size_t)i * (size_t)hp->n_embd + (size_t)h * (size_t)hd;
+        /* the window: key pk is seen by query pq = n_keys - 1 iff pq - pk < n_swa */
+        const int k0 = n_swa > 0 && n_keys > n_swa ? n_keys - n_swa : 0;
+        const float *q = c->q + (size_t)i * (size_t)hp->n_q + (size_t)h * (size_t)hd;
+        float *out = c->att + (size_t)i * (size_t)hp->n_q + (size_t)h * (size_t)hd;
         if (c->kv_type == LC_TYPE_F16) {
             const lc_fp16 *kc = (const lc_fp16 *)c->k_cache + layer_off + (size_t)kvh * (size_t)hd;
             k->quantize_row[LC_TYPE_F16](q, q16, hd);
-            dots16(k, batch, scores, kc, (size_t)c->n_kv, n_keys, q16, hd);
+            dots16(k, batch, scores + k0, kc + (size_t)k0 * (size_t)c->n_kv, (size_t)c->n_kv,
+                   n_keys - k0, q16, hd);
         } else {
             const float *kc = (const float *)c->k_cache + layer_off + (size_t)kvh * (size_t)hd;
-            dots32(k, batch, scores, kc, (size_t)c->n_kv, n_keys, q, hd);
+            dots32(k, batch, scores + k0, kc + (size_t)k0 * (size_t)c->n_kv, (size_t)c->n_kv,
+                   n_keys - k0, q, hd);
         }
-        for (int j = 0; j < n_keys; j++)
+        if (cap > 0.0f)
+            for (int j = k0; j < n_keys; j++)
+                scores[j] = tanhf(scores[j] * inv_cap) * cap;
+        for (int j = k0; j < n_keys; j++)
             scores[j] *= scale;
+        for (int j = 0; j < k0; j++)
+            scores[j] = -INFINITY;
         for (int j = n_keys; j < n_kv; j++)
             scores[j] = -INFINITY;
         k->softmax(scores, n_kv);
@@ -594,73 +712,139 @@ static void store_kv(struct lc_context *c, int layer, int n_tok, int pos)
     }
 }
 
+/* x[r] += b for each of rows rows of n floats (a bias, as ggml_add broadcasts it) */
+static void add_bias(float *x, const struct lc_weight *b, int rows, int n)
+{
+    const float *bd = b->data;
+    for (int r = 0; r < rows; r++)
+        for (int j = 0; j < n; j++)
+            x[(size_t)r * (size_t)n + (size_t)j] += bd[j];
+}
+
+/* RMSNorm of each of rows rows of n floats, in place (n = head_dim: the q/k norm of each head) */
+static void norm_rows(const struct lc_context *c, float *x, const struct lc_weight *w, int rows,
+                      int n)
+{
+    for (int r = 0; r < rows; r++)
+        c->k->rms_norm(x + (size_t)r * (size_t)n, x + (size_t)r * (size_t)n, w->data, n,
+                       c->model->hp.rms_norm_eps);
+}
+
+/* x = c * tanh(x / c) for n floats: ggml_scale, ggml_tanh, ggml_scale */
+static void softcap(float *x, size_t n, float cap)
+{
+    const float inv = 1.0f / cap;
+    for (size_t i = 0; i < n; i++)
+        x[i] = tanhf(x[i] * inv) * cap;
+}
+
+/* The attention block of layer il: x += [post-norm] Wo attention(attn_norm(x)). */
+static void attention_block(struct lc_context *c, int il, int n_tok, int pos)
+{
+    const struct lc_hparams *hp = &c->model->hp;
+    const struct lc_arch *a = hp->arch;
+    const struct lc_layer *L = &c->model->layers[il];
+    const int E = hp->n_embd, Q = hp->n_q, KV = c->n_kv, hd = hp->head_dim;
+
+    for (int i = 0; i < n_tok; i++)
+        c->k->rms_norm(c->xb + (size_t)i * (size_t)E, c->x + (size_t)i * (size_t)E,
+                       L->attn_norm.data, E, hp->rms_norm_eps);
+    c->act_type = LC_TYPE_COUNT;
+    matmul(c, &L->wq, c->xb, (size_t)E, n_tok, c->q, (size_t)Q);
+    matmul(c, &L->wk, c->xb, (size_t)E, n_tok, c->kb, (size_t)KV);
+    matmul(c, &L->wv, c->xb, (size_t)E, n_tok, c->vb, (size_t)KV);
+    if (a->qkv_bias) {
+        add_bias(c->q, &L->bq, n_tok, Q);
+        add_bias(c->kb, &L->bk, n_tok, KV);
+        add_bias(c->vb, &L->bv, n_tok, KV);
+    }
+    if (a->qk_norm) {
+        norm_rows(c, c->q, &L->q_norm, n_tok * hp->n_head, hd);
+        norm_rows(c, c->kb, &L->k_norm, n_tok * hp->n_head_kv, hd);
+    }
+    const float *cs_all = rope_table(c, n_tok, pos, L->rope_base, L->rope_scale);
+    for (int i = 0; i < n_tok; i++) {
+        const float *cs = cs_all + (size_t)i * (size_t)hp->n_rot;
+        rope(c->q + (size_t)i * (size_t)Q, hp->n_head, hd, hp->n_rot, a->rope, cs);
+        rope(c->kb + (size_t)i * (size_t)KV, hp->n_head_kv, hd, hp->n_rot, a->rope, cs);
+    }
+    if (hp->q_scale != 1.0f)
+        for (size_t j = 0; j < (size_t)n_tok * (size_t)Q; j++)
+            c->q[j] *= hp->q_scale;
+    store_kv(c, il, n_tok, pos);
+    struct attn_task at = {c, il, n_tok, pos};
+    lc_threadpool_run(c->tp, attention_heads, &at);
+    c->act_type = LC_TYPE_COUNT;
+    matmul(c, &L->wo, c->att, (size_t)Q, n_tok, c->xb, (size_t)E);
+    if (a->post_norms)
+        norm_rows(c, c->xb, &L->attn_post_norm, n_tok, E);
+    add_rows(c->x, c->xb, (size_t)n_tok * (size_t)E);
+}
+
+/* The FFN block of layer il: x += [post-norm] down(act(gate h) * up h), h = ffn_norm(x). */
+static void ffn_block(struct lc_context *c, int il, int n_tok)
+{
+    const struct lc_hparams *hp = &c->model->hp;
+    const struct lc_layer *L = &c->model->layers[il];
+    const int E = hp->n_embd, F = hp->n_ff;
+    for (int i = 0; i < n_tok; i++)
+        c->k->rms_norm(c->xb + (size_t)i * (size_t)E, c->x + (size_t)i * (size_t)E,
+                       L->ffn_norm.data, E, hp->rms_norm_eps);
+    c->act_type = LC_TYPE_COUNT;
+    matmul(c, &L->ffn_gate, c->xb, (size_t)E, n_tok, c->hg, (size_t)F);
+    matmul(c, &L->ffn_up, c->xb, (size_t)E, n_tok, c->hu, (size_t)F);
+    {
+        const enum lc_type ffn_at = lc_type_traits(L->ffn_down.type)->vec_dot_type;
+        struct ffn_mid_task ft = {c, n_tok, F, ffn_at, lc_type_traits(ffn_at)->blck_size};
+        lc_threadpool_run(c->tp, ffn_mid_rows, &ft);
+        c->act_type = ffn_at; /* c->act holds hg in ffn_down's activation type */
+        c->act_src = c->hg;
+    }
+    matmul(c, &L->ffn_down, c->hg, (size_t)F, n_tok, c->xb, (size_t)E);
+    if (hp->arch->post_norms)
+        norm_rows(c, c->xb, &L->ffn_post_norm, n_tok, E);
+    add_rows(c->x, c->xb, (size_t)n_tok * (size_t)E);
+}
+
 static int eval_batch(struct lc_context *c, const int32_t *tokens, int n_tok, int pos,
                       bool all_logits, char **err)
 {
     const struct lc_model *m = c->model;
     const struct lc_hparams *hp = &m->hp;
-    const struct lc_kernels *k = c->k;
-    const int E = hp->n_embd, F = hp->n_ff, KV = c->n_kv;
+    const int E = hp->n_embd;
 
     for (int i = 0; i < n_tok; i++) {
         if (tokens[i] < 0 || tokens[i] >= hp->n_vocab) {
             set_err(err, "token id %d is out of range [0, %d)", tokens[i], hp->n_vocab);
             return -1;
         }
-        lc_weight_get_row(&m->tok_embd, tokens[i], c->x + (size_t)i * (size_t)E);
+        float *xi = c->x + (size_t)i * (size_t)E;
+        lc_weight_get_row(&m->tok_embd, tokens[i], xi);
+        if (hp->embd_scale != 1.0f)
+            for (int j = 0; j < E; j++)
+                xi[j] *= hp->embd_scale;
     }
-    rope_tables(c, n_tok, pos);
+    rope_reset(c);
     c->act_type = LC_TYPE_COUNT;
 
     for (int il = 0; il < hp->n_layer; il++) {
-        const struct lc_layer *L = &m->layers[il];
-        for (int i = 0; i < n_tok; i++)
-            k->rms_norm(c->xb + (size_t)i * (size_t)E, c->x + (size_t)i * (size_t)E,
-                        L->attn_norm.data, E, hp->rms_norm_eps);
-        c->act_type = LC_TYPE_COUNT;
-        matmul(c, &L->wq, c->xb, (size_t)E, n_tok, c->q, (size_t)E);
-        matmul(c, &L->wk, c->xb, (size_t)E, n_tok, c->kb, (size_t)KV);
-        matmul(c, &L->wv, c->xb, (size_t)E, n_tok, c->vb, (size_t)KV);
-        for (int i = 0; i < n_tok; i++) {
-            const float *cs = c->rope_cs + (size_t)i * (size_t)hp->n_rot;
-            rope(c->q + (size_t)i * (size_t)E, hp->n_head, hp->head_dim, hp->n_rot, cs);
-            rope(c->kb + (size_t)i * (size_t)KV, hp->n_head_kv, hp->head_dim, hp->n_rot, cs);
-        }
-        store_kv(c, il, n_tok, pos);
-        struct attn_task at = {c, il, n_tok, pos};
-        lc_threadpool_run(c->tp, attention_heads, &at);
-        c->act_type = LC_TYPE_COUNT;
-        matmul(c, &L->wo, c->att, (size_t)E, n_tok, c->xb, (size_t)E);
-        add_rows(c->x, c->xb, (size_t)n_tok * (size_t)E);
-
-        for (int i = 0; i < n_tok; i++)
-            k->rms_norm(c->xb + (size_t)i * (size_t)E, c->x + (size_t)i * (size_t)E,
-                        L->ffn_norm.data, E, hp->rms_norm_eps);
-        c->act_type = LC_TYPE_COUNT;
-        matmul(c, &L->ffn_gate, c->xb, (size_t)E, n_tok, c->hg, (size_t)F);
-        matmul(c, &L->ffn_up, c->xb, (size_t)E, n_tok, c->hu, (size_t)F);
-        {
-            const enum lc_type ffn_at = lc_type_traits(L->ffn_down.type)->vec_dot_type;
-            struct ffn_mid_task ft = {c, n_tok, F, ffn_at, lc_type_traits(ffn_at)->blck_size};
-            lc_threadpool_run(c->tp, ffn_mid_rows, &ft);
-            c->act_type = ffn_at; /* c->act holds hg in ffn_down's activation type */
-            c->act_src = c->hg;
-        }
-        matmul(c, &L->ffn_down, c->hg, (size_t)F, n_tok, c->xb, (size_t)E);
-        add_rows(c->x, c->xb, (size_t)n_tok * (size_t)E);
+        attention_block(c, il, n_tok, pos);
+        ffn_block(c, il, n_tok);
     }
 
     /* Output: all rows for perplexity, else only the last token's. */
     const int first = all_logits ? 0 : n_tok - 1;
     const int n_out = n_tok - first;
     for (int i = first; i < n_tok; i++)
-        k->rms_norm(c->xb + (size_t)(i - first) * (size_t)E, c->x + (size_t)i * (size_t)E,
-                    m->output_norm.data, E, hp->rms_norm_eps);
+        c->k->rms_norm(c->xb + (size_t)(i - first) * (size_t)E, c->x + (size_t)i * (size_t)E,
+                       m->output_norm.data, E, hp->rms_norm_eps);
     float *dst = c->logits;
     if (all_logits)
         dst = c->logits + (size_t)c->n_logits * (size_t)hp->n_vocab;
     c->act_type = LC_TYPE_COUNT;
     matmul(c, &m->output, c->xb, (size_t)E, n_out, dst, (size_t)hp->n_vocab);
+    if (hp->final_softcap > 0.0f)
+        softcap(dst, (size_t)n_out * (size_t)hp->n_vocab, hp->final_softcap);
     c->n_logits = all_logits ? c->n_logits + n_out : 1;
     return 0;
 }

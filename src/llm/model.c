@@ -1,15 +1,17 @@
 /*
- * model.c - hyper-parameters and weight binding for `general.architecture = llama`.
+ * model.c - hyper-parameters and weight binding for the architectures in lc_archs.
  *
- * Keys and tensor names follow llama.cpp (llama-arch.cpp, llama-model.cpp): `llama.*` keys with
+ * Keys and tensor names follow llama.cpp (llama-arch.cpp, llama-model.cpp): `<arch>.*` keys with
  * its defaults when absent, tensors `token_embd.weight`, `output_norm.weight`, `output.weight`
  * (absent: tied to token_embd), `blk.N.{attn_norm,attn_q,attn_k,attn_v,attn_output,ffn_norm,
- * ffn_gate,ffn_up,ffn_down}.weight`.  Every shape is checked against the hyper-parameters so
- * that the forward pass can trust them.
+ * ffn_gate,ffn_up,ffn_down}.weight` and the optional ones an architecture declares (biases,
+ * q/k norms, post-norms, fused attn_qkv).  Every shape is checked against the hyper-parameters
+ * so that the forward pass can trust them.
  */
 #include "model.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -33,6 +35,46 @@ static void set_err(char **err, const char *fmt, ...)
         *err = NULL;
     va_end(ap);
 }
+
+/*
+ * The architectures, as data for the one forward pass in context.c.  Each row says how
+ * llama.cpp's graph for it (llm_build_<name> in b4748's llama.cpp / newer llama-model.cpp)
+ * departs from build_llama.
+ */
+static const struct lc_arch lc_archs[] = {
+    /* build_llama: RMSNorm, SwiGLU, RoPE on adjacent pairs; Llama 3: rope_freqs.weight */
+    {.name = "llama", .rope = LC_ROPE_NORM, .act = LC_FFN_SILU, .swa_pattern = -1},
+    /* build_qwen2: biases on q, k, v; NEOX RoPE */
+    {.name = "qwen2", .rope = LC_ROPE_NEOX, .act = LC_FFN_SILU, .qkv_bias = true,
+     .swa_pattern = -1},
+    /* build_qwen3: per-head RMSNorm of q and k before RoPE, head_dim from key_length */
+    {.name = "qwen3", .rope = LC_ROPE_NEOX, .act = LC_FFN_SILU, .qk_norm = true,
+     .swa_pattern = -1},
+    /* build_phi3: one attn_qkv matrix, ffn_up = gate | up, q scaled after RoPE, the window
+     * (when attention.sliding_window is set) on every layer as b4748 does, long/short factors */
+    {.name = "phi3", .rope = LC_ROPE_NEOX, .act = LC_FFN_SILU, .fused_qkv = true,
+     .fused_gate_up = true, .q_scaled = true, .rope_factors_ls = true, .swa_pattern = 0},
+    /* build_gemma2: embeddings * sqrt(n_embd), GeGLU, post-norms, soft-capping, window on even
+     * layers, always the tied LM head */
+    {.name = "gemma2", .rope = LC_ROPE_NEOX, .act = LC_FFN_GELU, .post_norms = true,
+     .embd_scale = true, .always_tied = true, .q_scaled = true, .softcaps = true,
+     .swa_pattern = 2},
+    /* build_gemma3_iswa: gemma2 with q/k norms and no soft-capping; 5 window layers with RoPE
+     * base 10000 (hard-coded in llama.cpp), then one global layer with the model's base/scale */
+    {.name = "gemma3", .rope = LC_ROPE_NEOX, .act = LC_FFN_GELU, .qk_norm = true,
+     .post_norms = true, .embd_scale = true, .q_scaled = true, .swa_pattern = 6,
+     .swa_rope_base = 10000.0f},
+};
+
+const struct lc_arch *lc_arch_find(const char *name)
+{
+    for (size_t i = 0; name && i < sizeof(lc_archs) / sizeof(lc_archs[0]); i++)
+        if (strcmp(lc_archs[i].name, name) == 0)
+            return &lc_archs[i];
+    return NULL;
+}
+
+const char *lc_arch_names(void) { return "llama qwen2 qwen3 phi3 gemma2 gemma3"; }
 
 /* Weight types the forward pass can multiply with (a vec_dot kernel and an activation type). */
 static bool type_supported(enum lc_type t)
@@ -84,7 +126,7 @@ static int bind(const struct lc_model *m, struct lc_weight *w, const char *name,
         return -1;
     }
     if (need_f32 && t->type != LC_TYPE_F32) {
-        set_err(err, "%s: tensor '%s' is %s; norm weights must be f32", lc_gguf_path(m->gguf),
+        set_err(err, "%s: tensor '%s' is %s; norms, biases and factors must be f32", lc_gguf_path(m->gguf),
                 name, lc_type_name(t->type));
         return -1;
     }
@@ -134,54 +176,99 @@ static int get_i32(const struct lc_gguf *g, const char *key, int32_t *out, bool 
     return 0;
 }
 
+/* "<arch>.<suffix>" into buf */
+static const char *akey(char *buf, size_t len, const struct lc_arch *a, const char *suffix)
+{
+    snprintf(buf, len, "%s.%s", a->name, suffix);
+    return buf;
+}
+
+/* Optional positive float key; 0, or -1 with *err when present but not positive. */
+static int get_pos_f32(const struct lc_gguf *g, const char *key, float *out, char **err)
+{
+    float f;
+    if (!lc_gguf_get_f32(g, key, &f))
+        return 0;
+    if (!(f > 0.0f && f < 1e30f)) {
+        set_err(err, "%s: key '%s' = %g is not a positive number", lc_gguf_path(g), key,
+                (double)f);
+        return -1;
+    }
+    *out = f;
+    return 0;
+}
+
 static int load_hparams(struct lc_model *m, char **err)
 {
     const struct lc_gguf *g = m->gguf;
     struct lc_hparams *hp = &m->hp;
-    const char *arch = lc_gguf_get_str(g, "general.architecture");
-    if (!arch) {
+    const char *name = lc_gguf_get_str(g, "general.architecture");
+    if (!name) {
         set_err(err, "%s: no general.architecture key", lc_gguf_path(g));
         return -1;
     }
-    if (strcmp(arch, "llama") != 0) {
-        set_err(err, "%s: architecture '%s' is not supported (llamachat runs 'llama')",
-                lc_gguf_path(g), arch);
+    const struct lc_arch *a = lc_arch_find(name);
+    if (!a) {
+        set_err(err, "%s: architecture '%s' is not supported (llamachat runs: %s)",
+                lc_gguf_path(g), name, lc_arch_names());
         return -1;
     }
+    char k[96];
+#define K(suffix) akey(k, sizeof k, a, suffix)
     memset(hp, 0, sizeof(*hp));
+    hp->arch = a;
     hp->n_ctx_train = 2048;
     hp->rms_norm_eps = 1e-5f;
     hp->rope_freq_base = 10000.0f;
     hp->rope_freq_scale = 1.0f;
-    if (get_i32(g, "llama.context_length", &hp->n_ctx_train, false, 1, 1 << 24, err) ||
-        get_i32(g, "llama.embedding_length", &hp->n_embd, true, 1, 1 << 16, err) ||
-        get_i32(g, "llama.block_count", &hp->n_layer, true, 1, 1024, err) ||
-        get_i32(g, "llama.feed_forward_length", &hp->n_ff, true, 1, 1 << 20, err) ||
-        get_i32(g, "llama.attention.head_count", &hp->n_head, true, 1, 4096, err))
+    if (get_i32(g, K("context_length"), &hp->n_ctx_train, false, 1, 1 << 24, err) ||
+        get_i32(g, K("embedding_length"), &hp->n_embd, true, 1, 1 << 16, err) ||
+        get_i32(g, K("block_count"), &hp->n_layer, true, 1, 1024, err) ||
+        get_i32(g, K("feed_forward_length"), &hp->n_ff, true, 1, 1 << 20, err) ||
+        get_i32(g, K("attention.head_count"), &hp->n_head, true, 1, 4096, err))
         return -1;
     hp->n_head_kv = hp->n_head;
-    if (get_i32(g, "llama.attention.head_count_kv", &hp->n_head_kv, false, 1, 4096, err))
+    if (get_i32(g, K("attention.head_count_kv"), &hp->n_head_kv, false, 1, 4096, err))
         return -1;
-    if (hp->n_embd % hp->n_head != 0) {
-        set_err(err, "%s: n_embd %d is not a multiple of n_head %d", lc_gguf_path(g), hp->n_embd,
-                hp->n_head);
-        return -1;
-    }
     if (hp->n_head % hp->n_head_kv != 0) {
         set_err(err, "%s: n_head %d is not a multiple of n_head_kv %d", lc_gguf_path(g),
                 hp->n_head, hp->n_head_kv);
         return -1;
     }
-    hp->head_dim = hp->n_embd / hp->n_head;
+    /* head_dim: key_length when given (gemma, qwen3: n_head * head_dim != n_embd) */
+    hp->head_dim = 0;
+    if (get_i32(g, K("attention.key_length"), &hp->head_dim, false, 2, 1 << 16, err))
+        return -1;
+    if (hp->head_dim == 0) {
+        if (hp->n_embd % hp->n_head != 0) {
+            set_err(err, "%s: n_embd %d is not a multiple of n_head %d", lc_gguf_path(g),
+                    hp->n_embd, hp->n_head);
+            return -1;
+        }
+        hp->head_dim = hp->n_embd / hp->n_head;
+    }
+    int32_t vlen = hp->head_dim;
+    if (get_i32(g, K("attention.value_length"), &vlen, false, 1, 1 << 16, err))
+        return -1;
+    if (vlen != hp->head_dim) {
+        set_err(err, "%s: attention.value_length %d differs from key_length %d (not supported)",
+                lc_gguf_path(g), vlen, hp->head_dim);
+        return -1;
+    }
+    if ((int64_t)hp->n_head * hp->head_dim > 1 << 20) {
+        set_err(err, "%s: n_head * head_dim is too large", lc_gguf_path(g));
+        return -1;
+    }
+    hp->n_q = hp->n_head * hp->head_dim;
     hp->n_rot = hp->head_dim;
-    if (get_i32(g, "llama.rope.dimension_count", &hp->n_rot, false, 0, hp->head_dim, err))
+    if (get_i32(g, K("rope.dimension_count"), &hp->n_rot, false, 0, hp->head_dim, err))
         return -1;
     if (hp->n_rot % 2 != 0) {
         set_err(err, "%s: rope dimension count %d is odd", lc_gguf_path(g), hp->n_rot);
         return -1;
     }
     float f;
-    if (lc_gguf_get_f32(g, "llama.attention.layer_norm_rms_epsilon", &f)) {
+    if (lc_gguf_get_f32(g, K("attention.layer_norm_rms_epsilon"), &f)) {
         if (!(f > 0.0f && f < 1.0f)) {
             set_err(err, "%s: layer_norm_rms_epsilon %g is out of range", lc_gguf_path(g),
                     (double)f);
@@ -189,36 +276,73 @@ static int load_hparams(struct lc_model *m, char **err)
         }
         hp->rms_norm_eps = f;
     }
-    if (lc_gguf_get_f32(g, "llama.rope.freq_base", &f)) {
-        if (!(f > 0.0f)) {
-            set_err(err, "%s: rope.freq_base %g is not positive", lc_gguf_path(g), (double)f);
-            return -1;
-        }
-        hp->rope_freq_base = f;
-    }
-    /* Linear RoPE scaling: llama.rope.scaling.factor (or the older rope.scale_linear). */
-    const char *stype = lc_gguf_get_str(g, "llama.rope.scaling.type");
+    if (get_pos_f32(g, K("rope.freq_base"), &hp->rope_freq_base, err))
+        return -1;
+    /* Linear RoPE scaling: <arch>.rope.scaling.factor (or the older rope.scale_linear). */
+    const char *stype = lc_gguf_get_str(g, K("rope.scaling.type"));
     if ((!stype || strcmp(stype, "linear") == 0) &&
-        (lc_gguf_get_f32(g, "llama.rope.scaling.factor", &f) ||
-         lc_gguf_get_f32(g, "llama.rope.scale_linear", &f)) &&
+        (lc_gguf_get_f32(g, K("rope.scaling.factor"), &f) ||
+         lc_gguf_get_f32(g, K("rope.scale_linear"), &f)) &&
         f > 0.0f)
         hp->rope_freq_scale = 1.0f / f;
+    hp->n_ctx_orig = hp->n_ctx_train;
+    if (get_i32(g, K("rope.scaling.original_context_length"), &hp->n_ctx_orig, false, 1, 1 << 24,
+                err))
+        return -1;
+    if (a->swa_pattern >= 0 &&
+        get_i32(g, K("attention.sliding_window"), &hp->n_swa, false, 0, 1 << 24, err))
+        return -1;
+    /* Query scaling: 1/sqrt(head_dim) on q after RoPE (phi3, gemma) or on the scores.  The
+     * Gemma 27B models scale by 1/sqrt(n_embd / n_head) instead; llama.cpp knows them by their
+     * layer count (gemma2 46, gemma3 62). */
+    float qd = (float)hp->head_dim;
+    if ((!strcmp(a->name, "gemma2") && hp->n_layer == 46) ||
+        (!strcmp(a->name, "gemma3") && hp->n_layer == 62))
+        qd = (float)(hp->n_embd / hp->n_head);
+    hp->q_scale = a->q_scaled ? 1.0f / sqrtf(qd) : 1.0f;
+    hp->kq_scale = a->q_scaled ? 1.0f : 1.0f / sqrtf(qd);
+    if (a->softcaps) {
+        hp->attn_softcap = 50.0f;
+        hp->final_softcap = 30.0f;
+        if (get_pos_f32(g, K("attn_logit_softcapping"), &hp->attn_softcap, err) ||
+            get_pos_f32(g, K("final_logit_softcapping"), &hp->final_softcap, err))
+            return -1;
+    }
+    hp->embd_scale = a->embd_scale ? sqrtf((float)hp->n_embd) : 1.0f;
+#undef K
     return 0;
+}
+
+/* dst = rows [r0, r0 + n) of src (a fused matrix) */
+static void view_rows(struct lc_weight *dst, const struct lc_weight *src, int64_t r0, int64_t n)
+{
+    *dst = *src;
+    dst->ne[1] = n;
+    dst->data = (const uint8_t *)src->data + (size_t)r0 * src->row_bytes;
 }
 
 static int bind_weights(struct lc_model *m, char **err)
 {
     const struct lc_hparams *hp = &m->hp;
+    const struct lc_arch *a = hp->arch;
     const int64_t n_embd = hp->n_embd, n_ff = hp->n_ff, n_vocab = hp->n_vocab;
-    const int64_t n_kv = (int64_t)hp->n_head_kv * hp->head_dim;
+    const int64_t n_kv = (int64_t)hp->n_head_kv * hp->head_dim, n_q = hp->n_q;
+    const int64_t hd = hp->head_dim, n_pairs = hp->n_rot / 2;
     if (bind(m, &m->tok_embd, "token_embd.weight", n_embd, n_vocab, true, false, err) ||
         bind(m, &m->output_norm, "output_norm.weight", n_embd, 1, true, true, err))
         return -1;
-    int r = bind(m, &m->output, "output.weight", n_embd, n_vocab, false, false, err);
+    int r = a->always_tied ? 1 : bind(m, &m->output, "output.weight", n_embd, n_vocab, false, false, err);
     if (r < 0)
         return -1;
     if (r > 0)
         m->output = m->tok_embd; /* tied embeddings */
+    /* RoPE frequency factors: absent is fine (bind returns 1, data stays NULL) */
+    if (bind(m, &m->rope_freqs, "rope_freqs.weight", n_pairs, 1, false, true, err) < 0)
+        return -1;
+    if (a->rope_factors_ls &&
+        (bind(m, &m->rope_long, "rope_factors_long.weight", n_pairs, 1, false, true, err) < 0 ||
+         bind(m, &m->rope_short, "rope_factors_short.weight", n_pairs, 1, false, true, err) < 0))
+        return -1;
     m->layers = calloc((size_t)hp->n_layer, sizeof(*m->layers));
     if (!m->layers) {
         set_err(err, "out of memory");
@@ -228,19 +352,59 @@ static int bind_weights(struct lc_model *m, char **err)
         struct lc_layer *L = &m->layers[il];
         char name[96];
 #define B(field, suffix, ne0, ne1, f32)                                                          \
-    snprintf(name, sizeof(name), "blk.%d.%s.weight", il, suffix);                                \
+    snprintf(name, sizeof(name), "blk.%d.%s", il, suffix);                                       \
     if (bind(m, &L->field, name, ne0, ne1, true, f32, err))                                      \
         return -1;
-        B(attn_norm, "attn_norm", n_embd, 1, true);
-        B(wq, "attn_q", n_embd, n_embd, false);
-        B(wk, "attn_k", n_embd, n_kv, false);
-        B(wv, "attn_v", n_embd, n_kv, false);
-        B(wo, "attn_output", n_embd, n_embd, false);
-        B(ffn_norm, "ffn_norm", n_embd, 1, true);
-        B(ffn_gate, "ffn_gate", n_embd, n_ff, false);
-        B(ffn_up, "ffn_up", n_embd, n_ff, false);
-        B(ffn_down, "ffn_down", n_ff, n_embd, false);
+        B(attn_norm, "attn_norm.weight", n_embd, 1, true);
+        if (a->fused_qkv) {
+            struct lc_weight qkv;
+            B(wq, "attn_qkv.weight", n_embd, n_q + 2 * n_kv, false);
+            qkv = L->wq;
+            view_rows(&L->wq, &qkv, 0, n_q);
+            view_rows(&L->wk, &qkv, n_q, n_kv);
+            view_rows(&L->wv, &qkv, n_q + n_kv, n_kv);
+        } else {
+            B(wq, "attn_q.weight", n_embd, n_q, false);
+            B(wk, "attn_k.weight", n_embd, n_kv, false);
+            B(wv, "attn_v.weight", n_embd, n_kv, false);
+        }
+        if (a->qkv_bias) {
+            B(bq, "attn_q.bias", n_q, 1, true);
+            B(bk, "attn_k.bias", n_kv, 1, true);
+            B(bv, "attn_v.bias", n_kv, 1, true);
+        }
+        if (a->qk_norm) {
+            B(q_norm, "attn_q_norm.weight", hd, 1, true);
+            B(k_norm, "attn_k_norm.weight", hd, 1, true);
+        }
+        B(wo, "attn_output.weight", n_q, n_embd, false);
+        if (a->post_norms) {
+            B(attn_post_norm, "post_attention_norm.weight", n_embd, 1, true);
+            B(ffn_post_norm, "post_ffw_norm.weight", n_embd, 1, true);
+        }
+        B(ffn_norm, "ffn_norm.weight", n_embd, 1, true);
+        if (a->fused_gate_up) {
+            struct lc_weight gu;
+            B(ffn_up, "ffn_up.weight", n_embd, 2 * n_ff, false);
+            gu = L->ffn_up;
+            view_rows(&L->ffn_gate, &gu, 0, n_ff);
+            view_rows(&L->ffn_up, &gu, n_ff, n_ff);
+        } else {
+            B(ffn_gate, "ffn_gate.weight", n_embd, n_ff, false);
+            B(ffn_up, "ffn_up.weight", n_embd, n_ff, false);
+        }
+        B(ffn_down, "ffn_down.weight", n_ff, n_embd, false);
 #undef B
+        /* the attention window and RoPE of this layer */
+        const bool swa = hp->n_swa > 0 && a->swa_pattern >= 0 &&
+                         (a->swa_pattern == 0 || il % a->swa_pattern < a->swa_pattern - 1);
+        L->n_swa = swa ? hp->n_swa : 0;
+        L->rope_base = hp->rope_freq_base;
+        L->rope_scale = hp->rope_freq_scale;
+        if (swa && a->swa_rope_base > 0.0f) {
+            L->rope_base = a->swa_rope_base;
+            L->rope_scale = 1.0f;
+        }
     }
     /* The most common type among the big matrices names the model's quantization. */
     int64_t count[LC_TYPE_COUNT] = {0};
@@ -510,7 +674,7 @@ void lc_model_desc(const struct lc_model *m, char *buf, size_t len)
     for (char *p = tname; *p; p++)
         if (*p >= 'a' && *p <= 'z')
             *p = (char)(*p - 'a' + 'A');
-    snprintf(buf, len, "llama %s %s", size, tname);
+    snprintf(buf, len, "%s %s %s", m->hp.arch ? m->hp.arch->name : "llama", size, tname);
 }
 
 int lc_weight_get_row(const struct lc_weight *w, int64_t r, float *y)
