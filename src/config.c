@@ -118,7 +118,8 @@ void lc_config_defaults(struct lc_options *o)
 void lc_config_free(struct lc_options *o)
 {
     char **strs[] = { &o->model_path, &o->isa, &o->system_prompt, &o->chat_template, &o->theme,
-                      &o->prompt, &o->resume_path, &o->save_format, &o->log_path };
+                      &o->prompt, &o->resume_path, &o->save_format, &o->log_path,
+                      &o->chat_template_text };
     for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
         free(*strs[i]);
         *strs[i] = NULL;

@@ -63,7 +63,7 @@ struct lc_engine {
     struct lc_ring *ring;
     int wake_rd, wake_wr;     /* same descriptor for an eventfd */
     /* engine-thread state */
-    char *model_path, *system_prompt, *template_name;
+    char *model_path, *system_prompt, *template_name, *template_text;
     struct lc_context_params cparams;
     struct lc_sampler_params params;
     int32_t n_predict;
@@ -1185,7 +1185,8 @@ static bool load(struct lc_engine *e)
         return false;
     }
     /* Chat template: --chat-template / [chat] template, else the model's, else plain. */
-    const char *jinja = lc_gguf_get_str(e->model->gguf, "tokenizer.chat_template");
+    const char *jinja = e->template_text ? e->template_text
+                                         : lc_gguf_get_str(e->model->gguf, "tokenizer.chat_template");
     int id = -1;
     if (e->template_name) {
         id = lc_chat_template_from_name(e->template_name);
@@ -1315,6 +1316,7 @@ struct lc_engine *lc_engine_start(const struct lc_engine_config *cfg, char **err
     e->model_path = dup_or_null(cfg->model_path);
     e->system_prompt = dup_or_null(cfg->system_prompt);
     e->template_name = dup_or_null(cfg->chat_template);
+    e->template_text = dup_or_null(cfg->chat_template_text);
     e->cparams = lc_context_default_params();
     e->cparams.n_ctx = cfg->n_ctx;
     e->cparams.n_threads = cfg->n_threads;
@@ -1426,6 +1428,7 @@ void lc_engine_free(struct lc_engine *e)
     free(e->model_path);
     free(e->system_prompt);
     free(e->template_name);
+    free(e->template_text);
     lc_chat_tmpl_free(e->ct);
     pthread_mutex_destroy(&e->mu);
     pthread_cond_destroy(&e->cv);

@@ -36,6 +36,7 @@ struct lc_engine_config {
     int32_t n_predict;             /* max reply tokens, -1 = until end of turn / no limit */
     const char *system_prompt;     /* may be NULL */
     const char *chat_template;     /* built-in template name, or NULL = from the model */
+    const char *chat_template_text; /* a Jinja template (--chat-template-file), or NULL */
     const char *log_path;          /* token log of every decode (see engine.c), NULL = the
                                       LLAMACHAT_LOG environment variable, or none */
     bool verbose_prompt;           /* a NOTE with the text of every prompt evaluation */

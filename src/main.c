@@ -5,13 +5,17 @@
 #include "lcconfig.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "textsafe.h"
 #include "config.h"
 #include "tui/tui.h"
 #include "llm/arch/kernels.h"
@@ -21,6 +25,7 @@ enum {
     OPT_TEMP = 1000, OPT_TOP_K, OPT_TOP_P, OPT_MIN_P, OPT_REPEAT_PENALTY, OPT_REPEAT_LAST_N,
     OPT_SEED, OPT_PRINT_IDS, OPT_TOKENIZE, OPT_NO_BOS, OPT_ISA, OPT_VERSION, OPT_CHAT_TEMPLATE,
     OPT_SYSTEM, OPT_RESUME, OPT_FORMAT, OPT_KV_F32, OPT_SPECIAL, OPT_VERBOSE_PROMPT, OPT_LOG_FILE,
+    OPT_CHAT_TEMPLATE_FILE,
 };
 
 static const struct option long_opts[] = {
@@ -49,6 +54,7 @@ static const struct option long_opts[] = {
     {"special", no_argument, NULL, OPT_SPECIAL},
     {"verbose-prompt", no_argument, NULL, OPT_VERBOSE_PROMPT},
     {"log-file", required_argument, NULL, OPT_LOG_FILE},
+    {"chat-template-file", required_argument, NULL, OPT_CHAT_TEMPLATE_FILE},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, OPT_VERSION},
@@ -80,6 +86,7 @@ static void usage(FILE *f)
             "Chat:\n"
             "      --system TEXT        system prompt\n"
             "      --chat-template NAME override the model's chat template\n"
+            "      --chat-template-file FILE  use the Jinja chat template in FILE\n"
             "      --resume FILE        continue a transcript saved as JSON\n"
             "      --format md|json     /save's format when the name does not say (default md)\n"
             "One-shot and scripting:\n"
@@ -126,6 +133,40 @@ static void options_free(struct lc_options *o)
     free(o->resume_path);
     free(o->save_format);
     free(o->log_path);
+    free(o->chat_template_text);
+}
+
+/* A Jinja chat template from a file: a regular file of at most 1 MiB, read without blocking
+ * (O_NONBLOCK: a FIFO is refused, not waited on).  Returns the malloc'd text or NULL with a
+ * malloc'd *why. */
+static char *read_template_file(const char *path, char **why)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        if (asprintf(why, "%s", strerror(errno)) < 0)
+            *why = NULL;
+        if (fd >= 0)
+            close(fd);
+        return NULL;
+    }
+    char *text = NULL;
+    if (!S_ISREG(st.st_mode) || st.st_size > (1 << 20)) {
+        if (asprintf(why, "%s", S_ISREG(st.st_mode) ? "larger than 1 MiB" : "not a regular file") < 0)
+            *why = NULL;
+    } else if ((text = malloc((size_t)st.st_size + 1))) {
+        ssize_t r = read(fd, text, (size_t)st.st_size);
+        if (r != (ssize_t)st.st_size) {
+            free(text);
+            text = NULL;
+            if (asprintf(why, "cannot read it") < 0)
+                *why = NULL;
+        } else {
+            text[r] = '\0';
+        }
+    }
+    close(fd);
+    return text;
 }
 
 /* Returns 0 to go on, 1 to exit successfully (help/version), -1 on a bad option. */
@@ -181,6 +222,17 @@ static int parse_args(struct lc_options *o, int argc, char **argv)
         case OPT_SPECIAL: o->special = true; break;
         case OPT_VERBOSE_PROMPT: o->verbose_prompt = true; break;
         case OPT_LOG_FILE: replace_str(&o->log_path, optarg); break;
+        case OPT_CHAT_TEMPLATE_FILE: {
+            char *why = NULL, *text = read_template_file(optarg, &why);
+            if (!text) {
+                lc_text_fprintf(stderr, "llamachat: --chat-template-file %s: %s\n", optarg, why);
+                free(why);
+                return -1;
+            }
+            free(o->chat_template_text);
+            o->chat_template_text = text;
+            break;
+        }
         case 'v': o->verbose = true; break;
         case 'h': usage(stdout); return 1;
         case OPT_VERSION: o->mode = LC_MODE_VERSION; break;

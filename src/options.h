@@ -36,6 +36,7 @@ struct lc_options {
     bool special;          /* --special: special-token texts in -p are parsed, and printed */
     bool verbose_prompt;   /* --verbose-prompt: show the prompt's tokens (stderr / chat notes) */
     char *log_path;        /* --log-file: token log of every decode (engine.c) */
+    char *chat_template_text; /* --chat-template-file: a Jinja template read from a file */
     bool verbose;
     char *resume_path;         /* --resume FILE */
     char *save_format;         /* "md" or "json" */

@@ -968,6 +968,7 @@ static struct lc_engine *start_engine(struct tui *t, const char *model, char **e
         .system_prompt = t->o->system_prompt,
         .chat_template = t->o->chat_template,
         .log_path = t->o->log_path,
+        .chat_template_text = t->o->chat_template_text,
         .verbose_prompt = t->o->verbose_prompt,
     };
     /* The engine and its workers must not take our signals: start them with those blocked. */

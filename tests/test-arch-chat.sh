@@ -1,0 +1,113 @@
+#!/bin/sh
+# test-arch-chat.sh - a chat with a random-weight model of each architecture and its real chat
+# template (tests/data/templates, run by our Jinja interpreter): the text of the tokens the
+# model evaluates (the token log of --log-file) is byte for byte the template's rendering by
+# Python's jinja2 (set up as transformers does), BOS included once.  Needs tmux, python3-jinja2.
+set -u
+command -v tmux >/dev/null 2>&1 || { echo "SKIP: tmux not installed"; exit 77; }
+python3 -c 'import jinja2' 2>/dev/null || { echo "SKIP: python3-jinja2 not installed"; exit 77; }
+B=${LC_BUILDDIR:-.}
+SRC=${LC_SRCDIR:-$(dirname "$0")/..}
+S=${LC_SHARED:-../shared}
+LC="$B/llamachat"
+[ -d "$S/models/arch" ] || { echo "SKIP: $S/models/arch missing"; exit 77; }
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/lc-archchat.XXXXXX") || exit 99
+n_srv=0
+cleanup() { for s in "$tmp"/sock*; do tmux -S "$s" kill-server >/dev/null 2>&1; done; sleep 0.5; rm -rf "$tmp" 2>/dev/null; }
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+mkdir -p "$tmp/home"
+fail=0
+ok() { echo "ok   $1"; }
+bad() { echo "FAIL $1"; fail=1; }
+
+# render MODEL TEMPLATE USER: what the model should read for [user: USER] with the generation
+# prompt: jinja2's rendering (bos_token/eos_token from the model's vocab), with the BOS the
+# tokenizer adds when the template does not write it, and a SentencePiece vocab's word-start
+# space before text that opens the prompt (as llama.cpp tokenizes it)
+render() {
+    python3 - "$@" <<'PYEOF'
+import sys, json, struct
+from datetime import datetime
+import jinja2, jinja2.ext
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+model, tpl, user = sys.argv[1:4]
+d = open(model, 'rb').read()
+o = [8]
+def u(f):
+    v = struct.unpack_from('<' + f, d, o[0])[0]; o[0] += struct.calcsize(f); return v
+FMT = {0: 'B', 1: 'b', 2: 'H', 3: 'h', 4: 'I', 5: 'i', 6: 'f', 7: '?', 10: 'Q', 11: 'q', 12: 'd'}
+def val(t):
+    if t == 8:
+        n = u('Q'); v = d[o[0]:o[0] + n]; o[0] += n; return v
+    if t == 9:
+        et = u('I'); n = u('Q'); return [val(et) for _ in range(n)]
+    return u(FMT[t])
+u('Q'); nkv = u('Q'); kv = {}
+for _ in range(nkv):
+    k = val(8).decode(); kv[k] = val(u('I'))
+toks = kv['tokenizer.ggml.tokens']
+spm = kv.get('tokenizer.ggml.model') == b'llama'
+add_bos = kv.get('tokenizer.ggml.add_bos_token', spm)
+space = kv.get('tokenizer.ggml.add_space_prefix', spm)
+bos = toks[kv['tokenizer.ggml.bos_token_id']].decode() if 'tokenizer.ggml.bos_token_id' in kv else ''
+eos = toks[kv['tokenizer.ggml.eos_token_id']].decode() if 'tokenizer.ggml.eos_token_id' in kv else ''
+def raise_exception(m): raise jinja2.exceptions.TemplateError(m)
+env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols])
+env.filters['tojson'] = lambda x, indent=None, separators=None, sort_keys=False: json.dumps(x, ensure_ascii=False, indent=indent, separators=separators, sort_keys=sort_keys)
+env.globals['raise_exception'] = raise_exception
+env.globals['strftime_now'] = lambda f: datetime.now().strftime(f)
+t = env.from_string(open(tpl, encoding='utf-8').read())
+out = t.render(messages=[{'role': 'user', 'content': user}], add_generation_prompt=True,
+               bos_token=bos, eos_token=eos, tools=None, documents=None)
+special = [x.decode() for x, ty in zip(toks, kv['tokenizer.ggml.token_type']) if ty in (3, 4) and len(x) > 1]
+if bos and out.startswith(bos):
+    pass                                  # the template writes BOS: the tokenizer adds none
+elif add_bos and bos:
+    opens_special = any(out.startswith(x) for x in special)
+    out = bos + (' ' if spm and space and not opens_special else '') + out
+sys.stdout.buffer.write(out.encode('utf-8'))
+PYEOF
+}
+# logged TEXTLINE: the bytes of a "prompt text: "..."" line of the token log (C escapes undone)
+logged() {
+    python3 -c '
+import sys, re
+line = sys.stdin.buffer.read()
+body = line[line.index(b"\"") + 1:line.rindex(b"\"")]
+out = bytearray(); i = 0
+while i < len(body):
+    c = body[i]
+    if c == 0x5c:
+        n = body[i + 1]
+        if n == ord("n"): out.append(10); i += 2
+        elif n == ord("x"): out.append(int(body[i + 2:i + 4], 16)); i += 4
+        else: out.append(n); i += 2
+    else: out.append(c); i += 1
+sys.stdout.buffer.write(bytes(out))'
+}
+
+USER='Hello <|im_end|> there'
+while read -r model tpl; do
+    m="$S/models/arch/$model"
+    [ -f "$m" ] || { bad "$model missing"; continue; }
+    n_srv=$((n_srv + 1)); T="tmux -S $tmp/sock$n_srv"
+    log="$tmp/$model.log"
+    $T new-session -d -s lc -x 100 -y 30 "env HOME=$tmp/home LLAMACHATRC=/dev/null TERM=xterm-256color LANG=C.UTF-8 $LC -m $m --chat-template-file $SRC/tests/data/templates/$tpl --log-file $log --temp 0 -n 4 2>$log.err; sleep 30"
+    i=0; while [ $i -lt 300 ] && ! $T capture-pane -t lc -p 2>/dev/null | grep -q ' idle '; do sleep 0.1; i=$((i + 1)); done
+    $T send-keys -t lc -l -- "$USER"; $T send-keys -t lc Enter
+    i=0; while [ $i -lt 300 ] && ! grep -q '^prompt text' "$log" 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
+    want=$(render "$m" "$SRC/tests/data/templates/$tpl" "$USER" | od -An -c)
+    got=$(grep -m1 '^prompt text' "$log" | logged | od -An -c)
+    if [ -n "$got" ] && [ "$got" = "$want" ]; then ok "$model + $tpl: the model reads the template's rendering"
+    else bad "$model + $tpl: read differs from the rendering"; echo "  want:"; echo "$want" | head -8; echo "  got:"; echo "$got" | head -8; fi
+    $T kill-server >/dev/null 2>&1
+done <<'LIST'
+llama3-q8_0.gguf llama-3.2-instruct.jinja
+qwen2-q8_0.gguf qwen2.5-instruct.jinja
+qwen3-q8_0.gguf qwen3.jinja
+gemma2-q8_0.gguf gemma-2-it.jinja
+gemma3-q8_0.gguf gemma-3-it.jinja
+phi3-q8_0.gguf phi-3.5-mini.jinja
+LIST
+exit $fail
