@@ -8,6 +8,7 @@
 #include <json-c/json.h>
 
 #include "chat.h"
+#include "state.h"
 #include "testutil.h"
 #include "textsafe.h"
 
@@ -370,6 +371,72 @@ static void test_failed_save(void)
     lc_chat_free(c);
 }
 
+/* state.h: the state directory, the newest transcript, names by start time, history appends. */
+static void test_state(void)
+{
+    char *err = NULL;
+    char base[600], file[600];
+    snprintf(base, sizeof base, "%s/xdg", dir);
+    setenv("XDG_STATE_HOME", base, 1);
+    char *chats = lc_state_dir("chats", &err);
+    CHECK(chats && strstr(chats, "/xdg/llamachat/chats"), "state dir %s (%s)", chats, err);
+    struct stat st;
+    CHECK(chats && stat(chats, &st) == 0 && (st.st_mode & 0777) == 0700, "mode %o", st.st_mode & 0777);
+    char *latest = NULL;
+    CHECK(lc_state_latest_chat(chats, &latest, &err) == 0 && !latest, "latest in an empty dir");
+    /* two conversations in the same second: the second gets -2; both 0600 */
+    time_t t0 = 1796000000;
+    char *a = lc_state_new_chat(chats, t0, &err);
+    char *b = lc_state_new_chat(chats, t0, &err);
+    CHECK(a && b && strlen(b) == strlen(a) + 2 && strcmp(b + strlen(b) - 7, "-2.json") == 0, "names %s %s", a, b);
+    CHECK(a && stat(a, &st) == 0 && (st.st_mode & 0777) == 0600 && st.st_size == 0, "new file 0600, empty");
+    /* empty files (reserved, never saved) are not offered */
+    CHECK(lc_state_latest_chat(chats, &latest, &err) == 0, "empty files skipped");
+    struct lc_chat *c = lc_chat_new();
+    lc_chat_add(c, LC_ROLE_USER, "hi", 2);
+    CHECK(lc_chat_save(c, b, LC_CHAT_JSON, &err) == 0, "save b");
+    CHECK(lc_chat_save(c, a, LC_CHAT_JSON, &err) == 0, "save a");
+    CHECK(a && stat(a, &st) == 0 && (st.st_mode & 0777) == 0600, "replaced file kept 0600");
+    CHECK(lc_state_latest_chat(chats, &latest, &err) == 1 && latest && strcmp(latest, a) == 0,
+          "latest is the last written: %s", latest);
+    free(latest);
+    lc_chat_free(c);
+    free(a);
+    free(b);
+    /* history: newlines stored as CR, one entry per line, 0600 */
+    snprintf(file, sizeof file, "%s/history", base);
+    CHECK(lc_state_append_history(file, "one", &err) == 0, "append");
+    CHECK(lc_state_append_history(file, "two\nlines", &err) == 0, "append 2");
+    char *h = slurp(file);
+    CHECK(h && strcmp(h, "one\ntwo\rlines\n") == 0, "history '%s'", h);
+    free(h);
+    CHECK(stat(file, &st) == 0 && (st.st_mode & 0777) == 0600, "history mode %o", st.st_mode & 0777);
+    /* failures name the path and the cause */
+    CHECK(lc_state_append_history(chats, "x", &err) == -1 && err && strstr(err, ": cannot append: Is a directory"),
+          "append to a directory: %s", err);
+    free(err);
+    snprintf(file, sizeof file, "%s/afile", dir);
+    FILE *f = fopen(file, "w");
+    if (f)
+        fclose(f);
+    setenv("XDG_STATE_HOME", file, 1);
+    char *none = lc_state_dir(NULL, &err);
+    char want[700];
+    snprintf(want, sizeof want, "%s/llamachat: cannot create the directory: Not a directory", file);
+    CHECK(!none && err && strcmp(err, want) == 0, "XDG_STATE_HOME a file: %s", err);
+    free(err);
+    unsetenv("XDG_STATE_HOME");
+    char *home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+    unsetenv("HOME");
+    none = lc_state_dir(NULL, &err);
+    CHECK(!none && err && strstr(err, "neither XDG_STATE_HOME nor HOME is set"), "no HOME: %s", err);
+    free(err);
+    if (home)
+        setenv("HOME", home, 1);
+    free(home);
+    free(chats);
+}
+
 int main(void)
 {
     if (!mkdtemp(dir))
@@ -382,6 +449,7 @@ int main(void)
     test_markdown_controls();
     test_textsafe();
     test_failed_save();
+    test_state();
     char cmd[600];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
     if (system(cmd) != 0)
