@@ -375,7 +375,7 @@ static void test_failed_save(void)
 static void test_state(void)
 {
     char *err = NULL;
-    char base[600], file[600];
+    char base[128], file[256];
     snprintf(base, sizeof base, "%s/xdg", dir);
     setenv("XDG_STATE_HOME", base, 1);
     char *chats = lc_state_dir("chats", &err);
@@ -421,7 +421,7 @@ static void test_state(void)
         fclose(f);
     setenv("XDG_STATE_HOME", file, 1);
     char *none = lc_state_dir(NULL, &err);
-    char want[700];
+    char want[512];
     snprintf(want, sizeof want, "%s/llamachat: cannot create the directory: Not a directory", file);
     CHECK(!none && err && strcmp(err, want) == 0, "XDG_STATE_HOME a file: %s", err);
     free(err);

@@ -227,4 +227,10 @@ if grep -q "^llamachat: could not keep the input history: nowhere to keep the hi
 else
     bad "HOME unset: on stderr"; sed 's/^/  | /' "$tmp/nohome.err"
 fi
+# no sanitizer report from any run that ended by itself
+if grep -l 'AddressSanitizer\|LeakSanitizer\|runtime error' "$tmp"/*.err 2>/dev/null; then
+    bad "no sanitizer report"; grep -h -A5 'Sanitizer\|runtime error' "$tmp"/*.err | head -40
+else
+    ok "no sanitizer report"
+fi
 exit $fail
