@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -14,6 +15,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "fileutil.h"
 
 static char *fmt_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static char *fmt_err(const char *fmt, ...)
@@ -201,4 +204,123 @@ int lc_state_append_history(const char *path, const char *line, char **err)
     }
     free(buf);
     return rc;
+}
+
+/* ---------------------------------------------------------------- writer thread */
+
+struct lc_state_writer {
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;      /* a job was queued, or stop */
+    char *path, *data;      /* the queued job (one slot: the latest wins) */
+    size_t len;
+    int writing;            /* a job is being written */
+    int stop;
+    char *error;            /* last failure, for lc_state_writer_error */
+};
+
+static void *writer_main(void *arg)
+{
+    struct lc_state_writer *w = arg;
+    pthread_mutex_lock(&w->mu);
+    for (;;) {
+        while (!w->data && !w->stop)
+            pthread_cond_wait(&w->cv, &w->mu);
+        if (!w->data)
+            break;   /* stop, nothing left */
+        char *path = w->path, *data = w->data;
+        size_t len = w->len;
+        w->path = w->data = NULL;
+        w->writing = 1;
+        pthread_mutex_unlock(&w->mu);
+        char *err = NULL;
+        int rc = lc_file_replace(path, data, len, &err);
+        free(path);
+        free(data);
+        pthread_mutex_lock(&w->mu);
+        w->writing = 0;
+        if (rc != 0) {
+            free(w->error);
+            w->error = err ? err : strdup("write failed");
+        } else {
+            free(err);
+        }
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+struct lc_state_writer *lc_state_writer_start(void)
+{
+    struct lc_state_writer *w = calloc(1, sizeof(*w));
+    if (!w)
+        return NULL;
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
+    int e = pthread_create(&w->thread, NULL, writer_main, w);
+    if (e != 0) {
+        pthread_cond_destroy(&w->cv);
+        pthread_mutex_destroy(&w->mu);
+        free(w);
+        errno = e;
+        return NULL;
+    }
+    return w;
+}
+
+int lc_state_writer_put(struct lc_state_writer *w, const char *path, char *data, size_t len)
+{
+    char *p = strdup(path);
+    if (!p) {
+        free(data);
+        return -1;
+    }
+    pthread_mutex_lock(&w->mu);
+    free(w->path);
+    free(w->data);   /* not started yet: superseded */
+    w->path = p;
+    w->data = data;
+    w->len = len;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    return 0;
+}
+
+int lc_state_writer_busy(struct lc_state_writer *w)
+{
+    pthread_mutex_lock(&w->mu);
+    int busy = w->data != NULL || w->writing;
+    pthread_mutex_unlock(&w->mu);
+    return busy;
+}
+
+char *lc_state_writer_error(struct lc_state_writer *w)
+{
+    pthread_mutex_lock(&w->mu);
+    char *e = w->error;
+    w->error = NULL;
+    pthread_mutex_unlock(&w->mu);
+    return e;
+}
+
+void lc_state_writer_free(struct lc_state_writer *w, char **err)
+{
+    if (err)
+        *err = NULL;
+    if (!w)
+        return;
+    pthread_mutex_lock(&w->mu);
+    w->stop = 1;   /* the thread writes what is queued, then ends */
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    pthread_join(w->thread, NULL);
+    free(w->path);
+    free(w->data);
+    if (err)
+        *err = w->error;
+    else
+        free(w->error);
+    pthread_cond_destroy(&w->cv);
+    pthread_mutex_destroy(&w->mu);
+    free(w);
 }

@@ -51,4 +51,28 @@ char *lc_state_new_chat(const char *dir, time_t start, char **err);
  */
 int lc_state_append_history(const char *path, const char *line, char **err);
 
+/*
+ * A writer thread for the conversation file, so that the chat's UI thread never waits on
+ * fsync (median 7 ms, worst seen 69 ms on ext4): lc_state_writer_put hands it a whole
+ * transcript; it replaces the file with lc_file_replace (temp file, fsync, rename, fsync of
+ * the directory).  A transcript not yet started is replaced by a newer one (the latest wins);
+ * one being written finishes first, so the file only ever holds whole transcripts, in order.
+ * Start it with the signals the caller handles blocked (it inherits the mask).
+ */
+struct lc_state_writer;
+
+/* Start the thread.  NULL (errno set) when it cannot be started. */
+struct lc_state_writer *lc_state_writer_start(void);
+/* Queue len bytes of data (malloc'd; ownership passes to the writer) for path (copied).
+ * Returns 0, or -1 on allocation failure (data is freed). */
+int lc_state_writer_put(struct lc_state_writer *w, const char *path, char *data, size_t len);
+/* True while a transcript is queued or being written. */
+int lc_state_writer_busy(struct lc_state_writer *w);
+/* The message of the last failed write since the last call (malloc'd, "PATH: write failed:
+ * CAUSE"), or NULL. */
+char *lc_state_writer_error(struct lc_state_writer *w);
+/* Wait until everything queued is written, stop the thread, free w (NULL is allowed).  When
+ * err is not NULL it receives the message of a failure not yet taken (malloc'd), or NULL. */
+void lc_state_writer_free(struct lc_state_writer *w, char **err);
+
 #endif

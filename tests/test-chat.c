@@ -434,6 +434,32 @@ static void test_state(void)
     if (home)
         setenv("HOME", home, 1);
     free(home);
+    /* the writer thread: the latest transcript wins; a failure comes back with its cause */
+    struct lc_state_writer *w = lc_state_writer_start();
+    CHECK(w != NULL, "writer thread");
+    if (w) {
+        snprintf(file, sizeof file, "%s/w.json", chats);
+        for (int i = 0; i < 50; i++) {
+            char *data = NULL;
+            CHECK(asprintf(&data, "{\"n\": %d}\n", i) > 0, "asprintf");
+            CHECK(lc_state_writer_put(w, file, data, strlen(data)) == 0, "put %d", i);
+        }
+        CHECK(lc_state_writer_put(w, chats, strdup("x"), 1) == 0, "put over a directory");
+        while (lc_state_writer_busy(w))
+            usleep(1000);
+        char *werr = lc_state_writer_error(w);
+        CHECK(werr && strstr(werr, "cannot rename the temporary file over it: Is a directory"), "writer error %s", werr);
+        free(werr);
+        CHECK(lc_state_writer_error(w) == NULL, "error taken once");
+        char *data = NULL;
+        CHECK(asprintf(&data, "{\"n\": 99}\n") > 0, "asprintf");
+        lc_state_writer_put(w, file, data, strlen(data));
+        lc_state_writer_free(w, &werr);   /* writes what is queued first */
+        CHECK(werr == NULL, "no error at the end: %s", werr);
+        h = slurp(file);
+        CHECK(h && strcmp(h, "{\"n\": 99}\n") == 0, "latest transcript written: %s", h);
+        free(h);
+    }
     free(chats);
 }
 

@@ -20,6 +20,7 @@
 #include "chat.h"
 #include "engine.h"
 #include "options.h"
+#include "state.h"
 
 enum entry_kind { E_SYSTEM, E_USER, E_ASSISTANT, E_NOTE, E_ERROR };
 
@@ -94,6 +95,7 @@ struct tui {
     double last_save;              /* CLOCK_MONOTONIC seconds of the last save attempt */
     bool save_failed;              /* a failure to keep the conversation was reported (once) */
     char *state_errors;            /* every failure to keep state, printed on stderr at exit */
+    struct lc_state_writer *writer;/* writes the conversation file off this thread, or NULL */
 };
 
 /* view.c */

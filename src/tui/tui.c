@@ -291,6 +291,8 @@ static bool has_user_message(const struct lc_chat *c)
 /* Milliseconds until a throttled save is due: -1 (none pending) or 0 .. 1000. */
 static int autosave_due_ms(const struct tui *t)
 {
+    if (t->writer && lc_state_writer_busy(t->writer))
+        return 50;   /* look again soon for the outcome of the write */
     if (!autosave_on(t) || !t->chat_changed)
         return -1;
     if (t->save_soon)
@@ -299,14 +301,29 @@ static int autosave_due_ms(const struct tui *t)
     return left <= 0 ? 0 : (int)(left * 1000.0) + 1;
 }
 
+/* A failed write of the writer thread: reported once; the next change tries again. */
+static void autosave_check(struct tui *t)
+{
+    char *err = t->writer ? lc_state_writer_error(t->writer) : NULL;
+    if (!err)
+        return;
+    if (!t->save_failed)
+        tui_state_error(t, "could not keep the conversation", err);
+    t->save_failed = true;
+    t->chat_changed = true;
+    free(err);
+}
+
 /*
  * Keep the conversation in chats/START.json when it changed: at once when save_soon or force,
  * else when a second has passed since the last save.  A conversation with no message of the
- * user is not written.  The write is the transcript's JSON through lc_chat_save (temp file,
- * fsync, rename: the file on disk is always a whole transcript); a failure is reported once.
+ * user is not written.  The transcript's JSON is made here and written by the writer thread
+ * (state.h: temp file, fsync, rename: the file on disk is always a whole transcript), or here
+ * through lc_chat_save when there is no thread; a failure is reported once.
  */
 static void autosave(struct tui *t, bool force)
 {
+    autosave_check(t);
     if (!autosave_on(t) || !t->chat_changed)
         return;
     double now = now_s();
@@ -323,7 +340,15 @@ static void autosave(struct tui *t, bool force)
             t->chat_path = lc_state_new_chat(dir, t->chat_start, &err);
         free(dir);
     }
-    if (t->chat_path) {
+    if (t->chat_path && t->writer) {
+        chat_fill_meta(t);
+        char *json = lc_chat_to_json(t->chat);
+        if (json && lc_state_writer_put(t->writer, t->chat_path, json, strlen(json)) == 0) {
+            t->chat_changed = false;
+            return;
+        }
+        err = strdup("out of memory");
+    } else if (t->chat_path) {
         chat_fill_meta(t);
         if (lc_chat_save(t->chat, t->chat_path, LC_CHAT_JSON, &err) == 0) {
             t->chat_changed = false;
@@ -1203,8 +1228,18 @@ int lc_tui_run(struct lc_options *o)
     }
     if (opened)
         lc_engine_set_conversation(t->engine, t->chat);
+    if (autosave_on(t)) {   /* with our signals blocked, as the engine */
+        sigset_t block, old;
+        sigemptyset(&block);
+        for (size_t i = 0; i < sizeof(handled_signals) / sizeof(handled_signals[0]); i++)
+            sigaddset(&block, handled_signals[i]);
+        pthread_sigmask(SIG_BLOCK, &block, &old);
+        t->writer = lc_state_writer_start();   /* NULL: the writes are done here */
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+    }
 
     if (!initscr()) {
+        lc_state_writer_free(t->writer, NULL);
         lc_engine_free(t->engine);
         reset_signals();
         lc_chat_free(t->chat);
@@ -1324,6 +1359,12 @@ int lc_tui_run(struct lc_options *o)
     }
 
     autosave(t, true);
+    char *werr = NULL;
+    lc_state_writer_free(t->writer, &werr);   /* waits for the last write */
+    t->writer = NULL;
+    if (werr && !t->save_failed)
+        tui_state_error(t, "could not keep the conversation", werr);
+    free(werr);
     input_shutdown(t);
     lc_keydec_free(&keydec);
     fputs("\033[?2004l", stdout);
