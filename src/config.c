@@ -69,6 +69,7 @@ static const struct setting settings[] = {
     { "ui", "show_params", NULL, 0, K_BOOL, 0, 0, OFF(show_params), "on or off" },
     { "chat", "system_prompt", "system", 0, K_STR, 0, 0, OFF(system_prompt), "text" },
     { "chat", "template", "chat-template", 0, K_TEMPLATE, 0, 0, OFF(chat_template), NULL /* the names */ },
+    { "chat", "autosave", NULL, 0, K_BOOL, 0, 0, OFF(autosave), "on or off" },
 };
 #define N_SETTINGS (sizeof(settings) / sizeof(settings[0]))
 
@@ -111,6 +112,7 @@ void lc_config_defaults(struct lc_options *o)
     o->sampling = lc_sampler_default_params();
     o->n_predict = -1;
     o->history = true;
+    o->autosave = true;
     o->show_params = true;
     o->mode = LC_MODE_TUI;
 }

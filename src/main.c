@@ -24,8 +24,8 @@
 enum {
     OPT_TEMP = 1000, OPT_TOP_K, OPT_TOP_P, OPT_MIN_P, OPT_REPEAT_PENALTY, OPT_REPEAT_LAST_N,
     OPT_SEED, OPT_PRINT_IDS, OPT_TOKENIZE, OPT_NO_BOS, OPT_ISA, OPT_VERSION, OPT_CHAT_TEMPLATE,
-    OPT_SYSTEM, OPT_RESUME, OPT_FORMAT, OPT_KV_F32, OPT_SPECIAL, OPT_VERBOSE_PROMPT, OPT_LOG_FILE,
-    OPT_CHAT_TEMPLATE_FILE,
+    OPT_SYSTEM, OPT_RESUME, OPT_CONTINUE, OPT_FORMAT, OPT_KV_F32, OPT_SPECIAL, OPT_VERBOSE_PROMPT,
+    OPT_LOG_FILE, OPT_CHAT_TEMPLATE_FILE,
 };
 
 static const struct option long_opts[] = {
@@ -49,6 +49,7 @@ static const struct option long_opts[] = {
     {"chat-template", required_argument, NULL, OPT_CHAT_TEMPLATE},
     {"system", required_argument, NULL, OPT_SYSTEM},
     {"resume", required_argument, NULL, OPT_RESUME},
+    {"continue", no_argument, NULL, OPT_CONTINUE},
     {"format", required_argument, NULL, OPT_FORMAT},
     {"kv-f32", no_argument, NULL, OPT_KV_F32},
     {"special", no_argument, NULL, OPT_SPECIAL},
@@ -88,6 +89,8 @@ static void usage(FILE *f)
             "      --chat-template NAME override the model's chat template\n"
             "      --chat-template-file FILE  use the Jinja chat template in FILE\n"
             "      --resume FILE        continue a transcript saved as JSON\n"
+            "      --continue           continue the most recent conversation kept in\n"
+            "                           ~/.local/state/llamachat/chats/ (see [chat] autosave)\n"
             "      --format md|json     /save's format when the name does not say (default md)\n"
             "One-shot and scripting:\n"
             "  -p, --prompt TEXT        prompt; prints prompt + continuation to stdout\n"
@@ -119,6 +122,7 @@ static void options_defaults(struct lc_options *o)
     o->n_predict = -1;
     o->n_batch = 512;
     o->history = true;
+    o->autosave = true;
     o->show_params = true;
 }
 
@@ -211,6 +215,7 @@ static int parse_args(struct lc_options *o, int argc, char **argv)
         case OPT_TOKENIZE: o->mode = LC_MODE_TOKENIZE; break;
         case OPT_NO_BOS: o->no_bos = true; break;
         case OPT_RESUME: replace_str(&o->resume_path, optarg); break;
+        case OPT_CONTINUE: o->continue_last = true; break;
         case OPT_FORMAT:
             if (strcmp(optarg, "md") != 0 && strcmp(optarg, "json") != 0) {
                 fprintf(stderr, "llamachat: --format: '%s' is not md or json\n", optarg);
@@ -243,6 +248,10 @@ static int parse_args(struct lc_options *o, int argc, char **argv)
             fprintf(stderr, "llamachat: unknown option %s (see --help)\n", name);
             return -1;
         }
+    }
+    if (o->continue_last && o->resume_path) {
+        fprintf(stderr, "llamachat: --continue and --resume: give one of them\n");
+        return -1;
     }
     if (optind < argc) {
         fprintf(stderr, "llamachat: unexpected argument '%s' (a prompt goes after -p)\n",

@@ -24,6 +24,8 @@ struct lc_options {
     /* [chat] */
     char *system_prompt;       /* malloc'd or NULL */
     char *chat_template;       /* name override, or NULL = from the model */
+    bool autosave;             /* keep the conversation in ~/.local/state/llamachat/chats/ as it
+                                  goes (state.h); off: only /save and the exit copy write it */
     /* [ui] */
     bool history;              /* keep ~/.local/state/llamachat/history */
     bool show_params;          /* parameter pane visible at start */
@@ -39,6 +41,7 @@ struct lc_options {
     char *chat_template_text; /* --chat-template-file: a Jinja template read from a file */
     bool verbose;
     char *resume_path;         /* --resume FILE */
+    bool continue_last;        /* --continue: the most recent conversation in chats/ */
     char *save_format;         /* "md" or "json" */
     bool kv_f32;               /* KV cache in f32 (default f16, as llama.cpp) */
 };

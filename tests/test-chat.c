@@ -8,6 +8,7 @@
 #include <json-c/json.h>
 
 #include "chat.h"
+#include "state.h"
 #include "testutil.h"
 #include "textsafe.h"
 
@@ -370,6 +371,98 @@ static void test_failed_save(void)
     lc_chat_free(c);
 }
 
+/* state.h: the state directory, the newest transcript, names by start time, history appends. */
+static void test_state(void)
+{
+    char *err = NULL;
+    char base[128], file[256];
+    snprintf(base, sizeof base, "%s/xdg", dir);
+    setenv("XDG_STATE_HOME", base, 1);
+    char *chats = lc_state_dir("chats", &err);
+    CHECK(chats && strstr(chats, "/xdg/llamachat/chats"), "state dir %s (%s)", chats, err);
+    struct stat st;
+    CHECK(chats && stat(chats, &st) == 0 && (st.st_mode & 0777) == 0700, "mode %o", st.st_mode & 0777);
+    char *latest = NULL;
+    CHECK(lc_state_latest_chat(chats, &latest, &err) == 0 && !latest, "latest in an empty dir");
+    /* two conversations in the same second: the second gets -2; both 0600 */
+    time_t t0 = 1796000000;
+    char *a = lc_state_new_chat(chats, t0, &err);
+    char *b = lc_state_new_chat(chats, t0, &err);
+    CHECK(a && b && strlen(b) == strlen(a) + 2 && strcmp(b + strlen(b) - 7, "-2.json") == 0, "names %s %s", a, b);
+    CHECK(a && stat(a, &st) == 0 && (st.st_mode & 0777) == 0600 && st.st_size == 0, "new file 0600, empty");
+    /* empty files (reserved, never saved) are not offered */
+    CHECK(lc_state_latest_chat(chats, &latest, &err) == 0, "empty files skipped");
+    struct lc_chat *c = lc_chat_new();
+    lc_chat_add(c, LC_ROLE_USER, "hi", 2);
+    CHECK(lc_chat_save(c, b, LC_CHAT_JSON, &err) == 0, "save b");
+    CHECK(lc_chat_save(c, a, LC_CHAT_JSON, &err) == 0, "save a");
+    CHECK(a && stat(a, &st) == 0 && (st.st_mode & 0777) == 0600, "replaced file kept 0600");
+    CHECK(lc_state_latest_chat(chats, &latest, &err) == 1 && latest && strcmp(latest, a) == 0,
+          "latest is the last written: %s", latest);
+    free(latest);
+    lc_chat_free(c);
+    free(a);
+    free(b);
+    /* history: newlines stored as CR, one entry per line, 0600 */
+    snprintf(file, sizeof file, "%s/history", base);
+    CHECK(lc_state_append_history(file, "one", &err) == 0, "append");
+    CHECK(lc_state_append_history(file, "two\nlines", &err) == 0, "append 2");
+    char *h = slurp(file);
+    CHECK(h && strcmp(h, "one\ntwo\rlines\n") == 0, "history '%s'", h);
+    free(h);
+    CHECK(stat(file, &st) == 0 && (st.st_mode & 0777) == 0600, "history mode %o", st.st_mode & 0777);
+    /* failures name the path and the cause */
+    CHECK(lc_state_append_history(chats, "x", &err) == -1 && err && strstr(err, ": cannot append: Is a directory"),
+          "append to a directory: %s", err);
+    free(err);
+    snprintf(file, sizeof file, "%s/afile", dir);
+    FILE *f = fopen(file, "w");
+    if (f)
+        fclose(f);
+    setenv("XDG_STATE_HOME", file, 1);
+    char *none = lc_state_dir(NULL, &err);
+    char want[512];
+    snprintf(want, sizeof want, "%s/llamachat: cannot create the directory: Not a directory", file);
+    CHECK(!none && err && strcmp(err, want) == 0, "XDG_STATE_HOME a file: %s", err);
+    free(err);
+    unsetenv("XDG_STATE_HOME");
+    char *home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+    unsetenv("HOME");
+    none = lc_state_dir(NULL, &err);
+    CHECK(!none && err && strstr(err, "neither XDG_STATE_HOME nor HOME is set"), "no HOME: %s", err);
+    free(err);
+    if (home)
+        setenv("HOME", home, 1);
+    free(home);
+    /* the writer thread: the latest transcript wins; a failure comes back with its cause */
+    struct lc_state_writer *w = lc_state_writer_start();
+    CHECK(w != NULL, "writer thread");
+    if (w) {
+        snprintf(file, sizeof file, "%s/w.json", chats);
+        for (int i = 0; i < 50; i++) {
+            char *data = NULL;
+            CHECK(asprintf(&data, "{\"n\": %d}\n", i) > 0, "asprintf");
+            CHECK(lc_state_writer_put(w, file, data, strlen(data)) == 0, "put %d", i);
+        }
+        CHECK(lc_state_writer_put(w, chats, strdup("x"), 1) == 0, "put over a directory");
+        while (lc_state_writer_busy(w))
+            usleep(1000);
+        char *werr = lc_state_writer_error(w);
+        CHECK(werr && strstr(werr, "cannot rename the temporary file over it: Is a directory"), "writer error %s", werr);
+        free(werr);
+        CHECK(lc_state_writer_error(w) == NULL, "error taken once");
+        char *data = NULL;
+        CHECK(asprintf(&data, "{\"n\": 99}\n") > 0, "asprintf");
+        lc_state_writer_put(w, file, data, strlen(data));
+        lc_state_writer_free(w, &werr);   /* writes what is queued first */
+        CHECK(werr == NULL, "no error at the end: %s", werr);
+        h = slurp(file);
+        CHECK(h && strcmp(h, "{\"n\": 99}\n") == 0, "latest transcript written: %s", h);
+        free(h);
+    }
+    free(chats);
+}
+
 int main(void)
 {
     if (!mkdtemp(dir))
@@ -382,6 +475,7 @@ int main(void)
     test_markdown_controls();
     test_textsafe();
     test_failed_save();
+    test_state();
     char cmd[600];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
     if (system(cmd) != 0)

@@ -55,9 +55,11 @@ static void test_every_key(void)
         "show_params = no\n"
         "[chat]\n"
         "system_prompt = \"You are terse; very terse.\"\n"
-        "template = chatml\n");
+        "template = chatml\n"
+        "autosave = off\n");
     struct lc_options o;
     lc_config_defaults(&o);
+    CHECK(o.autosave, "autosave on by default");
     char *w = (char *)1;
     int n = lc_config_load(&o, p, &w);
     CHECK(n == 0, "problems %d: %s", n, w ? w : "");
@@ -78,6 +80,7 @@ static void test_every_key(void)
     CHECK(o.theme && strcmp(o.theme, "mono") == 0, "theme");
     CHECK(!o.history, "history");
     CHECK(!o.show_params, "show_params");
+    CHECK(!o.autosave, "autosave");
     CHECK(o.system_prompt && strcmp(o.system_prompt, "You are terse; very terse.") == 0,
           "system_prompt '%s'", o.system_prompt);
     CHECK(o.chat_template && strcmp(o.chat_template, "chatml") == 0, "template");

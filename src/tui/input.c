@@ -23,12 +23,15 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../state.h"
+
 static struct tui *T;
 static unsigned char queue[4096];
 static size_t q_head, q_len;
 static FILE *devnull;
 static char *history_path;
-static int history_added; /* lines this session added: what input_shutdown appends */
+static int history_added;    /* lines this session appended to the file */
+static bool history_failed;  /* a failure to write it was reported */
 static char *restore_text;   /* put back into the line after readline has cleared it */
 
 static void drain(struct tui *t);
@@ -154,35 +157,6 @@ static int insert_newline(int count, int key)
     return 0;
 }
 
-/* ~/.local/state/llamachat/NAME ($XDG_STATE_HOME honoured), malloc'd; the directories are
- * created; NULL when there is no HOME or they cannot be. */
-char *input_state_path(const char *name)
-{
-    const char *state = getenv("XDG_STATE_HOME");
-    const char *home = getenv("HOME");
-    char base[4096];
-    if (state && *state)
-        snprintf(base, sizeof(base), "%s/llamachat", state);
-    else if (home && *home)
-        snprintf(base, sizeof(base), "%s/.local/state/llamachat", home);
-    else
-        return NULL;
-    /* mkdir -p */
-    for (char *p = base + 1; *p; p++)
-        if (*p == '/') {
-            *p = '\0';
-            mkdir(base, 0700);
-            *p = '/';
-        }
-    if (mkdir(base, 0700) != 0 && errno != EEXIST)
-        return NULL;
-    size_t n = strlen(base) + 1 + strlen(name) + 1;
-    char *path = malloc(n);
-    if (path)
-        snprintf(path, n, "%s/%s", base, name);
-    return path;
-}
-
 /* The history file has one entry per line: a multi-line message is stored with its newlines
  * as carriage returns, and turned back when read. */
 enum { HIST_NL_TO_CR, HIST_CR_TO_NL };
@@ -221,10 +195,29 @@ int input_init(struct tui *t)
     rl_variable_bind("enable-bracketed-paste", "off");
     using_history();
     stifle_history(1000);
+    history_failed = false;
+    history_added = 0;
     if (t->o->history) {
-        history_path = input_state_path("history");
-        if (history_path && read_history(history_path) == 0)
-            swap_newlines(HIST_CR_TO_NL);
+        char *err = NULL;
+        char *dir = lc_state_dir(NULL, &err);
+        if (dir && asprintf(&history_path, "%s/history", dir) < 0)
+            history_path = NULL;
+        free(dir);
+        if (!history_path) {
+            tui_state_error(t, "could not keep the input history", err ? err : "out of memory");
+            history_failed = true;
+        } else {
+            int e = read_history(history_path);
+            if (e == 0) {
+                swap_newlines(HIST_CR_TO_NL);
+            } else if (e != ENOENT) {
+                char *m = NULL;
+                if (asprintf(&m, "%s: cannot read: %s", history_path, strerror(e)) >= 0)
+                    tui_state_error(t, "could not read the input history", m);
+                free(m);
+            }
+        }
+        free(err);
     }
     rl_callback_handler_install("> ", on_line);
     return 0;
@@ -232,17 +225,16 @@ int input_init(struct tui *t)
 
 void input_shutdown(struct tui *t)
 {
-    (void)t;
     rl_callback_handler_remove();
-    if (history_path) {
-        /* append this session's lines only, so that two sessions at once both keep theirs */
-        swap_newlines(HIST_NL_TO_CR);
-        const int n = history_added < history_length ? history_added : history_length;
-        if (access(history_path, F_OK) != 0)
-            write_history(history_path);
-        else if (n > 0)
-            append_history(n, history_path);
-        history_truncate_file(history_path, 1000);
+    /* the lines were appended as they came (two sessions at once both keep theirs); only trim */
+    if (history_path && history_added > 0 && !history_failed) {
+        int e = history_truncate_file(history_path, 1000);
+        if (e != 0) {
+            char *m = NULL;
+            if (asprintf(&m, "%s: cannot trim to 1000 entries: %s", history_path, strerror(e)) >= 0)
+                tui_state_error(t, "could not keep the input history", m);
+            free(m);
+        }
     }
     history_added = 0;
     free(history_path);
@@ -255,9 +247,18 @@ void input_shutdown(struct tui *t)
     T = NULL;
 }
 
-void input_history_added(void)
+void input_history_added(struct tui *t, const char *line)
 {
-    history_added++;
+    if (!history_path || history_failed)
+        return;
+    char *err = NULL;
+    if (lc_state_append_history(history_path, line, &err) == 0) {
+        history_added++;
+    } else {
+        tui_state_error(t, "could not keep the input history", err ? err : "?");
+        history_failed = true;
+    }
+    free(err);
 }
 
 void input_key(struct tui *t, int is_key_code, wint_t ch)

@@ -14,11 +14,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 #include <wchar.h>
 
 #include "chat.h"
 #include "engine.h"
 #include "options.h"
+#include "state.h"
 
 enum entry_kind { E_SYSTEM, E_USER, E_ASSISTANT, E_NOTE, E_ERROR };
 
@@ -84,6 +86,16 @@ struct tui {
     bool quit;
     int exit_status;
     char *fatal;                   /* the model could not be loaded: printed after the screen closes */
+    /* the conversation kept on disk as it goes (state.h) */
+    char *chat_path;               /* chats/START.json of this conversation; NULL until its first
+                                      save (a new one after /clear and /load) */
+    time_t chat_start;             /* when this conversation started: the file's name */
+    bool chat_changed;             /* changed since the last save */
+    bool save_soon;                /* a turn ended or a command changed it: save without waiting */
+    double last_save;              /* CLOCK_MONOTONIC seconds of the last save attempt */
+    bool save_failed;              /* a failure to keep the conversation was reported (once) */
+    char *state_errors;            /* every failure to keep state, printed on stderr at exit */
+    struct lc_state_writer *writer;/* writes the conversation file off this thread, or NULL */
 };
 
 /* view.c */
@@ -100,8 +112,9 @@ const char *view_param_name(int i);
 /* input.c */
 int input_init(struct tui *t);      /* readline callback handler; history */
 void input_shutdown(struct tui *t); /* save history, remove the handler */
-void input_history_added(void);     /* count a line added to the history this session */
-char *input_state_path(const char *name); /* ~/.local/state/llamachat/NAME, malloc'd, or NULL */
+/* A line was added to readline's history: append it to the history file now (fsynced), so that
+ * a crash does not lose it; a failure is reported once (tui_state_error). */
+void input_history_added(struct tui *t, const char *line);
 /* Feed one key from curses (get_wch result) to readline. */
 void input_key(struct tui *t, int is_key_code, wint_t ch);
 /* Alt + ch (Esc then the character) to readline. */
@@ -129,5 +142,9 @@ int tui_add_entry(struct tui *t, enum entry_kind k, const char *text, size_t len
 void tui_append_entry(struct tui *t, int i, const char *text, size_t len);
 void tui_param_change(struct tui *t, int idx, int dir);
 void tui_param_text(const struct tui *t, int idx, char *buf, size_t len);
+/* A failure to keep state (history, conversation): err ("PATH: cause") is shown as an error
+ * note and on the message line, prefixed with what ("could not keep the input history"), and
+ * printed again on stderr at exit.  Callers report each kind of failure once. */
+void tui_state_error(struct tui *t, const char *what, const char *err);
 
 #endif

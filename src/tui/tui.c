@@ -33,6 +33,7 @@
 
 #include "../cli.h"
 #include "../config.h"
+#include "../state.h"
 #include "../textsafe.h"
 #include "keydec.h"
 #include "tui.h"
@@ -225,6 +226,142 @@ static void rebuild_entries(struct tui *t)
     t->dirty = true;
 }
 
+/* ---------------------------------------------------------------- kept state */
+
+void tui_state_error(struct tui *t, const char *what, const char *err)
+{
+    note(t, E_ERROR, "%s: %s", what, err);
+    tui_message(t, true, "%s: %s", what, err);
+    char *all = NULL;
+    if (asprintf(&all, "%sllamachat: %s: %s\n", t->state_errors ? t->state_errors : "", what, err) >= 0) {
+        free(t->state_errors);
+        t->state_errors = all;
+    }
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static bool autosave_on(const struct tui *t)
+{
+    return t->o->autosave && t->o->history;
+}
+
+/* The conversation changed; urgent (a turn ended, a command): save at the next pass of the
+ * loop, else (reply text streaming) at most once a second. */
+static void chat_touched(struct tui *t, bool urgent)
+{
+    t->chat_changed = true;
+    if (urgent)
+        t->save_soon = true;
+}
+
+/* A new conversation (/clear, /load): the next save starts a new file. */
+static void chat_restart(struct tui *t)
+{
+    free(t->chat_path);
+    t->chat_path = NULL;
+    t->chat_start = time(NULL);
+    t->chat_changed = false;
+    t->save_soon = false;
+}
+
+/* The fields of the transcript that are not messages, as /save writes them. */
+static void chat_fill_meta(struct tui *t)
+{
+    t->chat->params = t->o->sampling;
+    t->chat->max_tokens = t->o->n_predict;
+    t->chat->seed_used = t->last_seed;   /* with seed "random": the one the replies used */
+    if (t->model_name[0])
+        lc_chat_set_model(t->chat, t->model_name);
+}
+
+static bool has_user_message(const struct lc_chat *c)
+{
+    for (size_t i = 0; i < c->n; i++)
+        if (c->msgs[i].role == LC_ROLE_USER)
+            return true;
+    return false;
+}
+
+/* Milliseconds until a throttled save is due: -1 (none pending) or 0 .. 1000. */
+static int autosave_due_ms(const struct tui *t)
+{
+    if (t->writer && lc_state_writer_busy(t->writer))
+        return 50;   /* look again soon for the outcome of the write */
+    if (!autosave_on(t) || !t->chat_changed)
+        return -1;
+    if (t->save_soon)
+        return 0;
+    double left = t->last_save + 1.0 - now_s();
+    return left <= 0 ? 0 : (int)(left * 1000.0) + 1;
+}
+
+/* A failed write of the writer thread: reported once; the next change tries again. */
+static void autosave_check(struct tui *t)
+{
+    char *err = t->writer ? lc_state_writer_error(t->writer) : NULL;
+    if (!err)
+        return;
+    if (!t->save_failed)
+        tui_state_error(t, "could not keep the conversation", err);
+    t->save_failed = true;
+    t->chat_changed = true;
+    free(err);
+}
+
+/*
+ * Keep the conversation in chats/START.json when it changed: at once when save_soon or force,
+ * else when a second has passed since the last save.  A conversation with no message of the
+ * user is not written.  The transcript's JSON is made here and written by the writer thread
+ * (state.h: temp file, fsync, rename: the file on disk is always a whole transcript), or here
+ * through lc_chat_save when there is no thread; a failure is reported once.
+ */
+static void autosave(struct tui *t, bool force)
+{
+    autosave_check(t);
+    if (!autosave_on(t) || !t->chat_changed)
+        return;
+    double now = now_s();
+    if (!force && !t->save_soon && now - t->last_save < 1.0)
+        return;
+    t->save_soon = false;
+    if (!has_user_message(t->chat))
+        return;
+    t->last_save = now;
+    char *err = NULL;
+    if (!t->chat_path) {
+        char *dir = lc_state_dir("chats", &err);
+        if (dir)
+            t->chat_path = lc_state_new_chat(dir, t->chat_start, &err);
+        free(dir);
+    }
+    if (t->chat_path && t->writer) {
+        chat_fill_meta(t);
+        char *json = lc_chat_to_json(t->chat);
+        if (json && lc_state_writer_put(t->writer, t->chat_path, json, strlen(json)) == 0) {
+            t->chat_changed = false;
+            return;
+        }
+        err = strdup("out of memory");
+    } else if (t->chat_path) {
+        chat_fill_meta(t);
+        if (lc_chat_save(t->chat, t->chat_path, LC_CHAT_JSON, &err) == 0) {
+            t->chat_changed = false;
+            free(err);
+            return;
+        }
+    }
+    if (!t->save_failed)
+        tui_state_error(t, "could not keep the conversation", err ? err : "out of memory");
+    t->save_failed = true;
+    free(err);
+}
+
 /* ---------------------------------------------------------------- parameters */
 
 void tui_param_text(const struct tui *t, int idx, char *buf, size_t len)
@@ -254,6 +391,7 @@ static void params_changed(struct tui *t)
     t->chat->max_tokens = t->o->n_predict;
     if (t->engine)
         lc_engine_set_params(t->engine, &t->o->sampling, t->o->n_predict);
+    chat_touched(t, false);
     t->dirty = true;
 }
 
@@ -363,11 +501,7 @@ static void do_save(struct tui *t, const char *name)
     enum lc_chat_format fmt = LC_CHAT_AUTO;
     if (!(n > 5 && strcasecmp(name + n - 5, ".json") == 0) && !(n > 3 && strcasecmp(name + n - 3, ".md") == 0))
         fmt = json_default ? LC_CHAT_JSON : LC_CHAT_MARKDOWN;
-    t->chat->params = t->o->sampling;
-    t->chat->max_tokens = t->o->n_predict;
-    t->chat->seed_used = t->last_seed;   /* with seed "random": the one the replies used */
-    if (t->model_name[0])
-        lc_chat_set_model(t->chat, t->model_name);
+    chat_fill_meta(t);
     char *err = NULL;
     if (lc_chat_save(t->chat, name, fmt, &err) != 0) {
         note(t, E_ERROR, "save failed: %s (the conversation is still here)", err ? err : "?");
@@ -401,6 +535,7 @@ static void do_load(struct tui *t, const char *path)
         t->o->n_predict = c->max_tokens;
     }
     params_changed(t);
+    chat_restart(t);   /* kept in a new file from its next change on */
     lc_engine_set_conversation(t->engine, c);
     rebuild_entries(t);
     tui_message(t, false, "loaded %zu messages from %s", c->n, path);
@@ -414,6 +549,7 @@ static void submit(struct tui *t, const char *text)
     }
     int m = lc_chat_add(t->chat, LC_ROLE_USER, text, strlen(text));
     add_entry_msg(t, E_USER, m, text, strlen(text));
+    chat_touched(t, true);
     if (lc_engine_submit(t->engine, text) != 0) {
         tui_message(t, true, "out of memory");
         return;
@@ -441,6 +577,7 @@ static void do_regen(struct tui *t)
                 break;
             }
         lc_chat_truncate(c, c->n - 1);
+        chat_touched(t, true);
     }
     if (!c->n || c->msgs[c->n - 1].role != LC_ROLE_USER) {
         tui_message(t, true, "nothing to regenerate");
@@ -488,6 +625,7 @@ static void command(struct tui *t, const char *line)
             return;
         lc_chat_truncate(t->chat, t->chat->n && t->chat->msgs[0].role == LC_ROLE_SYSTEM ? 1 : 0);
         lc_engine_clear(t->engine);
+        chat_restart(t);   /* the next message starts a new file */
         rebuild_entries(t);
         tui_message(t, false, "conversation cleared");
     } else if (!strcmp(cmd, "regen")) {
@@ -497,6 +635,7 @@ static void command(struct tui *t, const char *line)
             return;
         lc_chat_set_system(t->chat, *arg ? arg : NULL);
         lc_engine_set_system(t->engine, arg);
+        chat_touched(t, true);
         rebuild_entries(t);
         tui_message(t, false, *arg ? "system prompt set" : "system prompt removed");
     } else if (!strcmp(cmd, "set")) {
@@ -518,7 +657,7 @@ void tui_line(struct tui *t, char *line)
 {
     if (*line) {
         add_history(line);
-        input_history_added();
+        input_history_added(t, line);
     }
     if (line[0] == '/' && line[1] != '/')
         command(t, line);
@@ -550,6 +689,8 @@ static void dispatch_event(struct tui *t, const struct lc_event *ev, const char 
         snprintf(t->model_desc, sizeof(t->model_desc), "%.*s", (int)len, text);
         t->state = ST_IDLE;
         lc_chat_set_model(t->chat, t->model_name);
+        if (t->state_errors && t->message_is_error)
+            break;   /* a failure to keep state stays on the message line */
         if (!strcmp(t->template_name, "plain"))
             tui_message(t, false, "%s: a base model; it continues your text. F1: help", t->model_name);
         else
@@ -565,6 +706,7 @@ static void dispatch_event(struct tui *t, const struct lc_event *ev, const char 
         tui_append_entry(t, t->reply_entry, text, len);
         if (t->reply_msg >= 0)
             lc_chat_append(t->chat, (size_t)t->reply_msg, text, len);
+        chat_touched(t, false);   /* kept about once a second while it streams */
         t->state = ST_WRITING;
         break;
     case LC_EV_PROGRESS:
@@ -592,6 +734,7 @@ static void dispatch_event(struct tui *t, const struct lc_event *ev, const char 
         }
         if (ev->a == LC_DONE_TOO_LONG)
             give_back_message(t);
+        chat_touched(t, true);   /* a turn ended: kept now */
         t->reply_entry = -1;
         t->reply_msg = -1;
         break;
@@ -917,12 +1060,18 @@ static void keep_conversation(struct tui *t)
     bool any = false;
     for (size_t i = 0; i < t->chat->n && !any; i++)
         any = t->chat->msgs[i].role == LC_ROLE_USER;
-    if (!any)
-        return;
-    char *path = input_state_path("last-chat.json");
-    if (!path)
+    if (!any || !t->o->history)   /* [ui] history = off: nothing of the chat on disk */
         return;
     char *err = NULL;
+    char *dir = lc_state_dir(NULL, &err);
+    char *path = NULL;
+    if (!dir || asprintf(&path, "%s/last-chat.json", dir) < 0) {
+        lc_text_fprintf(stderr, "llamachat: could not keep the conversation: %s\n", err ? err : "out of memory");
+        free(err);
+        free(dir);
+        return;
+    }
+    free(dir);
     if (lc_chat_save(t->chat, path, LC_CHAT_JSON, &err) == 0)
         lc_text_fprintf(stderr, "llamachat: conversation kept in %s (llamachat --resume %s continues it)\n",
                 path, path);
@@ -1004,12 +1153,34 @@ int lc_tui_run(struct lc_options *o)
     }
     t->chat->params = o->sampling;
     t->chat->max_tokens = o->n_predict;
-    if (o->resume_path) {
+    t->chat_start = time(NULL);
+    /* --resume FILE, or --continue: the most recent conversation in chats/, kept on in its file */
+    const char *opened = o->resume_path;
+    char *continue_path = NULL, *continue_note = NULL;
+    if (o->continue_last) {
         char *err = NULL;
-        struct lc_chat *c = lc_chat_load(o->resume_path, &err);
-        if (!c) {
-            lc_text_fprintf(stderr, "llamachat: --resume: %s\n", err ? err : "cannot load");
+        char *dir = lc_state_dir("chats", &err);
+        int found = dir ? lc_state_latest_chat(dir, &continue_path, &err) : -1;
+        if (found < 0) {
+            lc_text_fprintf(stderr, "llamachat: --continue: %s\n", err ? err : "out of memory");
             free(err);
+            free(dir);
+            lc_chat_free(t->chat);
+            return 1;
+        }
+        if (found == 0 && asprintf(&continue_note, "--continue: no saved conversation in %s; this is a new one", dir) < 0)
+            continue_note = NULL;
+        free(dir);
+        opened = continue_path;
+    }
+    if (opened) {
+        char *err = NULL;
+        struct lc_chat *c = lc_chat_load(opened, &err);
+        if (!c) {
+            lc_text_fprintf(stderr, "llamachat: %s: %s\n", o->resume_path ? "--resume" : "--continue",
+                            err ? err : "cannot load");
+            free(err);
+            free(continue_path);
             lc_chat_free(t->chat);
             return 1;
         }
@@ -1023,9 +1194,15 @@ int lc_tui_run(struct lc_options *o)
         lc_chat_set_system(t->chat, o->system_prompt);
     }
 
+    if (continue_path) {   /* its next saves go to the same file */
+        t->chat_path = continue_path;
+        continue_path = NULL;
+    }
     if (pipe(sig_pipe) != 0) {
         fprintf(stderr, "llamachat: pipe: %s\n", strerror(errno));
         lc_chat_free(t->chat);
+        free(t->chat_path);
+        free(continue_note);
         return 1;
     }
     for (int i = 0; i < 2; i++) {
@@ -1039,7 +1216,7 @@ int lc_tui_run(struct lc_options *o)
     char *err = NULL;
     /* With --resume the engine starts without the system prompt: the transcript has its own. */
     char *sys = o->system_prompt;
-    if (o->resume_path)
+    if (opened)
         o->system_prompt = NULL;
     t->engine = start_engine(t, model, &err);
     o->system_prompt = sys;
@@ -1048,15 +1225,29 @@ int lc_tui_run(struct lc_options *o)
         free(err);
         reset_signals();
         lc_chat_free(t->chat);
+        free(t->chat_path);
+        free(continue_note);
         return 1;
     }
-    if (o->resume_path)
+    if (opened)
         lc_engine_set_conversation(t->engine, t->chat);
+    if (autosave_on(t)) {   /* with our signals blocked, as the engine */
+        sigset_t block, old;
+        sigemptyset(&block);
+        for (size_t i = 0; i < sizeof(handled_signals) / sizeof(handled_signals[0]); i++)
+            sigaddset(&block, handled_signals[i]);
+        pthread_sigmask(SIG_BLOCK, &block, &old);
+        t->writer = lc_state_writer_start();   /* NULL: the writes are done here */
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+    }
 
     if (!initscr()) {
+        lc_state_writer_free(t->writer, NULL);
         lc_engine_free(t->engine);
         reset_signals();
         lc_chat_free(t->chat);
+        free(t->chat_path);
+        free(continue_note);
         return 1;
     }
     save_restore_strings();
@@ -1078,19 +1269,39 @@ int lc_tui_run(struct lc_options *o)
     fputs("\033[?2004h", stdout);
     fflush(stdout);
     view_init_colors(t);
+    rebuild_entries(t);   /* before input_init, which may add a note */
     input_init(t);
     lc_keydec_init(&keydec, on_key, t);
 
-    rebuild_entries(t);
     if (o->resume_path)
         tui_message(t, false, "resumed %zu messages from %s", t->chat->n, o->resume_path);
+    if (t->chat_path) {
+        note(t, E_NOTE, "--continue: %zu messages from %s", t->chat->n, t->chat_path);
+        tui_message(t, false, "continued %zu messages from %s", t->chat->n, t->chat_path);
+    }
+    if (continue_note) {
+        tui_add_entry(t, E_NOTE, continue_note, strlen(continue_note));
+        tui_message(t, false, "%s", continue_note);
+        free(continue_note);
+        continue_note = NULL;
+    }
+    if (autosave_on(t)) {   /* say at once when the conversation cannot be kept */
+        char *serr = NULL;
+        char *dir = lc_state_dir("chats", &serr);
+        if (!dir) {
+            tui_state_error(t, "could not keep the conversation", serr ? serr : "out of memory");
+            t->save_failed = true;
+        }
+        free(dir);
+        free(serr);
+    }
     const char *warn = lc_config_last_warnings();
     for (const char *p = warn; p && *p;) {
         size_t n = strcspn(p, "\n");
         tui_add_entry(t, E_NOTE, p, n);
         p += n + (p[n] == '\n');
     }
-    if (!o->resume_path)
+    if (!opened && !t->state_errors)
         tui_message(t, false, "loading %s ...", model);
     t->dirty = true;
 
@@ -1100,23 +1311,35 @@ int lc_tui_run(struct lc_options *o)
         { sig_pipe[0], POLLIN, 0 },
     };
     while (!t->quit) {
+        autosave(t, false);
         if (t->dirty) {
             t->dirty = false;
             view_draw(t);
         }
         /* a character cut short: wait 50 ms for its next byte, then call it invalid; a paste
-         * whose end marker has not come after 2 s of silence is closed (it was lost) */
+         * whose end marker has not come after 2 s of silence is closed (it was lost); a
+         * conversation changed while a reply streams: wake up when its save is due */
         bool in_paste = lc_keydec_in_paste(&keydec);
-        int r = poll(fds, 3, in_paste ? 2000 : lc_keydec_utf8_pending(&keydec) ? 50 : -1);
+        bool utf8_wait = !in_paste && lc_keydec_utf8_pending(&keydec);
+        int timeout = in_paste ? 2000 : utf8_wait ? 50 : -1;
+        bool key_timer = timeout >= 0;
+        int due = autosave_due_ms(t);
+        if (due >= 0 && (timeout < 0 || due < timeout)) {
+            timeout = due;
+            key_timer = false;
+        }
+        int r = poll(fds, 3, timeout);
         if (r < 0) {
             if (errno == EINTR)
                 continue;
             break;
         }
         if (r == 0) {
-            if (in_paste)
-                lc_keydec_end_paste(&keydec);
-            read_keys(t, true);
+            if (key_timer) {
+                if (in_paste)
+                    lc_keydec_end_paste(&keydec);
+                read_keys(t, true);
+            }
             continue;
         }
         if (fds[2].revents & POLLIN) {
@@ -1144,6 +1367,13 @@ int lc_tui_run(struct lc_options *o)
         }
     }
 
+    autosave(t, true);
+    char *werr = NULL;
+    lc_state_writer_free(t->writer, &werr);   /* waits for the last write */
+    t->writer = NULL;
+    if (werr && !t->save_failed)
+        tui_state_error(t, "could not keep the conversation", werr);
+    free(werr);
     input_shutdown(t);
     lc_keydec_free(&keydec);
     fputs("\033[?2004l", stdout);
@@ -1158,6 +1388,12 @@ int lc_tui_run(struct lc_options *o)
         lc_text_fprintf(stderr, "llamachat: %s\n", t->fatal);
     else
         keep_conversation(t);
+    if (t->state_errors)   /* every failure to keep state, once more where it stays */
+        lc_text_fprintf(stderr, "%s", t->state_errors);
+    free(t->state_errors);
+    t->state_errors = NULL;
+    free(t->chat_path);
+    t->chat_path = NULL;
     free(t->fatal);
     t->fatal = NULL;
     clear_entries(t);

@@ -1,0 +1,326 @@
+/*
+ * state.c - the state directory, the saved conversations in it and the appended history
+ * (state.h).
+ */
+#include "state.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fileutil.h"
+
+static char *fmt_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *fmt_err(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    if (vasprintf(&s, fmt, ap) < 0)
+        s = NULL;
+    va_end(ap);
+    return s;
+}
+
+/* mkdir -p with mode 0700 for what is created; the last component must end up a directory. */
+static int make_dirs(char *path, char **err)
+{
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(path, 0700) != 0 && errno != EEXIST) {
+            *err = fmt_err("%s: cannot create the directory: %s", path, strerror(errno));
+            *p = '/';
+            return -1;
+        }
+        *p = '/';
+    }
+    if (mkdir(path, 0700) != 0 && errno != EEXIST) {
+        *err = fmt_err("%s: cannot create the directory: %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        *err = fmt_err("%s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        *err = fmt_err("%s: cannot create the directory: %s", path, strerror(ENOTDIR));
+        return -1;
+    }
+    return 0;
+}
+
+char *lc_state_dir(const char *sub, char **err)
+{
+    *err = NULL;
+    const char *state = getenv("XDG_STATE_HOME");
+    const char *home = getenv("HOME");
+    char *path = NULL;
+    int n;
+    if (state && *state)
+        n = asprintf(&path, "%s/llamachat%s%s", state, sub ? "/" : "", sub ? sub : "");
+    else if (home && *home)
+        n = asprintf(&path, "%s/.local/state/llamachat%s%s", home, sub ? "/" : "", sub ? sub : "");
+    else {
+        *err = fmt_err("nowhere to keep the history and conversations: neither XDG_STATE_HOME nor HOME is set");
+        return NULL;
+    }
+    if (n < 0) {
+        *err = fmt_err("out of memory");
+        return NULL;
+    }
+    if (make_dirs(path, err) != 0) {
+        free(path);
+        return NULL;
+    }
+    return path;
+}
+
+int lc_state_latest_chat(const char *dir, char **path, char **err)
+{
+    *path = NULL;
+    *err = NULL;
+    DIR *d = opendir(dir);
+    if (!d) {
+        if (errno == ENOENT)
+            return 0;
+        *err = fmt_err("%s: cannot read the directory: %s", dir, strerror(errno));
+        return -1;
+    }
+    char *best = NULL;
+    struct timespec best_t = { 0, 0 };
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        size_t len = strlen(de->d_name);
+        if (len <= 5 || strcmp(de->d_name + len - 5, ".json") != 0 || de->d_name[0] == '.')
+            continue;
+        struct stat st;
+        if (fstatat(dirfd(d), de->d_name, &st, 0) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0)
+            continue;   /* an empty file: a name reserved by a run that died before its first save */
+        bool newer = !best || st.st_mtim.tv_sec > best_t.tv_sec ||
+                     (st.st_mtim.tv_sec == best_t.tv_sec &&
+                      (st.st_mtim.tv_nsec > best_t.tv_nsec ||
+                       (st.st_mtim.tv_nsec == best_t.tv_nsec && strcmp(de->d_name, best) > 0)));
+        if (newer) {
+            char *s = strdup(de->d_name);
+            if (!s)
+                continue;
+            free(best);
+            best = s;
+            best_t = st.st_mtim;
+        }
+    }
+    closedir(d);
+    if (!best)
+        return 0;
+    int n = asprintf(path, "%s/%s", dir, best);
+    free(best);
+    if (n < 0) {
+        *path = NULL;
+        *err = fmt_err("out of memory");
+        return -1;
+    }
+    return 1;
+}
+
+char *lc_state_new_chat(const char *dir, time_t start, char **err)
+{
+    *err = NULL;
+    struct tm tm;
+    char stamp[64];
+    localtime_r(&start, &tm);
+    strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H-%M-%S", &tm);
+    for (int i = 1; i < 1000; i++) {
+        char *path = NULL;
+        int n = i == 1 ? asprintf(&path, "%s/%s.json", dir, stamp)
+                       : asprintf(&path, "%s/%s-%d.json", dir, stamp, i);
+        if (n < 0) {
+            *err = fmt_err("out of memory");
+            return NULL;
+        }
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd >= 0) {
+            close(fd);
+            return path;
+        }
+        if (errno != EEXIST) {
+            *err = fmt_err("%s: cannot create: %s", path, strerror(errno));
+            free(path);
+            return NULL;
+        }
+        free(path);
+    }
+    *err = fmt_err("%s/%s.json: cannot create: too many conversations started that second", dir, stamp);
+    return NULL;
+}
+
+int lc_state_append_history(const char *path, const char *line, char **err)
+{
+    *err = NULL;
+    size_t n = strlen(line);
+    char *buf = malloc(n + 1);
+    if (!buf) {
+        *err = fmt_err("%s: out of memory", path);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        buf[i] = line[i] == '\n' ? '\r' : line[i];
+    buf[n] = '\n';
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        *err = fmt_err("%s: cannot append: %s", path, strerror(errno));
+        free(buf);
+        return -1;
+    }
+    int rc = 0;
+    size_t off = 0;
+    while (off < n + 1) {
+        ssize_t w = write(fd, buf + off, n + 1 - off);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            rc = -1;
+            break;
+        }
+        off += (size_t)w;
+    }
+    if (rc == 0 && fsync(fd) != 0 && errno != EINVAL)
+        rc = -1;
+    if (rc != 0)
+        *err = fmt_err("%s: cannot append: %s", path, strerror(errno));
+    if (close(fd) != 0 && rc == 0) {
+        *err = fmt_err("%s: cannot append: %s", path, strerror(errno));
+        rc = -1;
+    }
+    free(buf);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- writer thread */
+
+struct lc_state_writer {
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;      /* a job was queued, or stop */
+    char *path, *data;      /* the queued job (one slot: the latest wins) */
+    size_t len;
+    int writing;            /* a job is being written */
+    int stop;
+    char *error;            /* last failure, for lc_state_writer_error */
+};
+
+static void *writer_main(void *arg)
+{
+    struct lc_state_writer *w = arg;
+    pthread_mutex_lock(&w->mu);
+    for (;;) {
+        while (!w->data && !w->stop)
+            pthread_cond_wait(&w->cv, &w->mu);
+        if (!w->data)
+            break;   /* stop, nothing left */
+        char *path = w->path, *data = w->data;
+        size_t len = w->len;
+        w->path = w->data = NULL;
+        w->writing = 1;
+        pthread_mutex_unlock(&w->mu);
+        char *err = NULL;
+        int rc = lc_file_replace(path, data, len, &err);
+        free(path);
+        free(data);
+        pthread_mutex_lock(&w->mu);
+        w->writing = 0;
+        if (rc != 0) {
+            free(w->error);
+            w->error = err ? err : strdup("write failed");
+        } else {
+            free(err);
+        }
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+struct lc_state_writer *lc_state_writer_start(void)
+{
+    struct lc_state_writer *w = calloc(1, sizeof(*w));
+    if (!w)
+        return NULL;
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
+    int e = pthread_create(&w->thread, NULL, writer_main, w);
+    if (e != 0) {
+        pthread_cond_destroy(&w->cv);
+        pthread_mutex_destroy(&w->mu);
+        free(w);
+        errno = e;
+        return NULL;
+    }
+    return w;
+}
+
+int lc_state_writer_put(struct lc_state_writer *w, const char *path, char *data, size_t len)
+{
+    char *p = strdup(path);
+    if (!p) {
+        free(data);
+        return -1;
+    }
+    pthread_mutex_lock(&w->mu);
+    free(w->path);
+    free(w->data);   /* not started yet: superseded */
+    w->path = p;
+    w->data = data;
+    w->len = len;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    return 0;
+}
+
+int lc_state_writer_busy(struct lc_state_writer *w)
+{
+    pthread_mutex_lock(&w->mu);
+    int busy = w->data != NULL || w->writing;
+    pthread_mutex_unlock(&w->mu);
+    return busy;
+}
+
+char *lc_state_writer_error(struct lc_state_writer *w)
+{
+    pthread_mutex_lock(&w->mu);
+    char *e = w->error;
+    w->error = NULL;
+    pthread_mutex_unlock(&w->mu);
+    return e;
+}
+
+void lc_state_writer_free(struct lc_state_writer *w, char **err)
+{
+    if (err)
+        *err = NULL;
+    if (!w)
+        return;
+    pthread_mutex_lock(&w->mu);
+    w->stop = 1;   /* the thread writes what is queued, then ends */
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    pthread_join(w->thread, NULL);
+    free(w->path);
+    free(w->data);
+    if (err)
+        *err = w->error;
+    else
+        free(w->error);
+    pthread_cond_destroy(&w->cv);
+    pthread_mutex_destroy(&w->mu);
+    free(w);
+}
