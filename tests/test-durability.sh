@@ -126,9 +126,11 @@ fi
 # --continue: the same file, said so; message and reply on screen
 start continue1 "$RUN" --continue || exit 1
 check "--continue names the file" "continue: 2 messages from $f"
+$T send-keys -t lc Home   # the top of the transcript (a long partial reply fills the screen)
 check "message on screen" "Tom went to the park"
 head30=$(printf '%s' "$partial" | head -c 30)
 check "partial reply on screen" "$(printf '%s' "$head30" | sed 's/[][\\.*^$()+?{}|]/\\&/g')"
+$T send-keys -t lc End
 $T send-keys -t lc "/set max-tokens 8" Enter
 $T send-keys -t lc "Lily saw a cat" Enter
 check "second reply finished" '^ idle .*ctx [1-9]'
