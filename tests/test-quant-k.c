@@ -4,6 +4,7 @@
  * The byte-for-byte comparison with llama.cpp's files is in test-quant-files.c.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -138,6 +139,43 @@ int main(void)
         float dot = 0;
         lc_vec_dot_q6_K_q8_K_ref(LC_QK_K, &dot, &b, &a);
         CHECK(fabsf(dot - 256.0f) < 0.5f, "ones dot %g", (double)dot);
+    }
+    /*
+     * The K / IQ4 reference quantizers (byte-compared with llama.cpp's files in
+     * test-quantize.sh): round trip through the dequantizer within each type's error (uniform
+     * data in [-1, 1): about step / sqrt(12) of the 2-, 3-, 4-, 5-bit grids), and a zero block
+     * back to zeros.  A layout error gives a relative RMSE near 1.
+     */
+    {
+        static const struct { int type; double max_rel; } rt[] = {
+            {LC_TYPE_Q2_K, 0.40}, {LC_TYPE_Q3_K, 0.20}, {LC_TYPE_Q4_K, 0.09},
+            {LC_TYPE_Q5_K, 0.045}, {LC_TYPE_IQ4_NL, 0.10}, {LC_TYPE_IQ4_XS, 0.10},
+        };
+        static uint8_t qbuf[N * 2];
+        for (size_t k = 0; k < sizeof rt / sizeof rt[0]; k++) {
+            const struct lc_type_traits *tt = lc_type_traits(rt[k].type);
+            CHECK(tt->from_float_ref != NULL, "%s has a quantizer", tt->name);
+            if (!tt->from_float_ref)
+                continue;
+            for (int i = 0; i < N; i++)
+                x[i] = frand();
+            for (int i = 0; i < LC_QK_K; i++)
+                x[i] = 0.0f; /* block 0 all zero */
+            tt->from_float_ref(x, qbuf, N);
+            tt->to_float(qbuf, y, N);
+            double e2 = 0, xx = 0;
+            int zero_ok = 1;
+            for (int i = 0; i < N; i++) {
+                e2 += (double)(y[i] - x[i]) * (double)(y[i] - x[i]);
+                xx += (double)x[i] * (double)x[i];
+                if (i < LC_QK_K && y[i] != 0.0f)
+                    zero_ok = 0;
+            }
+            const double rel = sqrt(e2 / xx);
+            fprintf(stderr, "  %s round trip: relative rmse %.4f\n", tt->name, rel);
+            CHECK(rel < rt[k].max_rel, "%s relative rmse %g >= %g", tt->name, rel, rt[k].max_rel);
+            CHECK(zero_ok, "%s: a zero block does not come back as zeros", tt->name);
+        }
     }
     return tu_finish("test-quant-k");
 }

@@ -52,6 +52,35 @@ same tinystories-656k/TinyStories-656K.f16 q5_1 tinystories-656k/TinyStories-656
 same tinystories-656k/TinyStories-656K.f16 q4_0 tinystories-656k/TinyStories-656K-Q4_0
 same tinystories-656k/TinyStories-656K.f16 q4_1 tinystories-656k/TinyStories-656K-Q4_1
 same tinystories-656k/TinyStories-656K.f16 q8_0 tinystories-656k/TinyStories-656K-Q8_0
+# K-quant and IQ4 presets (ggml's _ref quantizers, llama_tensor_get_type's mixes): real Q4_K,
+# Q5_K, Q6_K tensors in synth-small; TinyStories-656K's 128-wide rows take the fallbacks
+# (Q2_K/Q3_K -> Q4_0, Q4_K -> Q5_0, Q5_K -> Q5_1, tied token_embd Q8_0)
+same synth-small-f16 q4_k_m synth-small-q4_k_m
+same synth-small-f16 q5_k_m synth-small-q5_k_m
+same tinystories-656k/TinyStories-656K.f16 q2_k tinystories-656k/TinyStories-656K-Q2_K
+same tinystories-656k/TinyStories-656K.f16 q3_k_m tinystories-656k/TinyStories-656K-Q3_K_M
+same tinystories-656k/TinyStories-656K.f16 q4_k_m tinystories-656k/TinyStories-656K-Q4_K_M
+same tinystories-656k/TinyStories-656K.f16 q5_k_m tinystories-656k/TinyStories-656K-Q5_K_M
+same tinystories-656k/TinyStories-656K.f16 iq4_nl tinystories-656k/TinyStories-656K-IQ4_NL
+
+# Presets without a llama.cpp file here: the per-tensor types of llama.cpp's mixes on
+# synth-small (2 layers, GQA 2, 256-wide rows; output Q6_K)
+mix() {
+    "$Q" -t 2 "$M/synth-small-f16.gguf" "$T/mix.gguf" "$1" >"$T/log" 2>&1 || { bad "quantize $1"; return; }
+    shift
+    for want in "$@"; do
+        grep -q "^$want " "$T/log" || bad "mix: no '$want' in: $(cat "$T/log")"
+    done
+}
+# 16 tensors quantized: 7 per layer, token_embd (base type: not tied), output.weight
+mix q2_k 'q2_K  *9' 'q3_K  *6' 'q6_K  *1'         # attn_v (GQA < 4), ffn_down, attn_output Q3_K
+mix q3_k_s 'q3_K  *15' 'q6_K  *1'
+mix q3_k_m 'q3_K  *9' 'q4_K  *4' 'q5_K  *2' 'q6_K  *1' # attn_v 0,1 Q5_K; ffn_down attn_output Q4_K
+mix q3_k_l 'q3_K  *9' 'q5_K  *6' 'q6_K  *1'
+mix q4_k_s 'q4_K  *13' 'q5_K  *2' 'q6_K  *1'        # attn_v 0..3 Q5_K; 2 layers / 8 = no ffn_down
+mix q5_k_s 'q5_K  *15' 'q6_K  *1'
+mix iq4_xs 'iq4_xs  *15' 'q6_K  *1'                 # GQA < 4: attn_v not bumped
+mix iq4_nl 'iq4_nl  *15' 'q6_K  *1'
 
 # The closing table: tensors per type, sizes, bits per weight (synth-small q4_1: 5 F32 norms,
 # 15 Q4_1, output Q6_K).

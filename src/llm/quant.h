@@ -219,6 +219,14 @@ void lc_dequantize_row_q3_K(const lc_block_q3_K *x, float *y, int64_t n);
 void lc_dequantize_row_q4_K(const lc_block_q4_K *x, float *y, int64_t n);
 void lc_dequantize_row_q5_K(const lc_block_q5_K *x, float *y, int64_t n);
 void lc_dequantize_row_iq4_xs(const lc_block_iq4_xs *x, float *y, int64_t n);
+/* ggml's reference quantizers (quantize_row_*_ref; IQ4_NL / IQ4_XS: quantize_iq4_* without
+ * an importance matrix): x n floats, n a multiple of the block size; y n / blck_size blocks. */
+void lc_quantize_row_q2_K_ref(const float *x, lc_block_q2_K *y, int64_t n);
+void lc_quantize_row_q3_K_ref(const float *x, lc_block_q3_K *y, int64_t n);
+void lc_quantize_row_q4_K_ref(const float *x, lc_block_q4_K *y, int64_t n);
+void lc_quantize_row_q5_K_ref(const float *x, lc_block_q5_K *y, int64_t n);
+void lc_quantize_row_iq4_nl_ref(const float *x, lc_block_iq4_nl *y, int64_t n);
+void lc_quantize_row_iq4_xs_ref(const float *x, lc_block_iq4_xs *y, int64_t n);
 /* Q4_K / Q5_K: scale j and min j (0..7, 6 bits each) of the packed 12 bytes q (ggml's
  * get_scale_min_k4). */
 void lc_get_scale_min_k4(int j, const uint8_t *q, uint8_t *d, uint8_t *m);

@@ -60,24 +60,52 @@ enum {
     FTYPE_MOSTLY_Q8_0 = 7,
     FTYPE_MOSTLY_Q5_0 = 8,
     FTYPE_MOSTLY_Q5_1 = 9,
+    FTYPE_MOSTLY_Q2_K = 10,
+    FTYPE_MOSTLY_Q3_K_S = 11,
+    FTYPE_MOSTLY_Q3_K_M = 12,
+    FTYPE_MOSTLY_Q3_K_L = 13,
+    FTYPE_MOSTLY_Q4_K_S = 14,
+    FTYPE_MOSTLY_Q4_K_M = 15,
+    FTYPE_MOSTLY_Q5_K_S = 16,
+    FTYPE_MOSTLY_Q5_K_M = 17,
     FTYPE_MOSTLY_Q6_K = 18,
+    FTYPE_MOSTLY_IQ4_NL = 25,
+    FTYPE_MOSTLY_IQ4_XS = 30,
     FTYPE_MOSTLY_BF16 = 32,
 };
 
 /* ggml's GGML_QNT_VERSION, stored as general.quantization_version */
 #define QNT_VERSION 2
 
+/* The presets: name, base type (every quantized tensor unless the mix says otherwise), ftype,
+ * and what the mix does (llama_tensor_get_type, see choose_type). */
 static const struct {
     const char *name;
     enum lc_type type;
     int ftype;
+    const char *mix;
 } target_types[] = {
-    {"q4_1", LC_TYPE_Q4_1, FTYPE_MOSTLY_Q4_1}, {"q4_0", LC_TYPE_Q4_0, FTYPE_MOSTLY_Q4_0},
-    {"q8_0", LC_TYPE_Q8_0, FTYPE_MOSTLY_Q8_0}, {"q6_k", LC_TYPE_Q6_K, FTYPE_MOSTLY_Q6_K},
-    {"q5_0", LC_TYPE_Q5_0, FTYPE_MOSTLY_Q5_0}, {"q5_1", LC_TYPE_Q5_1, FTYPE_MOSTLY_Q5_1},
-    {"f16", LC_TYPE_F16, FTYPE_MOSTLY_F16},    {"bf16", LC_TYPE_BF16, FTYPE_MOSTLY_BF16},
-    {"f32", LC_TYPE_F32, FTYPE_ALL_F32},
+    {"q4_0", LC_TYPE_Q4_0, FTYPE_MOSTLY_Q4_0, ""},
+    {"q4_1", LC_TYPE_Q4_1, FTYPE_MOSTLY_Q4_1, ""},
+    {"q5_0", LC_TYPE_Q5_0, FTYPE_MOSTLY_Q5_0, ""},
+    {"q5_1", LC_TYPE_Q5_1, FTYPE_MOSTLY_Q5_1, ""},
+    {"iq4_nl", LC_TYPE_IQ4_NL, FTYPE_MOSTLY_IQ4_NL, "first 1/8 ffn_down Q5_K"},
+    {"iq4_xs", LC_TYPE_IQ4_XS, FTYPE_MOSTLY_IQ4_XS, "first 1/8 ffn_down Q5_K"},
+    {"q2_k", LC_TYPE_Q2_K, FTYPE_MOSTLY_Q2_K, "attn_v Q3_K/Q4_K, ffn_down attn_output Q3_K"},
+    {"q3_k_s", LC_TYPE_Q3_K, FTYPE_MOSTLY_Q3_K_S, ""},
+    {"q3_k_m", LC_TYPE_Q3_K, FTYPE_MOSTLY_Q3_K_M, "attn_v Q5_K/Q4_K, ffn_down attn_output Q4_K"},
+    {"q3_k_l", LC_TYPE_Q3_K, FTYPE_MOSTLY_Q3_K_L, "attn_v ffn_down attn_output Q5_K"},
+    {"q4_k_s", LC_TYPE_Q4_K, FTYPE_MOSTLY_Q4_K_S, "first 4 attn_v, first 1/8 ffn_down Q5_K"},
+    {"q4_k_m", LC_TYPE_Q4_K, FTYPE_MOSTLY_Q4_K_M, "half of attn_v, ffn_down Q6_K"},
+    {"q5_k_s", LC_TYPE_Q5_K, FTYPE_MOSTLY_Q5_K_S, ""},
+    {"q5_k_m", LC_TYPE_Q5_K, FTYPE_MOSTLY_Q5_K_M, "half of attn_v, ffn_down Q6_K"},
+    {"q6_k", LC_TYPE_Q6_K, FTYPE_MOSTLY_Q6_K, ""},
+    {"q8_0", LC_TYPE_Q8_0, FTYPE_MOSTLY_Q8_0, ""},
+    {"f16", LC_TYPE_F16, FTYPE_MOSTLY_F16, ""},
+    {"bf16", LC_TYPE_BF16, FTYPE_MOSTLY_BF16, ""},
+    {"f32", LC_TYPE_F32, FTYPE_ALL_F32, ""},
 };
+#define N_TARGETS (sizeof(target_types) / sizeof(target_types[0]))
 
 struct opts {
     const char *in, *out, *type_name, *stats;
@@ -106,7 +134,15 @@ static void usage(FILE *f)
             "usage: llamachat-quantize [options] IN.gguf OUT.gguf TYPE\n"
             "       llamachat-quantize --stats MODEL.gguf [-t N]\n"
             "\n"
-            "TYPE: q4_1, q4_0, q5_0, q5_1, q8_0, q6_k, f16, bf16, f32 (the input: F32, F16 or BF16)\n"
+            "TYPE (the input: F32, F16 or BF16), as llama-quantize without an importance matrix;\n"
+            "bits per weight of the base type; output.weight (or tied token_embd) Q6_K, or Q8_0\n"
+            "when its rows are not a multiple of 256:\n");
+    for (size_t i = 0; i < N_TARGETS; i++) {
+        const struct lc_type_traits *tt = lc_type_traits((int)target_types[i].type);
+        fprintf(f, "  %-8s %5.2f bpw %-7s %s\n", target_types[i].name,
+                8.0 * (double)tt->type_size / tt->blck_size, tt->name, target_types[i].mix);
+    }
+    fprintf(f,
             "\n"
             "options:\n"
             "  --pure                  every 2-D weight in TYPE (no Q6_K/Q8_0 output tensor)\n"
@@ -210,10 +246,183 @@ static bool is_float_type(enum lc_type t)
 }
 
 /*
+ * The model facts and counters llama.cpp's mixes look at (its quantize_state_impl): the number
+ * of attn_v-like tensors and of layers, GQA factor, experts; i_* count the tensors of each kind
+ * seen so far, in the order of the output file.
+ */
+struct mix_state {
+    int n_attention_wv, i_attention_wv;
+    int n_layer, i_ffn_down;
+    int n_gqa, n_expert;
+    bool falcon;
+};
+
+static void mix_init(struct mix_state *ms, const struct lc_gguf *g,
+                     const struct lc_gguf_tensor *const *order, int64_t n)
+{
+    memset(ms, 0, sizeof(*ms));
+    const char *arch = lc_gguf_get_str(g, "general.architecture");
+    ms->falcon = arch && strcmp(arch, "falcon") == 0;
+    char key[128];
+    uint32_t v;
+    snprintf(key, sizeof key, "%s.block_count", arch ? arch : "");
+    ms->n_layer = lc_gguf_get_u32(g, key, &v) ? (int)v : 0;
+    uint32_t n_head = 0, n_head_kv = 0;
+    snprintf(key, sizeof key, "%s.attention.head_count", arch ? arch : "");
+    if (lc_gguf_get_u32(g, key, &v))
+        n_head = v;
+    snprintf(key, sizeof key, "%s.attention.head_count_kv", arch ? arch : "");
+    n_head_kv = lc_gguf_get_u32(g, key, &v) ? v : n_head;
+    ms->n_gqa = n_head_kv ? (int)(n_head / n_head_kv) : 0;
+    snprintf(key, sizeof key, "%s.expert_count", arch ? arch : "");
+    ms->n_expert = lc_gguf_get_u32(g, key, &v) ? (int)v : 0;
+    for (int64_t i = 0; i < n; i++) {
+        const char *name = order[i]->name;
+        if (strstr(name, "attn_v.weight") || strstr(name, "attn_qkv.weight") ||
+            strstr(name, "attn_kv_b.weight"))
+            ms->n_attention_wv++;
+    }
+}
+
+/* llama.cpp's use_more_bits: the first and last eighth of the layers and every third between */
+static bool use_more_bits(int i_layer, int n_layers)
+{
+    return i_layer < n_layers / 8 || i_layer >= 7 * n_layers / 8 || (i_layer - n_layers / 8) % 3 == 2;
+}
+
+/*
+ * llama_tensor_get_type's choice for a quantized preset (llama.cpp src/llama-quant.cpp, the
+ * branches of the ftypes we offer): the output projection Q6_K (Q8_0 for rows not a multiple of
+ * the base type's block or for Falcon, kept for Q8_0); attn_v / ffn_down / attn_output bumped
+ * per preset and layer.  Counts the attn_v and ffn_down tensors in ms as llama.cpp does.
+ */
+static enum lc_type mix_type(struct mix_state *ms, int ftype, enum lc_type type, bool has_output,
+                             const struct lc_gguf_tensor *t)
+{
+    const char *name = t->name;
+    const bool is_output = strcmp(name, "output.weight") == 0;
+    if (is_output || (!has_output && strcmp(name, "token_embd.weight") == 0)) {
+        if (ms->falcon || t->ne[0] % lc_type_traits((int)type)->blck_size != 0)
+            return LC_TYPE_Q8_0;
+        return type != LC_TYPE_Q8_0 ? LC_TYPE_Q6_K : type;
+    }
+    if (strcmp(name, "token_embd.weight") == 0)
+        return type;
+    if (strstr(name, "attn_v.weight") || strstr(name, "attn_qkv.weight") ||
+        strstr(name, "attn_kv_b.weight")) {
+        const int i = ms->i_attention_wv;
+        if (ftype == FTYPE_MOSTLY_Q2_K)
+            type = ms->n_gqa >= 4 ? LC_TYPE_Q4_K : LC_TYPE_Q3_K;
+        else if (ftype == FTYPE_MOSTLY_Q3_K_M)
+            type = i < 2 ? LC_TYPE_Q5_K : LC_TYPE_Q4_K;
+        else if (ftype == FTYPE_MOSTLY_Q3_K_L)
+            type = LC_TYPE_Q5_K;
+        else if ((ftype == FTYPE_MOSTLY_IQ4_NL || ftype == FTYPE_MOSTLY_IQ4_XS) && ms->n_gqa >= 4)
+            type = LC_TYPE_Q5_K;
+        else if ((ftype == FTYPE_MOSTLY_Q4_K_M || ftype == FTYPE_MOSTLY_Q5_K_M) &&
+                 use_more_bits(i, ms->n_attention_wv))
+            type = LC_TYPE_Q6_K;
+        else if (ftype == FTYPE_MOSTLY_Q4_K_S && i < 4)
+            type = LC_TYPE_Q5_K;
+        if (ms->n_expert == 8)
+            type = LC_TYPE_Q8_0;
+        ms->i_attention_wv++;
+        return type;
+    }
+    if (strstr(name, "attn_k.weight")) {
+        return ms->n_expert == 8 ? LC_TYPE_Q8_0 : type;
+    }
+    if (strstr(name, "attn_q.weight"))
+        return type;
+    if (strstr(name, "attn_output.weight")) {
+        if (ms->falcon)
+            return ftype == FTYPE_MOSTLY_Q3_K_L ? LC_TYPE_Q4_K : type;
+        if (ms->n_expert == 8) {
+            if (ftype == FTYPE_MOSTLY_Q2_K || ftype == FTYPE_MOSTLY_Q3_K_S ||
+                ftype == FTYPE_MOSTLY_Q3_K_M || ftype == FTYPE_MOSTLY_IQ4_NL ||
+                ftype == FTYPE_MOSTLY_Q4_K_S || ftype == FTYPE_MOSTLY_Q4_K_M ||
+                ftype == FTYPE_MOSTLY_IQ4_XS)
+                type = LC_TYPE_Q5_K;
+        } else if (ftype == FTYPE_MOSTLY_Q2_K) {
+            type = LC_TYPE_Q3_K;
+        } else if (ftype == FTYPE_MOSTLY_Q3_K_M) {
+            type = LC_TYPE_Q4_K;
+        } else if (ftype == FTYPE_MOSTLY_Q3_K_L) {
+            type = LC_TYPE_Q5_K;
+        }
+        return type;
+    }
+    if (strstr(name, "ffn_up") || strstr(name, "ffn_gate"))
+        return type;
+    if (strstr(name, "ffn_down")) {
+        int i_layer = ms->i_ffn_down;
+        const int n_layer = ms->n_layer;
+        if (ms->n_expert > 1) /* experts are not consecutive: the layer from the name */
+            i_layer = layer_of(name);
+        if (ftype == FTYPE_MOSTLY_Q2_K)
+            type = LC_TYPE_Q3_K;
+        else if (ftype == FTYPE_MOSTLY_Q3_K_M)
+            type = i_layer < n_layer / 16                          ? LC_TYPE_Q5_K
+                   : !ms->falcon || use_more_bits(i_layer, n_layer) ? LC_TYPE_Q4_K
+                                                                    : LC_TYPE_Q3_K;
+        else if (ftype == FTYPE_MOSTLY_Q3_K_L)
+            type = ms->falcon ? LC_TYPE_Q4_K : LC_TYPE_Q5_K;
+        else if (ftype == FTYPE_MOSTLY_Q4_K_M) {
+            if (ms->falcon)
+                type = i_layer < n_layer / 16 ? LC_TYPE_Q6_K
+                       : use_more_bits(i_layer, n_layer) ? LC_TYPE_Q5_K
+                                                         : LC_TYPE_Q4_K;
+            else if (use_more_bits(i_layer, n_layer))
+                type = LC_TYPE_Q6_K;
+        } else if (i_layer < n_layer / 8 &&
+                   (ftype == FTYPE_MOSTLY_IQ4_NL || ftype == FTYPE_MOSTLY_IQ4_XS))
+            type = LC_TYPE_Q5_K;
+        else if (ftype == FTYPE_MOSTLY_Q5_K_M && use_more_bits(i_layer, n_layer))
+            type = LC_TYPE_Q6_K;
+        else if (ftype == FTYPE_MOSTLY_Q4_K_S && !ms->falcon && i_layer < n_layer / 8)
+            type = LC_TYPE_Q5_K;
+        ms->i_ffn_down++;
+        return type;
+    }
+    return type;
+}
+
+/*
+ * llama.cpp's fallback for a row length that is not a multiple of the chosen type's block
+ * (tensor_type_fallback): IQ4_XS -> IQ4_NL, Q2_K/Q3_K -> Q4_0, Q4_K -> Q5_0, Q5_K -> Q5_1,
+ * Q6_K -> Q8_0, and F16 when that does not fit either.  Other types (llama.cpp aborts) are
+ * kept in F16 too.  Returns type when it fits; sets *note otherwise.
+ */
+static enum lc_type fallback_type(enum lc_type type, const struct lc_gguf_tensor *t,
+                                  const char **note)
+{
+    if (t->ne[0] % lc_type_traits((int)type)->blck_size == 0)
+        return type;
+    enum lc_type fb;
+    switch (type) {
+    case LC_TYPE_IQ4_XS: fb = LC_TYPE_IQ4_NL; break;
+    case LC_TYPE_Q2_K:
+    case LC_TYPE_Q3_K: fb = LC_TYPE_Q4_0; break;
+    case LC_TYPE_Q4_K: fb = LC_TYPE_Q5_0; break;
+    case LC_TYPE_Q5_K: fb = LC_TYPE_Q5_1; break;
+    case LC_TYPE_Q6_K: fb = LC_TYPE_Q8_0; break;
+    default: fb = LC_TYPE_F16; break;
+    }
+    if (t->ne[0] % lc_type_traits((int)fb)->blck_size != 0)
+        fb = LC_TYPE_F16;
+    if (fb == LC_TYPE_F16) {
+        *note = "row length is not a multiple of the block size: kept in F16";
+        if (t->type == LC_TYPE_F16)
+            fb = t->type;
+    }
+    return fb;
+}
+
+/*
  * The type tensor t gets in the output (llama_model_quantize_impl + llama_tensor_get_type).
  * Sets *convert (false: copy the bytes) and *note when the type is a fallback.
  */
-static enum lc_type choose_type(const struct opts *o, const struct lc_gguf *g, bool has_output,
+static enum lc_type choose_type(const struct opts *o, struct mix_state *ms, bool has_output,
                                 const struct lc_gguf_tensor *t, bool *convert, const char **note)
 {
     const char *name = t->name;
@@ -231,28 +440,10 @@ static enum lc_type choose_type(const struct opts *o, const struct lc_gguf *g, b
         return t->type;
 
     enum lc_type type = o->type;
-    const bool is_q = lc_type_traits((int)o->type)->is_quantized;
-    if (!o->pure && is_q &&
-        (strcmp(name, "output.weight") == 0 ||
-         (!has_output && strcmp(name, "token_embd.weight") == 0))) {
-        const char *arch = lc_gguf_get_str(g, "general.architecture");
-        if ((arch && strcmp(arch, "falcon") == 0) || t->ne[0] % LC_QK_K != 0)
-            type = LC_TYPE_Q8_0;
-        else if (type != LC_TYPE_Q8_0)
-            type = LC_TYPE_Q6_K;
-    }
-    /* llama.cpp: a K-quant whose blocks do not fit falls back (Q6_K -> Q8_0); any other misfit
-     * aborts.  We keep such a tensor in F16 (exact for F16 input, near-exact for F32). */
-    const int blck = lc_type_traits((int)type)->blck_size;
-    if (t->ne[0] % blck != 0) {
-        if (type == LC_TYPE_Q6_K && t->ne[0] % LC_QK8_0 == 0) {
-            type = LC_TYPE_Q8_0;
-        } else {
-            *note = "row length is not a multiple of the block size: kept in F16";
-            type = t->type == LC_TYPE_F32 || t->type == LC_TYPE_BF16 ? LC_TYPE_F16 : t->type;
-            if (!is_float_type(type))
-                type = LC_TYPE_F16;
-        }
+    if (lc_type_traits((int)o->type)->is_quantized) {
+        if (!o->pure)
+            type = mix_type(ms, o->ftype, type, has_output, t);
+        type = fallback_type(type, t, note);
     }
     *convert = type != t->type;
     return type;
@@ -429,6 +620,8 @@ static int quantize_model(const struct opts *o)
     for (int64_t i = 0; i < n; i++)
         has_output = has_output || strcmp(order[i]->name, "output.weight") == 0;
     qsort(order, (size_t)n, sizeof(*order), cmp_tensor);
+    struct mix_state ms;
+    mix_init(&ms, g, order, n);
 
     /* 1. plan: the type of every tensor, the part it goes to */
     struct plan *p = xmalloc((size_t)n * sizeof(*p));
@@ -436,7 +629,7 @@ static int quantize_model(const struct opts *o)
     for (int64_t i = 0; i < n; i++) {
         const struct lc_gguf_tensor *t = order[i];
         p[i].src = t;
-        p[i].type = choose_type(o, g, has_output, t, &p[i].convert, &p[i].note);
+        p[i].type = choose_type(o, &ms, has_output, t, &p[i].convert, &p[i].note);
         if (p[i].convert) {
             const struct lc_type_traits *ts = lc_type_traits((int)t->type);
             if (!is_float_type(t->type)) {
@@ -794,7 +987,7 @@ int main(int argc, char **argv)
         }
     }
     if (!found)
-        die("unknown type '%s' (q4_1, q4_0, q5_0, q5_1, q8_0, q6_k, f16, bf16, f32)", o.type_name);
+        die("unknown type '%s' (see --help for the list)", o.type_name);
     if (same_file(o.in, o.out))
         die("%s: the output would overwrite the input", o.out);
     return quantize_model(&o);

@@ -44,6 +44,7 @@ INLINE __m256i unpack_nibbles_bcast(const uint8_t *qs)
 
 #define QDOT_TILE_COLS 2 /* 4 x 2 tiles: 8 accumulators of the 16 ymm registers */
 #include "x86-qdot.h"
+#include "x86-kquants.h" /* Q2_K Q3_K Q4_K Q5_K IQ4_XS . Q8_K */
 
 /* ---------------------------------------------------------------- prompt GEMM */
 
@@ -372,6 +373,11 @@ const struct lc_kernels lc_kernels_avx2 = {
         [LC_TYPE_Q5_0] = vec_dot_q5_0_q8_0,
         [LC_TYPE_Q5_1] = vec_dot_q5_1_q8_1,
         [LC_TYPE_IQ4_NL] = vec_dot_iq4_nl_q8_0,
+        [LC_TYPE_Q2_K] = vec_dot_q2_K_q8_K,
+        [LC_TYPE_Q3_K] = vec_dot_q3_K_q8_K,
+        [LC_TYPE_Q4_K] = vec_dot_q4_K_q8_K,
+        [LC_TYPE_Q5_K] = vec_dot_q5_K_q8_K,
+        [LC_TYPE_IQ4_XS] = vec_dot_iq4_xs_q8_K,
         [LC_TYPE_Q6_K] = vec_dot_q6_K_q8_K,
     },
     .quantize_row = {
