@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 /* Limits for untrusted transcripts: enough for any real chat, small enough to stay safe. */
-#define LC_CHAT_MAX_FILE (64u << 20)
-#define LC_CHAT_MAX_MESSAGES 1000000
+#define LC_CHAT_MAX_FILE (16u << 20)   /* parsed on the UI thread: at most about a second */
+#define LC_CHAT_MAX_MESSAGES 250000
 
 static char *fmt_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static char *fmt_err(const char *fmt, ...)

@@ -463,11 +463,32 @@ static void test_state(void)
     free(chats);
 }
 
+/* A transcript too large to parse on the UI thread is refused by its size, before a byte is
+ * read (a sparse 17 MiB file: refused at once, whatever its content). */
+static void test_too_large(void)
+{
+    char path[600];
+    snprintf(path, sizeof(path), "%s/huge.json", dir);
+    FILE *f = fopen(path, "wb");
+    CHECK(f && fseek(f, (17L << 20) - 1, SEEK_SET) == 0 && fputc('}', f) == '}', "sparse file");
+    if (f)
+        fclose(f);
+    char *err = NULL;
+    struct lc_chat *c = lc_chat_load(path, &err);
+    char want[700];
+    snprintf(want, sizeof(want), "%s: larger than 16 MiB, not a transcript", path);
+    CHECK(!c && err && strcmp(err, want) == 0, "too large: %s", err ? err : "(loaded)");
+    free(err);
+    lc_chat_free(c);
+    unlink(path);
+}
+
 int main(void)
 {
     if (!mkdtemp(dir))
         return 99;
     test_edit();
+    test_too_large();
     test_json_round_trip();
     test_markdown();
     test_bad_transcripts();
