@@ -379,7 +379,8 @@ static void test_state(void)
     snprintf(base, sizeof base, "%s/xdg", dir);
     setenv("XDG_STATE_HOME", base, 1);
     char *chats = lc_state_dir("chats", &err);
-    CHECK(chats && strstr(chats, "/xdg/llamachat/chats"), "state dir %s (%s)", chats, err);
+    CHECK(chats && strstr(chats, "/xdg/llamachat/chats"), "state dir %s (%s)", chats ? chats : "(null)",
+          err ? err : "");
     struct stat st;
     CHECK(chats && stat(chats, &st) == 0 && (st.st_mode & 0777) == 0700, "mode %o", st.st_mode & 0777);
     char *latest = NULL;
@@ -388,7 +389,8 @@ static void test_state(void)
     time_t t0 = 1796000000;
     char *a = lc_state_new_chat(chats, t0, &err);
     char *b = lc_state_new_chat(chats, t0, &err);
-    CHECK(a && b && strlen(b) == strlen(a) + 2 && strcmp(b + strlen(b) - 7, "-2.json") == 0, "names %s %s", a, b);
+    CHECK(a && b && strlen(b) == strlen(a) + 2 && strcmp(b + strlen(b) - 7, "-2.json") == 0, "names %s %s", a ? a : "(null)",
+          b ? b : "(null)");
     CHECK(a && stat(a, &st) == 0 && (st.st_mode & 0777) == 0600 && st.st_size == 0, "new file 0600, empty");
     /* empty files (reserved, never saved) are not offered */
     CHECK(lc_state_latest_chat(chats, &latest, &err) == 0, "empty files skipped");
