@@ -31,7 +31,7 @@
 #include <string.h>
 
 #define QB 32     /* weights per block (all five types) */
-#define NSTEP 16  /* candidate steps per block and direction */
+#define NSTEP 4  /* candidate steps per block and direction */
 
 bool lc_quant_search_supported(enum lc_type t)
 {
@@ -138,28 +138,33 @@ static lc_fp16 sym_search(const float *x, const float *w, int qlo, int qhi, int8
 
 /* ---------------------------------------------------------------- asymmetric: x ~ d q + m */
 
-/* Levels of x for the stored (d, m) (nearest in [0, nmax]); returns the weighted error. */
-static float asym_quant(const float *x, const float *w, float d, float m, int nmax, uint8_t *L)
+/* Levels of x for the stored (d, m) (nearest in [0, nmax]); returns the weighted error.
+ * Written in 8 lanes, all in float, so that compilers vectorize it (the hot loop). */
+static float asym_quant(const float *x, const float *w, float d, float m, int nmax, float *L)
 {
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    float e = 0.0f;
-    for (int j = 0; j < QB; j++) {
-        float v = (x[j] - m) * id;
-        v = v < 0.0f ? 0.0f : v > (float)nmax ? (float)nmax : v;
-        const int l = nearest(v);
-        L[j] = (uint8_t)l;
-        const float r = d * (float)l + m - x[j];
-        e += w[j] * r * r;
-    }
-    return e;
+    const float top = (float)nmax;
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int j0 = 0; j0 < QB; j0 += 8)
+        for (int k = 0; k < 8; k++) {
+            const int j = j0 + k;
+            float v = (x[j] - m) * id;
+            v = v > 0.0f ? v : 0.0f;
+            v = v < top ? v : top;
+            const float l = (float)(int)(v + 0.5f); /* v >= 0: truncation is floor */
+            L[j] = l;
+            const float r = d * l + m - x[j];
+            acc[k] += w[j] * r * r;
+        }
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 }
 
 /* Weighted least squares (d, m) for the levels L; false when L is constant (no fit). */
-static bool asym_fit(const float *x, const float *w, const uint8_t *L, float *d, float *m)
+static bool asym_fit(const float *x, const float *w, const float *L, float *d, float *m)
 {
     float sw = 0, sl = 0, sll = 0, sx = 0, slx = 0;
     for (int j = 0; j < QB; j++) {
-        const float l = (float)L[j];
+        const float l = L[j];
         sw += w[j];
         sl += w[j] * l;
         sll += w[j] * l * l;
@@ -177,7 +182,7 @@ static bool asym_fit(const float *x, const float *w, const uint8_t *L, float *d,
 struct asym_best {
     lc_fp16 d, m;
     float e;
-    uint8_t L[QB];
+    float L[QB];
 };
 
 /* Try the stored pair (hd, hm): keep it when finite, d >= 0 and the error is smaller. */
@@ -186,13 +191,13 @@ static void asym_try(const float *x, const float *w, lc_fp16 hd, lc_fp16 hm, int
 {
     if (!fp16_finite(hd) || !fp16_finite(hm) || (hd & 0x8000u))
         return;
-    uint8_t Lt[QB];
+    float Lt[QB];
     const float e = asym_quant(x, w, LC_FP16_TO_FP32(hd), LC_FP16_TO_FP32(hm), nmax, Lt);
     if (e < b->e) {
         b->e = e;
         b->d = hd;
         b->m = hm;
-        memcpy(b->L, Lt, QB);
+        memcpy(b->L, Lt, sizeof(Lt));
     }
 }
 
@@ -211,17 +216,17 @@ static void asym_search(const float *x, const float *w, int nmax, struct asym_be
         return;
     for (int k = 0; k <= NSTEP; k++) {
         const float iscale = ((float)nmax - 1.0f + 2.0f * (float)k / NSTEP) / (max - min);
-        uint8_t L[QB];
+        float L[QB];
         for (int j = 0; j < QB; j++) {
             float v = iscale * (x[j] - min);
-            v = v > (float)nmax ? (float)nmax : v;
-            L[j] = (uint8_t)nearest(v);
+            v = v < (float)nmax ? v : (float)nmax;
+            L[j] = (float)(int)(v + 0.5f);
         }
         float d, m;
         if (asym_fit(x, w, L, &d, &m))
             asym_try(x, w, lc_fp32_to_fp16(d), lc_fp32_to_fp16(m), nmax, b);
     }
-    for (int it = 0; it < 4; it++) {
+    for (int it = 0; it < 2; it++) {
         const lc_fp16 d0 = b->d, m0 = b->m;
         float d, m;
         if (!asym_fit(x, w, b->L, &d, &m))
@@ -230,11 +235,14 @@ static void asym_search(const float *x, const float *w, int nmax, struct asym_be
         if (b->d == d0 && b->m == m0)
             break;
     }
-    const lc_fp16 d0 = b->d, m0 = b->m;
-    for (int dd = -1; dd <= 1; dd++)
-        for (int dm = -1; dm <= 1; dm++)
-            if ((dd || dm) && !(dd < 0 && d0 == 0))
-                asym_try(x, w, (lc_fp16)(d0 + dd), (lc_fp16)(m0 + dm), nmax, b);
+    /* the F16 neighbours: d one ulp up or down, then m */
+    const lc_fp16 d0 = b->d;
+    asym_try(x, w, (lc_fp16)(d0 + 1), b->m, nmax, b);
+    if (d0 != 0)
+        asym_try(x, w, (lc_fp16)(d0 - 1), b->m, nmax, b);
+    const lc_fp16 m0 = b->m;
+    asym_try(x, w, b->d, (lc_fp16)(m0 + 1), nmax, b);
+    asym_try(x, w, b->d, (lc_fp16)(m0 - 1), nmax, b);
 }
 
 /* ---------------------------------------------------------------- packing, rows */
@@ -279,7 +287,7 @@ static void pack_block(enum lc_type t, const float *x, const float *w, void *out
         y->d = b.d;
         y->m = b.m;
         for (int j = 0; j < QB / 2; j++)
-            y->qs[j] = (uint8_t)(b.L[j] | (b.L[j + QB / 2] << 4));
+            y->qs[j] = (uint8_t)((int)b.L[j] | ((int)b.L[j + QB / 2] << 4));
         break;
     }
     case LC_TYPE_Q5_1: {
@@ -290,7 +298,7 @@ static void pack_block(enum lc_type t, const float *x, const float *w, void *out
         y->m = b.m;
         uint32_t qh = 0;
         for (int j = 0; j < QB / 2; j++) {
-            const unsigned u0 = b.L[j], u1 = b.L[j + QB / 2];
+            const unsigned u0 = (unsigned)b.L[j], u1 = (unsigned)b.L[j + QB / 2];
             y->qs[j] = (uint8_t)((u0 & 0x0f) | ((u1 & 0x0f) << 4));
             qh |= ((u0 >> 4) & 1u) << j;
             qh |= ((u1 >> 4) & 1u) << (j + QB / 2);
