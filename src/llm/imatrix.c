@@ -365,14 +365,14 @@ static struct lc_imatrix *load_gguf(const char *path, char **err)
                 set_err(err, "%s: '%s' holds a negative or non-finite sum", path, t->name);
                 goto fail;
             }
-            e->sum2[j] = v[j];
+            e->sum2[j] = (double)v[j];
         }
         for (int64_t k = 0; k < nmat; k++) {
             if (!isfinite(cv[k]) || cv[k] < 0) {
                 set_err(err, "%s: '%s' holds a bad count", path, cname);
                 goto fail;
             }
-            e->rows[k] = cv[k];
+            e->rows[k] = (double)cv[k];
         }
         e->ncall = (int32_t)chunks;
     }
@@ -440,7 +440,7 @@ static struct lc_imatrix *load_legacy(FILE *f, const char *path, char **err)
                 set_err(err, "%s: entry '%s' holds a negative or non-finite value", path, name);
                 goto fail;
             }
-            e->sum2[j] = tmp[j];
+            e->sum2[j] = (double)tmp[j];
         }
         e->rows[0] = div;
         e->ncall = ncall;
