@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "gguf.h"
@@ -194,6 +195,8 @@ static int save_legacy(const struct lc_imatrix *im, const struct entry **s, cons
     }
     snprintf(tmp, tl, "%s.tmp.XXXXXX", path);
     int fd = mkstemp(tmp);
+    if (fd >= 0)
+        (void)fchmod(fd, 0644); /* mkstemp creates 0600; an imatrix is not secret */
     FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
     if (!f) {
         set_err(err, "%s: %s", path, strerror(errno));
