@@ -83,6 +83,9 @@ struct lc_context {
     lc_progress_fn progress;
     void *progress_user;
     struct lc_context_stats stats;
+
+    lc_matmul_observer_fn observer; /* sees every matmul's input (imatrix), or NULL */
+    void *observer_user;
 };
 
 static void set_err(char **err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -274,6 +277,12 @@ void lc_context_set_progress(struct lc_context *c, lc_progress_fn cb, void *user
     c->progress_user = user;
 }
 
+void lc_context_set_matmul_observer(struct lc_context *c, lc_matmul_observer_fn cb, void *user)
+{
+    c->observer = cb;
+    c->observer_user = user;
+}
+
 void lc_context_stats(const struct lc_context *c, struct lc_context_stats *out) { *out = c->stats; }
 void lc_context_reset_stats(struct lc_context *c) { memset(&c->stats, 0, sizeof(c->stats)); }
 
@@ -426,6 +435,8 @@ static void matmul(struct lc_context *c, const struct lc_weight *w, const float 
                    size_t src_stride, int rows, float *dst, size_t ld)
 {
     const struct lc_type_traits *tt = lc_type_traits(w->type);
+    if (c->observer)
+        c->observer(c->observer_user, w, src, rows, src_stride);
     convert_act(c, src, (int)w->ne[0], rows, src_stride, tt->vec_dot_type);
     struct matmul_task t = {c, w, dst, ld, rows};
     lc_threadpool_run(c->tp, matmul_rows, &t);

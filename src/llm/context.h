@@ -9,6 +9,7 @@
 #define LC_CONTEXT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "model.h"
@@ -60,6 +61,17 @@ void lc_context_truncate(struct lc_context *c, int32_t n_past);
 /* Progress/abort: cb(user, done_tokens, total_tokens) before each batch; true = stop. */
 typedef bool (*lc_progress_fn)(void *user, int32_t done, int32_t total);
 void lc_context_set_progress(struct lc_context *c, lc_progress_fn cb, void *user);
+
+/*
+ * Matrix-product observer (importance matrices: llamachat-imatrix).  When set, cb runs on the
+ * decoding thread before every product dst = src W^T of the forward pass, with the weight -- a
+ * member of the model (&m->layers[il].wq, &m->output, ...), which tells the caller which tensor
+ * it is -- and the product's float input: rows rows of w->ne[0] floats, src_stride floats
+ * apart, valid only during the call.  cb = NULL removes it.  Costs one test per product.
+ */
+typedef void (*lc_matmul_observer_fn)(void *user, const struct lc_weight *w, const float *src,
+                                      int rows, size_t src_stride);
+void lc_context_set_matmul_observer(struct lc_context *c, lc_matmul_observer_fn cb, void *user);
 
 /* Timing of the last decode calls, for the status bar and the CLI: cumulative counters. */
 struct lc_context_stats {

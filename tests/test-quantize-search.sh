@@ -1,0 +1,92 @@
+#!/bin/sh
+# test-quantize-search.sh - llamachat-quantize --method search / --imatrix (issue 16) on
+# stories260K (FFN 192), tales.txt at n_ctx 128:
+#   - the default (--method ref) is still llama.cpp's file byte for byte;
+#   - search, and search weighted by an importance matrix collected by llamachat-imatrix on
+#     another text (tests/data/text/garden.txt), give a lower PPL and a lower mean KL
+#     divergence against the F32 model than ref;
+#   - the searched files hold valid Q4_1 blocks (tests/test-quant-search FILE) and decode the
+#     same greedy tokens with every ISA this CPU has;
+#   - bad arguments are refused with a message.
+set -u
+B=${LC_BUILDDIR:-.}
+S=${LC_SHARED:-../shared}
+SRC=${LC_SRCDIR:-.}
+M=$S/models
+Q=$B/llamachat-quantize
+P=$B/llamachat-perplexity
+I=$B/llamachat-imatrix
+TXT=$S/text/tales.txt
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail=0
+bad() {
+    echo "FAIL: $*"
+    fail=1
+}
+[ -f "$M/stories260K-ff192-f32.gguf" ] || { echo "skip: no shared models"; exit 77; }
+
+run() { # run CMD...: must succeed
+    if ! "$@" >"$T/log" 2>&1; then
+        bad "$*"
+        cat "$T/log"
+    fi
+}
+
+run "$Q" -t 2 "$M/stories260K-ff192-f32.gguf" "$T/ref.gguf" q4_1
+cmp -s "$T/ref.gguf" "$M/stories260K-ff192-q4_1.gguf" || bad "the default is not llama.cpp's Q4_1 file"
+run "$Q" -t 2 --method ref "$M/stories260K-ff192-f32.gguf" "$T/ref2.gguf" q4_1
+cmp -s "$T/ref2.gguf" "$T/ref.gguf" || bad "--method ref is not the default"
+run "$Q" -t 2 --method search "$M/stories260K-ff192-f32.gguf" "$T/search.gguf" q4_1
+run "$I" -m "$M/stories260K-ff192-f32.gguf" -f "$SRC/tests/data/text/garden.txt" -c 128 -t 2 \
+    -o "$T/garden.dat"
+run "$Q" -t 2 --imatrix "$T/garden.dat" "$M/stories260K-ff192-f32.gguf" "$T/im.gguf" q4_1
+cmp -s "$T/search.gguf" "$T/ref.gguf" && bad "search gave the reference bytes"
+
+# base distributions of the F32 model, then PPL and KLD of each file
+run "$P" -m "$M/stories260K-ff192-f32.gguf" -f "$TXT" -c 128 -t 2 --kl-divergence-base "$T/base.kld"
+for f in ref search im; do
+    "$P" -m "$T/$f.gguf" --kl-divergence-base "$T/base.kld" --kl-divergence -t 2 >"$T/$f.out" 2>&1 ||
+        bad "perplexity $f"
+    sed -n 's/^Mean PPL(Q) *: *\([0-9.]*\).*/\1/p' "$T/$f.out" >"$T/$f.ppl"
+    sed -n 's/^Mean *KLD *: *\([0-9.]*\).*/\1/p' "$T/$f.out" >"$T/$f.kld"
+    echo "$f: PPL $(cat "$T/$f.ppl") KLD $(cat "$T/$f.kld")"
+done
+lt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 < b + 0 && a != "") }'; }
+[ "$(cat "$T/ref.ppl")" = 4.214984 ] || bad "ref PPL $(cat "$T/ref.ppl"), llama.cpp 4.2150"
+for f in search im; do
+    lt "$(cat "$T/$f.ppl")" "$(cat "$T/ref.ppl")" || bad "$f: PPL not below ref"
+    lt "$(cat "$T/$f.kld")" "$(cat "$T/ref.kld")" || bad "$f: KLD not below ref"
+done
+# at least a 20 % lower KLD (bench/QUANTIZE.md: 30 % and more)
+lt "$(cat "$T/search.kld")" "$(awk -v r="$(cat "$T/ref.kld")" 'BEGIN { print r * 0.8 }')" ||
+    bad "search: KLD $(cat "$T/search.kld") not 20 % below ref $(cat "$T/ref.kld")"
+
+"$B/tests/test-quant-search" "$T/search.gguf" "$T/im.gguf" || bad "invalid Q4_1 blocks"
+
+# the same greedy tokens with every ISA
+first=
+for isa in scalar avx2 avx512 neon; do
+    LLAMACHAT_ISA=$isa "$B/llamachat" --version >/dev/null 2>&1 || continue
+    ids=$("$B/llamachat" -m "$T/search.gguf" --isa "$isa" -p "Once upon a time" -n 48 --temp 0 \
+        --print-token-ids -t 2 2>/dev/null)
+    [ -n "$ids" ] || bad "no tokens with $isa"
+    if [ -z "$first" ]; then
+        first=$ids
+    elif [ "$ids" != "$first" ]; then
+        bad "$isa: greedy ids differ from the first ISA's"
+    fi
+    echo "ok: greedy with $isa"
+done
+
+# bad arguments
+"$Q" --method fast "$M/stories260K-ff192-f32.gguf" "$T/x.gguf" q4_1 2>"$T/err" && bad "--method fast accepted"
+grep -q "neither 'ref' nor 'search'" "$T/err" || bad "--method fast: $(cat "$T/err")"
+"$Q" --method ref --imatrix "$T/garden.dat" "$M/stories260K-ff192-f32.gguf" "$T/x.gguf" q4_1 \
+    2>"$T/err" && bad "--method ref --imatrix accepted"
+grep -q "needs --method search" "$T/err" || bad "ref + imatrix: $(cat "$T/err")"
+"$Q" --imatrix "$T/none.dat" "$M/stories260K-ff192-f32.gguf" "$T/x.gguf" q4_1 2>"$T/err" &&
+    bad "a missing imatrix accepted"
+grep -q "none.dat" "$T/err" || bad "missing imatrix: $(cat "$T/err")"
+[ -e "$T/x.gguf" ] && bad "an output was left behind"
+exit $fail
