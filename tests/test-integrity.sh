@@ -59,6 +59,16 @@ chat() {
     wait_for ' idle ' 30 >/dev/null
 }
 type_line() { $T send-keys -t lc -l -- "$1"; $T send-keys -t lc Enter; }
+# ask LOG TEXT: send a message and wait until the model has read it and the chat is idle again
+ask() {
+    before=$(grep -c '^prompt pos' "$1" 2>/dev/null)
+    type_line "$2"
+    i=0
+    while [ $i -lt 200 ] && [ "$(grep -c '^prompt pos' "$1" 2>/dev/null)" = "$before" ]; do
+        sleep 0.1; i=$((i + 1))
+    done
+    wait_for ' idle ' 20 >/dev/null
+}
 markov() { python3 "$SRC/tests/markov-gguf.py" "$1" "$SPM" "$2" || { echo "FAIL: markov-gguf.py"; exit 1; }; }
 
 # --- 1. user text never becomes control tokens; exactly one BOS ---------------------------------
@@ -118,8 +128,7 @@ TM2=$(echo "$TM")
 CFG=$(python3 -c 'import json,sys; print(json.dumps({"trans": {"<0x0A>": "\u2581H", "\u2581H": "ello", "ello": "<", "<": "|", "|": "im", "im": "_", "_": "end", "end": "<0x7C>", "<0x7C>": ">"}, "default": 2, "kv": {"tokenizer.chat_template": [8, sys.argv[1]]}}))' "$TM2")
 markov "$tmp/c3.gguf" "$CFG"
 chat "$tmp/c.log" -m "$tmp/c3.gguf" --temp 0 -n 20
-type_line 'Hi'
-wait_for '^ ?Hello' 20 >/dev/null
+ask "$tmp/c.log" 'Hi'   # (a line typed while the model writes is refused)
 type_line 'again'
 if wait_log "$tmp/c.log" '^prompt pos=[1-9]'; then
     last_reply=$(awk '/^reply pos=/ { split($2, a, "="); p = a[2] } /^prompt pos=[1-9]/ { print p; exit }' "$tmp/c.log")
@@ -138,8 +147,7 @@ markov "$tmp/long.gguf" "$CFG"
 n=$("$LC" -m "$tmp/long.gguf" -p A -n 2 --temp 0 2>/dev/null | wc -c)
 [ "$n" = 2052 ] && ok "one-shot: a 1 KiB token is printed whole" || bad "one-shot: 1 KiB token: $n bytes, want 2052 (A + 2 x 1025 + newline)"
 chat "$tmp/d.log" -m "$tmp/long.gguf" --temp 0 -n 2
-type_line 'A'
-wait_for ' idle ' 20 >/dev/null; sleep 0.3
+ask "$tmp/d.log" 'A'
 type_line "/save $tmp/long.md"
 wait_for 'saved' 10 >/dev/null
 n=$(grep -o 'a\{1024\}' "$tmp/long.md" 2>/dev/null | wc -l)
@@ -168,10 +176,8 @@ if wait_for 'seed \(random\) +[0-9]+' 20; then
     grep -Eq "\"seed\": *$seed([^0-9]|$)" "$tmp/f.json" && ok "the seed is saved" || { bad "seed $seed not in the transcript"; grep seed "$tmp/f.json"; }
     reply1=$(grep '^reply pos' "$tmp/f.log" | sed 's/^reply pos=[0-9]* n=1: //' | tr '\n' ' ')
     chat "$tmp/g.log" -m "$BASE" --temp 1 -n 12 --seed "$seed"
-    type_line 'Once upon a time'
-    wait_for ' idle ' 20 >/dev/null; sleep 0.5
-    type_line '/regen'
-    sleep 1; wait_for ' idle ' 20 >/dev/null
+    ask "$tmp/g.log" 'Once upon a time'
+    ask "$tmp/g.log" '/regen'
     reply2=$(grep '^reply pos' "$tmp/g.log" | sed 's/^reply pos=[0-9]* n=1: //' | tr '\n' ' ')
     n1=$(echo "$reply1" | wc -w)
     if [ "$n1" -ge 5 ] && [ "$reply2" = "$reply1$reply1" ]; then ok "--seed $seed gives the same reply, /regen too"
