@@ -24,6 +24,10 @@ struct lc_options {
     /* [chat] */
     char *system_prompt;       /* malloc'd or NULL */
     char *chat_template;       /* name override, or NULL = from the model */
+    /* [remote] (issue 17): chat with an OpenAI-compatible server instead of a local model */
+    char *remote_url;          /* --remote URL; NULL = local */
+    char *remote_model;        /* model name on the server; NULL = its first */
+    char *remote_api_key_env;  /* name of the environment variable holding the API key */
     /* [ui] */
     bool history;              /* keep ~/.local/state/llamachat/history */
     bool show_params;          /* parameter pane visible at start */
