@@ -547,8 +547,12 @@ int lc_remote_chat(struct lc_remote *r, const struct lc_chat *conv,
         end = x.finish && !strcmp(x.finish, "length") ? LC_REMOTE_END_LENGTH : LC_REMOTE_END_STOP;
     } else if (x.status == 200 && x.is_sse) {
         /* 200 and an event stream, but no [DONE] nor finish_reason: cut */
-        const char *why = res == RUN_IDLE ? "stalled (idle timeout)"
-                          : res == RUN_CURL ? curl_easy_strerror(cc) : "closed by the server";
+        char why[96];
+        if (res == RUN_IDLE)
+            snprintf(why, sizeof(why), "no data for %ld s: idle timeout", r->idle_timeout);
+        else
+            snprintf(why, sizeof(why), "%s", res == RUN_CURL ? curl_easy_strerror(cc)
+                                                              : "closed by the server");
         *err = fmt_err(r, "%s: the stream ended in the middle of the reply (%s)%s", r->base, why,
                        x.got_any ? "; the partial reply is kept" : "");
         end = LC_REMOTE_END_CUT;
