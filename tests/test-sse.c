@@ -57,7 +57,6 @@ static char *slurp(const char *path, size_t *n)
 
 /* dir: at most 1024 bytes */
 static void replay(const char *dir, const char *name)
-/* dir: at most 1024 bytes */
 {
     char path[1200];
     size_t n, cn, en;

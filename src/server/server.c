@@ -702,8 +702,11 @@ static enum MHD_Result generate(struct MHD_Connection *c, struct req *r)
         slot_release(r);
         return send_error(c, 500, "server_error", "out of memory");
     }
-    logf_("request %ld on slot %d: %s%s", r->id, (int)(r->slot - S.slots),
-          r->kind == K_CHAT ? "chat" : "completion", r->stream ? ", streamed" : "");
+    logf_("request %ld on slot %d: %s%s, temperature %.2f top_k %d top_p %.2f min_p %.2f "
+          "repeat_penalty %.2f max_tokens %d", r->id, (int)(r->slot - S.slots),
+          r->kind == K_CHAT ? "chat" : "completion", r->stream ? ", streamed" : "",
+          (double)p.temp, p.top_k, (double)p.top_p, (double)p.min_p, (double)p.repeat_penalty,
+          n_predict);
     if (r->stream) {
         struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384,
                                                                       stream_reader, r, stream_free);
