@@ -89,7 +89,8 @@ struct req {
     int phase;                    /* streaming: 0 head, 1 tokens, 2 done */
     char *out;                    /* pending response bytes */
     size_t out_len, out_off, out_cap;
-    char utf8[4];                 /* an incomplete UTF-8 sequence held for the next event */
+    char utf8[12];                /* an incomplete UTF-8 sequence held for the next event
+                                     (room for 3 bytes of U+FFFD per byte at the end) */
     size_t utf8_len;
     int32_t n_prompt, n_gen;
     bool got_stats;
@@ -151,6 +152,37 @@ static size_t utf8_complete(const char *s, size_t n)
     unsigned char c = (unsigned char)s[i - 1];
     size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
     return need > k + 1 ? i - 1 : n;
+}
+
+/* Append s[0..n) to out as valid UTF-8: each byte that does not start a well-formed sequence
+ * becomes U+FFFD (JSON clients decode every chunk; a random model writes any bytes).
+ * out must hold 3 * n bytes.  Returns the bytes written. */
+static size_t utf8_clean(const char *s, size_t n, char *out)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        unsigned c = u[i];
+        size_t len = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3
+                     : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+        bool ok = len > 0 && i + len <= n;
+        for (size_t k = 1; ok && k < len; k++)
+            ok = (u[i + k] & 0xC0) == 0x80;
+        if (ok && len == 3)   /* no overlongs, no surrogates */
+            ok = !(c == 0xE0 && u[i + 1] < 0xA0) && !(c == 0xED && u[i + 1] > 0x9F);
+        if (ok && len == 4)
+            ok = !(c == 0xF0 && u[i + 1] < 0x90) && !(c == 0xF4 && u[i + 1] > 0x8F);
+        if (!ok) {
+            memcpy(out + o, "\xef\xbf\xbd", 3);
+            o += 3;
+            i++;
+            continue;
+        }
+        memcpy(out + o, s + i, len);
+        o += len;
+        i += len;
+    }
+    return o;
 }
 
 static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status, json_object *o)
@@ -517,14 +549,15 @@ static int pump(struct req *r, char **acc, size_t *acc_len, int *reason, char **
         any = true;
         switch (ev.type) {
         case LC_EV_TEXT: {
-            char buf[LC_EVENT_TEXT + 4];
+            char raw[LC_EVENT_TEXT + 4], buf[3 * (LC_EVENT_TEXT + 4)];
             size_t n = r->utf8_len;
-            memcpy(buf, r->utf8, n);
-            memcpy(buf + n, ev.text, ev.len);
+            memcpy(raw, r->utf8, n);
+            memcpy(raw + n, ev.text, ev.len);
             n += ev.len;
-            size_t ok = utf8_complete(buf, n);
-            r->utf8_len = n - ok;
-            memcpy(r->utf8, buf + ok, r->utf8_len);
+            size_t keep = utf8_complete(raw, n);
+            r->utf8_len = n - keep;
+            memcpy(r->utf8, raw + keep, r->utf8_len);
+            size_t ok = utf8_clean(raw, keep, buf);
             if (ok == 0)
                 break;
             if (acc) {
@@ -553,7 +586,10 @@ static int pump(struct req *r, char **acc, size_t *acc_len, int *reason, char **
         case LC_EV_DONE:
             *reason = ev.a;
             r->n_gen = ev.b;
-            if (r->utf8_len) {   /* a reply that ends inside a character: the bytes as they are */
+            if (r->utf8_len) {   /* a reply that ends inside a character: U+FFFD for it */
+                char tail[12];
+                r->utf8_len = utf8_clean(r->utf8, r->utf8_len, tail);
+                memcpy(r->utf8, tail, r->utf8_len);
                 if (acc) {
                     char *a = realloc(*acc, *acc_len + r->utf8_len + 1);
                     if (a) {
