@@ -983,6 +983,12 @@ int main(int argc, char **argv)
     sigaddset(&block, SIGTERM);
     sigaddset(&block, SIGPIPE);
     pthread_sigmask(SIG_BLOCK, &block, &old);
+    /* caught from the start (blocked until the model is loaded, then taken by sigsuspend) */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
     S.slots = calloc((size_t)S.n_slots, sizeof(*S.slots));
     int status = 1;
     struct MHD_Daemon *d = NULL;
@@ -1031,11 +1037,6 @@ int main(int argc, char **argv)
            strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "",
            di ? di->port : (unsigned)port, S.n_slots, S.n_slots == 1 ? "" : "s");
     fflush(stdout);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
     sigset_t waitset = old;
     sigdelset(&waitset, SIGINT);
     sigdelset(&waitset, SIGTERM);
