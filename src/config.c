@@ -70,6 +70,10 @@ static const struct setting settings[] = {
     { "chat", "system_prompt", "system", 0, K_STR, 0, 0, OFF(system_prompt), "text" },
     { "chat", "template", "chat-template", 0, K_TEMPLATE, 0, 0, OFF(chat_template), NULL /* the names */ },
     { "chat", "autosave", NULL, 0, K_BOOL, 0, 0, OFF(autosave), "on or off" },
+    /* the API key itself is never a setting: only the name of the variable that holds it */
+    { "remote", "url", "remote", 0, K_STR, 0, 0, OFF(remote_url), "an http:// or https:// URL" },
+    { "remote", "model", "remote-model", 0, K_STR, 0, 0, OFF(remote_model), "a model name" },
+    { "remote", "api_key_env", NULL, 0, K_STR, 0, 0, OFF(remote_api_key_env), "an environment variable name" },
 };
 #define N_SETTINGS (sizeof(settings) / sizeof(settings[0]))
 
@@ -99,7 +103,7 @@ static const char *template_names(void)
     return buf;
 }
 
-static const char *const sections[] = { "model", "sampling", "ui", "chat" };
+static const char *const sections[] = { "model", "sampling", "ui", "chat", "remote" };
 
 static char *last_warnings;
 
@@ -121,7 +125,8 @@ void lc_config_free(struct lc_options *o)
 {
     char **strs[] = { &o->model_path, &o->isa, &o->system_prompt, &o->chat_template, &o->theme,
                       &o->prompt, &o->resume_path, &o->save_format, &o->log_path,
-                      &o->chat_template_text };
+                      &o->chat_template_text, &o->remote_url, &o->remote_model,
+                      &o->remote_api_key_env };
     for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
         free(*strs[i]);
         *strs[i] = NULL;

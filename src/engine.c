@@ -32,9 +32,10 @@
 #include "llm/model.h"
 #include "llm/sampler.h"
 #include "llm/tokenizer.h"
+#include "remote/remote.h"
 #include "ring.h"
 
-enum cmd_type { CMD_SUBMIT, CMD_REGEN, CMD_CLEAR, CMD_SYSTEM, CMD_CONV, CMD_QUIT };
+enum cmd_type { CMD_SUBMIT, CMD_REGEN, CMD_CLEAR, CMD_SYSTEM, CMD_CONV, CMD_MODELS, CMD_QUIT };
 
 struct msg_toks;
 
@@ -88,6 +89,9 @@ struct lc_engine {
     int64_t n_shifted;        /* KV entries moved by context shifts instead of re-evaluated */
     bool no_shift;            /* LLAMACHAT_NO_SHIFT=1: re-evaluate instead (for benchmarks) */
     bool verbose_prompt;      /* NOTE the text of every prompt evaluation */
+    /* remote mode: replies from an OpenAI-compatible server (remote.h) */
+    char *remote_url, *remote_model, *remote_key;
+    struct lc_remote *remote;
 };
 
 static double now_s(void)
@@ -287,6 +291,11 @@ int lc_engine_set_params(struct lc_engine *e, const struct lc_sampler_params *p,
     atomic_store(&e->params_changed, true);
     pthread_mutex_unlock(&e->mu);
     return 0;
+}
+
+int lc_engine_models(struct lc_engine *e)
+{
+    return enqueue(e, CMD_MODELS, NULL, NULL);
 }
 
 void lc_engine_stop(struct lc_engine *e)
@@ -1015,8 +1024,14 @@ static bool start_sampler(struct lc_engine *e)
 }
 
 /* Generate a reply to the conversation (whose last message is the user's). */
+static void reply_remote(struct lc_engine *e);
+
 static void reply(struct lc_engine *e)
 {
+    if (e->remote_url) {
+        reply_remote(e);
+        return;
+    }
     int32_t n_gen = 0;
     int reason = LC_DONE_ERROR;
     e->n_eval = 0;
@@ -1155,6 +1170,131 @@ done_noconv:
     atomic_fetch_sub(&e->busy, 1);
 }
 
+/* ---------------------------------------------------------------- remote mode */
+
+/* Connect to the server: its model list gives the model name (LC_EV_LOADED), or an error. */
+static bool load_remote(struct lc_engine *e)
+{
+    char *err = NULL;
+    e->remote = lc_remote_new(e->remote_url, e->remote_model, e->remote_key, &err);
+    if (!e->remote) {
+        emit_str(e, LC_EV_ERROR, "%s", err ? err : "out of memory");
+        free(err);
+        return false;
+    }
+    char *list = lc_remote_models(e->remote, &e->quitting, &err);
+    if (!list) {
+        emit_str(e, LC_EV_ERROR, "%s", err ? err : "out of memory");
+        free(err);
+        return false;
+    }
+    free(list);
+    const char *name = lc_remote_model(e->remote) ? lc_remote_model(e->remote) : "(server default)";
+    emit_str(e, LC_EV_INFO, "isa=remote");
+    emit_str(e, LC_EV_INFO, "template=server's");
+    emit_str(e, LC_EV_INFO, "name=%s", name);
+    emit_str(e, LC_EV_LOADED, "%s at %s", name, e->remote_url);
+    emit(e, LC_EV_STATS, 0, 0, 0, 0);
+    return true;
+}
+
+struct remote_reply {
+    struct lc_engine *e;
+    int msg;                  /* the reply's index in e->conv */
+    int64_t n_prompt, n_gen;  /* usage, when the server gives it */
+    double t0, t_first;
+};
+
+static void remote_text(void *ud, const char *s, size_t n)
+{
+    struct remote_reply *rr = ud;
+    if (rr->t_first == 0)
+        rr->t_first = now_s();
+    lc_chat_append(rr->e->conv, (size_t)rr->msg, s, n);
+    emit_text(rr->e, LC_EV_TEXT, s, n);
+}
+
+static void remote_usage(void *ud, int64_t prompt, int64_t gen)
+{
+    struct remote_reply *rr = ud;
+    rr->n_prompt = prompt;
+    rr->n_gen = gen;
+}
+
+/* One reply from the server: the conversation goes as messages, the reply streams back. */
+static void reply_remote(struct lc_engine *e)
+{
+    int reason = LC_DONE_ERROR;
+    int32_t n_chunks = 0;
+    struct remote_reply rr = { .e = e, .n_prompt = -1, .n_gen = -1, .t0 = now_s() };
+    pick_up_params(e);
+    if (!e->remote) {
+        emit_str(e, LC_EV_ERROR, "not connected to a server");
+        goto done;
+    }
+    /* the request carries the conversation without the (empty) reply */
+    struct lc_chat *conv = e->conv;
+    rr.msg = lc_chat_add(conv, LC_ROLE_ASSISTANT, "", 0);
+    if (rr.msg < 0 || !mt_fit(e)) {
+        emit_str(e, LC_EV_ERROR, "out of memory");
+        goto done;
+    }
+    struct lc_remote_callbacks cb = { remote_text, remote_usage, &rr };
+    struct lc_sampler_params p = e->params;
+    char *err = NULL;
+    {
+        /* a view of the conversation without the reply, which grows while it streams (only
+         * its text is reallocated, not the message array) */
+        struct lc_chat req = *conv;
+        req.n = (size_t)rr.msg;
+        int end = lc_remote_chat(e->remote, &req, &p, e->n_predict, &e->stop, &cb, &n_chunks, &err);
+        reason = end == LC_REMOTE_END_STOP ? LC_DONE_EOG
+                 : end == LC_REMOTE_END_LENGTH ? LC_DONE_LIMIT
+                 : end == LC_REMOTE_END_CANCELLED ? LC_DONE_STOPPED : LC_DONE_ERROR;
+    }
+    if (err) {
+        emit_str(e, LC_EV_ERROR, "%s", err);
+        free(err);
+    }
+    if (conv->msgs[rr.msg].len == 0)
+        conv_remove(e, (size_t)rr.msg, (size_t)rr.msg + 1);
+    {
+        double t1 = now_s();
+        int32_t n_gen = rr.n_gen >= 0 ? (int32_t)rr.n_gen : n_chunks;
+        double gen_s = rr.t_first > 0 ? t1 - rr.t_first : 0;
+        double pp_s = rr.t_first > 0 ? rr.t_first - rr.t0 : 0;
+        emit(e, LC_EV_STATS, rr.n_prompt >= 0 ? (int32_t)(rr.n_prompt + n_gen) : 0, 0,
+             rr.n_prompt > 0 && pp_s > 0 ? (double)rr.n_prompt / pp_s : 0,
+             n_gen > 1 && gen_s > 0 ? (double)(n_gen - 1) / gen_s : 0);
+        n_chunks = n_gen;
+    }
+done:
+    atomic_store(&e->stop, false);
+    emit(e, LC_EV_DONE, reason, n_chunks, rr.n_prompt > 0 ? (double)rr.n_prompt : 0, 0);
+    atomic_fetch_sub(&e->busy, 1);
+}
+
+/* The /models command: the server's list, or the local model. */
+static void list_models(struct lc_engine *e)
+{
+    if (!e->remote) {
+        emit_str(e, LC_EV_NOTE, "model: %s (local)", e->model ? e->model->name : "none loaded");
+        return;
+    }
+    char *err = NULL, *list = lc_remote_models(e->remote, &e->quitting, &err);
+    if (!list) {
+        emit_str(e, LC_EV_ERROR, "%s", err ? err : "out of memory");
+        free(err);
+        return;
+    }
+    for (char *p = list; *p; p++)
+        if (*p == '\n')
+            *p = ' ';
+    emit_str(e, LC_EV_NOTE, "models at %s: %s (using %s)", e->remote_url, *list ? list : "none",
+             lc_remote_model(e->remote) ? lc_remote_model(e->remote) : "the server's default");
+    free(list);
+}
+
 /* ---------------------------------------------------------------- the thread */
 
 static bool load(struct lc_engine *e)
@@ -1235,7 +1375,10 @@ static bool load(struct lc_engine *e)
 static void *engine_main(void *arg)
 {
     struct lc_engine *e = arg;
-    load(e);
+    if (e->remote_url)
+        load_remote(e);
+    else
+        load(e);
     for (;;) {
         pthread_mutex_lock(&e->mu);
         while (!e->head)
@@ -1279,6 +1422,9 @@ static void *engine_main(void *arg)
             e->conv = c->conv;
             c->conv = NULL;
             break;
+        case CMD_MODELS:
+            list_models(e);
+            break;
         case CMD_QUIT:
             quit = true;
             break;
@@ -1317,6 +1463,12 @@ struct lc_engine *lc_engine_start(const struct lc_engine_config *cfg, char **err
     e->system_prompt = dup_or_null(cfg->system_prompt);
     e->template_name = dup_or_null(cfg->chat_template);
     e->template_text = dup_or_null(cfg->chat_template_text);
+    e->remote_url = cfg->remote_url && *cfg->remote_url ? strdup(cfg->remote_url) : NULL;
+    e->remote_model = dup_or_null(cfg->remote_model);
+    if (cfg->remote_api_key_env && *cfg->remote_api_key_env) {
+        const char *key = getenv(cfg->remote_api_key_env);
+        e->remote_key = key && *key ? strdup(key) : NULL;
+    }
     e->cparams = lc_context_default_params();
     e->cparams.n_ctx = cfg->n_ctx;
     e->cparams.n_threads = cfg->n_threads;
@@ -1329,7 +1481,7 @@ struct lc_engine *lc_engine_start(const struct lc_engine_config *cfg, char **err
     e->verbose_prompt = cfg->verbose_prompt;
     e->conv = lc_chat_new();
     e->ring = lc_ring_new(sizeof(struct lc_event), 4096);
-    if (!e->model_path || !e->conv || !e->ring) {
+    if ((!e->model_path && !e->remote_url) || !e->conv || !e->ring) {
         *err = xasprintf("out of memory");
         goto fail;
     }
@@ -1429,6 +1581,13 @@ void lc_engine_free(struct lc_engine *e)
     free(e->system_prompt);
     free(e->template_name);
     free(e->template_text);
+    lc_remote_free(e->remote);
+    free(e->remote_url);
+    free(e->remote_model);
+    if (e->remote_key) {
+        memset(e->remote_key, 0, strlen(e->remote_key));
+        free(e->remote_key);
+    }
     lc_chat_tmpl_free(e->ct);
     pthread_mutex_destroy(&e->mu);
     pthread_cond_destroy(&e->cv);

@@ -40,6 +40,12 @@ struct lc_engine_config {
     const char *log_path;          /* token log of every decode (see engine.c), NULL = the
                                       LLAMACHAT_LOG environment variable, or none */
     bool verbose_prompt;           /* a NOTE with the text of every prompt evaluation */
+    /* Remote mode (remote/remote.h): with remote_url set, no model is loaded; replies come
+     * from the OpenAI-compatible server there, with the same events.  The API key is read
+     * from the environment variable named remote_api_key_env (never given by value). */
+    const char *remote_url;        /* "http://host:port", or NULL = local model */
+    const char *remote_model;      /* model name to ask for, NULL = the server's first */
+    const char *remote_api_key_env;/* environment variable holding the API key, or NULL */
 };
 
 enum lc_event_type {
@@ -94,6 +100,8 @@ int lc_engine_set_system(struct lc_engine *e, const char *text);/* NULL or "" re
 int lc_engine_set_params(struct lc_engine *e, const struct lc_sampler_params *p, int32_t n_predict);
 /* Replace the conversation (after /load): copies c's messages; evaluated with the next reply. */
 int lc_engine_set_conversation(struct lc_engine *e, const struct lc_chat *c);
+/* List the models the server offers (remote) or the loaded one, as a NOTE. */
+int lc_engine_models(struct lc_engine *e);
 /* Stop the current reply (keeps what was written).  Lock-free; safe from a signal handler. */
 void lc_engine_stop(struct lc_engine *e);
 /* True while a reply or a prompt is being processed (commands queued count as busy). */

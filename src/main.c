@@ -25,7 +25,7 @@ enum {
     OPT_TEMP = 1000, OPT_TOP_K, OPT_TOP_P, OPT_MIN_P, OPT_REPEAT_PENALTY, OPT_REPEAT_LAST_N,
     OPT_SEED, OPT_PRINT_IDS, OPT_TOKENIZE, OPT_NO_BOS, OPT_ISA, OPT_VERSION, OPT_CHAT_TEMPLATE,
     OPT_SYSTEM, OPT_RESUME, OPT_CONTINUE, OPT_FORMAT, OPT_KV_F32, OPT_SPECIAL, OPT_VERBOSE_PROMPT,
-    OPT_LOG_FILE, OPT_CHAT_TEMPLATE_FILE,
+    OPT_LOG_FILE, OPT_CHAT_TEMPLATE_FILE, OPT_REMOTE, OPT_REMOTE_MODEL,
 };
 
 static const struct option long_opts[] = {
@@ -56,6 +56,8 @@ static const struct option long_opts[] = {
     {"verbose-prompt", no_argument, NULL, OPT_VERBOSE_PROMPT},
     {"log-file", required_argument, NULL, OPT_LOG_FILE},
     {"chat-template-file", required_argument, NULL, OPT_CHAT_TEMPLATE_FILE},
+    {"remote", required_argument, NULL, OPT_REMOTE},
+    {"remote-model", required_argument, NULL, OPT_REMOTE_MODEL},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, OPT_VERSION},
@@ -92,6 +94,10 @@ static void usage(FILE *f)
             "      --continue           continue the most recent conversation kept in\n"
             "                           ~/.local/state/llamachat/chats/ (see [chat] autosave)\n"
             "      --format md|json     /save's format when the name does not say (default md)\n"
+            "Remote (an OpenAI-compatible server instead of a local model):\n"
+            "      --remote URL         chat with the server at URL (llamachat-server, llama-server,\n"
+            "                           vLLM, Ollama); API key: [remote] api_key_env in the rc file\n"
+            "      --remote-model NAME  model to ask the server for (default: its first)\n"
             "One-shot and scripting:\n"
             "  -p, --prompt TEXT        prompt; prints prompt + continuation to stdout\n"
             "      --print-token-ids    print the generated token ids instead of text\n"
@@ -138,6 +144,9 @@ static void options_free(struct lc_options *o)
     free(o->save_format);
     free(o->log_path);
     free(o->chat_template_text);
+    free(o->remote_url);
+    free(o->remote_model);
+    free(o->remote_api_key_env);
 }
 
 /* A Jinja chat template from a file: a regular file of at most 1 MiB, read without blocking

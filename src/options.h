@@ -26,6 +26,10 @@ struct lc_options {
     char *chat_template;       /* name override, or NULL = from the model */
     bool autosave;             /* keep the conversation in ~/.local/state/llamachat/chats/ as it
                                   goes (state.h); off: only /save and the exit copy write it */
+    /* [remote] (issue 17): chat with an OpenAI-compatible server instead of a local model */
+    char *remote_url;          /* --remote URL; NULL = local */
+    char *remote_model;        /* model name on the server; NULL = its first */
+    char *remote_api_key_env;  /* name of the environment variable holding the API key */
     /* [ui] */
     bool history;              /* keep ~/.local/state/llamachat/history */
     bool show_params;          /* parameter pane visible at start */

@@ -640,6 +640,8 @@ static void command(struct tui *t, const char *line)
         tui_message(t, false, *arg ? "system prompt set" : "system prompt removed");
     } else if (!strcmp(cmd, "set")) {
         cmd_set(t, arg);
+    } else if (!strcmp(cmd, "models")) {
+        lc_engine_models(t->engine);
     } else if (!strcmp(cmd, "params")) {
         t->show_params = true;
         char b[8][32];
@@ -1119,6 +1121,9 @@ static struct lc_engine *start_engine(struct tui *t, const char *model, char **e
         .log_path = t->o->log_path,
         .chat_template_text = t->o->chat_template_text,
         .verbose_prompt = t->o->verbose_prompt,
+        .remote_url = t->o->remote_url,
+        .remote_model = t->o->remote_model,
+        .remote_api_key_env = t->o->remote_api_key_env,
     };
     /* The engine and its workers must not take our signals: start them with those blocked. */
     sigset_t block, old;

@@ -416,6 +416,7 @@ static const char *const help_lines[] = {
     "/load FILE    continue a JSON transcript",
     "/system TEXT  set the system prompt",
     "/set NAME VAL e.g. /set temp 0.7",
+    "/models       the server's models (--remote)",
     "",
     "any key closes this help",
 };

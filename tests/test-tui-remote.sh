@@ -1,0 +1,121 @@
+#!/bin/sh
+# test-tui-remote.sh - the chat as a front-end of llamachat-server: the server on a free
+# loopback port with the default model and an API key, the real chat in tmux with --remote
+# (the key named in the rc file): the reply streams and equals the one-shot CLI's greedy
+# continuation; Esc stops a reply at once; /set applies to the next request (the server's log
+# shows the fields it got); /models lists the server's model; /save keeps the transcript; the
+# key is in no file the chat writes nor on its stderr.
+set -u
+command -v tmux >/dev/null 2>&1 || { echo "SKIP: tmux not installed"; exit 77; }
+B=${LC_BUILDDIR:-.}
+S=${LC_SHARED:-../shared}
+LC="$B/llamachat"
+MODEL="$S/models/stories260K-ff192-q4_1.gguf"
+[ -f "$MODEL" ] || { echo "SKIP: $MODEL missing"; exit 77; }
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/lc-tuir.XXXXXX") || exit 99
+T="tmux -S $tmp/sock"
+srv=
+cleanup() { $T kill-server >/dev/null 2>&1; [ -n "$srv" ] && kill "$srv" 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+fail=0
+ok() { echo "ok   $1"; }
+bad() { echo "FAIL $1"; fail=1; }
+screen() { $T capture-pane -t lc -p; }
+wait_for() {
+    limit=$(( ${2:-30} * 10 )); i=0
+    while [ $i -lt $limit ]; do
+        if screen | grep -Eq -- "$1"; then return 0; fi
+        sleep 0.1; i=$((i + 1))
+    done
+    echo "  timed out waiting for /$1/; the screen was:"; screen | sed 's/^/  | /'
+    return 1
+}
+check() { if wait_for "$2" "${3:-30}"; then ok "$1"; else bad "$1"; fi; }
+json_escape() { printf '%s' "$1" | sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's|/|\\/|g'; }
+
+KEY="sk-tui-Remote-secret-4242"
+LC_SRV_KEY=$KEY "$B/llamachat-server" -m "$MODEL" --port 0 -t 1 -v --api-key-env LC_SRV_KEY \
+    >"$tmp/srv.out" 2>"$tmp/srv.err" &
+srv=$!
+for _ in $(seq 100); do grep -q 'http://' "$tmp/srv.out" 2>/dev/null && break; sleep 0.1; done
+PORT=$(sed -n 's|.*:\([0-9]*\)/ .*|\1|p' "$tmp/srv.out")
+[ -n "$PORT" ] || { echo "FAIL: the server did not start"; cat "$tmp/srv.err"; exit 1; }
+URL="http://127.0.0.1:$PORT"
+
+N=24
+PROMPT="Once upon a time"
+want=$("$LC" -m "$MODEL" -p "$PROMPT" --temp 0 -n $N -t 1 2>/dev/null)
+cont=${want#"$PROMPT"}
+[ -n "$cont" ] || { echo "FAIL: no CLI continuation"; exit 1; }
+
+mkdir -p "$tmp/home"
+cat >"$tmp/rc" <<RC
+[sampling]
+temp = 0
+max_tokens = $N
+[remote]
+api_key_env = LC_TEST_KEY
+[ui]
+history = on
+RC
+$T -f /dev/null new-session -d -s lc -x 100 -y 30 \
+    "env HOME='$tmp/home' LLAMACHATRC='$tmp/rc' LC_TEST_KEY='$KEY' LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=tmux-256color PS1='$ ' sh"
+$T set-option -t lc status off >/dev/null
+wait_for '^\$' 10 || { echo "FAIL: no shell prompt"; exit 1; }
+$T send-keys -t lc "$LC --remote $URL 2>$tmp/stderr; echo EXIT=\$?" Enter
+
+check "connected: the server's model in the status" 'idle .*stories260K-ff192-q4_1'
+$T send-keys -t lc "$PROMPT" Enter
+check "reply finished" '^ idle'
+first=$(printf '%s' "$cont" | cut -c1-40)
+check "continuation on screen" "$first"
+$T send-keys -t lc "/save $tmp/a.json" Enter
+check "saved" "saved $tmp/a.json"
+if grep -Fq "\"content\": \"$(json_escape "$cont")\"" "$tmp/a.json"; then
+    ok "reply through the server equals the CLI's greedy continuation"
+else
+    bad "reply equals the CLI's continuation"; echo "  want: $cont"; grep '"content"' "$tmp/a.json"
+fi
+
+# /set applies to the next request
+$T send-keys -t lc "/set temp 0.5" Enter
+$T send-keys -t lc "/set top-k 9" Enter
+$T send-keys -t lc "Tom went" Enter
+check "second reply" '^ idle'
+sleep 0.3
+if tail -n 3 "$tmp/srv.err" | grep -q 'temperature 0.50 top_k 9 .*max_tokens 24'; then
+    ok "/set went into the next request"
+else
+    bad "/set went into the next request"; tail -n 5 "$tmp/srv.err"
+fi
+
+# Esc stops a long reply at once; the server frees the slot
+$T send-keys -t lc "/set max-tokens -1" Enter
+$T send-keys -t lc "/set temp 0" Enter
+$T send-keys -t lc "Tom went to the park" Enter
+check "writing" '^ writing' 10
+$T send-keys -t lc Escape
+check "Esc stopped the reply" 'stopped after [0-9]+ tokens' 5
+check "idle after stop" '^ idle' 5
+for _ in $(seq 50); do
+    curl -s "$URL/health" 2>/dev/null | grep -q '"slots_idle":1' && break; sleep 0.1
+done
+if curl -s "$URL/health" | grep -q '"slots_idle":1'; then ok "the server's slot is free again"; else bad "slot free"; fi
+
+$T send-keys -t lc "/models" Enter
+check "/models lists the server's model" 'models at .*stories260K-ff192-q4_1\.gguf'
+
+$T send-keys -t lc "/save $tmp/b.json" Enter
+check "saved b" "saved $tmp/b.json"
+grep -q '"content": "Tom went to the park"' "$tmp/b.json" && ok "transcript kept" || bad "transcript kept"
+
+$T send-keys -t lc C-d
+check "exited" 'EXIT=0' 10
+if grep -rqF "$KEY" "$tmp/home" "$tmp/a.json" "$tmp/b.json" "$tmp/stderr" 2>/dev/null; then
+    bad "the API key is in a file the chat wrote"
+else
+    ok "the API key is in no transcript, history or log"
+fi
+exit $fail
