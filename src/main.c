@@ -305,6 +305,11 @@ int main(int argc, char **argv)
         status = 0;
     } else if (o.mode == LC_MODE_TUI) {
         status = lc_tui_run(&o);
+    } else if (o.remote_url && *o.remote_url) {
+        /* -p and --tokenize run the local model: say so rather than ignore the server */
+        lc_text_fprintf(stderr, "llamachat: --remote works in the chat only; -p and --tokenize use a "
+                        "local model (drop --remote or [remote] url, or use the server's API)\n");
+        status = 2;
     } else {
         status = lc_cli_run(&o);
     }
