@@ -44,6 +44,8 @@ struct entry {
     int *line_start;     /* cell index where each wrapped line starts */
     int n_lines;
     int wrap_width;      /* width the lines were computed for; 0 = stale */
+    int wrap_col0;       /* column the first line started at (a continuation shown inline) */
+    int end_col;         /* column after the last cell of the last line */
     bool open;           /* a reply still streaming: an incomplete UTF-8 tail may complete */
 };
 
@@ -67,6 +69,9 @@ struct tui {
     int param_sel;
     bool dirty;
     bool mono;
+    bool ascii_text;               /* the locale is not UTF-8: non-ASCII is drawn as '?' */
+    bool ascii_lines;              /* lines drawn with - and | (vt100, or not UTF-8) */
+    bool plain;                    /* a base model (no chat template): messages run on */
     /* status */
     enum state state;
     char model_desc[192];

@@ -676,8 +676,11 @@ static void dispatch_event(struct tui *t, const struct lc_event *ev, const char 
     case LC_EV_INFO:
         if (!strncmp(text, "isa=", 4))
             snprintf(t->isa, sizeof(t->isa), "%s", text + 4);
-        else if (!strncmp(text, "template=", 9))
+        else if (!strncmp(text, "template=", 9)) {
             snprintf(t->template_name, sizeof(t->template_name), "%s", text + 9);
+            t->plain = !strcmp(t->template_name, "plain");
+            view_invalidate(t);
+        }
         else if (!strncmp(text, "name=", 5))
             snprintf(t->model_name, sizeof(t->model_name), "%s", text + 5);
         else if (!strncmp(text, "seed=", 5))
@@ -1083,15 +1086,39 @@ static void keep_conversation(struct tui *t)
 
 /* ---------------------------------------------------------------- set-up */
 
-static void ensure_utf8_locale(void)
+/*
+ * The text of the chat is UTF-8 (what models read and write).  When the user's locale is
+ * UTF-8, so is the terminal.  When it is not (LANG=C, a Latin-1 locale) the terminal may not
+ * show UTF-8: the chat still works in UTF-8 inside (LC_CTYPE C.UTF-8, for curses' and
+ * readline's wide characters), but draws only ASCII: lines with - and |, every other character
+ * as '?'; typed bytes are kept as they come (valid UTF-8 stays, invalid bytes become U+FFFD, as
+ * in any locale).  Returns true when the user's locale is UTF-8.
+ */
+static char user_codeset[64];
+
+static bool ensure_utf8_locale(void)
 {
     setlocale(LC_ALL, "");
     const char *cs = nl_langinfo(CODESET);
-    if (cs && (!strcmp(cs, "UTF-8") || !strcmp(cs, "utf8")))
-        return;
-    /* curses needs a UTF-8 locale for wide characters; take one if the environment has none */
-    if (!setlocale(LC_CTYPE, "C.UTF-8"))
-        setlocale(LC_CTYPE, "en_US.UTF-8");
+    snprintf(user_codeset, sizeof(user_codeset), "%s", cs ? cs : "?");
+    if (cs && (!strcasecmp(cs, "UTF-8") || !strcasecmp(cs, "utf8")))
+        return true;
+    const char *ctype = setlocale(LC_CTYPE, "C.UTF-8");
+    if (!ctype)
+        ctype = setlocale(LC_CTYPE, "en_US.UTF-8");
+    /* readline sets LC_CTYPE again from LC_ALL, LC_CTYPE or LANG at every new line: LANG=C
+     * would undo ours (and readline would take é for Meta-C and drop what follows) */
+    if (ctype)
+        setenv(getenv("LC_ALL") && *getenv("LC_ALL") ? "LC_ALL" : "LC_CTYPE", ctype, 1);
+    return false;
+}
+
+/* vt100-class terminals draw lines with an alternate character set that terminals emulating
+ * them often get wrong: ASCII lines there. */
+static bool vt_terminal(void)
+{
+    const char *term = getenv("TERM");
+    return !term || !strncmp(term, "vt", 2) || !strcmp(term, "dumb") || !strcmp(term, "ansi");
 }
 
 static void save_restore_strings(void)
@@ -1137,10 +1164,12 @@ int lc_tui_run(struct lc_options *o)
         fprintf(stderr, "llamachat: the chat needs a terminal; use -p PROMPT in scripts\n");
         return 1;
     }
-    ensure_utf8_locale();
+    bool utf8 = ensure_utf8_locale();
     struct tui tt;
     struct tui *t = &tt;
     memset(t, 0, sizeof(*t));
+    t->ascii_text = !utf8;
+    t->ascii_lines = !utf8 || vt_terminal();
     t->o = o;
     t->reply_entry = t->reply_msg = -1;
     t->last_seed = LC_SEED_RANDOM;
@@ -1295,6 +1324,9 @@ int lc_tui_run(struct lc_options *o)
         free(dir);
         free(serr);
     }
+    if (t->ascii_text)
+        note(t, E_NOTE, "the locale (%s) is not UTF-8: characters outside ASCII are shown as ?, "
+             "and kept as typed; LANG=C.UTF-8 shows them", user_codeset);
     const char *warn = lc_config_last_warnings();
     for (const char *p = warn; p && *p;) {
         size_t n = strcspn(p, "\n");

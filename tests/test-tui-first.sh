@@ -1,0 +1,116 @@
+#!/bin/sh
+# test-tui-first.sh - the first hour in the chat (issue 14), driven in a detached tmux session as
+# tests/test-tui.sh is (its own server socket, HOME and LLAMACHATRC in a temp dir, every wait
+# polls the screen): a locale that is not UTF-8; a base model's conversation shown as the model
+# reads it; the status bar after /clear, /load, /regen and Esc; paths; commands refused while
+# the model writes keep the line; help; privacy; small ones.
+set -u
+command -v tmux >/dev/null 2>&1 || { echo "SKIP: tmux not installed"; exit 77; }
+B=${LC_BUILDDIR:-.}
+S=${LC_SHARED:-../shared}
+LC="$B/llamachat"
+case $LC in /*) ;; *) LC="$(pwd)/$LC" ;; esac
+MODEL="$S/models/stories260K-ff192-q4_1.gguf"
+case $MODEL in /*) ;; *) MODEL="$(pwd)/$MODEL" ;; esac
+[ -f "$MODEL" ] || { echo "SKIP: $MODEL missing"; exit 77; }
+[ -x "$LC" ] || { echo "FAIL: $LC not built"; exit 1; }
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/lc-tui-first.XXXXXX") || exit 99
+T="tmux -S $tmp/sock"
+cleanup() { $T kill-server >/dev/null 2>&1; rm -rf "$tmp"; }
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+
+fail=0
+ok() { echo "ok   $1"; }
+bad() { echo "FAIL $1"; fail=1; }
+screen() { $T capture-pane -t lc -p; }
+wait_for() {
+    limit=$(( ${2:-30} * 10 )); i=0
+    while [ $i -lt $limit ]; do
+        if screen | grep -Eq -- "$1"; then return 0; fi
+        sleep 0.1; i=$((i + 1))
+    done
+    echo "  timed out waiting for /$1/; the screen was:"; screen | sed 's/^/  | /'
+    return 1
+}
+check() { if wait_for "$2" "${3:-30}"; then ok "$1"; else bad "$1"; fi; }
+# not_on_screen NAME EXTENDED-REGEX: the screen, as it is now, does not match
+not_on_screen() {
+    if screen | grep -Eq -- "$2"; then bad "$1"; screen | sed 's/^/  | /'; else ok "$1"; fi
+}
+# start NAME ENV...: llamachat in the window's shell, stderr to $tmp/NAME.err
+start() {
+    name=$1; shift
+    $T send-keys -t lc "clear; env $* '$LC' 2>'$tmp/$name.err'; echo EXIT=\$?" Enter
+    wait_for '^ idle \|' 30 >/dev/null || { bad "$name: chat started"; return 1; }
+}
+# quit NAME: an empty line, Ctrl-D; the exit status line must appear
+quit() {
+    $T send-keys -t lc C-e C-u C-d
+    check "$1: exits with status 0" '^EXIT=0'
+    if grep -q 'AddressSanitizer\|runtime error' "$tmp/$1.err"; then
+        bad "$1: no sanitizer report"; sed 's/^/  | /' "$tmp/$1.err" | head -30
+    fi
+    wait_for '^\$ *$' 10 >/dev/null
+}
+# json_has FILE TEXT: FILE holds "content": "TEXT" (TEXT as json-c escapes it)
+json_has() { grep -Fq "\"content\": \"$2\"" "$1"; }
+
+mkdir -p "$tmp/home"
+cat >"$tmp/rc" <<RC
+[model]
+path = $MODEL
+threads = 1
+[sampling]
+temp = 0
+max_tokens = 8
+[ui]
+show_params = on
+history = off
+RC
+
+$T -f /dev/null new-session -d -s lc -x 80 -y 24 \
+    "env HOME='$tmp/home' LLAMACHATRC='$tmp/rc' LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=tmux-256color PS1='$ ' sh"
+$T set-option -t lc status off >/dev/null
+wait_for '^\$' 10 >/dev/null || { echo "FAIL: no shell prompt"; exit 1; }
+
+# 1. a locale that is not UTF-8, on a vt100: ASCII lines, non-ASCII shown as ?, the typed
+# text kept byte for byte (readline used to take é for Meta-C and drop it)
+start c-locale LANG=C LC_ALL=C TERM=vt100 || exit 1
+check "C locale: the note says why" 'is not UTF-8'
+check "C locale: ASCII line under the transcript" '^-.*-----$'
+check "C locale: ASCII pane border" '\| Parameters$'
+not_on_screen "C locale: no alternate-charset letters for lines" 'qqqqq|^ +x Param'
+$T send-keys -t lc "/system Be a pirate." Enter
+$T send-keys -t lc "café ok"
+check "C locale: typed é shown as one ?" '^> caf\? ok *$'
+$T send-keys -t lc Enter
+check "C locale: answered" '^ idle .*ctx [1-9]'
+$T send-keys -t lc "/save $tmp/c.json" Enter
+check "C locale: saved" "saved $tmp/c.json"
+if json_has "$tmp/c.json" "café ok"; then ok "C locale: the message kept byte for byte"; else bad "C locale: the message kept byte for byte"; grep content "$tmp/c.json"; fi
+quit c-locale
+
+# 2. a base model (no chat template): the screen shows what the model reads.  The system
+# prompt is its own paragraph (the model reads a blank line after it); the reply continues the
+# user's text on the same line, even inside a word.
+start plain "LLAMACHAT_LOG='$tmp/plain.log'" || exit 1
+$T send-keys -t lc "/system You are a pirate." Enter
+$T send-keys -t lc "Lily had a red ba" Enter
+check "plain: answered" '^ idle .*ctx [1-9]'
+$T send-keys -t lc "/save $tmp/plain.json" Enter
+check "plain: saved" "saved $tmp/plain.json"
+reply=$(sed -n 's/^ *"content": "\(.*\)",*$/\1/p' "$tmp/plain.json" | sed -n 3p)
+[ -n "$reply" ] || bad "plain: a reply"
+if grep -q '^prompt text: "<s> You are a pirate\.\\n\\nLily had a red ba"$' "$tmp/plain.log"; then
+    ok "plain: the model reads the system prompt, a blank line, the text"
+else bad "plain: what the model reads"; grep '^prompt text' "$tmp/plain.log"; fi
+if screen | sed -n 1,2p | tr -d ' ' | tr '\n' '#' | grep -Fxq 'Youareapirate.│Parameters#│temp0.00#'; then
+    ok "plain: system prompt on its own line, then a blank line"
+else bad "plain: system prompt on its own line, then a blank line"; fi
+first=$(printf '%s' "Lily had a red ba$reply" | cut -c1-40)
+check "plain: the reply continues the text on its line" "^$first"
+quit plain
+
+exit $fail
