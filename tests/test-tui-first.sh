@@ -113,4 +113,46 @@ first=$(printf '%s' "Lily had a red ba$reply" | cut -c1-40)
 check "plain: the reply continues the text on its line" "^$first"
 quit plain
 
+# 3. the status bar tells the truth: the model's name; "max tokens reached"; after /clear and
+# /load the context is not known until the model reads the conversation; /regen after a stop
+# drops "stopped after"; Esc while the prompt is read gives the message back
+start status || exit 1
+check "status: speeds unknown before a turn" 'ctx 0/2048 \| pp - t/s \| gen - t/s'
+$T send-keys -t lc "Once upon a time" Enter
+check "status: max tokens reached" 'max tokens reached \(8\)'
+check "status: the model's general.name" '^ idle \| llama 312K Q4_1 \| llama \| '
+check "status: speeds of the turn" 'ctx [1-9][0-9]*/2048 \| pp [0-9.]+ t/s \| gen [0-9.]+ t/s'
+$T send-keys -t lc "/save $tmp/s.json" Enter
+check "status: saved" "saved $tmp/s.json"
+$T send-keys -t lc "/clear" Enter
+check "status: /clear forgets the context count" 'ctx -/2048 \| pp - t/s'
+$T send-keys -t lc "/load $tmp/s.json" Enter
+check "status: loaded" 'loaded 2 messages'
+check "status: /load forgets the context count" 'ctx -/2048 \| pp - t/s'
+$T send-keys -t lc "/set max-tokens none" Enter "Tom went to the park" Enter
+check "status: writing" '^ writing'
+$T send-keys -t lc Escape
+check "status: stopped" 'stopped after [0-9]+ tokens'
+$T send-keys -t lc "/set max-tokens 4" Enter
+$T send-keys -t lc "/regen" Enter
+check "status: /regen answered" 'max tokens reached \(4\)'
+not_on_screen "status: no stale 'stopped after' after /regen" 'stopped after'
+# a long message (about 1500 tokens): Esc while it is read
+long=$(i=0; while [ $i -lt 150 ]; do printf 'The cat sat on the mat and. '; i=$((i + 1)); done)
+printf '%s' "$long" | $T load-buffer -b long -
+$T paste-buffer -p -d -b long -t lc
+check "status: long message in the input" 'The cat sat on the mat and\. *$'
+$T send-keys -t lc Enter Escape
+check "status: Esc while reading gives the message back" 'stopped before the reply: the message is back'
+check "status: the message is in the input" '^.*mat and\. *$'
+check "status: no speed for a turn that did not happen" 'pp - t/s \| gen - t/s'
+$T send-keys -t lc C-e C-u "/save $tmp/s2.json" Enter
+check "status: saved s2" "saved $tmp/s2.json"
+if grep -q 'The cat sat' "$tmp/s2.json"; then bad "status: the stopped message is not in the conversation"; else ok "status: the stopped message is not in the conversation"; fi
+# narrow: the context and the speeds stay
+$T resize-window -t lc -x 60 -y 24
+check "status: narrow keeps ctx and speeds" '^ idle \| .*ctx [-0-9]+/2048 \| pp [-0-9.]+ t/s \| gen [-0-9.]+ t/s'
+$T resize-window -t lc -x 80 -y 24
+quit status
+
 exit $fail

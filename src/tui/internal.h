@@ -80,9 +80,16 @@ struct tui {
     char template_name[48];
     int n_threads;
     uint64_t last_seed;            /* seed of the last reply (LC_SEED_RANDOM: none yet) */
-    int32_t n_past, n_ctx;
+    int32_t n_past, n_ctx;         /* n_past -1: not known (the conversation changed) */
     int32_t prog_done, prog_total;
+    /* speeds of the last turn (tokens per second, -1: none), timed on the active clock
+     * (tui.c: time the process was suspended does not count) */
     double pp_tps, gen_tps;
+    int turn_phase;                /* 0 idle, 1 reading the prompt, 2 writing */
+    double turn_t0, turn_pp_end;   /* active-clock times of the turn's start, end of prompt */
+    int32_t turn_pp_tokens;        /* prompt tokens read this turn (last PROGRESS total) */
+    int32_t turn_n_past_pp;        /* n_past when the reply began */
+    double suspended_s;            /* seconds spent stopped by Ctrl-Z */
     char message[256];             /* one-line message in the status area (errors, "saved") */
     bool message_is_error;
     /* event text being assembled (records with more = 1) */

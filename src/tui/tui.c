@@ -246,6 +246,23 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* The clock speeds are measured on: CLOCK_MONOTONIC less the time spent suspended (Ctrl-Z),
+ * so that a reply suspended half-way does not show a slow model. */
+static double active_s(const struct tui *t)
+{
+    return now_s() - t->suspended_s;
+}
+
+/* A turn starts (a message sent, /regen): its speeds are not known yet. */
+static void turn_start(struct tui *t)
+{
+    t->turn_phase = 1;
+    t->turn_t0 = active_s(t);
+    t->turn_pp_tokens = 0;
+    t->pp_tps = t->gen_tps = -1;
+    t->message[0] = '\0';   /* "stopped after ..." of the turn before */
+}
+
 static bool autosave_on(const struct tui *t)
 {
     return t->o->autosave && t->o->history;
@@ -537,6 +554,8 @@ static void do_load(struct tui *t, const char *path)
     params_changed(t);
     chat_restart(t);   /* kept in a new file from its next change on */
     lc_engine_set_conversation(t->engine, c);
+    t->n_past = -1;   /* known when the model has read it */
+    t->pp_tps = t->gen_tps = -1;
     rebuild_entries(t);
     tui_message(t, false, "loaded %zu messages from %s", c->n, path);
 }
@@ -559,7 +578,7 @@ static void submit(struct tui *t, const char *text)
     t->reply_entry = -1;
     t->reply_msg = -1;
     t->scroll = 0;
-    t->message[0] = '\0';
+    turn_start(t);
 }
 
 static void do_regen(struct tui *t)
@@ -585,6 +604,8 @@ static void do_regen(struct tui *t)
     }
     lc_engine_regen(t->engine);
     t->state = ST_READING;
+    t->prog_done = t->prog_total = 0;
+    turn_start(t);
     t->reply_entry = -1;
     t->reply_msg = -1;
     t->scroll = 0;
@@ -625,6 +646,8 @@ static void command(struct tui *t, const char *line)
             return;
         lc_chat_truncate(t->chat, t->chat->n && t->chat->msgs[0].role == LC_ROLE_SYSTEM ? 1 : 0);
         lc_engine_clear(t->engine);
+        t->n_past = -1;   /* known when the model has read the next turn */
+        t->pp_tps = t->gen_tps = -1;
         chat_restart(t);   /* the next message starts a new file */
         rebuild_entries(t);
         tui_message(t, false, "conversation cleared");
@@ -669,6 +692,25 @@ void tui_line(struct tui *t, char *line)
 /* ---------------------------------------------------------------- engine events */
 
 static void give_back_message(struct tui *t);
+
+/* Esc while the model read the message, before any reply: the turn is taken back (from the
+ * engine's conversation too) and the message goes back to the input, unless something was
+ * typed there meanwhile: then the turn stays (/regen answers it).  Returns true when handled. */
+static bool stopped_before_reply(struct tui *t)
+{
+    struct lc_chat *c = t->chat;
+    if (!c->n || c->msgs[c->n - 1].role != LC_ROLE_USER)
+        return false;
+    if (!input_is_empty()) {
+        tui_message(t, false, "stopped before the reply: /regen answers the message");
+        return true;
+    }
+    give_back_message(t);
+    lc_engine_set_conversation(t->engine, c);   /* the cache is kept by token prefix */
+    chat_touched(t, true);
+    tui_message(t, false, "stopped before the reply: the message is back in the input");
+    return true;
+}
 
 static void dispatch_event(struct tui *t, const struct lc_event *ev, const char *text, size_t len)
 {
@@ -717,20 +759,39 @@ static void dispatch_event(struct tui *t, const struct lc_event *ev, const char 
             t->state = ST_READING;
         t->prog_done = ev->a;
         t->prog_total = ev->b;
+        if (t->turn_phase == 1)
+            t->turn_pp_tokens = ev->b;
         break;
-    case LC_EV_STATS:
+    case LC_EV_STATS: {
+        /* the engine's figures are averages over the session, on a clock that runs while the
+         * process is stopped: the speeds of the turn are measured here instead */
         t->n_past = ev->a;
         t->n_ctx = ev->b;
-        if (ev->x > 0)
-            t->pp_tps = ev->x;
-        if (ev->y > 0)
-            t->gen_tps = ev->y;
+        double now = active_s(t);
+        if (t->turn_phase == 1) {   /* the first figures of a turn: the prompt is read */
+            t->turn_phase = 2;
+            t->turn_pp_end = now;
+            t->turn_n_past_pp = ev->a;
+            if (t->turn_pp_tokens > 0 && now > t->turn_t0)
+                t->pp_tps = t->turn_pp_tokens / (now - t->turn_t0);
+        } else if (t->turn_phase == 2 && ev->a > t->turn_n_past_pp && now > t->turn_pp_end) {
+            t->gen_tps = (ev->a - t->turn_n_past_pp) / (now - t->turn_pp_end);
+        }
         break;
+    }
     case LC_EV_DONE:
         if (t->state != ST_FAILED)
             t->state = ST_IDLE;
+        if (t->turn_phase == 2 && ev->b > 0 && active_s(t) > t->turn_pp_end)
+            t->gen_tps = ev->b / (active_s(t) - t->turn_pp_end);
+        t->turn_phase = 0;
+        if (ev->a == LC_DONE_STOPPED && t->reply_entry < 0 && stopped_before_reply(t))
+            break;
         if (ev->a == LC_DONE_STOPPED)
             tui_message(t, false, "stopped after %d tokens", ev->b);
+        if (ev->a == LC_DONE_LIMIT && t->o->n_predict >= 0 && ev->b >= t->o->n_predict)
+            tui_message(t, false, "max tokens reached (%d): /set max-tokens N for longer replies",
+                        ev->b);
         if (t->reply_entry >= 0) {   /* a trailing incomplete character is shown now */
             t->entries[t->reply_entry].open = false;
             t->entries[t->reply_entry].wrap_width = 0;
@@ -840,8 +901,10 @@ static void suspend(struct tui *t)
 {
     endwin();
     restore_terminal_raw();
+    double t0 = now_s();
     kill(0, SIGSTOP);   /* the whole job, as a shell's Ctrl-Z, so the shell sees it stopped */
     /* continued */
+    t->suspended_s += now_s() - t0;
     curses_on = 1;
     fputs("\033[?2004h", stdout);
     fflush(stdout);
@@ -1173,6 +1236,7 @@ int lc_tui_run(struct lc_options *o)
     t->o = o;
     t->reply_entry = t->reply_msg = -1;
     t->last_seed = LC_SEED_RANDOM;
+    t->pp_tps = t->gen_tps = -1;
     t->show_params = o->show_params;
     t->state = ST_LOADING;
     t->chat = lc_chat_new();

@@ -425,13 +425,64 @@ static const char *state_text(const struct tui *t, char *buf, size_t len)
     return "";
 }
 
+/* Display columns of a UTF-8 string (a byte that does not decode counts one). */
+static int str_width(const char *s)
+{
+    int w = 0;
+    mbstate_t st;
+    memset(&st, 0, sizeof(st));
+    for (size_t n = strlen(s); n > 0;) {
+        wchar_t wc;
+        size_t r = mbrtowc(&wc, s, n, &st);
+        if (r == (size_t)-1 || r == (size_t)-2 || r == 0) {
+            memset(&st, 0, sizeof(st));
+            r = 1;
+            w++;
+        } else {
+            int cw = wcwidth(wc);
+            w += cw > 0 ? cw : 0;
+        }
+        s += r;
+        n -= r;
+    }
+    return w;
+}
+
 static void draw_status(struct tui *t, int y, int width)
 {
-    char st[48], line[512];
-    snprintf(line, sizeof(line), " %s | %s | %s %dt | ctx %d/%d | pp %.1f t/s | gen %.1f t/s",
-             state_text(t, st, sizeof(st)), t->model_desc[0] ? t->model_desc : "-",
-             t->isa[0] ? t->isa : "-", t->n_threads,
-             t->n_past, t->n_ctx, t->pp_tps, t->gen_tps);
+    char st[48], line[512], ctx[32], pp[24], gen[24];
+    if (t->n_past >= 0)
+        snprintf(ctx, sizeof(ctx), "%d/%d", t->n_past, t->n_ctx);
+    else
+        snprintf(ctx, sizeof(ctx), "-/%d", t->n_ctx);
+    if (t->pp_tps >= 0)
+        snprintf(pp, sizeof(pp), "%.1f", t->pp_tps);
+    else
+        snprintf(pp, sizeof(pp), "-");
+    if (t->gen_tps >= 0)
+        snprintf(gen, sizeof(gen), "%.1f", t->gen_tps);
+    else
+        snprintf(gen, sizeof(gen), "-");
+    /* narrow: the ISA, then the model's name, then its description make room; the state,
+     * the context and the speeds stay */
+    char name[48], isa[48];
+    snprintf(name, sizeof(name), "%.40s", t->model_name);
+    snprintf(isa, sizeof(isa), "%s %dt", t->isa[0] ? t->isa : "-", t->n_threads);
+    const char *desc = t->model_desc[0] ? t->model_desc : "-";
+    for (int drop = 0; drop < 4; drop++) {
+        char mid[256] = "";
+        size_t k = 0;
+        if (drop < 3)
+            k += (size_t)snprintf(mid + k, sizeof(mid) - k, "%s | ", desc);
+        if (drop < 2 && name[0])
+            k += (size_t)snprintf(mid + k, sizeof(mid) - k, "%s | ", name);
+        if (drop < 1)
+            snprintf(mid + k, sizeof(mid) - k, "%s | ", isa);
+        snprintf(line, sizeof(line), " %s | %sctx %s | pp %s t/s | gen %s t/s",
+                 state_text(t, st, sizeof(st)), mid, ctx, pp, gen);
+        if (str_width(line) <= width)
+            break;
+    }
     attr_t a = attr_of(t, PAIR_STATUS, t->mono ? A_REVERSE : A_NORMAL);
     attron(a);
     mvhline(y, 0, ' ', width);
