@@ -138,6 +138,7 @@ static void options_free(struct lc_options *o)
     free(o->save_format);
     free(o->log_path);
     free(o->chat_template_text);
+    free(o->transcripts_dir);
 }
 
 /* A Jinja chat template from a file: a regular file of at most 1 MiB, read without blocking

@@ -155,4 +155,71 @@ check "status: narrow keeps ctx and speeds" '^ idle \| .*ctx [-0-9]+/2048 \| pp 
 $T resize-window -t lc -x 80 -y 24
 quit status
 
+# 4. paths: ~ and ~user in /save, /load and --resume; /save asks before replacing a file;
+# Ctrl-S saves in the transcripts directory, not the current one
+start paths || exit 1
+$T send-keys -t lc "Once upon a time" Enter
+check "paths: answered" 'max tokens reached'
+$T send-keys -t lc "/save ~/a.json" Enter
+check "paths: /save ~/a.json" "saved $tmp/home/a.json"
+[ -s "$tmp/home/a.json" ] && ok "paths: ~ expanded" || bad "paths: ~ expanded"
+me=$(id -un)
+rel=$(realpath -m --relative-to="$(getent passwd "$me" | cut -d: -f6)" "$tmp/home/u.md")
+$T send-keys -t lc "/save ~$me/$rel" Enter
+check "paths: /save ~user/..." "saved .*/home/u\.md"
+[ -s "$tmp/home/u.md" ] && ok "paths: ~user expanded" || bad "paths: ~user expanded"
+$T send-keys -t lc "/save ~/a.json" Enter
+check "paths: /save asks before replacing" "a\.json exists: Enter replaces it"
+check "paths: the confirmation is in the input" '^> /save! ~/a\.json *$'
+$T send-keys -t lc Enter
+check "paths: Enter replaces" "saved $tmp/home/a.json"
+$T send-keys -t lc "/load ~/a.json" Enter
+check "paths: /load ~/a.json" "loaded 2 messages from ~/a.json"
+$T send-keys -t lc "/load ~nosuchuser4711/a.json" Enter
+check "paths: unknown user" "~nosuchuser4711: no such user"
+$T send-keys -t lc C-s
+check "paths: Ctrl-S" "saved $tmp/home/.local/share/llamachat/transcripts/llamac"
+ls "$tmp/home/.local/share/llamachat/transcripts/"llamachat-*.md >/dev/null 2>&1 && ok "paths: Ctrl-S file in the transcripts directory" || bad "paths: Ctrl-S file in the transcripts directory"
+ls "$tmp"/llamachat-*.md >/dev/null 2>&1 && bad "paths: nothing in the current directory" || ok "paths: nothing in the current directory"
+
+# 5. commands refused while the model writes keep the typed line
+$T send-keys -t lc "/set max-tokens none" Enter "Tom went to the park" Enter
+check "busy: writing" '^ writing'
+$T send-keys -t lc "/system Be a pirate." Enter
+check "busy: /system refused" '/system: the model is writing'
+check "busy: the line is kept" '^> /system Be a pirate\. *$'
+$T send-keys -t lc Escape
+check "busy: stopped" '^ idle'
+$T send-keys -t lc C-e C-u
+quit paths
+# --resume ~/FILE
+$T send-keys -t lc "clear; env '$LC' --resume '~/a.json' 2>'$tmp/resume.err'; echo EXIT=\$?" Enter
+check "paths: --resume ~/a.json" "^Once upon a time, there was"
+quit resume
+# [ui] transcripts = ~/tr
+sed 's/^history = off$/history = off\ntranscripts = ~\/tr/' "$tmp/rc" >"$tmp/rc.tr"
+start tr "LLAMACHATRC='$tmp/rc.tr'" || exit 1
+$T send-keys -t lc "Once" Enter
+check "transcripts: answered" 'max tokens reached'
+$T send-keys -t lc C-s
+check "transcripts: Ctrl-S in [ui] transcripts" "saved $tmp/home/tr/llamachat-"
+quit tr
+
+# 7. privacy: with history = off (every run above) nothing is kept; with it on, the state
+# directory is 0700 and its files 0600, also when an older version made them wider
+if [ -e "$tmp/home/.local/state" ]; then bad "privacy: history = off writes nothing"; find "$tmp/home/.local/state"; else ok "privacy: history = off writes nothing"; fi
+mkdir -p "$tmp/home/.local/state/llamachat"; chmod 755 "$tmp/home/.local/state/llamachat"
+echo '{}' >"$tmp/home/.local/state/llamachat/last-chat.json"; chmod 644 "$tmp/home/.local/state/llamachat/last-chat.json"
+sed 's/^history = off$/history = on/' "$tmp/rc" >"$tmp/rc.on"
+start on "LLAMACHATRC='$tmp/rc.on'" || exit 1
+$T send-keys -t lc "Once" Enter
+check "privacy: answered" 'max tokens reached'
+quit on
+st="$tmp/home/.local/state/llamachat"
+modes=$(cd "$st" && stat -c '%a %n' . chats history last-chat.json chats/*.json | tr '\n' ' ')
+case $modes in
+"700 . 700 chats 600 history 600 last-chat.json 600 chats/"*".json ") ok "privacy: 0700 directories, 0600 files" ;;
+*) bad "privacy: 0700 directories, 0600 files: $modes" ;;
+esac
+
 exit $fail

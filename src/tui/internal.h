@@ -95,6 +95,7 @@ struct tui {
     /* event text being assembled (records with more = 1) */
     char *ev_text;
     size_t ev_len, ev_cap;
+    const char *cur_line;          /* the line being handled (tui_line), for refusals */
     bool quit;
     int exit_status;
     char *fatal;                   /* the model could not be loaded: printed after the screen closes */

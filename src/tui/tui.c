@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <term.h>
 #include <termios.h>
 #include <time.h>
@@ -485,8 +486,14 @@ static bool busy(struct tui *t)
     return t->state == ST_READING || t->state == ST_WRITING || t->state == ST_LOADING;
 }
 
+/* A command or message that cannot run now: say why, and put the line back in the input
+ * (nothing typed is lost). */
 static bool refuse_if_busy(struct tui *t, const char *what)
 {
+    if (busy(t) || t->state == ST_FAILED) {
+        if (t->cur_line)
+            input_restore(t->cur_line);
+    }
     if (t->state == ST_LOADING) {
         tui_message(t, true, "the model is still loading");
         return true;
@@ -502,31 +509,57 @@ static bool refuse_if_busy(struct tui *t, const char *what)
     return false;
 }
 
-static void do_save(struct tui *t, const char *name)
+/* /save [FILE], /save! FILE (overwrite), Ctrl-S (name NULL).  Without a name the transcript
+ * goes to the transcripts directory (state.h: [ui] transcripts, or
+ * ~/.local/share/llamachat/transcripts), named by the time; ~ and ~user are expanded; an
+ * existing file is not replaced without /save!: the line comes back as "/save! FILE" for Enter
+ * to confirm. */
+static void do_save(struct tui *t, const char *name, bool force)
 {
-    char def[64];
     bool json_default = t->o->save_format && strcmp(t->o->save_format, "json") == 0;
+    char *err = NULL, *path = NULL;
     if (!name || !*name) {
+        char *dir = lc_state_data_dir(t->o->transcripts_dir, &err);
+        char def[64];
         time_t now = time(NULL);
         struct tm tm;
         localtime_r(&now, &tm);
         strftime(def, sizeof(def), "llamachat-%Y%m%d-%H%M%S", &tm);
-        strcat(def, json_default ? ".json" : ".md");
-        name = def;
+        if (dir && asprintf(&path, "%s/%s%s", dir, def, json_default ? ".json" : ".md") < 0)
+            path = NULL;
+        free(dir);
+    } else {
+        path = lc_path_expand(name, &err);
+        struct stat st;
+        if (path && !force && stat(path, &st) == 0) {
+            tui_message(t, true, "%s exists: Enter replaces it (/save! %s)", path, name);
+            char *again = NULL;
+            if (asprintf(&again, "/save! %s", name) >= 0)
+                input_restore(again);
+            free(again);
+            free(path);
+            return;
+        }
     }
-    size_t n = strlen(name);
-    enum lc_chat_format fmt = LC_CHAT_AUTO;
-    if (!(n > 5 && strcasecmp(name + n - 5, ".json") == 0) && !(n > 3 && strcasecmp(name + n - 3, ".md") == 0))
-        fmt = json_default ? LC_CHAT_JSON : LC_CHAT_MARKDOWN;
-    chat_fill_meta(t);
-    char *err = NULL;
-    if (lc_chat_save(t->chat, name, fmt, &err) != 0) {
-        note(t, E_ERROR, "save failed: %s (the conversation is still here)", err ? err : "?");
-        tui_message(t, true, "save failed: %s", err ? err : "?");
+    if (!path) {
+        tui_message(t, true, "save failed: %s", err ? err : "out of memory");
         free(err);
         return;
     }
-    tui_message(t, false, "saved %s", name);
+    size_t n = strlen(path);
+    enum lc_chat_format fmt = LC_CHAT_AUTO;
+    if (!(n > 5 && strcasecmp(path + n - 5, ".json") == 0) && !(n > 3 && strcasecmp(path + n - 3, ".md") == 0))
+        fmt = json_default ? LC_CHAT_JSON : LC_CHAT_MARKDOWN;
+    chat_fill_meta(t);
+    if (lc_chat_save(t->chat, path, fmt, &err) != 0) {
+        note(t, E_ERROR, "save failed: %s (the conversation is still here)", err ? err : "?");
+        tui_message(t, true, "save failed: %s", err ? err : "?");
+        free(err);
+        free(path);
+        return;
+    }
+    tui_message(t, false, "saved %s", path);
+    free(path);
 }
 
 static void do_load(struct tui *t, const char *path)
@@ -538,7 +571,9 @@ static void do_load(struct tui *t, const char *path)
     if (refuse_if_busy(t, "/load"))
         return;
     char *err = NULL;
-    struct lc_chat *c = lc_chat_load(path, &err);
+    char *full = lc_path_expand(path, &err);
+    struct lc_chat *c = full ? lc_chat_load(full, &err) : NULL;
+    free(full);
     if (!c) {
         note(t, E_ERROR, "load failed: %s", err ? err : "?");
         tui_message(t, true, "load failed: %s", err ? err : "?");
@@ -562,10 +597,8 @@ static void do_load(struct tui *t, const char *path)
 
 static void submit(struct tui *t, const char *text)
 {
-    if (refuse_if_busy(t, "not sent")) {
-        input_restore(text);
+    if (refuse_if_busy(t, "not sent"))
         return;
-    }
     int m = lc_chat_add(t->chat, LC_ROLE_USER, text, strlen(text));
     add_entry_msg(t, E_USER, m, text, strlen(text));
     chat_touched(t, true);
@@ -637,8 +670,8 @@ static void command(struct tui *t, const char *line)
         t->show_help = true;
     } else if (!strcmp(cmd, "quit") || !strcmp(cmd, "exit") || !strcmp(cmd, "q")) {
         t->quit = true;
-    } else if (!strcmp(cmd, "save")) {
-        do_save(t, arg);
+    } else if (!strcmp(cmd, "save") || !strcmp(cmd, "save!")) {
+        do_save(t, arg, cmd[4] == '!');
     } else if (!strcmp(cmd, "load")) {
         do_load(t, arg);
     } else if (!strcmp(cmd, "clear")) {
@@ -682,10 +715,12 @@ void tui_line(struct tui *t, char *line)
         add_history(line);
         input_history_added(t, line);
     }
+    t->cur_line = line;
     if (line[0] == '/' && line[1] != '/')
         command(t, line);
     else if (*line)
         submit(t, line[0] == '/' ? line + 1 : line);   /* "//x" sends "/x" */
+    t->cur_line = NULL;
     free(line);
 }
 
@@ -1008,7 +1043,7 @@ static void handle_key(struct tui *t, int r, wint_t ch)
         suspend(t);
         return;
     case 19:  /* Ctrl-S */
-        do_save(t, NULL);
+        do_save(t, NULL, false);
         return;
     case 12:  /* Ctrl-L */
         clearok(curscr, TRUE);
@@ -1138,7 +1173,7 @@ static void keep_conversation(struct tui *t)
         return;
     }
     free(dir);
-    if (lc_chat_save(t->chat, path, LC_CHAT_JSON, &err) == 0)
+    if (lc_state_private_file(path, &err) == 0 && lc_chat_save(t->chat, path, LC_CHAT_JSON, &err) == 0)
         lc_text_fprintf(stderr, "llamachat: conversation kept in %s (llamachat --resume %s continues it)\n",
                 path, path);
     else
@@ -1268,7 +1303,9 @@ int lc_tui_run(struct lc_options *o)
     }
     if (opened) {
         char *err = NULL;
-        struct lc_chat *c = lc_chat_load(opened, &err);
+        char *full = lc_path_expand(opened, &err);
+        struct lc_chat *c = full ? lc_chat_load(full, &err) : NULL;
+        free(full);
         if (!c) {
             lc_text_fprintf(stderr, "llamachat: %s: %s\n", o->resume_path ? "--resume" : "--continue",
                             err ? err : "cannot load");
