@@ -178,7 +178,7 @@ check "paths: /load ~/a.json" "loaded 2 messages from ~/a.json"
 $T send-keys -t lc "/load ~nosuchuser4711/a.json" Enter
 check "paths: unknown user" "~nosuchuser4711: no such user"
 $T send-keys -t lc C-s
-check "paths: Ctrl-S" "saved $tmp/home/.local/share/llamachat/transcripts/llamac"
+check "paths: Ctrl-S" "saved $tmp/home/.local/share/llamachat/tr"
 ls "$tmp/home/.local/share/llamachat/transcripts/"llamachat-*.md >/dev/null 2>&1 && ok "paths: Ctrl-S file in the transcripts directory" || bad "paths: Ctrl-S file in the transcripts directory"
 ls "$tmp"/llamachat-*.md >/dev/null 2>&1 && bad "paths: nothing in the current directory" || ok "paths: nothing in the current directory"
 
@@ -221,5 +221,49 @@ case $modes in
 "700 . 700 chats 600 history 600 last-chat.json 600 chats/"*".json ") ok "privacy: 0700 directories, 0600 files" ;;
 *) bad "privacy: 0700 directories, 0600 files: $modes" ;;
 esac
+
+# 6. help: complete and scrollable at 40x12; F2 too narrow says so; --help aligned
+start help || exit 1
+$T resize-window -t lc -x 40 -y 12
+$T send-keys -t lc F1
+check "help: shown at 40x12" 'llamachat keys'
+seen="$tmp/help.seen"; screen >"$seen"
+i=0; while [ $i -lt 40 ]; do $T send-keys -t lc Down; screen >>"$seen"; i=$((i + 1)); done
+check "help: scrolls to its end" 'any other key closes it'
+screen >>"$seen"
+$T send-keys -t lc PPage; screen >>"$seen"
+for k in 'Ctrl-L' 'Shift-Tab' '//text' 'Ctrl-S' 'Ctrl-R' 'Ctrl-Z' 'F2' 'Alt-Enter' 'PgUp/PgDn' \
+         'temp top-k top-p min-p' 'repeat-penalty repeat-last-n' 'max-tokens seed' '/save! FILE' 'Enter         type a value'; do
+    grep -Fq -- "$k" "$seen" && ok "help: has $k" || bad "help: has $k"
+done
+$T send-keys -t lc x
+check "help: a key closes it" '^ idle'
+$T send-keys -t lc F2 F2
+check "help: F2 on a narrow terminal says so" 'pane needs 60 columns; try /params'
+$T resize-window -t lc -x 80 -y 24
+quit help
+if "$LC" --help | awk '/^ +-/ { if (length($0) > 27 && !(substr($0, 27, 1) == " " && substr($0, 28, 1) != " ")) { print; bad = 1 } } END { exit bad }'; then
+    ok "--help: descriptions aligned"
+else bad "--help: descriptions aligned"; fi
+
+# 8. small ones: a stepped value is saved without float noise; the pane takes a typed value
+# (Enter); top-k steps on a scale; a long message is cut between words
+start small || exit 1
+$T send-keys -t lc Tab Down Down Down Down Right
+check "small: repeat-penalty 1.05" 'repeat-penalty +1\.05'
+$T send-keys -t lc Up Up Up Right
+check "small: top-k steps to 50" 'top-k +50'
+$T send-keys -t lc Enter
+check "small: Enter edits the value" '^> /set top-k 50 *$'
+$T send-keys -t lc BSpace BSpace "7" Enter
+check "small: typed value set" 'top-k +7$|top-k +7 '
+$T send-keys -t lc "Once" Enter
+check "small: answered" 'max tokens reached'
+$T send-keys -t lc "/save $tmp/small.json" Enter
+check "small: saved" "saved $tmp/small.json"
+if grep -q '"repeat_penalty": 1.05,' "$tmp/small.json"; then ok "small: saved as 1.05"; else bad "small: saved as 1.05"; grep repeat_penalty "$tmp/small.json"; fi
+$T send-keys -t lc "/set warmth-of-the-sun-on-a-very-long-afternoon 3" Enter
+check "small: long message cut between words, with an ellipsis" "unknown parameter 'warmth-of-the-sun-on-a-very-long-afternoon' \\(temp, …─"
+quit small
 
 exit $fail

@@ -65,6 +65,7 @@ struct tui {
     int last_total_lines;
     bool show_params;
     bool show_help;
+    int help_scroll;               /* first help line shown */
     enum focus focus;
     int param_sel;
     bool dirty;
@@ -112,9 +113,11 @@ struct tui {
 };
 
 /* view.c */
+#define VIEW_PANE_MIN_COLS 60   /* the parameter pane is shown from this width */
 void view_init_colors(struct tui *t);
 void view_draw(struct tui *t);
 int view_transcript_height(void);
+int view_help_count(void);
 void entry_free(struct entry *e);
 /* Invalidate the wrap cache of every entry (resize). */
 void view_invalidate(struct tui *t);

@@ -413,26 +413,49 @@ static void params_changed(struct tui *t)
     t->dirty = true;
 }
 
-static float step_float(float v, int dir, float step, float lo, float hi)
+/* v moved dir steps of hundredths/100, on the grid of that step, within [lo, hi].  Counted in
+ * hundredths and divided once, so that 1.00 + 0.05 is the float nearest 1.05 (saved as 1.05),
+ * not 1.0500001. */
+static float step_float(float v, int dir, int hundredths, float lo, float hi)
 {
-    float r = roundf(v / step + (float)dir) * step;
+    long k = lround((double)v * 100.0 / hundredths) + dir;
+    float r = (float)((double)(k * hundredths) / 100.0);
     return r < lo ? lo : r > hi ? hi : r;
+}
+
+/* top-k: the next value in a scale that grows with it (off, 1, 2, 3, 5, 10, 20, 40 ...). */
+static int32_t step_top_k(int32_t k, int dir)
+{
+    static const int32_t scale[] = { 0, 1, 2, 3, 4, 5, 8, 10, 15, 20, 30, 40, 50, 60, 80, 100,
+                                     150, 200, 300, 400, 500, 1000 };
+    const int n = (int)(sizeof(scale) / sizeof(scale[0]));
+    if (dir > 0) {
+        for (int i = 0; i < n; i++)
+            if (scale[i] > k)
+                return scale[i];
+        return k + 1000;
+    }
+    for (int i = n - 1; i >= 0; i--)
+        if (scale[i] < k)
+            return scale[i];
+    return 0;
 }
 
 void tui_param_change(struct tui *t, int idx, int dir)
 {
     struct lc_sampler_params *p = &t->o->sampling;
     switch (idx) {
-    case 0: p->temp = step_float(p->temp, dir, 0.05f, 0.0f, 5.0f); break;
-    case 1: p->top_k = p->top_k + dir < 0 ? 0 : p->top_k + dir; break;
-    case 2: p->top_p = step_float(p->top_p, dir, 0.01f, 0.0f, 1.0f); break;
-    case 3: p->min_p = step_float(p->min_p, dir, 0.01f, 0.0f, 1.0f); break;
-    case 4: p->repeat_penalty = step_float(p->repeat_penalty, dir, 0.05f, 0.05f, 5.0f); break;
+    case 0: p->temp = step_float(p->temp, dir, 5, 0.0f, 5.0f); break;
+    case 1: p->top_k = step_top_k(p->top_k, dir); break;
+    case 2: p->top_p = step_float(p->top_p, dir, 1, 0.0f, 1.0f); break;
+    case 3: p->min_p = step_float(p->min_p, dir, 1, 0.0f, 1.0f); break;
+    case 4: p->repeat_penalty = step_float(p->repeat_penalty, dir, 5, 0.05f, 5.0f); break;
     case 5: p->repeat_last_n = p->repeat_last_n + dir * 8 < -1 ? -1 : p->repeat_last_n < 0 && dir > 0 ? 0 : p->repeat_last_n + dir * 8; break;
     case 6: t->o->n_predict = t->o->n_predict < 0 ? (dir > 0 ? 16 : -1)
                               : t->o->n_predict + dir * 16 < 0 ? -1 : t->o->n_predict + dir * 16; break;
-    case 7:
-        if (p->seed == LC_SEED_RANDOM) p->seed = dir > 0 ? 0 : LC_SEED_RANDOM;
+    case 7:   /* from random, Right keeps the seed the last reply used (to get it again) */
+        if (p->seed == LC_SEED_RANDOM) p->seed = dir < 0 ? LC_SEED_RANDOM
+                                                 : t->last_seed != LC_SEED_RANDOM ? t->last_seed : 0;
         else if (p->seed == 0 && dir < 0) p->seed = LC_SEED_RANDOM;
         else p->seed += (uint64_t)(int64_t)dir;
         break;
@@ -668,6 +691,7 @@ static void command(struct tui *t, const char *line)
         arg[k - 1] = '\0';
     if (!strcmp(cmd, "help") || !strcmp(cmd, "?")) {
         t->show_help = true;
+        t->help_scroll = 0;
     } else if (!strcmp(cmd, "quit") || !strcmp(cmd, "exit") || !strcmp(cmd, "q")) {
         t->quit = true;
     } else if (!strcmp(cmd, "save") || !strcmp(cmd, "save!")) {
@@ -947,6 +971,22 @@ static void suspend(struct tui *t)
     handle_resize(t);
 }
 
+/* Enter (or a digit) on the parameter pane: the input gets "/set NAME VALUE" with the current
+ * value, or with the digit typed, for the user to edit and send. */
+static void edit_param(struct tui *t, const char *typed)
+{
+    char val[32], *line = NULL;
+    if (!typed)
+        tui_param_text(t, t->param_sel, val, sizeof(val));
+    if (t->param_sel == 7 && !typed && t->o->sampling.seed == LC_SEED_RANDOM)
+        snprintf(val, sizeof(val), "random");
+    if (asprintf(&line, "/set %s %s", view_param_name(t->param_sel), typed ? typed : val) >= 0)
+        input_set_line(t, line);
+    free(line);
+    t->focus = FOCUS_INPUT;
+    t->dirty = true;
+}
+
 static void handle_key(struct tui *t, int r, wint_t ch)
 {
     bool code = r == KEY_CODE_YES;
@@ -958,19 +998,28 @@ static void handle_key(struct tui *t, int r, wint_t ch)
         t->dirty = true;
         return;
     }
-    if (t->show_help) {   /* any key closes the help */
-        t->show_help = false;
+    if (t->show_help) {   /* the arrows and pages scroll it; any other key closes the help */
+        int page_h = LINES - 2 > 1 ? LINES - 2 : 1;
+        if (code && (ch == KEY_UP || ch == KEY_DOWN || ch == KEY_PPAGE || ch == KEY_NPAGE)) {
+            t->help_scroll += ch == KEY_UP ? -1 : ch == KEY_DOWN ? 1 : ch == KEY_PPAGE ? -page_h : page_h;
+            if (t->help_scroll < 0)
+                t->help_scroll = 0;   /* the end is clamped when drawn */
+        } else {
+            t->show_help = false;
+        }
         t->dirty = true;
         return;
     }
     if (code) {
         const char *name = keyname((int)ch);
         switch (ch) {
-        case KEY_F(1): t->show_help = true; t->dirty = true; return;
+        case KEY_F(1): t->show_help = true; t->help_scroll = 0; t->dirty = true; return;
         case KEY_F(2):
             t->show_params = !t->show_params;
             if (!t->show_params)
                 t->focus = FOCUS_INPUT;
+            else if (COLS < VIEW_PANE_MIN_COLS)
+                tui_message(t, true, "pane needs %d columns; try /params", VIEW_PANE_MIN_COLS);
             t->dirty = true;
             return;
         case KEY_PPAGE: scroll_by(t, page); return;
@@ -1010,7 +1059,7 @@ static void handle_key(struct tui *t, int r, wint_t ch)
             case KEY_DOWN: t->param_sel = (t->param_sel + 1) % n; break;
             case KEY_LEFT: tui_param_change(t, t->param_sel, -1); break;
             case KEY_RIGHT: tui_param_change(t, t->param_sel, +1); break;
-            case KEY_ENTER: t->focus = FOCUS_INPUT; break;
+            case KEY_ENTER: edit_param(t, NULL); break;
             default: break;
             }
             t->dirty = true;
@@ -1060,8 +1109,11 @@ static void handle_key(struct tui *t, int r, wint_t ch)
         else if (ch == '-')
             tui_param_change(t, t->param_sel, -1);
         else if (ch == '\r' || ch == '\n')
-            t->focus = FOCUS_INPUT;
-        else if (ch >= 32 && ch != 127) {
+            edit_param(t, NULL);
+        else if ((ch >= '0' && ch <= '9') || ch == '.') {
+            char c[2] = { (char)ch, 0 };
+            edit_param(t, c);
+        } else if (ch >= 32 && ch != 127) {
             /* any other character: the user is typing a message; it goes to the input */
             t->focus = FOCUS_INPUT;
             t->dirty = true;

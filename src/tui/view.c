@@ -490,6 +490,49 @@ static void draw_status(struct tui *t, int y, int width)
     put_str(y, 0, width, line, a);
 }
 
+/* Shorten s (UTF-8) to at most width columns: cut after the last whole word that fits and
+ * add an ellipsis, never inside a word (unless one word alone is wider). */
+static void fit_words(char *s, int width, bool ascii)
+{
+    if (width <= 0 || str_width(s) <= width)
+        return;
+    const char *ell = ascii ? "..." : "\xe2\x80\xa6";
+    int ell_w = ascii ? 3 : 1;
+    size_t cut = 0, last_space = 0;
+    mbstate_t st;
+    memset(&st, 0, sizeof(st));
+    int w = 0;
+    for (size_t i = 0, n = strlen(s); i < n;) {
+        wchar_t wc;
+        size_t r = mbrtowc(&wc, s + i, n - i, &st);
+        int cw = 1;
+        if (r == (size_t)-1 || r == (size_t)-2 || r == 0) {
+            memset(&st, 0, sizeof(st));
+            r = 1;
+        } else {
+            cw = wcwidth(wc) > 0 ? wcwidth(wc) : 0;
+        }
+        if (w + cw > width - ell_w - 1)
+            break;
+        if (s[i] == ' ' && i > 1)
+            last_space = i;
+        w += cw;
+        i += r;
+        cut = i;
+    }
+    /* a word that could never fit (a long path) is cut where the room ends */
+    if (last_space > 0) {
+        size_t end = last_space + 1 + strcspn(s + last_space + 1, " ");
+        char save = s[end];
+        s[end] = '\0';
+        bool fits = str_width(s + last_space + 1) <= width - ell_w - 1;
+        s[end] = save;
+        if (fits)
+            cut = last_space;
+    }
+    snprintf(s + cut, 300 - cut, " %s", ell);   /* s holds 300 bytes (draw_message_line) */
+}
+
 static void draw_message_line(struct tui *t, int y, int width)
 {
     draw_hline(t, y, 0, width, attr_of(t, PAIR_TITLE, A_NORMAL));
@@ -503,6 +546,7 @@ static void draw_message_line(struct tui *t, int y, int width)
     if (t->message[0]) {
         char buf[300];
         snprintf(buf, sizeof(buf), " %s ", t->message);
+        fit_words(buf, room, t->ascii_lines);
         put_str(y, 1, room, buf,
                 t->message_is_error ? attr_of(t, PAIR_ERROR, A_BOLD) : attr_of(t, PAIR_NOTE, A_BOLD));
     }
@@ -516,29 +560,64 @@ static const char *const help_lines[] = {
     "Ctrl-D        quit (on an empty line)",
     "PgUp/PgDn     scroll the transcript",
     "Home/End      top/bottom (empty line)",
+    "Ctrl-Home/End top/bottom (any time)",
     "Mouse wheel   scroll",
-    "Tab           edit parameters (arrows)",
+    "Tab           parameters: edit here",
+    "Shift-Tab     the same",
     "F2            show/hide parameters",
-    "Ctrl-S        save the transcript",
+    "Ctrl-S        save (transcripts dir)",
     "Ctrl-R        search the history",
+    "Ctrl-L        redraw the screen",
     "Ctrl-Z        suspend (fg continues)",
     "F1            this help",
+    "",
+    "Parameter pane (Tab)",
+    "Up/Down       choose",
+    "Left/Right    change (also - and +)",
+    "Enter         type a value",
+    "Esc, Tab      back to the input",
     "",
     "Commands",
     "/help /quit /clear /regen /params",
     "/save [FILE]  Markdown, or JSON (.json)",
+    "/save! FILE   replace an existing file",
     "/load FILE    continue a JSON transcript",
     "/system TEXT  set the system prompt",
     "/set NAME VAL e.g. /set temp 0.7",
+    "  names: temp top-k top-p min-p",
+    "  repeat-penalty repeat-last-n",
+    "  max-tokens seed",
+    "//text        send a line starting with /",
     "",
-    "any key closes this help",
+    "Up/Down/PgUp/PgDn scroll this help;",
+    "any other key closes it",
 };
+
+int view_help_count(void)
+{
+    return (int)(sizeof(help_lines) / sizeof(help_lines[0]));
+}
+
+/* Rows of help text that fit: the frame takes a row above and below when there is room. */
+static int help_rows(int rows, bool *frame)
+{
+    int n = view_help_count();
+    *frame = n + 2 <= rows;
+    return *frame ? n : rows;
+}
 
 static void draw_help(struct tui *t, int rows, int cols)
 {
-    int n = (int)(sizeof(help_lines) / sizeof(help_lines[0]));
+    int n = view_help_count();
+    bool frame;
+    int vis = help_rows(rows, &frame);
+    int max_scroll = n - vis > 0 ? n - vis : 0;
+    if (t->help_scroll > max_scroll)
+        t->help_scroll = max_scroll;
+    if (t->help_scroll < 0)
+        t->help_scroll = 0;
     int w = 46 < cols - 2 ? 46 : cols - 2;
-    int h = n + 2 < rows ? n + 2 : rows;
+    int h = frame ? n + 2 : rows;
     int y0 = (rows - h) / 2, x0 = (cols - w - 2) / 2;
     if (x0 < 0)
         x0 = 0;
@@ -547,12 +626,18 @@ static void draw_help(struct tui *t, int rows, int cols)
         attron(a);
         mvhline(y0 + y, x0, ' ', w + 2);
         attroff(a);
-        int li = y - 1;
-        if (h < n + 2)
-            li = y;   /* no room for the frame */
-        if (li >= 0 && li < n)
-            put_str(y0 + y, x0 + 1, w, help_lines[li], a | (li == 0 || !strcmp(help_lines[li], "Commands") ? A_BOLD : 0));
+        int li = (frame ? y - 1 : y) + t->help_scroll;
+        if (li >= 0 && li < n && (frame ? y >= 1 && y <= n : true)) {
+            bool title = li == 0 || !strcmp(help_lines[li], "Commands") ||
+                         !strcmp(help_lines[li], "Parameter pane (Tab)");
+            put_str(y0 + y, x0 + 1, w, help_lines[li], a | (title ? A_BOLD : 0));
+        }
     }
+    /* more above or below: say so on the edge */
+    if (t->help_scroll > 0)
+        put_str(y0, x0 + w - 5, 6, t->ascii_lines ? " ^^^ " : " \xe2\x86\x91\xe2\x86\x91\xe2\x86\x91 ", a | A_BOLD);
+    if (t->help_scroll < max_scroll)
+        put_str(y0 + h - 1, x0 + w - 5, 6, t->ascii_lines ? " vvv " : " \xe2\x86\x93\xe2\x86\x93\xe2\x86\x93 ", a | A_BOLD);
 }
 
 int view_transcript_height(void)
@@ -580,7 +665,7 @@ void view_draw(struct tui *t)
     int max_in = rows / 3 > 5 ? 5 : rows / 3 > 1 ? rows / 3 : 1;
     int in_h = input_rows(t, cols, max_in);
     int tr_h = rows - in_h - 2;
-    bool pane = t->show_params && cols >= 60 && tr_h >= 3;
+    bool pane = t->show_params && cols >= VIEW_PANE_MIN_COLS && tr_h >= 3;
     int tr_w = pane ? cols - PARAM_PANE_W : cols;
     /* text lines of at most TEXT_MAX_W columns: long lines are hard to read */
     draw_transcript(t, 0, tr_h, tr_w > TEXT_MAX_W ? TEXT_MAX_W : tr_w);
