@@ -269,11 +269,15 @@ static bool joins_previous(const struct tui *t, size_t i)
 /* The transcript in rows [y0, y0+h), columns [0, width).  Entries are separated by a blank
  * line, except one that continues the previous (joins_previous): its first line shares the
  * previous entry's last row. */
-static void draw_transcript(struct tui *t, int y0, int h, int width)
+static void draw_transcript(struct tui *t, int y0, int h, int full_width)
 {
+    /* the conversation's lines are at most TEXT_MAX_W columns (long lines are hard to read);
+     * notes and errors (paths, messages matched whole) take the whole width */
+    int text_w = full_width > TEXT_MAX_W ? TEXT_MAX_W : full_width;
     int total = 0;
     for (size_t i = 0; i < t->n_entries; i++) {
         bool join = joins_previous(t, i);
+        int width = is_text_msg(&t->entries[i]) || t->entries[i].kind == E_SYSTEM ? text_w : full_width;
         int col0 = join ? t->entries[i - 1].end_col : 0;
         if (col0 >= width)
             col0 = width;
@@ -311,7 +315,7 @@ static void draw_transcript(struct tui *t, int y0, int h, int width)
             int a = e->line_start[l];
             int b = l + 1 < e->n_lines ? e->line_start[l + 1] : (int)e->n_cells;
             int x = l == 0 ? e->wrap_col0 : 0;
-            draw_cells(e, a, b, y0 + row, x, width - x, attr, t->ascii_text);
+            draw_cells(e, a, b, y0 + row, x, e->wrap_width - x, attr, t->ascii_text);
         }
     }
 }
@@ -667,8 +671,7 @@ void view_draw(struct tui *t)
     int tr_h = rows - in_h - 2;
     bool pane = t->show_params && cols >= VIEW_PANE_MIN_COLS && tr_h >= 3;
     int tr_w = pane ? cols - PARAM_PANE_W : cols;
-    /* text lines of at most TEXT_MAX_W columns: long lines are hard to read */
-    draw_transcript(t, 0, tr_h, tr_w > TEXT_MAX_W ? TEXT_MAX_W : tr_w);
+    draw_transcript(t, 0, tr_h, tr_w);
     if (pane)
         draw_params(t, 0, tr_h, tr_w, PARAM_PANE_W);
     draw_message_line(t, tr_h, cols);
