@@ -67,6 +67,7 @@ static const struct setting settings[] = {
     { "ui", "theme", NULL, 0, K_THEME, 0, 0, OFF(theme), "default, mono or light" },
     { "ui", "history", NULL, 0, K_BOOL, 0, 0, OFF(history), "on or off" },
     { "ui", "show_params", NULL, 0, K_BOOL, 0, 0, OFF(show_params), "on or off" },
+    { "ui", "transcripts", NULL, 0, K_STR, 0, 0, OFF(transcripts_dir), "a directory" },
     { "chat", "system_prompt", "system", 0, K_STR, 0, 0, OFF(system_prompt), "text" },
     { "chat", "template", "chat-template", 0, K_TEMPLATE, 0, 0, OFF(chat_template), NULL /* the names */ },
     { "chat", "autosave", NULL, 0, K_BOOL, 0, 0, OFF(autosave), "on or off" },
@@ -126,7 +127,7 @@ void lc_config_free(struct lc_options *o)
     char **strs[] = { &o->model_path, &o->isa, &o->system_prompt, &o->chat_template, &o->theme,
                       &o->prompt, &o->resume_path, &o->save_format, &o->log_path,
                       &o->chat_template_text, &o->remote_url, &o->remote_model,
-                      &o->remote_api_key_env };
+                      &o->remote_api_key_env, &o->transcripts_dir };
     for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
         free(*strs[i]);
         *strs[i] = NULL;

@@ -88,8 +88,10 @@ static void usage(FILE *f)
             "      --seed S             RNG seed (default: random; -1 or \"random\" = random)\n"
             "Chat:\n"
             "      --system TEXT        system prompt\n"
-            "      --chat-template NAME override the model's chat template\n"
-            "      --chat-template-file FILE  use the Jinja chat template in FILE\n"
+            "      --chat-template NAME\n"
+            "                           override the model's chat template\n"
+            "      --chat-template-file FILE\n"
+            "                           use the Jinja chat template in FILE\n"
             "      --resume FILE        continue a transcript saved as JSON\n"
             "      --continue           continue the most recent conversation kept in\n"
             "                           ~/.local/state/llamachat/chats/ (see [chat] autosave)\n"
@@ -103,8 +105,9 @@ static void usage(FILE *f)
             "      --print-token-ids    print the generated token ids instead of text\n"
             "      --tokenize           print the prompt's token ids and exit\n"
             "      --no-bos             do not add the BOS token\n"
-            "  -sp, --special           parse special-token texts in -p (<s>, <|im_end|>...) and\n"
-            "                           print special tokens the model writes (default: plain text)\n"
+            "  -sp, --special           parse special-token texts in -p (<s>, <|im_end|>...)\n"
+            "                           and print special tokens the model writes\n"
+            "                           (default: plain text)\n"
             "      --verbose-prompt     show the prompt's tokens: on stderr (-p), as a note per\n"
             "                           prompt in the chat\n"
             "      --log-file FILE      write the ids of every decode to FILE (also LLAMACHAT_LOG)\n"
@@ -147,6 +150,7 @@ static void options_free(struct lc_options *o)
     free(o->remote_url);
     free(o->remote_model);
     free(o->remote_api_key_env);
+    free(o->transcripts_dir);
 }
 
 /* A Jinja chat template from a file: a regular file of at most 1 MiB, read without blocking

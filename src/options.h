@@ -47,6 +47,7 @@ struct lc_options {
     char *resume_path;         /* --resume FILE */
     bool continue_last;        /* --continue: the most recent conversation in chats/ */
     char *save_format;         /* "md" or "json" */
+    char *transcripts_dir;     /* [ui] transcripts: where /save and Ctrl-S put unnamed saves */
     bool kv_f32;               /* KV cache in f32 (default f16, as llama.cpp) */
 };
 

@@ -6,6 +6,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <pwd.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -83,7 +84,103 @@ char *lc_state_dir(const char *sub, char **err)
         free(path);
         return NULL;
     }
+    /* private, also when an older version or the user made it with a wider mode */
+    chmod(path, 0700);
+    if (sub) {
+        char *slash = strrchr(path, '/');
+        *slash = '\0';
+        chmod(path, 0700);
+        *slash = '/';
+    }
     return path;
+}
+
+char *lc_state_data_dir(const char *configured, char **err)
+{
+    *err = NULL;
+    char *path = NULL;
+    if (configured && *configured) {
+        path = lc_path_expand(configured, err);
+        if (!path)
+            return NULL;
+    } else {
+        const char *data = getenv("XDG_DATA_HOME");
+        const char *home = getenv("HOME");
+        int n;
+        if (data && *data)
+            n = asprintf(&path, "%s/llamachat/transcripts", data);
+        else if (home && *home)
+            n = asprintf(&path, "%s/.local/share/llamachat/transcripts", home);
+        else {
+            *err = fmt_err("nowhere to save transcripts: neither XDG_DATA_HOME nor HOME is set");
+            return NULL;
+        }
+        if (n < 0) {
+            *err = fmt_err("out of memory");
+            return NULL;
+        }
+    }
+    if (make_dirs(path, err) != 0) {
+        free(path);
+        return NULL;
+    }
+    return path;
+}
+
+char *lc_path_expand(const char *path, char **err)
+{
+    *err = NULL;
+    char *out = NULL;
+    if (path[0] != '~') {
+        out = strdup(path);
+    } else {
+        size_t n = strcspn(path + 1, "/");
+        const char *home = NULL;
+        if (n == 0) {
+            home = getenv("HOME");
+            if (!home || !*home) {
+                struct passwd *pw = getpwuid(getuid());
+                home = pw ? pw->pw_dir : NULL;
+            }
+            if (!home) {
+                *err = fmt_err("%s: HOME is not set", path);
+                return NULL;
+            }
+        } else {
+            char user[256];
+            if (n >= sizeof(user)) {
+                *err = fmt_err("%s: no such user", path);
+                return NULL;
+            }
+            memcpy(user, path + 1, n);
+            user[n] = '\0';
+            struct passwd *pw = getpwnam(user);
+            if (!pw) {
+                *err = fmt_err("~%s: no such user", user);
+                return NULL;
+            }
+            home = pw->pw_dir;
+        }
+        if (asprintf(&out, "%s%s", home, path + 1 + n) < 0)
+            out = NULL;
+    }
+    if (!out)
+        *err = fmt_err("out of memory");
+    return out;
+}
+
+int lc_state_private_file(const char *path, char **err)
+{
+    *err = NULL;
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0 || fchmod(fd, 0600) != 0) {
+        *err = fmt_err("%s: cannot make it private: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    close(fd);
+    return 0;
 }
 
 int lc_state_latest_chat(const char *dir, char **path, char **err)
@@ -177,6 +274,8 @@ int lc_state_append_history(const char *path, const char *line, char **err)
         buf[i] = line[i] == '\n' ? '\r' : line[i];
     buf[n] = '\n';
     int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+    if (fd >= 0)
+        (void)fchmod(fd, 0600);   /* a file an older version made 0644 */
     if (fd < 0) {
         *err = fmt_err("%s: cannot append: %s", path, strerror(errno));
         free(buf);

@@ -2,7 +2,8 @@
  * state.h - where the chat keeps its state between runs, and how it writes it so that a crash
  * (kill -9, SIGSEGV, power loss) loses at most the last second of a reply.
  *
- * Layout, under $XDG_STATE_HOME/llamachat (default ~/.local/state/llamachat), directories 0700:
+ * Layout, under $XDG_STATE_HOME/llamachat (default ~/.local/state/llamachat), directories 0700
+ * (also when they existed with another mode), files 0600; nothing at all with [ui] history = off:
  *   history                  readline input history, one entry per line (a message's newlines
  *                            stored as CR); a line is appended and fsynced as it is entered
  *   last-chat.json           the conversation at the last normal exit
@@ -28,6 +29,28 @@
  * ("/tmp/f/llamachat: cannot create the directory: Not a directory").
  */
 char *lc_state_dir(const char *sub, char **err);
+
+/*
+ * Where /save and Ctrl-S put a transcript saved without a name: `configured` ([ui]
+ * transcripts, ~ expanded) when not NULL or empty, else "$XDG_DATA_HOME/llamachat/transcripts"
+ * (default ~/.local/share/llamachat/transcripts), created with its parents (0700 for what is
+ * created).  Returns the path (malloc'd), or NULL with a malloc'd *err.
+ */
+char *lc_state_data_dir(const char *configured, char **err);
+
+/*
+ * path with a leading "~" (HOME, else the password file) or "~user" (the password file)
+ * replaced by that home directory; other paths are copied.  Returns a malloc'd path, or NULL
+ * with a malloc'd *err ("~nobody2: no such user").
+ */
+char *lc_path_expand(const char *path, char **err);
+
+/*
+ * Make the file at path exist with mode 0600 (created empty if missing; an existing file's
+ * mode set to 0600), so that replacing it (fileutil.h keeps the mode) keeps it private.
+ * Returns 0, or -1 with a malloc'd *err.
+ */
+int lc_state_private_file(const char *path, char **err);
 
 /*
  * The most recently modified non-empty "*.json" file directly in dir (mtime in ns, then the

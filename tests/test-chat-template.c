@@ -304,8 +304,20 @@ static void test_render_edges(void)
         { LC_ROLE_USER, " One day" },
     };
     render_and_compare(LC_CHAT_TEMPLATE_NONE, story, 4, true,
-                       "Once upon a time, there was a cat named Tom. One day", "plain");
+                       "Once upon a time\n\n, there was a cat named Tom. One day", "plain");
     render_and_compare(LC_CHAT_TEMPLATE_NONE, story, 0, true, "", "plain, empty");
+    /* issue 14: the system prompt of a base model ends with a blank line (the chat shows it as
+     * its own paragraph); the other messages run on, as the chat shows them (inline) */
+    const struct lc_chat_msg pirate[] = {
+        { LC_ROLE_SYSTEM, "You are a pirate." },
+        { LC_ROLE_USER, "Lily had a red ball" },
+        { LC_ROLE_ASSISTANT, "l." },
+        { LC_ROLE_USER, "Then" },
+    };
+    render_and_compare(LC_CHAT_TEMPLATE_NONE, pirate, 4, true,
+                       "You are a pirate.\n\nLily had a red balll.Then", "plain, system then text");
+    const struct lc_chat_msg sys_nl[] = { { LC_ROLE_SYSTEM, "Notes:\n" }, { LC_ROLE_USER, "a" } };
+    render_and_compare(LC_CHAT_TEMPLATE_NONE, sys_nl, 2, true, "Notes:\na", "plain, system ending in a newline");
     render_and_compare(LC_CHAT_TEMPLATE_CHATML, NULL, 0, true, "<|im_start|>assistant\n",
                        "chatml, empty");
     render_and_compare(LC_CHAT_TEMPLATE_CHATML, NULL, 0, false, "", "chatml, empty, no prefix");

@@ -443,8 +443,15 @@ static void render(struct lc_strbuf *b, int id, const struct lc_chat_msg *m, siz
 {
     switch ((enum lc_chat_template_id)id) {
     case LC_CHAT_TEMPLATE_NONE:
-        for (size_t i = 0; i < n; i++)
+        /* A base model reads one running text: each message continues the one before it, as
+         * the chat shows it (inline).  The system prompt is a preamble: a blank line ends it
+         * (unless it already ends with a newline), and the chat shows it as its own paragraph. */
+        for (size_t i = 0; i < n; i++) {
             put_content(b, m, i, false);
+            size_t sl = strlen(m[i].content);
+            if (m[i].role == LC_ROLE_SYSTEM && sl > 0 && m[i].content[sl - 1] != '\n')
+                lc_strbuf_put(b, "\n\n");
+        }
         break;
     case LC_CHAT_TEMPLATE_CHATML:
         for (size_t i = 0; i < n; i++) {

@@ -185,6 +185,10 @@ int input_init(struct tui *t)
     rl_outstream = devnull ? devnull : stderr;
     rl_instream = stdin;
     rl_initialize();   /* reads ~/.inputrc */
+    /* 8-bit input is text (UTF-8), never Meta: the locale was made UTF-8 (tui.c) */
+    rl_variable_bind("input-meta", "on");
+    rl_variable_bind("output-meta", "on");
+    rl_variable_bind("convert-meta", "off");
     rl_bind_key('\r', accept_or_continue);
     rl_bind_key('\n', accept_or_continue);
     rl_bind_keyseq("\033\r", insert_newline);
@@ -418,7 +422,6 @@ int input_rows(struct tui *t, int width, int max)
 
 void input_draw(struct tui *t, int y0, int h, int width)
 {
-    (void)t;
     struct icell *c = NULL;
     size_t cur;
     size_t n = layout(width, &c, &cur);
@@ -440,6 +443,12 @@ void input_draw(struct tui *t, int y0, int h, int width)
         if (r >= first && r - first < h) {
             cchar_t cc;
             wchar_t wc[2] = { c[i].ch, 0 };
+            if (t->ascii_text && wc[0] >= 0x80) {   /* a locale that is not UTF-8 (tui.c) */
+                for (int k = 0; k < c[i].w; k++)
+                    mvaddch(y0 + r - first, x + k, '?');
+                x += c[i].w;
+                continue;
+            }
             attr_t a = c[i].off < plen ? A_BOLD : A_NORMAL;
             setcchar(&cc, wc, a, 0, NULL);
             mvadd_wch(y0 + r - first, x, &cc);

@@ -44,6 +44,8 @@ struct entry {
     int *line_start;     /* cell index where each wrapped line starts */
     int n_lines;
     int wrap_width;      /* width the lines were computed for; 0 = stale */
+    int wrap_col0;       /* column the first line started at (a continuation shown inline) */
+    int end_col;         /* column after the last cell of the last line */
     bool open;           /* a reply still streaming: an incomplete UTF-8 tail may complete */
 };
 
@@ -63,10 +65,14 @@ struct tui {
     int last_total_lines;
     bool show_params;
     bool show_help;
+    int help_scroll;               /* first help line shown */
     enum focus focus;
     int param_sel;
     bool dirty;
     bool mono;
+    bool ascii_text;               /* the locale is not UTF-8: non-ASCII is drawn as '?' */
+    bool ascii_lines;              /* lines drawn with - and | (vt100, or not UTF-8) */
+    bool plain;                    /* a base model (no chat template): messages run on */
     /* status */
     enum state state;
     char model_desc[192];
@@ -75,14 +81,22 @@ struct tui {
     char template_name[48];
     int n_threads;
     uint64_t last_seed;            /* seed of the last reply (LC_SEED_RANDOM: none yet) */
-    int32_t n_past, n_ctx;
+    int32_t n_past, n_ctx;         /* n_past -1: not known (the conversation changed) */
     int32_t prog_done, prog_total;
+    /* speeds of the last turn (tokens per second, -1: none), timed on the active clock
+     * (tui.c: time the process was suspended does not count) */
     double pp_tps, gen_tps;
+    int turn_phase;                /* 0 idle, 1 reading the prompt, 2 writing */
+    double turn_t0, turn_pp_end;   /* active-clock times of the turn's start, end of prompt */
+    int32_t turn_pp_tokens;        /* prompt tokens read this turn (last PROGRESS total) */
+    int32_t turn_n_past_pp;        /* n_past when the reply began */
+    double suspended_s;            /* seconds spent stopped by Ctrl-Z */
     char message[256];             /* one-line message in the status area (errors, "saved") */
     bool message_is_error;
     /* event text being assembled (records with more = 1) */
     char *ev_text;
     size_t ev_len, ev_cap;
+    const char *cur_line;          /* the line being handled (tui_line), for refusals */
     bool quit;
     int exit_status;
     char *fatal;                   /* the model could not be loaded: printed after the screen closes */
@@ -99,9 +113,11 @@ struct tui {
 };
 
 /* view.c */
+#define VIEW_PANE_MIN_COLS 60   /* the parameter pane is shown from this width */
 void view_init_colors(struct tui *t);
 void view_draw(struct tui *t);
 int view_transcript_height(void);
+int view_help_count(void);
 void entry_free(struct entry *e);
 /* Invalidate the wrap cache of every entry (resize). */
 void view_invalidate(struct tui *t);

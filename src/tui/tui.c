@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <term.h>
 #include <termios.h>
 #include <time.h>
@@ -246,6 +247,23 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* The clock speeds are measured on: CLOCK_MONOTONIC less the time spent suspended (Ctrl-Z),
+ * so that a reply suspended half-way does not show a slow model. */
+static double active_s(const struct tui *t)
+{
+    return now_s() - t->suspended_s;
+}
+
+/* A turn starts (a message sent, /regen): its speeds are not known yet. */
+static void turn_start(struct tui *t)
+{
+    t->turn_phase = 1;
+    t->turn_t0 = active_s(t);
+    t->turn_pp_tokens = 0;
+    t->pp_tps = t->gen_tps = -1;
+    t->message[0] = '\0';   /* "stopped after ..." of the turn before */
+}
+
 static bool autosave_on(const struct tui *t)
 {
     return t->o->autosave && t->o->history;
@@ -395,26 +413,49 @@ static void params_changed(struct tui *t)
     t->dirty = true;
 }
 
-static float step_float(float v, int dir, float step, float lo, float hi)
+/* v moved dir steps of hundredths/100, on the grid of that step, within [lo, hi].  Counted in
+ * hundredths and divided once, so that 1.00 + 0.05 is the float nearest 1.05 (saved as 1.05),
+ * not 1.0500001. */
+static float step_float(float v, int dir, int hundredths, float lo, float hi)
 {
-    float r = roundf(v / step + (float)dir) * step;
+    long k = lround((double)v * 100.0 / hundredths) + dir;
+    float r = (float)((double)(k * hundredths) / 100.0);
     return r < lo ? lo : r > hi ? hi : r;
+}
+
+/* top-k: the next value in a scale that grows with it (off, 1, 2, 3, 5, 10, 20, 40 ...). */
+static int32_t step_top_k(int32_t k, int dir)
+{
+    static const int32_t scale[] = { 0, 1, 2, 3, 4, 5, 8, 10, 15, 20, 30, 40, 50, 60, 80, 100,
+                                     150, 200, 300, 400, 500, 1000 };
+    const int n = (int)(sizeof(scale) / sizeof(scale[0]));
+    if (dir > 0) {
+        for (int i = 0; i < n; i++)
+            if (scale[i] > k)
+                return scale[i];
+        return k + 1000;
+    }
+    for (int i = n - 1; i >= 0; i--)
+        if (scale[i] < k)
+            return scale[i];
+    return 0;
 }
 
 void tui_param_change(struct tui *t, int idx, int dir)
 {
     struct lc_sampler_params *p = &t->o->sampling;
     switch (idx) {
-    case 0: p->temp = step_float(p->temp, dir, 0.05f, 0.0f, 5.0f); break;
-    case 1: p->top_k = p->top_k + dir < 0 ? 0 : p->top_k + dir; break;
-    case 2: p->top_p = step_float(p->top_p, dir, 0.01f, 0.0f, 1.0f); break;
-    case 3: p->min_p = step_float(p->min_p, dir, 0.01f, 0.0f, 1.0f); break;
-    case 4: p->repeat_penalty = step_float(p->repeat_penalty, dir, 0.05f, 0.05f, 5.0f); break;
+    case 0: p->temp = step_float(p->temp, dir, 5, 0.0f, 5.0f); break;
+    case 1: p->top_k = step_top_k(p->top_k, dir); break;
+    case 2: p->top_p = step_float(p->top_p, dir, 1, 0.0f, 1.0f); break;
+    case 3: p->min_p = step_float(p->min_p, dir, 1, 0.0f, 1.0f); break;
+    case 4: p->repeat_penalty = step_float(p->repeat_penalty, dir, 5, 0.05f, 5.0f); break;
     case 5: p->repeat_last_n = p->repeat_last_n + dir * 8 < -1 ? -1 : p->repeat_last_n < 0 && dir > 0 ? 0 : p->repeat_last_n + dir * 8; break;
     case 6: t->o->n_predict = t->o->n_predict < 0 ? (dir > 0 ? 16 : -1)
                               : t->o->n_predict + dir * 16 < 0 ? -1 : t->o->n_predict + dir * 16; break;
-    case 7:
-        if (p->seed == LC_SEED_RANDOM) p->seed = dir > 0 ? 0 : LC_SEED_RANDOM;
+    case 7:   /* from random, Right keeps the seed the last reply used (to get it again) */
+        if (p->seed == LC_SEED_RANDOM) p->seed = dir < 0 ? LC_SEED_RANDOM
+                                                 : t->last_seed != LC_SEED_RANDOM ? t->last_seed : 0;
         else if (p->seed == 0 && dir < 0) p->seed = LC_SEED_RANDOM;
         else p->seed += (uint64_t)(int64_t)dir;
         break;
@@ -468,8 +509,14 @@ static bool busy(struct tui *t)
     return t->state == ST_READING || t->state == ST_WRITING || t->state == ST_LOADING;
 }
 
+/* A command or message that cannot run now: say why, and put the line back in the input
+ * (nothing typed is lost). */
 static bool refuse_if_busy(struct tui *t, const char *what)
 {
+    if (busy(t) || t->state == ST_FAILED) {
+        if (t->cur_line)
+            input_restore(t->cur_line);
+    }
     if (t->state == ST_LOADING) {
         tui_message(t, true, "the model is still loading");
         return true;
@@ -485,31 +532,57 @@ static bool refuse_if_busy(struct tui *t, const char *what)
     return false;
 }
 
-static void do_save(struct tui *t, const char *name)
+/* /save [FILE], /save! FILE (overwrite), Ctrl-S (name NULL).  Without a name the transcript
+ * goes to the transcripts directory (state.h: [ui] transcripts, or
+ * ~/.local/share/llamachat/transcripts), named by the time; ~ and ~user are expanded; an
+ * existing file is not replaced without /save!: the line comes back as "/save! FILE" for Enter
+ * to confirm. */
+static void do_save(struct tui *t, const char *name, bool force)
 {
-    char def[64];
     bool json_default = t->o->save_format && strcmp(t->o->save_format, "json") == 0;
+    char *err = NULL, *path = NULL;
     if (!name || !*name) {
+        char *dir = lc_state_data_dir(t->o->transcripts_dir, &err);
+        char def[64];
         time_t now = time(NULL);
         struct tm tm;
         localtime_r(&now, &tm);
         strftime(def, sizeof(def), "llamachat-%Y%m%d-%H%M%S", &tm);
-        strcat(def, json_default ? ".json" : ".md");
-        name = def;
+        if (dir && asprintf(&path, "%s/%s%s", dir, def, json_default ? ".json" : ".md") < 0)
+            path = NULL;
+        free(dir);
+    } else {
+        path = lc_path_expand(name, &err);
+        struct stat st;
+        if (path && !force && stat(path, &st) == 0) {
+            tui_message(t, true, "%s exists: Enter replaces it (/save! %s)", path, name);
+            char *again = NULL;
+            if (asprintf(&again, "/save! %s", name) >= 0)
+                input_restore(again);
+            free(again);
+            free(path);
+            return;
+        }
     }
-    size_t n = strlen(name);
-    enum lc_chat_format fmt = LC_CHAT_AUTO;
-    if (!(n > 5 && strcasecmp(name + n - 5, ".json") == 0) && !(n > 3 && strcasecmp(name + n - 3, ".md") == 0))
-        fmt = json_default ? LC_CHAT_JSON : LC_CHAT_MARKDOWN;
-    chat_fill_meta(t);
-    char *err = NULL;
-    if (lc_chat_save(t->chat, name, fmt, &err) != 0) {
-        note(t, E_ERROR, "save failed: %s (the conversation is still here)", err ? err : "?");
-        tui_message(t, true, "save failed: %s", err ? err : "?");
+    if (!path) {
+        tui_message(t, true, "save failed: %s", err ? err : "out of memory");
         free(err);
         return;
     }
-    tui_message(t, false, "saved %s", name);
+    size_t n = strlen(path);
+    enum lc_chat_format fmt = LC_CHAT_AUTO;
+    if (!(n > 5 && strcasecmp(path + n - 5, ".json") == 0) && !(n > 3 && strcasecmp(path + n - 3, ".md") == 0))
+        fmt = json_default ? LC_CHAT_JSON : LC_CHAT_MARKDOWN;
+    chat_fill_meta(t);
+    if (lc_chat_save(t->chat, path, fmt, &err) != 0) {
+        note(t, E_ERROR, "save failed: %s (the conversation is still here)", err ? err : "?");
+        tui_message(t, true, "save failed: %s", err ? err : "?");
+        free(err);
+        free(path);
+        return;
+    }
+    tui_message(t, false, "saved %s", path);
+    free(path);
 }
 
 static void do_load(struct tui *t, const char *path)
@@ -521,7 +594,9 @@ static void do_load(struct tui *t, const char *path)
     if (refuse_if_busy(t, "/load"))
         return;
     char *err = NULL;
-    struct lc_chat *c = lc_chat_load(path, &err);
+    char *full = lc_path_expand(path, &err);
+    struct lc_chat *c = full ? lc_chat_load(full, &err) : NULL;
+    free(full);
     if (!c) {
         note(t, E_ERROR, "load failed: %s", err ? err : "?");
         tui_message(t, true, "load failed: %s", err ? err : "?");
@@ -537,16 +612,16 @@ static void do_load(struct tui *t, const char *path)
     params_changed(t);
     chat_restart(t);   /* kept in a new file from its next change on */
     lc_engine_set_conversation(t->engine, c);
+    t->n_past = -1;   /* known when the model has read it */
+    t->pp_tps = t->gen_tps = -1;
     rebuild_entries(t);
     tui_message(t, false, "loaded %zu messages from %s", c->n, path);
 }
 
 static void submit(struct tui *t, const char *text)
 {
-    if (refuse_if_busy(t, "not sent")) {
-        input_restore(text);
+    if (refuse_if_busy(t, "not sent"))
         return;
-    }
     int m = lc_chat_add(t->chat, LC_ROLE_USER, text, strlen(text));
     add_entry_msg(t, E_USER, m, text, strlen(text));
     chat_touched(t, true);
@@ -559,7 +634,7 @@ static void submit(struct tui *t, const char *text)
     t->reply_entry = -1;
     t->reply_msg = -1;
     t->scroll = 0;
-    t->message[0] = '\0';
+    turn_start(t);
 }
 
 static void do_regen(struct tui *t)
@@ -585,6 +660,8 @@ static void do_regen(struct tui *t)
     }
     lc_engine_regen(t->engine);
     t->state = ST_READING;
+    t->prog_done = t->prog_total = 0;
+    turn_start(t);
     t->reply_entry = -1;
     t->reply_msg = -1;
     t->scroll = 0;
@@ -614,10 +691,11 @@ static void command(struct tui *t, const char *line)
         arg[k - 1] = '\0';
     if (!strcmp(cmd, "help") || !strcmp(cmd, "?")) {
         t->show_help = true;
+        t->help_scroll = 0;
     } else if (!strcmp(cmd, "quit") || !strcmp(cmd, "exit") || !strcmp(cmd, "q")) {
         t->quit = true;
-    } else if (!strcmp(cmd, "save")) {
-        do_save(t, arg);
+    } else if (!strcmp(cmd, "save") || !strcmp(cmd, "save!")) {
+        do_save(t, arg, cmd[4] == '!');
     } else if (!strcmp(cmd, "load")) {
         do_load(t, arg);
     } else if (!strcmp(cmd, "clear")) {
@@ -625,6 +703,8 @@ static void command(struct tui *t, const char *line)
             return;
         lc_chat_truncate(t->chat, t->chat->n && t->chat->msgs[0].role == LC_ROLE_SYSTEM ? 1 : 0);
         lc_engine_clear(t->engine);
+        t->n_past = -1;   /* known when the model has read the next turn */
+        t->pp_tps = t->gen_tps = -1;
         chat_restart(t);   /* the next message starts a new file */
         rebuild_entries(t);
         tui_message(t, false, "conversation cleared");
@@ -661,10 +741,12 @@ void tui_line(struct tui *t, char *line)
         add_history(line);
         input_history_added(t, line);
     }
+    t->cur_line = line;
     if (line[0] == '/' && line[1] != '/')
         command(t, line);
     else if (*line)
         submit(t, line[0] == '/' ? line + 1 : line);   /* "//x" sends "/x" */
+    t->cur_line = NULL;
     free(line);
 }
 
@@ -672,14 +754,36 @@ void tui_line(struct tui *t, char *line)
 
 static void give_back_message(struct tui *t);
 
+/* Esc while the model read the message, before any reply: the turn is taken back (from the
+ * engine's conversation too) and the message goes back to the input, unless something was
+ * typed there meanwhile: then the turn stays (/regen answers it).  Returns true when handled. */
+static bool stopped_before_reply(struct tui *t)
+{
+    struct lc_chat *c = t->chat;
+    if (!c->n || c->msgs[c->n - 1].role != LC_ROLE_USER)
+        return false;
+    if (!input_is_empty()) {
+        tui_message(t, false, "stopped before the reply: /regen answers the message");
+        return true;
+    }
+    give_back_message(t);
+    lc_engine_set_conversation(t->engine, c);   /* the cache is kept by token prefix */
+    chat_touched(t, true);
+    tui_message(t, false, "stopped before the reply: the message is back in the input");
+    return true;
+}
+
 static void dispatch_event(struct tui *t, const struct lc_event *ev, const char *text, size_t len)
 {
     switch (ev->type) {
     case LC_EV_INFO:
         if (!strncmp(text, "isa=", 4))
             snprintf(t->isa, sizeof(t->isa), "%s", text + 4);
-        else if (!strncmp(text, "template=", 9))
+        else if (!strncmp(text, "template=", 9)) {
             snprintf(t->template_name, sizeof(t->template_name), "%s", text + 9);
+            t->plain = !strcmp(t->template_name, "plain");
+            view_invalidate(t);
+        }
         else if (!strncmp(text, "name=", 5))
             snprintf(t->model_name, sizeof(t->model_name), "%s", text + 5);
         else if (!strncmp(text, "seed=", 5))
@@ -716,20 +820,39 @@ static void dispatch_event(struct tui *t, const struct lc_event *ev, const char 
             t->state = ST_READING;
         t->prog_done = ev->a;
         t->prog_total = ev->b;
+        if (t->turn_phase == 1)
+            t->turn_pp_tokens = ev->b;
         break;
-    case LC_EV_STATS:
+    case LC_EV_STATS: {
+        /* the engine's figures are averages over the session, on a clock that runs while the
+         * process is stopped: the speeds of the turn are measured here instead */
         t->n_past = ev->a;
         t->n_ctx = ev->b;
-        if (ev->x > 0)
-            t->pp_tps = ev->x;
-        if (ev->y > 0)
-            t->gen_tps = ev->y;
+        double now = active_s(t);
+        if (t->turn_phase == 1) {   /* the first figures of a turn: the prompt is read */
+            t->turn_phase = 2;
+            t->turn_pp_end = now;
+            t->turn_n_past_pp = ev->a;
+            if (t->turn_pp_tokens > 0 && now > t->turn_t0)
+                t->pp_tps = t->turn_pp_tokens / (now - t->turn_t0);
+        } else if (t->turn_phase == 2 && ev->a > t->turn_n_past_pp && now > t->turn_pp_end) {
+            t->gen_tps = (ev->a - t->turn_n_past_pp) / (now - t->turn_pp_end);
+        }
         break;
+    }
     case LC_EV_DONE:
         if (t->state != ST_FAILED)
             t->state = ST_IDLE;
+        if (t->turn_phase == 2 && ev->b > 0 && active_s(t) > t->turn_pp_end)
+            t->gen_tps = ev->b / (active_s(t) - t->turn_pp_end);
+        t->turn_phase = 0;
+        if (ev->a == LC_DONE_STOPPED && t->reply_entry < 0 && stopped_before_reply(t))
+            break;
         if (ev->a == LC_DONE_STOPPED)
             tui_message(t, false, "stopped after %d tokens", ev->b);
+        if (ev->a == LC_DONE_LIMIT && t->o->n_predict >= 0 && ev->b >= t->o->n_predict)
+            tui_message(t, false, "max tokens reached (%d): /set max-tokens N for longer replies",
+                        ev->b);
         if (t->reply_entry >= 0) {   /* a trailing incomplete character is shown now */
             t->entries[t->reply_entry].open = false;
             t->entries[t->reply_entry].wrap_width = 0;
@@ -839,13 +962,31 @@ static void suspend(struct tui *t)
 {
     endwin();
     restore_terminal_raw();
+    double t0 = now_s();
     kill(0, SIGSTOP);   /* the whole job, as a shell's Ctrl-Z, so the shell sees it stopped */
     /* continued */
+    t->suspended_s += now_s() - t0;
     curses_on = 1;
     fputs("\033[?2004h", stdout);
     fflush(stdout);
     reset_prog_mode();
     handle_resize(t);
+}
+
+/* Enter (or a digit) on the parameter pane: the input gets "/set NAME VALUE" with the current
+ * value, or with the digit typed, for the user to edit and send. */
+static void edit_param(struct tui *t, const char *typed)
+{
+    char val[32], *line = NULL;
+    if (!typed)
+        tui_param_text(t, t->param_sel, val, sizeof(val));
+    if (t->param_sel == 7 && !typed && t->o->sampling.seed == LC_SEED_RANDOM)
+        snprintf(val, sizeof(val), "random");
+    if (asprintf(&line, "/set %s %s", view_param_name(t->param_sel), typed ? typed : val) >= 0)
+        input_set_line(t, line);
+    free(line);
+    t->focus = FOCUS_INPUT;
+    t->dirty = true;
 }
 
 static void handle_key(struct tui *t, int r, wint_t ch)
@@ -859,19 +1000,28 @@ static void handle_key(struct tui *t, int r, wint_t ch)
         t->dirty = true;
         return;
     }
-    if (t->show_help) {   /* any key closes the help */
-        t->show_help = false;
+    if (t->show_help) {   /* the arrows and pages scroll it; any other key closes the help */
+        int page_h = LINES - 2 > 1 ? LINES - 2 : 1;
+        if (code && (ch == KEY_UP || ch == KEY_DOWN || ch == KEY_PPAGE || ch == KEY_NPAGE)) {
+            t->help_scroll += ch == KEY_UP ? -1 : ch == KEY_DOWN ? 1 : ch == KEY_PPAGE ? -page_h : page_h;
+            if (t->help_scroll < 0)
+                t->help_scroll = 0;   /* the end is clamped when drawn */
+        } else {
+            t->show_help = false;
+        }
         t->dirty = true;
         return;
     }
     if (code) {
         const char *name = keyname((int)ch);
         switch (ch) {
-        case KEY_F(1): t->show_help = true; t->dirty = true; return;
+        case KEY_F(1): t->show_help = true; t->help_scroll = 0; t->dirty = true; return;
         case KEY_F(2):
             t->show_params = !t->show_params;
             if (!t->show_params)
                 t->focus = FOCUS_INPUT;
+            else if (COLS < VIEW_PANE_MIN_COLS)
+                tui_message(t, true, "pane needs %d columns; try /params", VIEW_PANE_MIN_COLS);
             t->dirty = true;
             return;
         case KEY_PPAGE: scroll_by(t, page); return;
@@ -911,7 +1061,7 @@ static void handle_key(struct tui *t, int r, wint_t ch)
             case KEY_DOWN: t->param_sel = (t->param_sel + 1) % n; break;
             case KEY_LEFT: tui_param_change(t, t->param_sel, -1); break;
             case KEY_RIGHT: tui_param_change(t, t->param_sel, +1); break;
-            case KEY_ENTER: t->focus = FOCUS_INPUT; break;
+            case KEY_ENTER: edit_param(t, NULL); break;
             default: break;
             }
             t->dirty = true;
@@ -944,7 +1094,7 @@ static void handle_key(struct tui *t, int r, wint_t ch)
         suspend(t);
         return;
     case 19:  /* Ctrl-S */
-        do_save(t, NULL);
+        do_save(t, NULL, false);
         return;
     case 12:  /* Ctrl-L */
         clearok(curscr, TRUE);
@@ -961,8 +1111,11 @@ static void handle_key(struct tui *t, int r, wint_t ch)
         else if (ch == '-')
             tui_param_change(t, t->param_sel, -1);
         else if (ch == '\r' || ch == '\n')
-            t->focus = FOCUS_INPUT;
-        else if (ch >= 32 && ch != 127) {
+            edit_param(t, NULL);
+        else if ((ch >= '0' && ch <= '9') || ch == '.') {
+            char c[2] = { (char)ch, 0 };
+            edit_param(t, c);
+        } else if (ch >= 32 && ch != 127) {
             /* any other character: the user is typing a message; it goes to the input */
             t->focus = FOCUS_INPUT;
             t->dirty = true;
@@ -1074,7 +1227,7 @@ static void keep_conversation(struct tui *t)
         return;
     }
     free(dir);
-    if (lc_chat_save(t->chat, path, LC_CHAT_JSON, &err) == 0)
+    if (lc_state_private_file(path, &err) == 0 && lc_chat_save(t->chat, path, LC_CHAT_JSON, &err) == 0)
         lc_text_fprintf(stderr, "llamachat: conversation kept in %s (llamachat --resume %s continues it)\n",
                 path, path);
     else
@@ -1085,15 +1238,39 @@ static void keep_conversation(struct tui *t)
 
 /* ---------------------------------------------------------------- set-up */
 
-static void ensure_utf8_locale(void)
+/*
+ * The text of the chat is UTF-8 (what models read and write).  When the user's locale is
+ * UTF-8, so is the terminal.  When it is not (LANG=C, a Latin-1 locale) the terminal may not
+ * show UTF-8: the chat still works in UTF-8 inside (LC_CTYPE C.UTF-8, for curses' and
+ * readline's wide characters), but draws only ASCII: lines with - and |, every other character
+ * as '?'; typed bytes are kept as they come (valid UTF-8 stays, invalid bytes become U+FFFD, as
+ * in any locale).  Returns true when the user's locale is UTF-8.
+ */
+static char user_codeset[64];
+
+static bool ensure_utf8_locale(void)
 {
     setlocale(LC_ALL, "");
     const char *cs = nl_langinfo(CODESET);
-    if (cs && (!strcmp(cs, "UTF-8") || !strcmp(cs, "utf8")))
-        return;
-    /* curses needs a UTF-8 locale for wide characters; take one if the environment has none */
-    if (!setlocale(LC_CTYPE, "C.UTF-8"))
-        setlocale(LC_CTYPE, "en_US.UTF-8");
+    snprintf(user_codeset, sizeof(user_codeset), "%s", cs ? cs : "?");
+    if (cs && (!strcasecmp(cs, "UTF-8") || !strcasecmp(cs, "utf8")))
+        return true;
+    const char *ctype = setlocale(LC_CTYPE, "C.UTF-8");
+    if (!ctype)
+        ctype = setlocale(LC_CTYPE, "en_US.UTF-8");
+    /* readline sets LC_CTYPE again from LC_ALL, LC_CTYPE or LANG at every new line: LANG=C
+     * would undo ours (and readline would take é for Meta-C and drop what follows) */
+    if (ctype)
+        setenv(getenv("LC_ALL") && *getenv("LC_ALL") ? "LC_ALL" : "LC_CTYPE", ctype, 1);
+    return false;
+}
+
+/* vt100-class terminals draw lines with an alternate character set that terminals emulating
+ * them often get wrong: ASCII lines there. */
+static bool vt_terminal(void)
+{
+    const char *term = getenv("TERM");
+    return !term || !strncmp(term, "vt", 2) || !strcmp(term, "dumb") || !strcmp(term, "ansi");
 }
 
 static void save_restore_strings(void)
@@ -1142,13 +1319,16 @@ int lc_tui_run(struct lc_options *o)
         fprintf(stderr, "llamachat: the chat needs a terminal; use -p PROMPT in scripts\n");
         return 1;
     }
-    ensure_utf8_locale();
+    bool utf8 = ensure_utf8_locale();
     struct tui tt;
     struct tui *t = &tt;
     memset(t, 0, sizeof(*t));
+    t->ascii_text = !utf8;
+    t->ascii_lines = !utf8 || vt_terminal();
     t->o = o;
     t->reply_entry = t->reply_msg = -1;
     t->last_seed = LC_SEED_RANDOM;
+    t->pp_tps = t->gen_tps = -1;
     t->show_params = o->show_params;
     t->state = ST_LOADING;
     t->chat = lc_chat_new();
@@ -1180,7 +1360,9 @@ int lc_tui_run(struct lc_options *o)
     }
     if (opened) {
         char *err = NULL;
-        struct lc_chat *c = lc_chat_load(opened, &err);
+        char *full = lc_path_expand(opened, &err);
+        struct lc_chat *c = full ? lc_chat_load(full, &err) : NULL;
+        free(full);
         if (!c) {
             lc_text_fprintf(stderr, "llamachat: %s: %s\n", o->resume_path ? "--resume" : "--continue",
                             err ? err : "cannot load");
@@ -1300,6 +1482,9 @@ int lc_tui_run(struct lc_options *o)
         free(dir);
         free(serr);
     }
+    if (t->ascii_text)
+        note(t, E_NOTE, "the locale (%s) is not UTF-8: characters outside ASCII are shown as ?, "
+             "and kept as typed; LANG=C.UTF-8 shows them", user_codeset);
     const char *warn = lc_config_last_warnings();
     for (const char *p = warn; p && *p;) {
         size_t n = strcspn(p, "\n");

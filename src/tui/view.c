@@ -25,6 +25,7 @@ enum { PAIR_USER = 1, PAIR_ASSISTANT, PAIR_NOTE, PAIR_ERROR, PAIR_STATUS, PAIR_T
 #define PARAM_PANE_W 22
 #define MIN_COLS 20
 #define MIN_ROWS 5
+#define TEXT_MAX_W 100
 
 static const char *const param_names[] = { "temp", "top-k", "top-p", "min-p", "repeat-penalty",
                                            "repeat-last-n", "max-tokens", "seed" };
@@ -143,19 +144,22 @@ static bool push_line(struct entry *e, int *cap, int start)
     return true;
 }
 
-/* Word-wrap the cells to width columns (display width, wide characters count 2). */
-static void entry_wrap(struct entry *e, int width)
+/* Word-wrap the cells to width columns (display width, wide characters count 2); the first
+ * line starts at column col0 (a continuation shown inline after the message before it; when
+ * its first word does not fit there, that line stays empty).  A line broken at a space does
+ * not start with that space. */
+static void entry_wrap(struct entry *e, int width, int col0)
 {
     if (e->decoded_len < e->len)
         e->wrap_width = 0;
     entry_decode(e);
-    if (e->wrap_width == width)
+    if (e->wrap_width == width && e->wrap_col0 == col0)
         return;
     e->n_lines = 0;
     int cap = 0;
     free(e->line_start);
     e->line_start = NULL;
-    int start = 0, col = 0, last_space = -1;
+    int start = 0, col = col0, last_space = -1;
     push_line(e, &cap, 0);
     for (int i = 0; i < (int)e->n_cells; i++) {
         const struct cell *c = &e->cells[i];
@@ -167,11 +171,19 @@ static void entry_wrap(struct entry *e, int width)
             continue;
         }
         if (col + c->w > width && col > 0) {
-            if (last_space >= start && c->ch != L' ') {
-                start = last_space + 1;
-            } else {
-                start = i;
+            if (c->ch == L' ') {   /* the space that does not fit ends the line */
+                start = i + 1;
+                push_line(e, &cap, start);
+                col = 0;
+                last_space = -1;
+                continue;
             }
+            if (last_space >= start)
+                start = last_space + 1;
+            else if (e->n_lines == 1 && col0 > 0)
+                start = 0;   /* the first word does not fit after col0: the next line */
+            else
+                start = i;   /* one word longer than the line: cut it */
             push_line(e, &cap, start);
             col = 0;
             for (int k = start; k < i; k++)
@@ -182,7 +194,9 @@ static void entry_wrap(struct entry *e, int width)
         if (c->ch == L' ')
             last_space = i;
     }
+    e->end_col = col;
     e->wrap_width = width;
+    e->wrap_col0 = col0;
 }
 
 void view_invalidate(struct tui *t)
@@ -191,8 +205,10 @@ void view_invalidate(struct tui *t)
         t->entries[i].wrap_width = 0;
 }
 
-/* Draw cells [a, b) of e at (y, x) within width columns. */
-static void draw_cells(const struct entry *e, int a, int b, int y, int x, int width, attr_t attr)
+/* Draw cells [a, b) of e at (y, x) within width columns; ascii: a character outside ASCII
+ * is drawn as '?' (one per column), for a terminal whose locale is not UTF-8. */
+static void draw_cells(const struct entry *e, int a, int b, int y, int x, int width, attr_t attr,
+                       bool ascii)
 {
     int col = 0;
     attron(attr);
@@ -204,6 +220,12 @@ static void draw_cells(const struct entry *e, int a, int b, int y, int x, int wi
             break;
         cchar_t cc;
         wchar_t wc[2] = { c->ch, 0 };
+        if (ascii && (c->ch >= 0x80 || c->ch < 0x20)) {
+            for (int k = 0; k < c->w; k++)
+                mvaddch(y, x + col + k, '?' | attr);
+            col += c->w;
+            continue;
+        }
         if (c->w == 0) {
             /* combining: ncurses attaches it to the previous cell */
             if (col > 0) {
@@ -231,13 +253,36 @@ static attr_t entry_attr(const struct tui *t, const struct entry *e)
     return A_NORMAL;
 }
 
-/* The transcript in rows [y0, y0+h), columns [0, width). */
-static void draw_transcript(struct tui *t, int y0, int h, int width)
+static bool is_text_msg(const struct entry *e)
 {
+    return e->kind == E_USER || e->kind == E_ASSISTANT;
+}
+
+/* With a base model (the "plain" template) the model reads the messages as one running text
+ * (chat_template.c): a message of the user or the model continues the one before it on the
+ * same line, so that the screen shows what the model reads. */
+static bool joins_previous(const struct tui *t, size_t i)
+{
+    return t->plain && i > 0 && is_text_msg(&t->entries[i]) && is_text_msg(&t->entries[i - 1]);
+}
+
+/* The transcript in rows [y0, y0+h), columns [0, width).  Entries are separated by a blank
+ * line, except one that continues the previous (joins_previous): its first line shares the
+ * previous entry's last row. */
+static void draw_transcript(struct tui *t, int y0, int h, int full_width)
+{
+    /* the conversation's lines are at most TEXT_MAX_W columns (long lines are hard to read);
+     * notes and errors (paths, messages matched whole) take the whole width */
+    int text_w = full_width > TEXT_MAX_W ? TEXT_MAX_W : full_width;
     int total = 0;
     for (size_t i = 0; i < t->n_entries; i++) {
-        entry_wrap(&t->entries[i], width);
-        total += t->entries[i].n_lines + (i + 1 < t->n_entries ? 1 : 0);
+        bool join = joins_previous(t, i);
+        int width = is_text_msg(&t->entries[i]) || t->entries[i].kind == E_SYSTEM ? text_w : full_width;
+        int col0 = join ? t->entries[i - 1].end_col : 0;
+        if (col0 >= width)
+            col0 = width;
+        entry_wrap(&t->entries[i], width, col0);
+        total += t->entries[i].n_lines - (join ? 1 : 0) + (i > 0 && !join ? 1 : 0);
     }
     /* Scrolled back: keep the same text in view while new lines arrive. */
     if (t->scroll > 0 && total > t->last_total_lines)
@@ -250,30 +295,49 @@ static void draw_transcript(struct tui *t, int y0, int h, int width)
         t->scroll = 0;
     /* virtual line at row y0: the text starts at the top and scrolls once the pane is full */
     int first = total > h ? total - h - t->scroll : 0;
-    int vline = 0;
+    int vline = 0;   /* the virtual line of the entry's first line */
     for (size_t i = 0; i < t->n_entries; i++) {
         struct entry *e = &t->entries[i];
-        int n = e->n_lines + (i + 1 < t->n_entries ? 1 : 0);
-        if (vline + n <= first) {
-            vline += n;
+        bool join = joins_previous(t, i);
+        if (i > 0)
+            vline += join ? e[-1].n_lines - 1 : e[-1].n_lines + 1;
+        if (vline + e->n_lines <= first)
             continue;
-        }
+        if (vline - first >= h)
+            return;
         attr_t attr = entry_attr(t, e);
-        for (int l = 0; l < e->n_lines; l++, vline++) {
-            int row = vline - first;
+        for (int l = 0; l < e->n_lines; l++) {
+            int row = vline + l - first;
             if (row < 0)
                 continue;
             if (row >= h)
                 return;
             int a = e->line_start[l];
             int b = l + 1 < e->n_lines ? e->line_start[l + 1] : (int)e->n_cells;
-            draw_cells(e, a, b, y0 + row, 0, width, attr);
+            int x = l == 0 ? e->wrap_col0 : 0;
+            draw_cells(e, a, b, y0 + row, x, e->wrap_width - x, attr, t->ascii_text);
         }
-        if (i + 1 < t->n_entries)
-            vline++;   /* blank separator */
-        if (vline - first >= h)
-            return;
     }
+}
+
+static bool ascii_text;   /* t->ascii_text, for put_str */
+
+/* A horizontal or vertical line: Unicode box drawing, or - and | (vt100, a locale that is not
+ * UTF-8), never the terminal's alternate character set. */
+static void draw_hline(const struct tui *t, int y, int x, int n, attr_t attr)
+{
+    cchar_t cc;
+    wchar_t wc[2] = { t->ascii_lines ? L'-' : (wchar_t)0x2500, 0 };
+    setcchar(&cc, wc, attr, 0, NULL);
+    mvhline_set(y, x, &cc, n);
+}
+
+static void draw_vline(const struct tui *t, int y, int x, int n, attr_t attr)
+{
+    cchar_t cc;
+    wchar_t wc[2] = { t->ascii_lines ? L'|' : (wchar_t)0x2502, 0 };
+    setcchar(&cc, wc, attr, 0, NULL);
+    mvvline_set(y, x, &cc, n);
 }
 
 /* Draw a one-line string (status bar, message line, parameter pane): it may hold model-derived
@@ -289,6 +353,15 @@ static void put_str(int y, int x, int width, const char *raw, attr_t attr)
     for (char *p = safe; *p; p++)
         if (*p == '\n' || *p == '\t')
             *p = ' ';
+    if (ascii_text) {   /* each character outside ASCII as one '?' */
+        char *w = safe;
+        for (const char *p = safe; *p; p++)
+            if ((unsigned char)*p < 0x80)
+                *w++ = *p;
+            else if (((unsigned char)*p & 0xC0) != 0x80)
+                *w++ = '?';
+        *w = '\0';
+    }
     const char *s = safe;
     attron(attr);
     wchar_t wbuf[512];
@@ -316,10 +389,7 @@ static void put_str(int y, int x, int width, const char *raw, attr_t attr)
 
 static void draw_params(struct tui *t, int y0, int h, int x0, int width)
 {
-    attr_t border = attr_of(t, PAIR_TITLE, A_NORMAL);
-    attron(border);
-    mvvline(y0, x0, ACS_VLINE, h);
-    attroff(border);
+    draw_vline(t, y0, x0, h, attr_of(t, PAIR_TITLE, A_NORMAL));
     int x = x0 + 2, w = width - 2;
     int y = y0;
     if (y < y0 + h)
@@ -359,13 +429,64 @@ static const char *state_text(const struct tui *t, char *buf, size_t len)
     return "";
 }
 
+/* Display columns of a UTF-8 string (a byte that does not decode counts one). */
+static int str_width(const char *s)
+{
+    int w = 0;
+    mbstate_t st;
+    memset(&st, 0, sizeof(st));
+    for (size_t n = strlen(s); n > 0;) {
+        wchar_t wc;
+        size_t r = mbrtowc(&wc, s, n, &st);
+        if (r == (size_t)-1 || r == (size_t)-2 || r == 0) {
+            memset(&st, 0, sizeof(st));
+            r = 1;
+            w++;
+        } else {
+            int cw = wcwidth(wc);
+            w += cw > 0 ? cw : 0;
+        }
+        s += r;
+        n -= r;
+    }
+    return w;
+}
+
 static void draw_status(struct tui *t, int y, int width)
 {
-    char st[48], line[512];
-    snprintf(line, sizeof(line), " %s | %s | %s %dt | ctx %d/%d | pp %.1f t/s | gen %.1f t/s",
-             state_text(t, st, sizeof(st)), t->model_desc[0] ? t->model_desc : "-",
-             t->isa[0] ? t->isa : "-", t->n_threads,
-             t->n_past, t->n_ctx, t->pp_tps, t->gen_tps);
+    char st[48], line[512], ctx[32], pp[24], gen[24];
+    if (t->n_past >= 0)
+        snprintf(ctx, sizeof(ctx), "%d/%d", t->n_past, t->n_ctx);
+    else
+        snprintf(ctx, sizeof(ctx), "-/%d", t->n_ctx);
+    if (t->pp_tps >= 0)
+        snprintf(pp, sizeof(pp), "%.1f", t->pp_tps);
+    else
+        snprintf(pp, sizeof(pp), "-");
+    if (t->gen_tps >= 0)
+        snprintf(gen, sizeof(gen), "%.1f", t->gen_tps);
+    else
+        snprintf(gen, sizeof(gen), "-");
+    /* narrow: the ISA, then the model's name, then its description make room; the state,
+     * the context and the speeds stay */
+    char name[48], isa[48];
+    snprintf(name, sizeof(name), "%.40s", t->model_name);
+    snprintf(isa, sizeof(isa), "%s %dt", t->isa[0] ? t->isa : "-", t->n_threads);
+    const char *desc = t->model_desc[0] ? t->model_desc : "-";
+    for (int drop = 0; drop < 4; drop++) {
+        char mid[256] = "";
+        size_t k = 0;
+        if (drop < 3)
+            k += (size_t)snprintf(mid + k, sizeof(mid) - k, "%s | ", desc);
+        if (drop < 2 && name[0])
+            k += (size_t)snprintf(mid + k, sizeof(mid) - k, "%s | ", name);
+        if (drop < 1)
+            snprintf(mid + k, sizeof(mid) - k, "%s | ", isa);
+        snprintf(line, sizeof(line), " %s | %sctx %s | pp %s t/s | gen %s t/s",
+                 state_text(t, st, sizeof(st)), mid, ctx, pp, gen);
+        if (str_width(line) <= width)
+            break;
+    }
     attr_t a = attr_of(t, PAIR_STATUS, t->mono ? A_REVERSE : A_NORMAL);
     attron(a);
     mvhline(y, 0, ' ', width);
@@ -373,12 +494,52 @@ static void draw_status(struct tui *t, int y, int width)
     put_str(y, 0, width, line, a);
 }
 
+/* Shorten s (UTF-8) to at most width columns: cut after the last whole word that fits and
+ * add an ellipsis, never inside a word (unless one word alone is wider). */
+static void fit_words(char *s, int width, bool ascii)
+{
+    if (width <= 0 || str_width(s) <= width)
+        return;
+    const char *ell = ascii ? "..." : "\xe2\x80\xa6";
+    int ell_w = ascii ? 3 : 1;
+    size_t cut = 0, last_space = 0;
+    mbstate_t st;
+    memset(&st, 0, sizeof(st));
+    int w = 0;
+    for (size_t i = 0, n = strlen(s); i < n;) {
+        wchar_t wc;
+        size_t r = mbrtowc(&wc, s + i, n - i, &st);
+        int cw = 1;
+        if (r == (size_t)-1 || r == (size_t)-2 || r == 0) {
+            memset(&st, 0, sizeof(st));
+            r = 1;
+        } else {
+            cw = wcwidth(wc) > 0 ? wcwidth(wc) : 0;
+        }
+        if (w + cw > width - ell_w - 1)
+            break;
+        if (s[i] == ' ' && i > 1)
+            last_space = i;
+        w += cw;
+        i += r;
+        cut = i;
+    }
+    /* a word that could never fit (a long path) is cut where the room ends */
+    if (last_space > 0) {
+        size_t end = last_space + 1 + strcspn(s + last_space + 1, " ");
+        char save = s[end];
+        s[end] = '\0';
+        bool fits = str_width(s + last_space + 1) <= width - ell_w - 1;
+        s[end] = save;
+        if (fits)
+            cut = last_space;
+    }
+    snprintf(s + cut, 300 - cut, " %s", ell);   /* s holds 300 bytes (draw_message_line) */
+}
+
 static void draw_message_line(struct tui *t, int y, int width)
 {
-    attr_t a = attr_of(t, PAIR_TITLE, A_NORMAL);
-    attron(a);
-    mvhline(y, 0, ACS_HLINE, width);
-    attroff(a);
+    draw_hline(t, y, 0, width, attr_of(t, PAIR_TITLE, A_NORMAL));
     static const char scrolled[] = " scrolled back: End follows ";
     int room = width - 2;
     if (t->scroll > 0 && width >= 40) {
@@ -389,6 +550,7 @@ static void draw_message_line(struct tui *t, int y, int width)
     if (t->message[0]) {
         char buf[300];
         snprintf(buf, sizeof(buf), " %s ", t->message);
+        fit_words(buf, room, t->ascii_lines);
         put_str(y, 1, room, buf,
                 t->message_is_error ? attr_of(t, PAIR_ERROR, A_BOLD) : attr_of(t, PAIR_NOTE, A_BOLD));
     }
@@ -402,30 +564,65 @@ static const char *const help_lines[] = {
     "Ctrl-D        quit (on an empty line)",
     "PgUp/PgDn     scroll the transcript",
     "Home/End      top/bottom (empty line)",
+    "Ctrl-Home/End top/bottom (any time)",
     "Mouse wheel   scroll",
-    "Tab           edit parameters (arrows)",
+    "Tab           parameters: edit here",
+    "Shift-Tab     the same",
     "F2            show/hide parameters",
-    "Ctrl-S        save the transcript",
+    "Ctrl-S        save (transcripts dir)",
     "Ctrl-R        search the history",
+    "Ctrl-L        redraw the screen",
     "Ctrl-Z        suspend (fg continues)",
     "F1            this help",
+    "",
+    "Parameter pane (Tab)",
+    "Up/Down       choose",
+    "Left/Right    change (also - and +)",
+    "Enter         type a value",
+    "Esc, Tab      back to the input",
     "",
     "Commands",
     "/help /quit /clear /regen /params",
     "/save [FILE]  Markdown, or JSON (.json)",
+    "/save! FILE   replace an existing file",
     "/load FILE    continue a JSON transcript",
     "/system TEXT  set the system prompt",
     "/set NAME VAL e.g. /set temp 0.7",
     "/models       the server's models (--remote)",
+    "  names: temp top-k top-p min-p",
+    "  repeat-penalty repeat-last-n",
+    "  max-tokens seed",
+    "//text        send a line starting with /",
     "",
-    "any key closes this help",
+    "Up/Down/PgUp/PgDn scroll this help;",
+    "any other key closes it",
 };
+
+int view_help_count(void)
+{
+    return (int)(sizeof(help_lines) / sizeof(help_lines[0]));
+}
+
+/* Rows of help text that fit: the frame takes a row above and below when there is room. */
+static int help_rows(int rows, bool *frame)
+{
+    int n = view_help_count();
+    *frame = n + 2 <= rows;
+    return *frame ? n : rows;
+}
 
 static void draw_help(struct tui *t, int rows, int cols)
 {
-    int n = (int)(sizeof(help_lines) / sizeof(help_lines[0]));
+    int n = view_help_count();
+    bool frame;
+    int vis = help_rows(rows, &frame);
+    int max_scroll = n - vis > 0 ? n - vis : 0;
+    if (t->help_scroll > max_scroll)
+        t->help_scroll = max_scroll;
+    if (t->help_scroll < 0)
+        t->help_scroll = 0;
     int w = 46 < cols - 2 ? 46 : cols - 2;
-    int h = n + 2 < rows ? n + 2 : rows;
+    int h = frame ? n + 2 : rows;
     int y0 = (rows - h) / 2, x0 = (cols - w - 2) / 2;
     if (x0 < 0)
         x0 = 0;
@@ -434,12 +631,18 @@ static void draw_help(struct tui *t, int rows, int cols)
         attron(a);
         mvhline(y0 + y, x0, ' ', w + 2);
         attroff(a);
-        int li = y - 1;
-        if (h < n + 2)
-            li = y;   /* no room for the frame */
-        if (li >= 0 && li < n)
-            put_str(y0 + y, x0 + 1, w, help_lines[li], a | (li == 0 || !strcmp(help_lines[li], "Commands") ? A_BOLD : 0));
+        int li = (frame ? y - 1 : y) + t->help_scroll;
+        if (li >= 0 && li < n && (frame ? y >= 1 && y <= n : true)) {
+            bool title = li == 0 || !strcmp(help_lines[li], "Commands") ||
+                         !strcmp(help_lines[li], "Parameter pane (Tab)");
+            put_str(y0 + y, x0 + 1, w, help_lines[li], a | (title ? A_BOLD : 0));
+        }
     }
+    /* more above or below: say so on the edge */
+    if (t->help_scroll > 0)
+        put_str(y0, x0 + w - 5, 6, t->ascii_lines ? " ^^^ " : " \xe2\x86\x91\xe2\x86\x91\xe2\x86\x91 ", a | A_BOLD);
+    if (t->help_scroll < max_scroll)
+        put_str(y0 + h - 1, x0 + w - 5, 6, t->ascii_lines ? " vvv " : " \xe2\x86\x93\xe2\x86\x93\xe2\x86\x93 ", a | A_BOLD);
 }
 
 int view_transcript_height(void)
@@ -450,6 +653,7 @@ int view_transcript_height(void)
 void view_draw(struct tui *t)
 {
     int rows = LINES, cols = COLS;
+    ascii_text = t->ascii_text;
     erase();
     if (rows < MIN_ROWS || cols < MIN_COLS) {
         const char *msg = cols >= 12 ? "terminal too small" : "too small";
@@ -466,7 +670,7 @@ void view_draw(struct tui *t)
     int max_in = rows / 3 > 5 ? 5 : rows / 3 > 1 ? rows / 3 : 1;
     int in_h = input_rows(t, cols, max_in);
     int tr_h = rows - in_h - 2;
-    bool pane = t->show_params && cols >= 60 && tr_h >= 3;
+    bool pane = t->show_params && cols >= VIEW_PANE_MIN_COLS && tr_h >= 3;
     int tr_w = pane ? cols - PARAM_PANE_W : cols;
     draw_transcript(t, 0, tr_h, tr_w);
     if (pane)
