@@ -757,9 +757,10 @@ static int quantize_model(const struct opts *o)
         struct lc_file_target target;
         if (!out_path)
             die("out of memory");
-        if (lc_file_target(out_path, &target, &err) != 0)
-            die("%s", err);
+        int trc = lc_file_target(out_path, &target, &err);
         free(out_path);
+        if (trc != 0)
+            die("%s", err);
         char *path = target.path;
         struct lc_gguf_writer *w = lc_gguf_writer_new();
         written.cur = w;
