@@ -342,10 +342,159 @@ static void gemv_x16_q6_K(int n, float *s, const void *vw, size_t w_stride, int 
     }
 }
 
+/*
+ * Q4_K and Q5_K over x16 groups, in ggml's AVX2 order like vec_dot_q4_K_q8_K /
+ * vec_dot_q5_K_q8_K (x86-kquants.h, scalar.c): per super-block and row 8 exact integer lanes,
+ * lane k = sum over j of sc[2j] * (low quants 64j + 4k.. . y) + sc[2j+1] * (high quants
+ * 64j + 32 + 4k.. . y); acc[k] = fma(d, float(lane k), acc[k]) with d = dy * dx; the mins
+ * Q4_K's way (acc_m[m] = fma(-dy * dmin, mn[2m] * S[2m] + mn[2m+1] * S[2m+1], acc_m[m]), S the
+ * sub-block sums of y) or Q5_K's (summs = fma(-dy * dmin, sum of mn[j] * S[j], summs)); then
+ * hsum_float_8 lane-wise and the mins.  Per chunk (same 4 bytes of qs of 16 rows) one vpdpbusd
+ * per nibble against a broadcast activation dword (|t| <= 4 * 31 * 128: 16 bits), then
+ * lane k += t * scale in one vpdpwssd (the scale zero-extended to 32 bits, so t's high half,
+ * its sign, multiplies 0).  The 6-bit scales and mins of 16 rows are unpacked with ggml's
+ * kmask arithmetic on the three dwords of each row (one 512-bit register each).
+ */
+struct x16_q8_K {
+    float d;
+    int32_t spair[4]; /* S[2m] | S[2m+1] << 16, S[j] = bsums[2j] + bsums[2j+1] */
+};
+
+INLINE struct x16_q8_K x16_q8_K_of(const lc_block_q8_K *y)
+{
+    struct x16_q8_K r = {y->d, {0}};
+    for (int m = 0; m < 4; m++) {
+        const int s0 = y->bsums[4 * m] + y->bsums[4 * m + 1];
+        const int s1 = y->bsums[4 * m + 2] + y->bsums[4 * m + 3];
+        r.spair[m] = (int32_t)(((uint32_t)s0 & 0xFFFFu) | ((uint32_t)s1 << 16));
+    }
+    return r;
+}
+
+/* vpshufb pattern: byte b of every dword to its low byte (zero-extended), b2 >= 0 also to byte 2 */
+INLINE __m512i k_byte_pat(int b, int b2)
+{
+    const int z = 0x80;
+    char p[16];
+    for (int d = 0; d < 4; d++) {
+        p[4 * d] = (char)(4 * d + b);
+        p[4 * d + 1] = (char)z;
+        p[4 * d + 2] = (char)(b2 >= 0 ? 4 * d + b2 : z);
+        p[4 * d + 3] = (char)z;
+    }
+    return _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)p));
+}
+
+#define X16_K_YB_MAX 128 /* super-blocks (n <= 32768) whose activation terms are computed once */
+
+INLINE void gemv_x16_k45(int q5, int n, float *s, const void *vw, size_t w_stride, int nr,
+                         const void *va)
+{
+    const enum lc_type type = q5 ? LC_TYPE_Q5_K : LC_TYPE_Q4_K;
+    const int nb = n / LC_QK_K;
+    const lc_block_q8_K *y = va;
+    struct x16_q8_K yb[X16_K_YB_MAX];
+    const bool pre = nb <= X16_K_YB_MAX;
+    for (int i = 0; pre && i < nb; i++)
+        yb[i] = x16_q8_K_of(y + i);
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m10 = _mm512_set1_epi8(0x10);
+    const __m512i k3f = _mm512_set1_epi32(0x3f3f3f3f), k0f = _mm512_set1_epi32(0x0f0f0f0f);
+    const __m512i k30 = _mm512_set1_epi32(0x30303030);
+    for (int g = 0; g < nr / 16; g++) {
+        const uint8_t *G = (const uint8_t *)vw + (size_t)g * 16 * w_stride;
+        __m512 acc[8];
+        _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) acc[k] = _mm512_setzero_ps();
+        __m512 acc_m[4];
+        _Pragma("GCC unroll 4") for (int m = 0; m < 4; m++) acc_m[m] = _mm512_setzero_ps();
+        for (int i = 0; i < nb; i++) {
+            const struct x16_q8_K ys = pre ? yb[i] : x16_q8_K_of(y + i);
+            const int8_t *q8 = y[i].qs;
+            const __m512 dy = _mm512_set1_ps(ys.d), ndy = _mm512_set1_ps(-ys.d);
+            const __m512 d = _mm512_mul_ps(dy, _mm512_cvtph_ps(_mm256_loadu_si256(
+                                                   (const __m256i *)(G + lc_x16_part_off(type, i, LC_X16_P_D)))));
+            const __m512 dmin = _mm512_mul_ps(ndy, _mm512_cvtph_ps(_mm256_loadu_si256(
+                                                       (const __m256i *)(G + lc_x16_part_off(type, i, LC_X16_P_DMIN)))));
+            /* ggml's utmp: u0 scales 0..3, u1' scales 4..7, u2' mins 0..3, u3 mins 4..7 */
+            const uint8_t *sc = G + lc_x16_part_off(type, i, LC_X16_P_SC);
+            const __m512i u0 = _mm512_loadu_si512(sc), u1 = _mm512_loadu_si512(sc + 64);
+            const __m512i u2 = _mm512_loadu_si512(sc + 128);
+            const __m512i sc03 = _mm512_and_si512(u0, k3f);
+            const __m512i sc47 = _mm512_ternarylogic_epi32(u2, k0f, _mm512_and_si512(_mm512_srli_epi32(u0, 2), k30), 0xEA);
+            const __m512i mn03 = _mm512_and_si512(u1, k3f);
+            const __m512i mn47 = _mm512_ternarylogic_epi32(_mm512_srli_epi32(u2, 4), k0f,
+                                                           _mm512_and_si512(_mm512_srli_epi32(u1, 2), k30), 0xEA);
+            /* the mins: mn[2m] * S[2m] + mn[2m+1] * S[2m+1] per row, exact */
+            __m512i mp[4];
+            _Pragma("GCC unroll 4") for (int m = 0; m < 4; m++) {
+                const __m512i pair = _mm512_shuffle_epi8(m < 2 ? mn03 : mn47, k_byte_pat(2 * (m & 1), 2 * (m & 1) + 1));
+                mp[m] = _mm512_dpwssd_epi32(_mm512_setzero_si512(), pair, _mm512_set1_epi32(ys.spair[m]));
+            }
+            if (q5) {
+                const __m512i msum = _mm512_add_epi32(_mm512_add_epi32(mp[0], mp[1]), _mm512_add_epi32(mp[2], mp[3]));
+                acc_m[0] = _mm512_fmadd_ps(dmin, _mm512_cvtepi32_ps(msum), acc_m[0]);
+            } else {
+                _Pragma("GCC unroll 4") for (int m = 0; m < 4; m++)
+                    acc_m[m] = _mm512_fmadd_ps(dmin, _mm512_cvtepi32_ps(mp[m]), acc_m[m]);
+            }
+            /* scale j of 16 rows, zero-extended into 32-bit lanes */
+            __m512i scl[8];
+            _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++)
+                scl[j] = _mm512_shuffle_epi8(j < 4 ? sc03 : sc47, k_byte_pat(j & 3, -1));
+            const uint8_t *qs = G + lc_x16_part_off(type, i, LC_X16_P_QS);
+            const uint8_t *qh = G + lc_x16_part_off(type, i, LC_X16_P_QH);
+            _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) {
+                __m512i lane = _mm512_setzero_si512();
+                const __m512i h = q5 ? _mm512_loadu_si512(qh + 64 * k) : _mm512_setzero_si512();
+                _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) {
+                    const __m512i v = _mm512_loadu_si512(qs + 64 * (8 * j + k));
+                    __m512i lo = _mm512_and_si512(v, m4);
+                    __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+                    if (q5) { /* bit 2j of qh -> bit 4 of the low quant, bit 2j + 1 -> of the high */
+                        const __m512i hl = j == 0 ? _mm512_slli_epi16(h, 4) : j == 1 ? _mm512_slli_epi16(h, 2)
+                                           : j == 2 ? h : _mm512_srli_epi16(h, 2);
+                        const __m512i hh = j == 0 ? _mm512_slli_epi16(h, 3) : j == 1 ? _mm512_slli_epi16(h, 1)
+                                           : j == 2 ? _mm512_srli_epi16(h, 1) : _mm512_srli_epi16(h, 3);
+                        lo = _mm512_ternarylogic_epi32(lo, hl, m10, 0xF8);
+                        hi = _mm512_ternarylogic_epi32(hi, hh, m10, 0xF8);
+                    }
+                    const __m512i tl = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo,
+                                                           _mm512_set1_epi32(ld_i32(q8 + 64 * j + 4 * k)));
+                    const __m512i th = _mm512_dpbusd_epi32(_mm512_setzero_si512(), hi,
+                                                           _mm512_set1_epi32(ld_i32(q8 + 64 * j + 32 + 4 * k)));
+                    lane = _mm512_dpwssd_epi32(lane, tl, scl[2 * j]);
+                    lane = _mm512_dpwssd_epi32(lane, th, scl[2 * j + 1]);
+                }
+                acc[k] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(lane), acc[k]);
+            }
+        }
+        const __m512 hs = _mm512_add_ps(
+            _mm512_add_ps(_mm512_add_ps(acc[0], acc[4]), _mm512_add_ps(acc[2], acc[6])),
+            _mm512_add_ps(_mm512_add_ps(acc[1], acc[5]), _mm512_add_ps(acc[3], acc[7])));
+        const __m512 ms = q5 ? acc_m[0]
+                             : _mm512_add_ps(_mm512_add_ps(acc_m[0], acc_m[2]),
+                                             _mm512_add_ps(acc_m[1], acc_m[3]));
+        _mm512_storeu_ps(s + 16 * g, _mm512_add_ps(hs, ms));
+    }
+}
+
+static void gemv_x16_q4_K(int n, float *s, const void *vw, size_t w_stride, int nr,
+                          const void *va)
+{
+    gemv_x16_k45(0, n, s, vw, w_stride, nr, va);
+}
+
+static void gemv_x16_q5_K(int n, float *s, const void *vw, size_t w_stride, int nr,
+                          const void *va)
+{
+    gemv_x16_k45(1, n, s, vw, w_stride, nr, va);
+}
+
 
 DEFINE_X16_GEMM(q4_1, PK_Q4_1)
 DEFINE_X16_GEMM(q4_0, PK_Q4_0X8)
 DEFINE_X16_GEMM_Q6_K()
+DEFINE_X16_GEMM_BY_GROUP(q4_K)
+DEFINE_X16_GEMM_BY_GROUP(q5_K)
 
 /* ---------------------------------------------------------------- float dots */
 
@@ -431,10 +580,13 @@ const struct lc_kernels lc_kernels_avx512 = {
     .gemm_q4_0x8 = pk_gemm_q4_0x8,
     .gemv_q4_0x8 = gemv_q4_0x8,
     .gemv_x16 = {[LC_TYPE_Q4_0] = gemv_x16_q4_0, [LC_TYPE_Q4_1] = gemv_x16_q4_1,
-                 [LC_TYPE_Q6_K] = gemv_x16_q6_K},
+                 [LC_TYPE_Q6_K] = gemv_x16_q6_K, [LC_TYPE_Q4_K] = gemv_x16_q4_K,
+                 [LC_TYPE_Q5_K] = gemv_x16_q5_K},
     .gemm_x16 = {[LC_TYPE_Q4_0] = gemm_x16_q4_0, [LC_TYPE_Q4_1] = gemm_x16_q4_1,
-                 [LC_TYPE_Q6_K] = gemm_x16_q6_K},
-    .x16_native = (1u << LC_TYPE_Q4_0) | (1u << LC_TYPE_Q4_1) | (1u << LC_TYPE_Q6_K),
+                 [LC_TYPE_Q6_K] = gemm_x16_q6_K, [LC_TYPE_Q4_K] = gemm_x16_q4_K,
+                 [LC_TYPE_Q5_K] = gemm_x16_q5_K},
+    .x16_native = (1u << LC_TYPE_Q4_0) | (1u << LC_TYPE_Q4_1) | (1u << LC_TYPE_Q6_K) |
+                  (1u << LC_TYPE_Q4_K) | (1u << LC_TYPE_Q5_K),
     .dot_f32 = dot_f32,
     .dot_f16 = dot_f16,
 };

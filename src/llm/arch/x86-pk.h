@@ -290,16 +290,18 @@ static void gemm_q4_0x8_by_columns(int n, float *s, size_t ld_s, const void *w, 
             gemv_x16_##NAME(n, s + (size_t)c * ld_s, w, w_stride, nr,                             \
                             (const uint8_t *)a + (size_t)c * a_stride);                           \
     }
-/* Q6_K prompt batches: group by group (27 KB for n = 2048, in L2), every column against it */
-#define DEFINE_X16_GEMM_Q6_K()                                                                    \
-    static void gemm_x16_q6_K(int n, float *s, size_t ld_s, const void *w, size_t w_stride,       \
-                              int nr, const void *a, size_t a_stride, int nc)                     \
+/* Q6_K, Q4_K, Q5_K prompt batches: group by group (27 KB for a Q6_K n = 2048, in L2), every
+ * column against it */
+#define DEFINE_X16_GEMM_BY_GROUP(NAME)                                                            \
+    static void gemm_x16_##NAME(int n, float *s, size_t ld_s, const void *w, size_t w_stride,     \
+                                int nr, const void *a, size_t a_stride, int nc)                   \
     {                                                                                             \
         for (int g = 0; g < nr / 16; g++)                                                         \
             for (int c = 0; c < nc; c++)                                                          \
-                gemv_x16_q6_K(n, s + (size_t)c * ld_s + 16 * g,                                   \
-                              (const uint8_t *)w + (size_t)g * 16 * w_stride, w_stride, 16,       \
-                              (const uint8_t *)a + (size_t)c * a_stride);                         \
+                gemv_x16_##NAME(n, s + (size_t)c * ld_s + 16 * g,                                 \
+                                (const uint8_t *)w + (size_t)g * 16 * w_stride, w_stride, 16,     \
+                                (const uint8_t *)a + (size_t)c * a_stride);                       \
     }
+#define DEFINE_X16_GEMM_Q6_K() DEFINE_X16_GEMM_BY_GROUP(q6_K)
 
 #endif
