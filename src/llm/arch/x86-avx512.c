@@ -189,6 +189,67 @@ static void gemv_x16_q4_1(int n, float *s, const void *vw, size_t w_stride, int 
     }
 }
 
+/*
+ * Q5_1 over x16 groups: the Q4_1 GEMV above with the fifth bits.  Chunk k's low nibbles are
+ * weights 4k + t (t = 0..3), whose fifth bits are bits 4 * (k & 1) + t of byte k / 2 of each
+ * row's qh dword; the high nibbles' (weights 16 + 4k + t) the same bits of byte 2 + k / 2.  That
+ * byte is copied to the four bytes of its dword (vpshufb), tested against 1 << (4 * (k & 1) + t)
+ * in byte t (a mask register), and 16 added where set (a masked vpaddb): blk_q5_1's bytes,
+ * vec_dot's lanes.
+ */
+static void gemv_x16_q5_1(int n, float *s, const void *vw, size_t w_stride, int nr,
+                          const void *va)
+{
+    const int nb = n / 32;
+    const lc_block_q8_1 *y = va;
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m10 = _mm512_set1_epi8(0x10);
+    const __m512i bit_lo = _mm512_set1_epi32(0x08040201), bit_hi = _mm512_set1_epi32((int)0x80402010);
+    /* vpshufb: byte 4d of its 128-bit lane to every byte of dword d (plus the byte wanted) */
+    const __m512i dw = _mm512_broadcast_i32x4(_mm_set_epi32(0x0C0C0C0C, 0x08080808, 0x04040404, 0));
+    float ds[X16_YB_MAX][2];
+    const bool pre = nb <= X16_YB_MAX;
+    for (int i = 0; pre && i < nb; i++) {
+        ds[i][0] = h2f(y[i].d);
+        ds[i][1] = h2f(y[i].s);
+    }
+    for (int g = 0; g < nr / 16; g++) {
+        const uint8_t *G = (const uint8_t *)vw + (size_t)g * 16 * w_stride;
+        __m512 acc[8];
+        _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) acc[k] = _mm512_setzero_ps();
+        __m512 msum = _mm512_setzero_ps();
+        for (int i = 0; i < nb; i++) {
+            const float dy = pre ? ds[i][0] : h2f(y[i].d), sy = pre ? ds[i][1] : h2f(y[i].s);
+            const uint8_t *B = G + lc_x16_part_off(LC_TYPE_Q5_1, i, LC_X16_P_D);
+            const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)B));
+            const __m512 mx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(B + 32)));
+            const __m512 d = _mm512_mul_ps(dx, _mm512_set1_ps(dy));
+            msum = _mm512_add_ps(msum, _mm512_mul_ps(mx, _mm512_set1_ps(sy)));
+            const __m512i qh = _mm512_loadu_si512(B + 64);
+            const uint8_t *q = B + 128;
+            _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
+                const __m512i v = _mm512_loadu_si512(q + 64 * k);
+                const __m512i hl = _mm512_shuffle_epi8(qh, _mm512_add_epi8(dw, _mm512_set1_epi8((char)(k / 2))));
+                const __m512i hh = _mm512_shuffle_epi8(qh, _mm512_add_epi8(dw, _mm512_set1_epi8((char)(2 + k / 2))));
+                const __m512i bits = k & 1 ? bit_hi : bit_lo;
+                __m512i lo = _mm512_and_si512(v, m4);
+                __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+                lo = _mm512_mask_add_epi8(lo, _mm512_test_epi8_mask(hl, bits), lo, m10);
+                hi = _mm512_mask_add_epi8(hi, _mm512_test_epi8_mask(hh, bits), hi, m10);
+                const __m512i ilo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo,
+                                                        _mm512_set1_epi32(ld_i32(y[i].qs + 4 * k)));
+                const __m512i ihi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), hi,
+                                                        _mm512_set1_epi32(ld_i32(y[i].qs + 16 + 4 * k)));
+                acc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ilo), d, acc[k]);
+                acc[4 + k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ihi), d, acc[4 + k]);
+            }
+        }
+        const __m512 h = _mm512_add_ps(
+            _mm512_add_ps(_mm512_add_ps(acc[0], acc[4]), _mm512_add_ps(acc[2], acc[6])),
+            _mm512_add_ps(_mm512_add_ps(acc[1], acc[5]), _mm512_add_ps(acc[3], acc[7])));
+        _mm512_storeu_ps(s + 16 * g, _mm512_add_ps(h, msum));
+    }
+}
+
 /* what a Q8_0 activation block gives every group: dy, and -8 * sum(y) (the Q4_0 offset
  * folded as in the Q4_0 GEMV) */
 struct x16_q8_0 {
@@ -495,6 +556,7 @@ DEFINE_X16_GEMM(q4_0, PK_Q4_0X8)
 DEFINE_X16_GEMM_Q6_K()
 DEFINE_X16_GEMM_BY_GROUP(q4_K)
 DEFINE_X16_GEMM_BY_GROUP(q5_K)
+DEFINE_X16_GEMM_BY_GROUP(q5_1)
 
 /* ---------------------------------------------------------------- float dots */
 
@@ -581,12 +643,12 @@ const struct lc_kernels lc_kernels_avx512 = {
     .gemv_q4_0x8 = gemv_q4_0x8,
     .gemv_x16 = {[LC_TYPE_Q4_0] = gemv_x16_q4_0, [LC_TYPE_Q4_1] = gemv_x16_q4_1,
                  [LC_TYPE_Q6_K] = gemv_x16_q6_K, [LC_TYPE_Q4_K] = gemv_x16_q4_K,
-                 [LC_TYPE_Q5_K] = gemv_x16_q5_K},
+                 [LC_TYPE_Q5_K] = gemv_x16_q5_K, [LC_TYPE_Q5_1] = gemv_x16_q5_1},
     .gemm_x16 = {[LC_TYPE_Q4_0] = gemm_x16_q4_0, [LC_TYPE_Q4_1] = gemm_x16_q4_1,
                  [LC_TYPE_Q6_K] = gemm_x16_q6_K, [LC_TYPE_Q4_K] = gemm_x16_q4_K,
-                 [LC_TYPE_Q5_K] = gemm_x16_q5_K},
+                 [LC_TYPE_Q5_K] = gemm_x16_q5_K, [LC_TYPE_Q5_1] = gemm_x16_q5_1},
     .x16_native = (1u << LC_TYPE_Q4_0) | (1u << LC_TYPE_Q4_1) | (1u << LC_TYPE_Q6_K) |
-                  (1u << LC_TYPE_Q4_K) | (1u << LC_TYPE_Q5_K),
+                  (1u << LC_TYPE_Q4_K) | (1u << LC_TYPE_Q5_K) | (1u << LC_TYPE_Q5_1),
     .dot_f32 = dot_f32,
     .dot_f16 = dot_f16,
 };
