@@ -690,9 +690,10 @@ static void check_dispatch(void)
         CHECK(rc == (avail ? 0 : -1), "select %s: %d (available %d)", isas[i], rc, avail);
         /* kernels.h: the x16 entries are never NULL after dispatch (matmul calls them) */
         if (rc == 0)
-            for (int t = 0; t < 6; t++) {
+            for (int t = 0; t < 7; t++) {
                 static const int x16_types[] = {LC_TYPE_Q4_0, LC_TYPE_Q4_1, LC_TYPE_Q6_K,
-                                                LC_TYPE_Q4_K, LC_TYPE_Q5_K, LC_TYPE_Q5_1};
+                                                LC_TYPE_Q4_K, LC_TYPE_Q5_K, LC_TYPE_Q5_1,
+                                                LC_TYPE_Q8_0};
                 CHECK(lc_kernels()->gemv_x16[x16_types[t]] && lc_kernels()->gemm_x16[x16_types[t]],
                       "%s: x16 entries of %s missing", isas[i], lc_type_name(x16_types[t]));
             }
@@ -936,6 +937,7 @@ int main(void)
     check_x16(S, S, LC_TYPE_Q4_K);
     check_x16(S, S, LC_TYPE_Q5_K);
     check_x16(S, S, LC_TYPE_Q5_1);
+    check_x16(S, S, LC_TYPE_Q8_0);
     check_dispatch();
     check_new_types(S, S);
 
@@ -962,6 +964,7 @@ int main(void)
             check_x16(S, K, LC_TYPE_Q4_K);
             check_x16(S, K, LC_TYPE_Q5_K);
             check_x16(S, K, LC_TYPE_Q5_1);
+            check_x16(S, K, LC_TYPE_Q8_0);
         }
         check_q6_K(S, K);
         check_new_types(S, K);

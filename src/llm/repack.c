@@ -9,10 +9,11 @@
 bool lc_x16_type(enum lc_type type)
 {
     return type == LC_TYPE_Q4_0 || type == LC_TYPE_Q4_1 || type == LC_TYPE_Q6_K ||
-           type == LC_TYPE_Q4_K || type == LC_TYPE_Q5_K || type == LC_TYPE_Q5_1;
+           type == LC_TYPE_Q4_K || type == LC_TYPE_Q5_K || type == LC_TYPE_Q5_1 ||
+           type == LC_TYPE_Q8_0;
 }
 
-/* A field of a Q4_K / Q5_K / Q5_1 block: its bytes in ggml's block, its x16 part, its unit. */
+/* A field of a Q4_K / Q5_K / Q5_1 / Q8_0 block: its bytes in ggml's block, its x16 part, its unit. */
 struct part {
     size_t off, len;
     enum lc_x16_part p;
@@ -41,11 +42,15 @@ static const struct part *parts_of(enum lc_type type, int *n)
         {offsetof(lc_block_q5_1, qh), 4, LC_X16_P_QH, 4},
         {offsetof(lc_block_q5_1, qs), LC_QK5_1 / 2, LC_X16_P_QS, 4},
     };
-    *n = type == LC_TYPE_Q5_K ? 5 : 4;
-    return type == LC_TYPE_Q4_K ? q4k : type == LC_TYPE_Q5_K ? q5k : q51;
+    static const struct part q80[] = {
+        {offsetof(lc_block_q8_0, d), 2, LC_X16_P_D, 2},
+        {offsetof(lc_block_q8_0, qs), LC_QK8_0, LC_X16_P_QS, 4},
+    };
+    *n = type == LC_TYPE_Q5_K ? 5 : type == LC_TYPE_Q8_0 ? 2 : 4;
+    return type == LC_TYPE_Q4_K ? q4k : type == LC_TYPE_Q5_K ? q5k : type == LC_TYPE_Q5_1 ? q51 : q80;
 }
 
-/* Q4_K / Q5_K / Q5_1: copy block i (ggml, at b) of row r to (to_x16) or from the group G */
+/* Q4_K / Q5_K / Q5_1 / Q8_0: copy block i (ggml, at b) of row r to (to_x16) or from the group G */
 static void parts_move(enum lc_type type, uint8_t *G, int i, int r, uint8_t *b, bool to_x16)
 {
     int np;
@@ -99,7 +104,8 @@ void lc_x16_repack(enum lc_type type, void *dst, const void *src, int64_t n, int
                 }
         return;
     }
-    if (type == LC_TYPE_Q4_K || type == LC_TYPE_Q5_K || type == LC_TYPE_Q5_1) {
+    if (type == LC_TYPE_Q4_K || type == LC_TYPE_Q5_K || type == LC_TYPE_Q5_1 ||
+        type == LC_TYPE_Q8_0) {
         const int nbk = (int)(n / lc_type_traits(type)->blck_size);
         const size_t bsz = lc_type_traits(type)->type_size;
         for (int64_t g = 0; g < nrows / LC_X16_ROWS; g++)
@@ -140,7 +146,8 @@ void lc_x16_get_block(enum lc_type type, const void *group, int nb, int r, int i
         q6_K_move((uint8_t *)(uintptr_t)group, nb, i, r, blk, false);
         return;
     }
-    if (type == LC_TYPE_Q4_K || type == LC_TYPE_Q5_K || type == LC_TYPE_Q5_1) {
+    if (type == LC_TYPE_Q4_K || type == LC_TYPE_Q5_K || type == LC_TYPE_Q5_1 ||
+        type == LC_TYPE_Q8_0) {
         parts_move(type, (uint8_t *)(uintptr_t)group, i, r, blk, false);
         return;
     }

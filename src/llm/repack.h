@@ -1,6 +1,6 @@
 /*
- * repack.h - the row-interleaved "x16" layout of Q4_1, Q4_0, Q6_K, Q4_K, Q5_K and Q5_1 weight
- * matrices.
+ * repack.h - the row-interleaved "x16" layout of Q4_1, Q4_0, Q6_K, Q4_K, Q5_K, Q5_1 and Q8_0
+ * weight matrices.
  *
  * A kernel-friendly copy made at load (model.c) when the kernel table in use has its own x16
  * kernels (kernels.h: x16_native): decoding then reads the weights as one sequential stream,
@@ -76,8 +76,8 @@ static inline size_t lc_x16_q6_K_off(int nb, int i, enum lc_x16_q6_part part)
 }
 
 /*
- * Q4_K, Q5_K and Q5_1: one block after another (16 * type_size bytes each: Q4_K 2304, Q5_K
- * 2816, Q5_1 384, all whole cache lines), each made of parts; a part is a field of the ggml
+ * Q4_K, Q5_K, Q5_1 and Q8_0: one block after another (16 * type_size bytes each: Q4_K 2304,
+ * Q5_K 2816, Q5_1 384, all whole cache lines; Q8_0 544), each made of parts; a part is a field of the ggml
  * block cut into units (fp16 d / dmin / m: one unit of 2 bytes; scales, qh, qs: 4-byte units),
  * unit t of row r at part offset 16 * size * t + size * r, so that a 64-byte chunk holds the
  * same 4 bytes of the 16 rows (a 32-byte one the same fp16 of the 16 rows):
@@ -85,6 +85,8 @@ static inline size_t lc_x16_q6_K_off(int nb, int i, enum lc_x16_q6_part part)
  *   Q4_K: d[16] | dmin[16] | scales[3][16][4] | qs[32][16][4]            (offsets 0 32 64 256)
  *   Q5_K: d[16] | dmin[16] | scales[3][16][4] | qh[8][16][4] | qs[32][16][4]   (0 32 64 256 768)
  *   Q5_1: d[16] | m[16] | qh[16][4] | qs[4][16][4]                        (0 32 64 128)
+ *   Q8_0: d[16] | qs[8][16][4]                                            (0 32; 544 bytes:
+ *         every other block starts half-way through a cache line)
  *
  * Chunk t of a K-quant's qs is bytes 4t .. 4t+3 of every row's qs: with t = 8j + k, the low
  * nibbles are weights 64j + 4k .. +3 (sub-block 2j) and the high ones 64j + 32 + 4k .. +3
@@ -92,17 +94,23 @@ static inline size_t lc_x16_q6_K_off(int nb, int i, enum lc_x16_q6_part part)
  */
 enum lc_x16_part { LC_X16_P_D, LC_X16_P_DMIN, LC_X16_P_SC, LC_X16_P_QH, LC_X16_P_QS };
 
-/* offset, in block i of a group, of part p of Q4_K / Q5_K / Q5_1 (Q5_1: DMIN is m, no SC) */
+/* offset, in block i of a group, of part p of Q4_K / Q5_K / Q5_1 / Q8_0 (Q5_1: DMIN is m) */
 static inline size_t lc_x16_part_off(enum lc_type type, int i, enum lc_x16_part p)
 {
     static const size_t q4k[] = {0, 32, 64, 256, 256}, q5k[] = {0, 32, 64, 256, 768},
-                        q51[] = {0, 32, 64, 64, 128};
-    const size_t *o = type == LC_TYPE_Q4_K ? q4k : type == LC_TYPE_Q5_K ? q5k : q51;
-    const size_t blk = type == LC_TYPE_Q4_K ? 2304 : type == LC_TYPE_Q5_K ? 2816 : 384;
+                        q51[] = {0, 32, 64, 64, 128}, q80[] = {0, 32, 32, 32, 32};
+    const size_t *o = type == LC_TYPE_Q4_K   ? q4k
+                      : type == LC_TYPE_Q5_K ? q5k
+                      : type == LC_TYPE_Q5_1 ? q51
+                                             : q80;
+    const size_t blk = type == LC_TYPE_Q4_K   ? 2304
+                       : type == LC_TYPE_Q5_K ? 2816
+                       : type == LC_TYPE_Q5_1 ? 384
+                                              : 544;
     return (size_t)i * blk + o[p];
 }
 
-/* true for the types with an x16 layout (Q4_0, Q4_1, Q6_K, Q4_K, Q5_K, Q5_1) */
+/* true for the types with an x16 layout (Q4_0, Q4_1, Q6_K, Q4_K, Q5_K, Q5_1, Q8_0) */
 bool lc_x16_type(enum lc_type type);
 
 /*
@@ -115,7 +123,7 @@ void lc_x16_repack(enum lc_type type, void *dst, const void *src, int64_t n, int
 
 /*
  * Block i of row r (0 <= r < 16) of the x16 group at group (nb blocks per row), rebuilt in
- * ggml's layout into *blk (an lc_block_q4_0, _q4_1, _q6_K, _q4_K, _q5_K or _q5_1 by type).  The readable
+ * ggml's layout into *blk (an lc_block_q4_0, _q4_1, _q6_K, _q4_K, _q5_K, _q5_1 or _q8_0 by type).  The readable
  * definition of the layout, used by the scalar kernels and the tests.
  */
 void lc_x16_get_block(enum lc_type type, const void *group, int nb, int r, int i, void *blk);

@@ -297,12 +297,13 @@ static void vec_dot_q4_1_q8_1(int n, float *s, const void *vx, const void *vy)
 
 /*
  * The x16 layout (repack.h): the same dots, row by row, each block rebuilt in ggml's layout by
- * lc_x16_get_block.  Q4_1, Q6_K, Q4_K, Q5_K, Q5_1 in vec_dot's order, Q4_0 in the Q4_0x8 order.
+ * lc_x16_get_block.  Q4_1, Q6_K, Q4_K, Q5_K, Q5_1, Q8_0 in vec_dot's order, Q4_0 in the Q4_0x8 order.
  */
 static void q6_K_block(float acc[8], const lc_block_q6_K *x, const lc_block_q8_K *y);
 static void q4_K_block(float acc[8], float acc_m[4], const lc_block_q4_K *x, const lc_block_q8_K *y);
 static void q5_K_block(float acc[8], float *summs, const lc_block_q5_K *x, const lc_block_q8_K *y);
 static void q5_1_block(float acc[8], float *summs, const lc_block_q5_1 *x, const lc_block_q8_1 *y);
+static void q8_0_block(float acc[8], const lc_block_q8_0 *x, const lc_block_q8_0 *y);
 
 static void gemv_x16(enum lc_type type, int n, float *s, const void *vw, size_t w_stride, int nr,
                      const void *va)
@@ -337,6 +338,14 @@ static void gemv_x16(enum lc_type type, int n, float *s, const void *vw, size_t 
                 q5_1_block(acc, &summs, &x, y + i);
             }
             s[r] = hsum8(acc) + summs;
+        } else if (type == LC_TYPE_Q8_0) {
+            lc_block_q8_0 x[1];
+            float acc[8] = {0};
+            for (int i = 0; i < nb; i++) {
+                lc_x16_get_block(type, group, nb, r % LC_X16_ROWS, i, x);
+                q8_0_block(acc, x, (const lc_block_q8_0 *)va + i);
+            }
+            s[r] = hsum8(acc);
         } else if (type == LC_TYPE_Q4_1) {
             const lc_block_q8_1 *y = va;
             float acc[8] = {0};
@@ -400,6 +409,7 @@ static void gemv_x16_q6_K(int n, float *s, const void *w, size_t w_stride, int n
 DEFINE_X16_SCALAR(q4_K, LC_TYPE_Q4_K)
 DEFINE_X16_SCALAR(q5_K, LC_TYPE_Q5_K)
 DEFINE_X16_SCALAR(q5_1, LC_TYPE_Q5_1)
+DEFINE_X16_SCALAR(q8_0, LC_TYPE_Q8_0)
 
 static void gemm_x16_q6_K(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
                           const void *a, size_t a_stride, int nc)
@@ -432,13 +442,17 @@ static void vec_dot_q8_0_q8_0(int n, float *s, const void *vx, const void *vy)
     const lc_block_q8_0 *y = vy;
     const int nb = n / LC_QK8_0;
     float acc[8] = {0};
-    for (int i = 0; i < nb; i++) {
-        int p[32];
-        for (int j = 0; j < 32; j++)
-            p[j] = x[i].qs[j] * y[i].qs[j];
-        block_lanes(acc, LC_FP16_TO_FP32(x[i].d) * LC_FP16_TO_FP32(y[i].d), p);
-    }
+    for (int i = 0; i < nb; i++)
+        q8_0_block(acc, x + i, y + i);
     *s = hsum8(acc);
+}
+
+static void q8_0_block(float acc[8], const lc_block_q8_0 *x, const lc_block_q8_0 *y)
+{
+    int p[32];
+    for (int j = 0; j < 32; j++)
+        p[j] = x->qs[j] * y->qs[j];
+    block_lanes(acc, LC_FP16_TO_FP32(x->d) * LC_FP16_TO_FP32(y->d), p);
 }
 
 /* one super-block of vec_dot_q6_K_q8_K: acc's 8 lanes */
@@ -859,10 +873,12 @@ const struct lc_kernels lc_kernels_scalar = {
     .vec_dot_q4_0x8 = vec_dot_q4_0x8_q8_0,
     .gemv_x16 = {[LC_TYPE_Q4_0] = gemv_x16_q4_0, [LC_TYPE_Q4_1] = gemv_x16_q4_1,
                  [LC_TYPE_Q6_K] = gemv_x16_q6_K, [LC_TYPE_Q4_K] = gemv_x16_q4_K,
-                 [LC_TYPE_Q5_K] = gemv_x16_q5_K, [LC_TYPE_Q5_1] = gemv_x16_q5_1},
+                 [LC_TYPE_Q5_K] = gemv_x16_q5_K, [LC_TYPE_Q5_1] = gemv_x16_q5_1,
+                 [LC_TYPE_Q8_0] = gemv_x16_q8_0},
     .gemm_x16 = {[LC_TYPE_Q4_0] = gemm_x16_q4_0, [LC_TYPE_Q4_1] = gemm_x16_q4_1,
                  [LC_TYPE_Q6_K] = gemm_x16_q6_K, [LC_TYPE_Q4_K] = gemm_x16_q4_K,
-                 [LC_TYPE_Q5_K] = gemm_x16_q5_K, [LC_TYPE_Q5_1] = gemm_x16_q5_1},
+                 [LC_TYPE_Q5_K] = gemm_x16_q5_K, [LC_TYPE_Q5_1] = gemm_x16_q5_1,
+                 [LC_TYPE_Q8_0] = gemm_x16_q8_0},
     .x16_native = 0, /* readable, slow: never worth a repack */
     .rms_norm = rms_norm,
     .softmax = ew_softmax,

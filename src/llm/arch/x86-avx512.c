@@ -250,6 +250,59 @@ static void gemv_x16_q5_1(int n, float *s, const void *vw, size_t w_stride, int 
     }
 }
 
+/*
+ * Q8_0 over x16 groups, vec_dot_q8_0_q8_0's order: per block lane k = the 4 exact products
+ * 4k .. 4k+3, acc[k] = fma(dx * dy, float(lane k), acc[k]), hsum_float_8.  AVX-512 has no
+ * vpsignb, so the signed weights go to vpdpbusd as x + 128 (xor 0x80), the accumulator starting
+ * from -128 * (y[4k] + .. + y[4k+3]): the same integer, for every x (-128 included).
+ */
+#define X16_Q8_YB_MAX 256 /* blocks (n <= 8192) whose offsets are computed once per call */
+
+INLINE void x16_q8_0_bias(int32_t bias[8], const lc_block_q8_0 *y)
+{
+    const __m256i s4 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(1),
+                                           _mm256_loadu_si256((const __m256i *)y->qs));
+    _mm256_storeu_si256((__m256i *)bias, _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(s4, 7)));
+}
+
+static void gemv_x16_q8_0(int n, float *s, const void *vw, size_t w_stride, int nr,
+                          const void *va)
+{
+    const int nb = n / 32;
+    const lc_block_q8_0 *y = va;
+    int32_t bias[X16_Q8_YB_MAX][8];
+    float dys[X16_Q8_YB_MAX];
+    const bool pre = nb <= X16_Q8_YB_MAX;
+    for (int i = 0; pre && i < nb; i++) {
+        x16_q8_0_bias(bias[i], y + i);
+        dys[i] = h2f(y[i].d);
+    }
+    const __m512i m80 = _mm512_set1_epi8((char)0x80);
+    for (int g = 0; g < nr / 16; g++) {
+        const uint8_t *G = (const uint8_t *)vw + (size_t)g * 16 * w_stride;
+        __m512 acc[8];
+        _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) acc[k] = _mm512_setzero_ps();
+        for (int i = 0; i < nb; i++) {
+            const int32_t *b = bias[pre ? i : 0];
+            if (!pre)
+                x16_q8_0_bias(bias[0], y + i);
+            const float dy = pre ? dys[i] : h2f(y[i].d);
+            const uint8_t *B = G + lc_x16_part_off(LC_TYPE_Q8_0, i, LC_X16_P_D);
+            const __m512 d = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)B)),
+                                           _mm512_set1_ps(dy));
+            _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) {
+                const __m512i v = _mm512_xor_si512(_mm512_loadu_si512(B + 32 + 64 * k), m80);
+                const __m512i t = _mm512_dpbusd_epi32(_mm512_set1_epi32(b[k]), v,
+                                                      _mm512_set1_epi32(ld_i32(y[i].qs + 4 * k)));
+                acc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), d, acc[k]);
+            }
+        }
+        _mm512_storeu_ps(s + 16 * g, _mm512_add_ps(
+            _mm512_add_ps(_mm512_add_ps(acc[0], acc[4]), _mm512_add_ps(acc[2], acc[6])),
+            _mm512_add_ps(_mm512_add_ps(acc[1], acc[5]), _mm512_add_ps(acc[3], acc[7]))));
+    }
+}
+
 /* what a Q8_0 activation block gives every group: dy, and -8 * sum(y) (the Q4_0 offset
  * folded as in the Q4_0 GEMV) */
 struct x16_q8_0 {
@@ -557,6 +610,7 @@ DEFINE_X16_GEMM_Q6_K()
 DEFINE_X16_GEMM_BY_GROUP(q4_K)
 DEFINE_X16_GEMM_BY_GROUP(q5_K)
 DEFINE_X16_GEMM_BY_GROUP(q5_1)
+DEFINE_X16_GEMM(q8_0, PK_Q8_0)
 
 /* ---------------------------------------------------------------- float dots */
 
@@ -643,12 +697,15 @@ const struct lc_kernels lc_kernels_avx512 = {
     .gemv_q4_0x8 = gemv_q4_0x8,
     .gemv_x16 = {[LC_TYPE_Q4_0] = gemv_x16_q4_0, [LC_TYPE_Q4_1] = gemv_x16_q4_1,
                  [LC_TYPE_Q6_K] = gemv_x16_q6_K, [LC_TYPE_Q4_K] = gemv_x16_q4_K,
-                 [LC_TYPE_Q5_K] = gemv_x16_q5_K, [LC_TYPE_Q5_1] = gemv_x16_q5_1},
+                 [LC_TYPE_Q5_K] = gemv_x16_q5_K, [LC_TYPE_Q5_1] = gemv_x16_q5_1,
+                 [LC_TYPE_Q8_0] = gemv_x16_q8_0},
     .gemm_x16 = {[LC_TYPE_Q4_0] = gemm_x16_q4_0, [LC_TYPE_Q4_1] = gemm_x16_q4_1,
                  [LC_TYPE_Q6_K] = gemm_x16_q6_K, [LC_TYPE_Q4_K] = gemm_x16_q4_K,
-                 [LC_TYPE_Q5_K] = gemm_x16_q5_K, [LC_TYPE_Q5_1] = gemm_x16_q5_1},
+                 [LC_TYPE_Q5_K] = gemm_x16_q5_K, [LC_TYPE_Q5_1] = gemm_x16_q5_1,
+                 [LC_TYPE_Q8_0] = gemm_x16_q8_0},
     .x16_native = (1u << LC_TYPE_Q4_0) | (1u << LC_TYPE_Q4_1) | (1u << LC_TYPE_Q6_K) |
-                  (1u << LC_TYPE_Q4_K) | (1u << LC_TYPE_Q5_K) | (1u << LC_TYPE_Q5_1),
+                  (1u << LC_TYPE_Q4_K) | (1u << LC_TYPE_Q5_K) | (1u << LC_TYPE_Q5_1) |
+                  (1u << LC_TYPE_Q8_0),
     .dot_f32 = dot_f32,
     .dot_f16 = dot_f16,
 };
