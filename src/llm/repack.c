@@ -57,8 +57,13 @@ static void parts_move(enum lc_type type, uint8_t *G, int i, int r, uint8_t *b, 
     const struct part *pt = parts_of(type, &np);
     for (int k = 0; k < np; k++) {
         uint8_t *x = G + lc_x16_part_off(type, i, pt[k].p) + pt[k].unit * (size_t)r;
+        const bool kq = type == LC_TYPE_Q4_K || type == LC_TYPE_Q5_K;
         for (size_t t = 0; t < pt[k].len / pt[k].unit; t++) {
             uint8_t *xu = x + LC_X16_ROWS * pt[k].unit * t, *bu = b + pt[k].off + pt[k].unit * t;
+            if (kq && pt[k].p == LC_X16_P_QS) /* lane-major order (repack.h) */
+                xu = G + lc_x16_k_qs_off(type, i, (int)t / 8, (int)t % 8) + 4 * (size_t)r;
+            else if (kq && pt[k].p == LC_X16_P_QH)
+                xu = G + lc_x16_k_qh_off(i, (int)t) + 4 * (size_t)r;
             if (to_x16)
                 memcpy(xu, bu, pt[k].unit);
             else

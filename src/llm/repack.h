@@ -82,22 +82,25 @@ static inline size_t lc_x16_q6_K_off(int nb, int i, enum lc_x16_q6_part part)
  * unit t of row r at part offset 16 * size * t + size * r, so that a 64-byte chunk holds the
  * same 4 bytes of the 16 rows (a 32-byte one the same fp16 of the 16 rows):
  *
- *   Q4_K: d[16] | dmin[16] | scales[3][16][4] | qs[32][16][4]            (offsets 0 32 64 256)
- *   Q5_K: d[16] | dmin[16] | scales[3][16][4] | qh[8][16][4] | qs[32][16][4]   (0 32 64 256 768)
+ *   Q4_K: d[16] | dmin[16] | scales[3][16][4] | qs[8][4][16][4]          (offsets 0 32 64 256)
+ *   Q5_K: d[16] | dmin[16] | scales[3][16][4] | 8 x (qh[16][4] | qs[4][16][4])   (0 32 64 256)
  *   Q5_1: d[16] | m[16] | qh[16][4] | qs[4][16][4]                        (0 32 64 128)
  *   Q8_0: d[16] | qs[8][16][4]                                            (0 32; 544 bytes:
  *         every other block starts half-way through a cache line)
  *
- * Chunk t of a K-quant's qs is bytes 4t .. 4t+3 of every row's qs: with t = 8j + k, the low
+ * Unit t of a K-quant's qs is bytes 4t .. 4t+3 of every row's qs: with t = 8j + k, the low
  * nibbles are weights 64j + 4k .. +3 (sub-block 2j) and the high ones 64j + 32 + 4k .. +3
- * (sub-block 2j + 1): ggml's integer lane k.  Q5_K's qh chunk k holds the fifth bits of both.
+ * (sub-block 2j + 1): ggml's integer lane k.  Q5_K's qh unit k holds the fifth bits of both.
+ * These units are stored lane by lane (k major: qs[k][j]; Q5_K: qh unit k, then qs[k][0..3]),
+ * the order in which the kernels, one integer lane at a time, read them: one ascending stream
+ * (lc_x16_k_qs_off, lc_x16_k_qh_off).
  */
 enum lc_x16_part { LC_X16_P_D, LC_X16_P_DMIN, LC_X16_P_SC, LC_X16_P_QH, LC_X16_P_QS };
 
 /* offset, in block i of a group, of part p of Q4_K / Q5_K / Q5_1 / Q8_0 (Q5_1: DMIN is m) */
 static inline size_t lc_x16_part_off(enum lc_type type, int i, enum lc_x16_part p)
 {
-    static const size_t q4k[] = {0, 32, 64, 256, 256}, q5k[] = {0, 32, 64, 256, 768},
+    static const size_t q4k[] = {0, 32, 64, 256, 256}, q5k[] = {0, 32, 64, 256, 256},
                         q51[] = {0, 32, 64, 64, 128}, q80[] = {0, 32, 32, 32, 32};
     const size_t *o = type == LC_TYPE_Q4_K   ? q4k
                       : type == LC_TYPE_Q5_K ? q5k
@@ -108,6 +111,19 @@ static inline size_t lc_x16_part_off(enum lc_type type, int i, enum lc_x16_part 
                        : type == LC_TYPE_Q5_1 ? 384
                                               : 544;
     return (size_t)i * blk + o[p];
+}
+
+/* Q4_K / Q5_K: offset in block i of a group of the qs unit t = 8j + k (16 rows x 4 bytes) */
+static inline size_t lc_x16_k_qs_off(enum lc_type type, int i, int j, int k)
+{
+    return lc_x16_part_off(type, i, LC_X16_P_QS) +
+           64 * (size_t)(type == LC_TYPE_Q4_K ? 4 * k + j : 5 * k + 1 + j);
+}
+
+/* Q5_K: offset in block i of a group of the qh unit k */
+static inline size_t lc_x16_k_qh_off(int i, int k)
+{
+    return lc_x16_part_off(LC_TYPE_Q5_K, i, LC_X16_P_QH) + 64 * (size_t)(5 * k);
 }
 
 /* true for the types with an x16 layout (Q4_0, Q4_1, Q6_K, Q4_K, Q5_K, Q5_1, Q8_0) */

@@ -288,13 +288,12 @@ INLINE void gemv_x16_k45(int q5, int n, float *s, const void *vw, size_t w_strid
                 __m256i scl[8];
                 _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++)
                     scl[j] = _mm256_shuffle_epi8(j < 4 ? sc03 : sc47, k_byte_pat(j & 3, j & 3));
-                const uint8_t *qs = G + lc_x16_part_off(type, i, LC_X16_P_QS);
-                const uint8_t *qh = G + lc_x16_part_off(type, i, LC_X16_P_QH);
                 _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) {
                     __m256i lane = _mm256_setzero_si256();
-                    const __m256i hb = q5 ? _mm256_loadu_si256((const __m256i *)(qh + 64 * k)) : _mm256_setzero_si256();
+                    const __m256i hb = q5 ? _mm256_loadu_si256((const __m256i *)(G + lc_x16_k_qh_off(i, k)))
+                                          : _mm256_setzero_si256();
                     _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) {
-                        const __m256i v = _mm256_loadu_si256((const __m256i *)(qs + 64 * (8 * j + k)));
+                        const __m256i v = _mm256_loadu_si256((const __m256i *)(G + lc_x16_k_qs_off(type, i, j, k)));
                         __m256i lo = _mm256_and_si256(v, m4);
                         __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
                         if (q5) {

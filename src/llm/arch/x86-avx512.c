@@ -554,13 +554,11 @@ INLINE void gemv_x16_k45(int q5, int n, float *s, const void *vw, size_t w_strid
             __m512i scl[8];
             _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++)
                 scl[j] = _mm512_shuffle_epi8(j < 4 ? sc03 : sc47, k_byte_pat(j & 3, -1));
-            const uint8_t *qs = G + lc_x16_part_off(type, i, LC_X16_P_QS);
-            const uint8_t *qh = G + lc_x16_part_off(type, i, LC_X16_P_QH);
             _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) {
                 __m512i lane = _mm512_setzero_si512();
-                const __m512i h = q5 ? _mm512_loadu_si512(qh + 64 * k) : _mm512_setzero_si512();
+                const __m512i h = q5 ? _mm512_loadu_si512(G + lc_x16_k_qh_off(i, k)) : _mm512_setzero_si512();
                 _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) {
-                    const __m512i v = _mm512_loadu_si512(qs + 64 * (8 * j + k));
+                    const __m512i v = _mm512_loadu_si512(G + lc_x16_k_qs_off(type, i, j, k));
                     __m512i lo = _mm512_and_si512(v, m4);
                     __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
                     if (q5) { /* bit 2j of qh -> bit 4 of the low quant, bit 2j + 1 -> of the high */
