@@ -5,6 +5,7 @@
  *
  *   make bench/bench-gemv && bench/bench-gemv [KiB of weights, default 1024] [reps, default 20]
  *
+ * First the int8 dot-product peak of one core (int8_peak).
  * With 1 MiB (in L2) this is the compute rate of the kernel, what a core could stream at most;
  * with 256 MiB and more, the rate from DRAM.  GB/s of weight bytes, the best of the repetitions
  * (a shared machine only ever slows a run down).  Under `valgrind --tool=callgrind` with reps 1
@@ -29,6 +30,78 @@ static double now(void)
 }
 
 enum { N = 2048 };
+
+/*
+ * The int8 dot-product peak of one core: 12 independent chains of vpdpbusd (AVX-512 VNNI, 64
+ * u8 x s8 products per instruction) or of vpmaddubsw + vpaddw (AVX2, 32 products, the add
+ * keeping chains of the same length), in int8 multiply-adds per second.  What a prompt GEMM
+ * could reach at best; the decode GEMVs need a small fraction of it.
+ */
+#if defined(__x86_64__)
+#include <immintrin.h>
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) static double peak_vnni(long iters)
+{
+    __m512i acc[12];
+    const __m512i a = _mm512_set1_epi8(3), b = _mm512_set1_epi8(-2);
+    for (int k = 0; k < 12; k++)
+        acc[k] = _mm512_set1_epi32(k);
+    const double t0 = now();
+    for (long i = 0; i < iters; i++)
+        _Pragma("GCC unroll 12") for (int k = 0; k < 12; k++)
+            acc[k] = _mm512_dpbusd_epi32(acc[k], a, b);
+    const double t = now() - t0;
+    int32_t out[16];
+    __m512i sum = acc[0];
+    for (int k = 1; k < 12; k++)
+        sum = _mm512_add_epi32(sum, acc[k]);
+    _mm512_storeu_si512(out, sum);
+    if (out[0] == 42) /* keep the loop */
+        printf(" ");
+    return (double)iters * 12 * 64 / t / 1e9;
+}
+
+__attribute__((target("avx2"))) static double peak_avx2(long iters)
+{
+    __m256i acc[12];
+    const __m256i a = _mm256_set1_epi8(3), b = _mm256_set1_epi8(-2);
+    for (int k = 0; k < 12; k++)
+        acc[k] = _mm256_set1_epi16((short)k);
+    const double t0 = now();
+    for (long i = 0; i < iters; i++)
+        _Pragma("GCC unroll 12") for (int k = 0; k < 12; k++)
+            acc[k] = _mm256_add_epi16(acc[k], _mm256_maddubs_epi16(a, b));
+    const double t = now() - t0;
+    int16_t out[16];
+    __m256i sum = acc[0];
+    for (int k = 1; k < 12; k++)
+        sum = _mm256_add_epi16(sum, acc[k]);
+    _mm256_storeu_si256((__m256i *)out, sum);
+    if (out[0] == 42)
+        printf(" ");
+    return (double)iters * 12 * 32 / t / 1e9;
+}
+
+static void int8_peak(void)
+{
+    double v = 0, a = 0;
+    for (int rep = 0; rep < 5; rep++) {
+        if (__builtin_cpu_supports("avx512vnni")) {
+            const double x = peak_vnni(2000000);
+            v = x > v ? x : v;
+        }
+        if (__builtin_cpu_supports("avx2")) {
+            const double x = peak_avx2(2000000);
+            a = x > a ? x : a;
+        }
+    }
+    printf("int8 multiply-add peak, one core (best of 5): vpdpbusd zmm %.1f G/s, vpmaddubsw ymm "
+           "%.1f G/s\n\n", v, a);
+}
+#else
+static void int8_peak(void)
+{
+}
+#endif
 
 /* best GB/s of reps calls of one of the three paths (0 vec_dot, 1 gemv, 2 gemv_x16) */
 static double run(const struct lc_kernels *k, int type, int path, const uint8_t *w, size_t row,
@@ -60,6 +133,7 @@ int main(int argc, char **argv)
     lc_quant_init();
     float *x = malloc(N * sizeof(float));
     srand(1);
+    int8_peak();
     printf("one thread, n = %d, %ld KiB of weights, best of %d; GB/s of weight bytes\n\n", N, kib,
            reps);
     printf("| isa | type | rows | vec_dot per row | gemv | gemv_x16 (repacked) |\n");
