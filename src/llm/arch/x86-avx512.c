@@ -190,6 +190,75 @@ static void gemv_x16_q4_1(int n, float *s, const void *vw, size_t w_stride, int 
 }
 
 /*
+ * Q4_1 prompt batches straight from the x16 layout: a tile of 16 rows (a group) x 2 columns.
+ * Per block the group's 4 chunks are unpacked once (8 registers: low and high nibbles) and
+ * serve both columns: lane k of the 16 rows for column c is one vpdpbusd against column c's
+ * activation dword (ggml's integer lane, as in gemv_x16_q4_1), then acc[c][k] = fma(float(lane),
+ * dx * dy_c, acc[c][k]); m * s_y summed apart (multiply, then add, in block order);
+ * hsum_float_8 lane-wise at the end: vec_dot's operations, so the same bits.  A 16 x 2 tile
+ * takes 16 vpdpbusd per block for 1024 products (the 4 x 4 tile of pk_gemm: 16 for 512), with
+ * no unpacked copy of the rows.  The group (16 * row bytes: 20 KB for n = 2048) stays in L1/L2
+ * while every column pair passes over it.
+ */
+INLINE void x16_q4_1_tile2(int nb, float *s, size_t ld_s, const uint8_t *G,
+                           const lc_block_q8_1 *y0, const lc_block_q8_1 *y1, int two)
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    __m512 acc[2][8], msum[2];
+    _Pragma("GCC unroll 2") for (int c = 0; c < 2; c++) {
+        msum[c] = _mm512_setzero_ps();
+        _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) acc[c][k] = _mm512_setzero_ps();
+    }
+    for (int i = 0; i < nb; i++) {
+        const uint8_t *sc = G + (size_t)i * 320;
+        const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)sc));
+        const __m512 mx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(sc + 32)));
+        __m512i lo[4], hi[4];
+        _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
+            const __m512i v = _mm512_loadu_si512(sc + 64 + 64 * k);
+            lo[k] = _mm512_and_si512(v, m4);
+            hi[k] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+        }
+        _Pragma("GCC unroll 2") for (int c = 0; c < 2; c++) {
+            const lc_block_q8_1 *yc = (c ? y1 : y0) + i;
+            const __m512 d = _mm512_mul_ps(dx, _mm512_set1_ps(h2f(yc->d)));
+            msum[c] = _mm512_add_ps(msum[c], _mm512_mul_ps(mx, _mm512_set1_ps(h2f(yc->s))));
+            _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
+                const __m512i ilo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo[k],
+                                                        _mm512_set1_epi32(ld_i32(yc->qs + 4 * k)));
+                const __m512i ihi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), hi[k],
+                                                        _mm512_set1_epi32(ld_i32(yc->qs + 16 + 4 * k)));
+                acc[c][k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ilo), d, acc[c][k]);
+                acc[c][4 + k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ihi), d, acc[c][4 + k]);
+            }
+        }
+    }
+    _Pragma("GCC unroll 2") for (int c = 0; c < 2; c++) {
+        if (c == 1 && !two)
+            break;
+        const __m512 h = _mm512_add_ps(
+            _mm512_add_ps(_mm512_add_ps(acc[c][0], acc[c][4]), _mm512_add_ps(acc[c][2], acc[c][6])),
+            _mm512_add_ps(_mm512_add_ps(acc[c][1], acc[c][5]), _mm512_add_ps(acc[c][3], acc[c][7])));
+        _mm512_storeu_ps(s + (size_t)c * ld_s, _mm512_add_ps(h, msum[c]));
+    }
+}
+
+static void gemm_x16_q4_1(int n, float *s, size_t ld_s, const void *w, size_t w_stride,
+                                int nr, const void *a, size_t a_stride, int nc)
+{
+    const int nb = n / 32;
+    for (int g = 0; g < nr / 16; g++) {
+        const uint8_t *G = (const uint8_t *)w + (size_t)g * 16 * w_stride;
+        for (int c = 0; c < nc; c += 2) {
+            const lc_block_q8_1 *y0 = (const void *)((const uint8_t *)a + (size_t)c * a_stride);
+            const int two = c + 1 < nc;
+            const lc_block_q8_1 *y1 = two ? (const void *)((const uint8_t *)y0 + a_stride) : y0;
+            x16_q4_1_tile2(nb, s + (size_t)c * ld_s + 16 * g, ld_s, G, y0, y1, two);
+        }
+    }
+}
+
+/*
  * Q5_1 over x16 groups: the Q4_1 GEMV above with the fifth bits.  Chunk k's low nibbles are
  * weights 4k + t (t = 0..3), whose fifth bits are bits 4 * (k & 1) + t of byte k / 2 of each
  * row's qh dword; the high nibbles' (weights 16 + 4k + t) the same bits of byte 2 + k / 2.  That
@@ -602,7 +671,6 @@ static void gemv_x16_q5_K(int n, float *s, const void *vw, size_t w_stride, int 
 }
 
 
-DEFINE_X16_GEMM(q4_1, PK_Q4_1)
 DEFINE_X16_GEMM(q4_0, PK_Q4_0X8)
 DEFINE_X16_GEMM_Q6_K()
 DEFINE_X16_GEMM_BY_GROUP(q4_K)
