@@ -124,7 +124,7 @@ tpsmax() {
 }
 # Bytes read per generated token, from llamachat-bench's load line for file $1.
 bpt() {
-    grep "loaded $1 " "$CACHE/bench.err" | sed 's/.*tensors, \([0-9]*\) bytes of weights read.*/\1/'
+    grep "loaded $1 " "$CACHE/bench.err" | sed 's/.*tensors, \([0-9]*\) bytes of weights read.*/\1/' | head -n 1
 }
 PP41=$(tps 1 "pp$P") TG41=$(tps 1 "tg$N") PP40=$(tps 2 "pp$P") TG40=$(tps 2 "tg$N")
 B41=$(bpt "$Q41") B40=$(bpt "$Q40")
