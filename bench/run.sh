@@ -8,6 +8,8 @@
 #   3. measure the memory read bandwidth with THREADS threads;
 #   4. llamachat-bench pp512 and tg128 on both models with THREADS threads, REPS repetitions,
 #      each tg128 between two more bandwidth probes (its bound: the bandwidth beside it);
+#   4a. the same tg (and, AB=1, beside it the ggml layout: LLAMACHAT_REPACK=0) for Q4_K_M,
+#      Q5_K_M, Q5_1 and Q8_0 (TYPES), quantized by llamachat-quantize from an F16 file;
 #   4b. the CPU time per token with 1 thread (pp128, tg32): the cost of a token whatever the
 #      load of a shared machine (CPU_TEST=0 skips it);
 #   5. time from start to first token and peak RSS of `llamachat -p ... -n 1`;
@@ -15,7 +17,7 @@
 #      targets of issue 3, and idle-machine estimates from step 4b.
 #
 # Environment: THREADS (default 2), REPS (default 3), P and N (default 512 and 128; smaller for
-# quick trials), BUILD (an existing configured build directory), CACHE (default bench/.cache),
+# quick trials), TYPES and AB (step 4a), BUILD (an existing configured build directory), CACHE (default bench/.cache),
 # SYNTH_ARGS (extra llamachat-synth options, e.g. "--output-type q8_0"; the model names then
 # carry a suffix), ISA (passed as --isa), CPU_TEST, ROOT (the source tree: set it when running
 # a copy of this script, e.g. while editing the original).
@@ -122,11 +124,54 @@ tpsmax() {
 }
 # Bytes read per generated token, from llamachat-bench's load line for file $1.
 bpt() {
-    grep "loaded $1 " "$CACHE/bench.err" | sed 's/.*tensors, \([0-9]*\) bytes of weights read.*/\1/'
+    grep "loaded $1 " "$CACHE/bench.err" | sed 's/.*tensors, \([0-9]*\) bytes of weights read.*/\1/' | head -n 1
 }
 PP41=$(tps 1 "pp$P") TG41=$(tps 1 "tg$N") PP40=$(tps 2 "pp$P") TG40=$(tps 2 "tg$N")
 B41=$(bpt "$Q41") B40=$(bpt "$Q40")
 TG41MAX=$(tpsmax 1 "tg$N") TG40MAX=$(tpsmax 2 "tg$N")
+
+# ------------------------------------------------------------------ 4a. the other types (issue 13)
+# Q4_K_M, Q5_K_M, Q5_1 and Q8_0 (TYPES; TYPES="" skips this step), quantized by
+# llamachat-quantize from one F16 file of the same shape (llama.cpp's mixes: Q4_K_M has half of
+# attn_v and ffn_down Q6_K, every preset's output Q6_K), each tg between two probes like Q4_1's
+# above; with AB=1 (the default) each also with LLAMACHAT_REPACK=0 (ggml's layout, the kernels
+# before the x16 layout) right after, side by side.
+TYPES=${TYPES-q4_k_m q5_k_m q5_1 q8_0}
+AB=${AB:-1}
+: >"$CACHE/bench-types.md"
+if [ -n "$TYPES" ]; then
+    make -C "$BUILD" -s -j2 llamachat-quantize >&2
+    F16="$CACHE/synth-tinyllama-f16$suffix.gguf"
+    for t in $TYPES; do
+        f="$CACHE/synth-tinyllama-$t$suffix.gguf"
+        [ -f "$f" ] && continue
+        if [ ! -f "$F16" ]; then
+            # shellcheck disable=SC2086
+            "$BUILD/llamachat-synth" --tinyllama --type f16 $SYNTH_ARGS -o "$F16" -t "$THREADS" >&2
+        fi
+        "$BUILD/llamachat-quantize" -t "$THREADS" "$F16" "$f" "$t" >/dev/null
+    done
+    for t in $TYPES; do
+        f="$CACHE/synth-tinyllama-$t$suffix.gguf"
+        # shellcheck disable=SC2046
+        set -- $(probe)
+        m1=$2
+        # shellcheck disable=SC2086
+        "$BUILD/llamachat-bench" -m "$f" -p 0 -n "$N" -t "$THREADS" -r "$REPS" $ISA_OPT \
+            >"$CACHE/bench-tg.md" 2>>"$CACHE/bench.err" || { cat "$CACHE/bench.err" >&2; exit 1; }
+        row=$(tail -n 1 "$CACHE/bench-tg.md")
+        row0=""
+        if [ "$AB" = 1 ]; then
+            # shellcheck disable=SC2086
+            LLAMACHAT_REPACK=0 "$BUILD/llamachat-bench" -m "$f" -p 0 -n "$N" -t "$THREADS" -r "$REPS" \
+                $ISA_OPT >"$CACHE/bench-tg.md" 2>/dev/null || { cat "$CACHE/bench.err" >&2; exit 1; }
+            row0=$(tail -n 1 "$CACHE/bench-tg.md")
+        fi
+        # shellcheck disable=SC2046
+        set -- $(probe)
+        printf '%s\t%s\t%s\t%s\t%s\n' "$t" "$(bpt "$f")" "$m1 / $2" "$row" "$row0" >>"$CACHE/bench-types.md"
+    done
+fi
 
 # ------------------------------------------------------------------ 4b. CPU cost per token
 # On a machine shared with other jobs the wall-clock t/s above measure our share of it.  The
@@ -201,3 +246,26 @@ BEGIN {
 }' | tee -a "$LOG"
 say ""
 say "(log: $LOG)"
+
+# ------------------------------------------------------------------ 6b. the other types
+if [ -s "$CACHE/bench-types.md" ]; then
+    {
+        printf '\n## tg%s of the issue-13 types beside Q4_1 / Q4_0 (bound: the bandwidth probes just before and after)\n\n' "$N"
+        printf '| type | weights read per token | bandwidth before / after (median GB/s) | bound t/s | tg%s t/s (median; min - max) | tg / bound | ggml layout (LLAMACHAT_REPACK=0) t/s | x16 / ggml |\n' "$N"
+        printf '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n'
+        printf 'q4_1\t%s\t%s\t%s\t\n' "$B41" "$BW41R" "$(grep "| tg$N |" "$CACHE/bench.md" | sed -n 1p)"
+        printf 'q4_0\t%s\t%s\t%s\t\n' "$B40" "$BW40R" "$(grep "| tg$N |" "$CACHE/bench.md" | sed -n 2p)"
+        cat "$CACHE/bench-types.md"
+    } | awk -F'\t' '
+        NF < 4 { print; next }
+        {
+            n = split($3, bw, /[ \/]+/)
+            b = (bw[1] + bw[n]) / 2
+            split($4, c, "|"); tg = c[8]; gsub(/ /, "", tg); mm = c[9]; gsub(/^ +| +$/, "", mm)
+            t0 = ""
+            if ($5 != "") { split($5, c0, "|"); t0 = c0[8]; gsub(/ /, "", t0) }
+            bound = b * 1e9 / $2
+            ratio = (t0 != "" && t0 + 0 > 0) ? sprintf("%.2f", tg / t0) : ""
+            printf("| %s | %.1f MiB | %s | %.1f | %.2f (%s) | %.0f %% | %s | %s |\n", $1, $2 / 1048576, $3, bound, tg, mm, 100 * tg / bound, t0, ratio)
+        }' | tee -a "$LOG"
+fi

@@ -18,7 +18,7 @@ for isa in scalar avx2 avx512 neon; do
     [ $r -eq 77 ] && exit 77
     [ $r -eq 0 ] || rc=1
     ran=$((ran + 1))
-    if [ "$isa" = avx512 ]; then
+    if [ "$isa" = avx512 ] || [ "$isa" = avx2 ]; then
         echo "== ISA $isa, weights not repacked"
         LLAMACHAT_REPACK=0 LLAMACHAT_ISA=$isa "$B/tests/test-greedy" --arch || rc=1
     fi

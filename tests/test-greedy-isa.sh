@@ -14,7 +14,7 @@ for isa in scalar avx2 avx512 neon; do
     echo "== ISA $isa"
     LLAMACHAT_ISA=$isa "$B/tests/test-greedy" || rc=1
     ran=$((ran + 1))
-    if [ "$isa" = avx512 ]; then
+    if [ "$isa" = avx512 ] || [ "$isa" = avx2 ]; then
         echo "== ISA $isa, weights not repacked"
         LLAMACHAT_REPACK=0 LLAMACHAT_ISA=$isa "$B/tests/test-greedy" || rc=1
     fi

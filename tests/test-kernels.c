@@ -690,8 +690,10 @@ static void check_dispatch(void)
         CHECK(rc == (avail ? 0 : -1), "select %s: %d (available %d)", isas[i], rc, avail);
         /* kernels.h: the x16 entries are never NULL after dispatch (matmul calls them) */
         if (rc == 0)
-            for (int t = 0; t < 3; t++) {
-                static const int x16_types[] = {LC_TYPE_Q4_0, LC_TYPE_Q4_1, LC_TYPE_Q6_K};
+            for (int t = 0; t < 7; t++) {
+                static const int x16_types[] = {LC_TYPE_Q4_0, LC_TYPE_Q4_1, LC_TYPE_Q6_K,
+                                                LC_TYPE_Q4_K, LC_TYPE_Q5_K, LC_TYPE_Q5_1,
+                                                LC_TYPE_Q8_0};
                 CHECK(lc_kernels()->gemv_x16[x16_types[t]] && lc_kernels()->gemm_x16[x16_types[t]],
                       "%s: x16 entries of %s missing", isas[i], lc_type_name(x16_types[t]));
             }
@@ -812,10 +814,15 @@ static void check_q4_0x8(const struct lc_kernels *S, const struct lc_kernels *K)
  */
 static void check_x16(const struct lc_kernels *S, const struct lc_kernels *K, int type)
 {
-    const int q6 = type == LC_TYPE_Q6_K, qk = q6 ? LC_QK_K : 32;
-    /* blocks per row (Q6_K: super-blocks, up to 1025 * 32 weights as the others) */
+    const int q6 = type == LC_TYPE_Q6_K, qk = lc_type_traits(type)->blck_size;
+    const int kq = qk == LC_QK_K; /* Q8_K activations */
+    const struct newtype *nt = NULL; /* Q4_K, Q5_K, Q5_1: random blocks as check_new_types' */
+    for (size_t t = 0; t < sizeof new_types / sizeof new_types[0]; t++)
+        if (new_types[t].type == type)
+            nt = &new_types[t];
+    /* blocks per row (K-quants: super-blocks, up to 1025 * 32 weights as the others) */
     static const int nbs_q4[] = {1, 2, 3, 7, 64, 176, 1025}, nbs_q6[] = {1, 2, 3, 5, 8, 22, 129};
-    const int *nbs = q6 ? nbs_q6 : nbs_q4;
+    const int *nbs = kq ? nbs_q6 : nbs_q4;
     static const int cols[] = {1, 2, 5, 67};
     const int at = lc_type_traits(type)->vec_dot_type;
     const size_t wsz = lc_type_traits(type)->type_size, asz = lc_type_traits(at)->type_size;
@@ -827,12 +834,15 @@ static void check_x16(const struct lc_kernels *S, const struct lc_kernels *K, in
     for (int bi = 0; bi < 7; bi++) {
         const int nb = nbs[bi], n = nb * qk;
         /* padded columns (Q8_K, with a float, stays 4-byte aligned) */
-        const size_t row = (size_t)nb * wsz, a_stride = (size_t)nb * asz + (q6 ? 4 : 2);
+        const size_t row = (size_t)nb * wsz, a_stride = (size_t)nb * asz + (kq ? 4 : 2);
         uint8_t *W = malloc(NR * row), *X = malloc(NR * row), *A = calloc(67, a_stride);
         for (int r = 0; r < NR; r++) {
             const int edge = r % 16 < EDGE_COUNT ? (r + r / 16) % EDGE_COUNT : EDGE_RANDOM;
             if (q6)
                 make_q6_K((lc_block_q6_K *)(void *)(W + r * row), nb, edge % 4);
+            else if (nt)
+                for (int i = 0; i < nb; i++)
+                    make_new_block(nt, W + r * row + (size_t)i * wsz, wsz, edge % NEW_EDGES);
             else
                 make_weights(type, W + r * row, nb, edge);
         }
@@ -840,8 +850,9 @@ static void check_x16(const struct lc_kernels *S, const struct lc_kernels *K, in
             make_acts(xf, n, c < EDGE_COUNT ? (c + 1) % EDGE_COUNT : EDGE_RANDOM);
             S->quantize_row[at](xf, A + c * a_stride, n);
         }
-        if (q6) /* column 1: every activation -128, the largest |sum((q - 32) * y)| (16384, with
-                 * the all-zero quants of edge 1) that the kernels keep in 16 bits */
+        if (kq) /* column 1: every activation -128, the largest |sum((q - 32) * y)| (16384, with
+                 * the all-zero quants of edge 1) that the kernels keep in 16 bits (Q4_K, Q5_K:
+                 * 4 * 31 * 128 with all quant bits set) */
             for (int i = 0; i < nb; i++) {
                 lc_block_q8_K *y = (lc_block_q8_K *)(void *)(A + a_stride) + i;
                 memset(y->qs, 0x80, sizeof y->qs);
@@ -923,6 +934,10 @@ int main(void)
     check_x16(S, S, LC_TYPE_Q4_1);
     check_x16(S, S, LC_TYPE_Q4_0);
     check_x16(S, S, LC_TYPE_Q6_K);
+    check_x16(S, S, LC_TYPE_Q4_K);
+    check_x16(S, S, LC_TYPE_Q5_K);
+    check_x16(S, S, LC_TYPE_Q5_1);
+    check_x16(S, S, LC_TYPE_Q8_0);
     check_dispatch();
     check_new_types(S, S);
 
@@ -946,6 +961,10 @@ int main(void)
             check_x16(S, K, LC_TYPE_Q4_1);
             check_x16(S, K, LC_TYPE_Q4_0);
             check_x16(S, K, LC_TYPE_Q6_K);
+            check_x16(S, K, LC_TYPE_Q4_K);
+            check_x16(S, K, LC_TYPE_Q5_K);
+            check_x16(S, K, LC_TYPE_Q5_1);
+            check_x16(S, K, LC_TYPE_Q8_0);
         }
         check_q6_K(S, K);
         check_new_types(S, K);

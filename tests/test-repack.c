@@ -1,6 +1,6 @@
 /*
  * test-repack.c - the x16 layout (repack.h) end to end: a model loaded with its Q4_1 / Q4_0 /
- * Q6_K matrices repacked gives exactly the logits (memcmp) of the same model in ggml's layout,
+ * Q6_K / Q4_K / Q5_K / Q5_1 / Q8_0 matrices repacked gives exactly the logits (memcmp) of the same model in ggml's layout,
  * for a prompt batch (the GEMM path, every token's logits) and single-token steps (the GEMV
  * path), with 1 and 3 threads (row groups split between threads), with every ISA this CPU has
  * (LLAMACHAT_REPACK=1 repacks for the scalar and AVX2 kernels too, which then use the scalar
@@ -13,6 +13,7 @@
 #include "llm/arch/kernels.h"
 #include "llm/context.h"
 #include "llm/model.h"
+#include "llm/repack.h"
 #include "testutil.h"
 
 enum { N_PROMPT = 12, N_STEPS = 3, MAX_LOGITS = (N_PROMPT + N_STEPS) * 32000 };
@@ -75,15 +76,17 @@ static void check_model(const char *name, const char *isa)
         lc_model_free(x16);
         return;
     }
-    /* the layout: every layer matrix of these models is Q4_1, Q4_0 (q4_0x8) or Q6_K with a
-     * multiple of 16 rows, so all of them are repacked, and no weight of the reference is */
+    /* the layout: every layer matrix of a type with an x16 layout (Q4_0 only as q4_0x8) and a
+     * multiple of 16 rows is repacked (Q4_1, Q4_0 and Q6_K models: all of them; the K-quant
+     * mixes also hold Q5_0 / Q5_1 fallbacks), and no weight of the reference is */
     int n_x16 = 0, n_mat = 0;
     for (int il = 0; il < x16->hp.n_layer; il++) {
         const struct lc_layer *L = &x16->layers[il], *R = &ref->layers[il];
         const struct lc_weight *ws[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->ffn_gate, &L->ffn_up, &L->ffn_down};
         const struct lc_weight *rs[] = {&R->wq, &R->wk, &R->wv, &R->wo, &R->ffn_gate, &R->ffn_up, &R->ffn_down};
         for (int k = 0; k < 7; k++) {
-            n_mat++;
+            n_mat += lc_x16_type(ws[k]->type) && ws[k]->ne[1] % 16 == 0 &&
+                     (ws[k]->type != LC_TYPE_Q4_0 || ws[k]->q4_0x8);
             n_x16 += ws[k]->x16;
             CHECK(!rs[k]->x16, "%s: LLAMACHAT_REPACK=0 repacked layer %d matrix %d", name, il, k);
         }
@@ -91,9 +94,8 @@ static void check_model(const char *name, const char *isa)
     CHECK(n_x16 == n_mat, "%s (%s): %d of %d layer matrices repacked", name, isa, n_x16, n_mat);
     CHECK(!x16->tok_embd.x16, "%s: token_embd was repacked", name);
     const bool tied = x16->output.data == x16->tok_embd.data;
-    const bool out_x16 = !tied && x16->output.ne[1] % 16 == 0 &&
-                         (x16->output.type == LC_TYPE_Q4_1 || x16->output.type == LC_TYPE_Q6_K ||
-                          (x16->output.type == LC_TYPE_Q4_0 && x16->output.q4_0x8));
+    const bool out_x16 = !tied && x16->output.ne[1] % 16 == 0 && lc_x16_type(x16->output.type) &&
+                         (x16->output.type != LC_TYPE_Q4_0 || x16->output.q4_0x8);
     CHECK(x16->output.x16 == out_x16, "%s: output (%s, %s) %s repacked", name,
           lc_type_name(x16->output.type), tied ? "tied" : "untied",
           x16->output.x16 ? "was" : "was not");
@@ -130,7 +132,9 @@ int main(void)
 {
     static const char *const models[] = {
         "stories260K-ff192-q4_1.gguf", "stories260K-ff192-q4_0.gguf", "synth-small-q4_1.gguf",
-        "synth-small-q4_0.gguf",       "synth-small-q6_k.gguf",
+        "synth-small-q4_0.gguf",       "synth-small-q6_k.gguf",       "synth-small-q4_k_m.gguf",
+        "synth-small-q5_k_m.gguf",     "synth-small-q5_1.gguf",       "synth-small-q8_0.gguf",
+        "stories260K-ff192-q8_0.gguf",
     };
     static const char *const isas[] = {"scalar", "avx2", "avx512", "neon"};
     char probe[512];

@@ -523,7 +523,7 @@ static void repack_weights(struct lc_model *m)
     const char *env = getenv("LLAMACHAT_REPACK");
     unsigned native = lc_kernels()->x16_native;
     if (env && strcmp(env, "1") == 0) /* tests: the scalar x16 kernels too */
-        native = (1u << LC_TYPE_Q4_0) | (1u << LC_TYPE_Q4_1) | (1u << LC_TYPE_Q6_K);
+        native = ~0u; /* every type with an x16 layout (lc_x16_type) */
     if (!native || (env && strcmp(env, "0") == 0))
         return;
     const int n_per_layer = 7;

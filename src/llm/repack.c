@@ -3,11 +3,73 @@
  */
 #include "repack.h"
 
+#include <stddef.h>
 #include <string.h>
 
 bool lc_x16_type(enum lc_type type)
 {
-    return type == LC_TYPE_Q4_0 || type == LC_TYPE_Q4_1 || type == LC_TYPE_Q6_K;
+    return type == LC_TYPE_Q4_0 || type == LC_TYPE_Q4_1 || type == LC_TYPE_Q6_K ||
+           type == LC_TYPE_Q4_K || type == LC_TYPE_Q5_K || type == LC_TYPE_Q5_1 ||
+           type == LC_TYPE_Q8_0;
+}
+
+/* A field of a Q4_K / Q5_K / Q5_1 / Q8_0 block: its bytes in ggml's block, its x16 part, its unit. */
+struct part {
+    size_t off, len;
+    enum lc_x16_part p;
+    size_t unit;
+};
+
+/* the parts of type's block (repack.h), n of them in *n */
+static const struct part *parts_of(enum lc_type type, int *n)
+{
+    static const struct part q4k[] = {
+        {offsetof(lc_block_q4_K, d), 2, LC_X16_P_D, 2},
+        {offsetof(lc_block_q4_K, dmin), 2, LC_X16_P_DMIN, 2},
+        {offsetof(lc_block_q4_K, scales), LC_K_SCALE_SIZE, LC_X16_P_SC, 4},
+        {offsetof(lc_block_q4_K, qs), LC_QK_K / 2, LC_X16_P_QS, 4},
+    };
+    static const struct part q5k[] = {
+        {offsetof(lc_block_q5_K, d), 2, LC_X16_P_D, 2},
+        {offsetof(lc_block_q5_K, dmin), 2, LC_X16_P_DMIN, 2},
+        {offsetof(lc_block_q5_K, scales), LC_K_SCALE_SIZE, LC_X16_P_SC, 4},
+        {offsetof(lc_block_q5_K, qh), LC_QK_K / 8, LC_X16_P_QH, 4},
+        {offsetof(lc_block_q5_K, qs), LC_QK_K / 2, LC_X16_P_QS, 4},
+    };
+    static const struct part q51[] = {
+        {offsetof(lc_block_q5_1, d), 2, LC_X16_P_D, 2},
+        {offsetof(lc_block_q5_1, m), 2, LC_X16_P_DMIN, 2},
+        {offsetof(lc_block_q5_1, qh), 4, LC_X16_P_QH, 4},
+        {offsetof(lc_block_q5_1, qs), LC_QK5_1 / 2, LC_X16_P_QS, 4},
+    };
+    static const struct part q80[] = {
+        {offsetof(lc_block_q8_0, d), 2, LC_X16_P_D, 2},
+        {offsetof(lc_block_q8_0, qs), LC_QK8_0, LC_X16_P_QS, 4},
+    };
+    *n = type == LC_TYPE_Q5_K ? 5 : type == LC_TYPE_Q8_0 ? 2 : 4;
+    return type == LC_TYPE_Q4_K ? q4k : type == LC_TYPE_Q5_K ? q5k : type == LC_TYPE_Q5_1 ? q51 : q80;
+}
+
+/* Q4_K / Q5_K / Q5_1 / Q8_0: copy block i (ggml, at b) of row r to (to_x16) or from the group G */
+static void parts_move(enum lc_type type, uint8_t *G, int i, int r, uint8_t *b, bool to_x16)
+{
+    int np;
+    const struct part *pt = parts_of(type, &np);
+    for (int k = 0; k < np; k++) {
+        uint8_t *x = G + lc_x16_part_off(type, i, pt[k].p) + pt[k].unit * (size_t)r;
+        const bool kq = type == LC_TYPE_Q4_K || type == LC_TYPE_Q5_K;
+        for (size_t t = 0; t < pt[k].len / pt[k].unit; t++) {
+            uint8_t *xu = x + LC_X16_ROWS * pt[k].unit * t, *bu = b + pt[k].off + pt[k].unit * t;
+            if (kq && pt[k].p == LC_X16_P_QS) /* lane-major order (repack.h) */
+                xu = G + lc_x16_k_qs_off(type, i, (int)t / 8, (int)t % 8) + 4 * (size_t)r;
+            else if (kq && pt[k].p == LC_X16_P_QH)
+                xu = G + lc_x16_k_qh_off(i, (int)t) + 4 * (size_t)r;
+            if (to_x16)
+                memcpy(xu, bu, pt[k].unit);
+            else
+                memcpy(bu, xu, pt[k].unit);
+        }
+    }
 }
 
 /* Q6_K: copy block b (ggml) of row r to (to_x16) or from the group G */
@@ -47,6 +109,20 @@ void lc_x16_repack(enum lc_type type, void *dst, const void *src, int64_t n, int
                 }
         return;
     }
+    if (type == LC_TYPE_Q4_K || type == LC_TYPE_Q5_K || type == LC_TYPE_Q5_1 ||
+        type == LC_TYPE_Q8_0) {
+        const int nbk = (int)(n / lc_type_traits(type)->blck_size);
+        const size_t bsz = lc_type_traits(type)->type_size;
+        for (int64_t g = 0; g < nrows / LC_X16_ROWS; g++)
+            for (int r = 0; r < LC_X16_ROWS; r++)
+                for (int i = 0; i < nbk; i++) {
+                    const uint8_t *b = (const uint8_t *)src +
+                                       (size_t)(g * LC_X16_ROWS + r) * row_bytes + (size_t)i * bsz;
+                    parts_move(type, (uint8_t *)dst + (size_t)g * LC_X16_ROWS * row_bytes, i, r,
+                               (uint8_t *)(uintptr_t)b, true);
+                }
+        return;
+    }
     const size_t blk = type == LC_TYPE_Q4_1 ? sizeof(lc_block_q4_1) : sizeof(lc_block_q4_0);
     const size_t qoff = type == LC_TYPE_Q4_1 ? offsetof(lc_block_q4_1, qs)
                                              : offsetof(lc_block_q4_0, qs);
@@ -73,6 +149,11 @@ void lc_x16_get_block(enum lc_type type, const void *group, int nb, int r, int i
 {
     if (type == LC_TYPE_Q6_K) {
         q6_K_move((uint8_t *)(uintptr_t)group, nb, i, r, blk, false);
+        return;
+    }
+    if (type == LC_TYPE_Q4_K || type == LC_TYPE_Q5_K || type == LC_TYPE_Q5_1 ||
+        type == LC_TYPE_Q8_0) {
+        parts_move(type, (uint8_t *)(uintptr_t)group, i, r, blk, false);
         return;
     }
     const uint8_t *G = group;

@@ -1,5 +1,6 @@
 /*
- * repack.h - the row-interleaved "x16" layout of Q4_1, Q4_0 and Q6_K weight matrices.
+ * repack.h - the row-interleaved "x16" layout of Q4_1, Q4_0, Q6_K, Q4_K, Q5_K, Q5_1 and Q8_0
+ * weight matrices.
  *
  * A kernel-friendly copy made at load (model.c) when the kernel table in use has its own x16
  * kernels (kernels.h: x16_native): decoding then reads the weights as one sequential stream,
@@ -74,12 +75,63 @@ static inline size_t lc_x16_q6_K_off(int nb, int i, enum lc_x16_q6_part part)
     return base + pair[part] + (size_t)(i % 2) * size[part];
 }
 
-/* true for the types with an x16 layout (Q4_0, Q4_1, Q6_K) */
+/*
+ * Q4_K, Q5_K, Q5_1 and Q8_0: one block after another (16 * type_size bytes each: Q4_K 2304,
+ * Q5_K 2816, Q5_1 384, all whole cache lines; Q8_0 544), each made of parts; a part is a field of the ggml
+ * block cut into units (fp16 d / dmin / m: one unit of 2 bytes; scales, qh, qs: 4-byte units),
+ * unit t of row r at part offset 16 * size * t + size * r, so that a 64-byte chunk holds the
+ * same 4 bytes of the 16 rows (a 32-byte one the same fp16 of the 16 rows):
+ *
+ *   Q4_K: d[16] | dmin[16] | scales[3][16][4] | qs[8][4][16][4]          (offsets 0 32 64 256)
+ *   Q5_K: d[16] | dmin[16] | scales[3][16][4] | 8 x (qh[16][4] | qs[4][16][4])   (0 32 64 256)
+ *   Q5_1: d[16] | m[16] | qh[16][4] | qs[4][16][4]                        (0 32 64 128)
+ *   Q8_0: d[16] | qs[8][16][4]                                            (0 32; 544 bytes:
+ *         every other block starts half-way through a cache line)
+ *
+ * Unit t of a K-quant's qs is bytes 4t .. 4t+3 of every row's qs: with t = 8j + k, the low
+ * nibbles are weights 64j + 4k .. +3 (sub-block 2j) and the high ones 64j + 32 + 4k .. +3
+ * (sub-block 2j + 1): ggml's integer lane k.  Q5_K's qh unit k holds the fifth bits of both.
+ * These units are stored lane by lane (k major: qs[k][j]; Q5_K: qh unit k, then qs[k][0..3]),
+ * the order in which the kernels, one integer lane at a time, read them: one ascending stream
+ * (lc_x16_k_qs_off, lc_x16_k_qh_off).
+ */
+enum lc_x16_part { LC_X16_P_D, LC_X16_P_DMIN, LC_X16_P_SC, LC_X16_P_QH, LC_X16_P_QS };
+
+/* offset, in block i of a group, of part p of Q4_K / Q5_K / Q5_1 / Q8_0 (Q5_1: DMIN is m) */
+static inline size_t lc_x16_part_off(enum lc_type type, int i, enum lc_x16_part p)
+{
+    static const size_t q4k[] = {0, 32, 64, 256, 256}, q5k[] = {0, 32, 64, 256, 256},
+                        q51[] = {0, 32, 64, 64, 128}, q80[] = {0, 32, 32, 32, 32};
+    const size_t *o = type == LC_TYPE_Q4_K   ? q4k
+                      : type == LC_TYPE_Q5_K ? q5k
+                      : type == LC_TYPE_Q5_1 ? q51
+                                             : q80;
+    const size_t blk = type == LC_TYPE_Q4_K   ? 2304
+                       : type == LC_TYPE_Q5_K ? 2816
+                       : type == LC_TYPE_Q5_1 ? 384
+                                              : 544;
+    return (size_t)i * blk + o[p];
+}
+
+/* Q4_K / Q5_K: offset in block i of a group of the qs unit t = 8j + k (16 rows x 4 bytes) */
+static inline size_t lc_x16_k_qs_off(enum lc_type type, int i, int j, int k)
+{
+    return lc_x16_part_off(type, i, LC_X16_P_QS) +
+           64 * (size_t)(type == LC_TYPE_Q4_K ? 4 * k + j : 5 * k + 1 + j);
+}
+
+/* Q5_K: offset in block i of a group of the qh unit k */
+static inline size_t lc_x16_k_qh_off(int i, int k)
+{
+    return lc_x16_part_off(LC_TYPE_Q5_K, i, LC_X16_P_QH) + 64 * (size_t)(5 * k);
+}
+
+/* true for the types with an x16 layout (Q4_0, Q4_1, Q6_K, Q4_K, Q5_K, Q5_1, Q8_0) */
 bool lc_x16_type(enum lc_type type);
 
 /*
  * Repack nrows rows (nrows % 16 == 0) of n weights (n a multiple of the block size) of type
- * (Q4_0, Q4_1 or Q6_K) from
+ * (one of lc_x16_type's) from
  * ggml's layout at src (rows row_bytes apart, row_bytes = lc_row_size(type, n)) into dst
  * (nrows * row_bytes bytes, not overlapping src).  Never fails.
  */
@@ -87,7 +139,7 @@ void lc_x16_repack(enum lc_type type, void *dst, const void *src, int64_t n, int
 
 /*
  * Block i of row r (0 <= r < 16) of the x16 group at group (nb blocks per row), rebuilt in
- * ggml's layout into *blk (an lc_block_q4_0, lc_block_q4_1 or lc_block_q6_K by type).  The readable
+ * ggml's layout into *blk (an lc_block_q4_0, _q4_1, _q6_K, _q4_K, _q5_K, _q5_1 or _q8_0 by type).  The readable
  * definition of the layout, used by the scalar kernels and the tests.
  */
 void lc_x16_get_block(enum lc_type type, const void *group, int nb, int r, int i, void *blk);

@@ -66,7 +66,8 @@ struct lc_kernels {
     lc_gemm_fn gemm_q4_0x8;
     lc_gemv_fn gemv_q4_0x8;
     /*
-     * The same products for weights in the x16 layout (repack.h), by weight type (Q4_1, Q6_K;
+     * The same products for weights in the x16 layout (repack.h), by weight type (Q4_1, Q6_K,
+     * Q4_K, Q5_K, Q5_1, Q8_0;
      * Q4_0, which is repacked only when it follows the Q4_0x8 order, and then keeps that order):
      * w is the first row of a group of 16 (rows are not addressable one by one), w_stride the
      * row size of the ggml layout (so row r0 % 16 == 0 starts at w + r0 * w_stride), nr a

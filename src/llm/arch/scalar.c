@@ -297,17 +297,56 @@ static void vec_dot_q4_1_q8_1(int n, float *s, const void *vx, const void *vy)
 
 /*
  * The x16 layout (repack.h): the same dots, row by row, each block rebuilt in ggml's layout by
- * lc_x16_get_block.  Q4_1 and Q6_K in vec_dot's order, Q4_0 in the Q4_0x8 order.
+ * lc_x16_get_block.  Q4_1, Q6_K, Q4_K, Q5_K, Q5_1, Q8_0 in vec_dot's order, Q4_0 in the Q4_0x8 order.
  */
 static void q6_K_block(float acc[8], const lc_block_q6_K *x, const lc_block_q8_K *y);
+static void q4_K_block(float acc[8], float acc_m[4], const lc_block_q4_K *x, const lc_block_q8_K *y);
+static void q5_K_block(float acc[8], float *summs, const lc_block_q5_K *x, const lc_block_q8_K *y);
+static void q5_1_block(float acc[8], float *summs, const lc_block_q5_1 *x, const lc_block_q8_1 *y);
+static void q8_0_block(float acc[8], const lc_block_q8_0 *x, const lc_block_q8_0 *y);
 
 static void gemv_x16(enum lc_type type, int n, float *s, const void *vw, size_t w_stride, int nr,
                      const void *va)
 {
-    const int nb = n / (type == LC_TYPE_Q6_K ? LC_QK_K : 32);
+    const int nb = n / lc_type_traits(type)->blck_size;
     for (int r = 0; r < nr; r++) {
         const uint8_t *group = (const uint8_t *)vw + (size_t)(r / LC_X16_ROWS) * LC_X16_ROWS * w_stride;
-        if (type == LC_TYPE_Q4_1) {
+        if (type == LC_TYPE_Q4_K) {
+            const lc_block_q8_K *y = va;
+            float acc[8] = {0}, acc_m[4] = {0};
+            for (int i = 0; i < nb; i++) {
+                lc_block_q4_K x;
+                lc_x16_get_block(type, group, nb, r % LC_X16_ROWS, i, &x);
+                q4_K_block(acc, acc_m, &x, y + i);
+            }
+            s[r] = hsum8(acc) + ((acc_m[0] + acc_m[2]) + (acc_m[1] + acc_m[3]));
+        } else if (type == LC_TYPE_Q5_K) {
+            const lc_block_q8_K *y = va;
+            float acc[8] = {0}, summs = 0.0f;
+            for (int i = 0; i < nb; i++) {
+                lc_block_q5_K x;
+                lc_x16_get_block(type, group, nb, r % LC_X16_ROWS, i, &x);
+                q5_K_block(acc, &summs, &x, y + i);
+            }
+            s[r] = hsum8(acc) + summs;
+        } else if (type == LC_TYPE_Q5_1) {
+            const lc_block_q8_1 *y = va;
+            float acc[8] = {0}, summs = 0.0f;
+            for (int i = 0; i < nb; i++) {
+                lc_block_q5_1 x;
+                lc_x16_get_block(type, group, nb, r % LC_X16_ROWS, i, &x);
+                q5_1_block(acc, &summs, &x, y + i);
+            }
+            s[r] = hsum8(acc) + summs;
+        } else if (type == LC_TYPE_Q8_0) {
+            lc_block_q8_0 x[1];
+            float acc[8] = {0};
+            for (int i = 0; i < nb; i++) {
+                lc_x16_get_block(type, group, nb, r % LC_X16_ROWS, i, x);
+                q8_0_block(acc, x, (const lc_block_q8_0 *)va + i);
+            }
+            s[r] = hsum8(acc);
+        } else if (type == LC_TYPE_Q4_1) {
             const lc_block_q8_1 *y = va;
             float acc[8] = {0};
             float summs = 0.0f;
@@ -354,6 +393,24 @@ static void gemv_x16_q6_K(int n, float *s, const void *w, size_t w_stride, int n
     gemv_x16(LC_TYPE_Q6_K, n, s, w, w_stride, nr, a);
 }
 
+#define DEFINE_X16_SCALAR(NAME, TYPE)                                                             \
+    static void gemv_x16_##NAME(int n, float *s, const void *w, size_t w_stride, int nr,          \
+                                const void *a)                                                    \
+    {                                                                                             \
+        gemv_x16(TYPE, n, s, w, w_stride, nr, a);                                                 \
+    }                                                                                             \
+    static void gemm_x16_##NAME(int n, float *s, size_t ld_s, const void *w, size_t w_stride,     \
+                                int nr, const void *a, size_t a_stride, int nc)                   \
+    {                                                                                             \
+        for (int c = 0; c < nc; c++)                                                              \
+            gemv_x16(TYPE, n, s + (size_t)c * ld_s, w, w_stride, nr,                              \
+                     (const uint8_t *)a + (size_t)c * a_stride);                                  \
+    }
+DEFINE_X16_SCALAR(q4_K, LC_TYPE_Q4_K)
+DEFINE_X16_SCALAR(q5_K, LC_TYPE_Q5_K)
+DEFINE_X16_SCALAR(q5_1, LC_TYPE_Q5_1)
+DEFINE_X16_SCALAR(q8_0, LC_TYPE_Q8_0)
+
 static void gemm_x16_q6_K(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
                           const void *a, size_t a_stride, int nc)
 {
@@ -385,13 +442,17 @@ static void vec_dot_q8_0_q8_0(int n, float *s, const void *vx, const void *vy)
     const lc_block_q8_0 *y = vy;
     const int nb = n / LC_QK8_0;
     float acc[8] = {0};
-    for (int i = 0; i < nb; i++) {
-        int p[32];
-        for (int j = 0; j < 32; j++)
-            p[j] = x[i].qs[j] * y[i].qs[j];
-        block_lanes(acc, LC_FP16_TO_FP32(x[i].d) * LC_FP16_TO_FP32(y[i].d), p);
-    }
+    for (int i = 0; i < nb; i++)
+        q8_0_block(acc, x + i, y + i);
     *s = hsum8(acc);
+}
+
+static void q8_0_block(float acc[8], const lc_block_q8_0 *x, const lc_block_q8_0 *y)
+{
+    int p[32];
+    for (int j = 0; j < 32; j++)
+        p[j] = x->qs[j] * y->qs[j];
+    block_lanes(acc, LC_FP16_TO_FP32(x->d) * LC_FP16_TO_FP32(y->d), p);
 }
 
 /* one super-block of vec_dot_q6_K_q8_K: acc's 8 lanes */
@@ -476,15 +537,19 @@ static void vec_dot_q5_1_q8_1(int n, float *s, const void *vx, const void *vy)
     const int nb = n / LC_QK5_1;
     float acc[8] = {0};
     float summs = 0.0f;
-    for (int i = 0; i < nb; i++) {
-        int q[32], p[32];
-        summs += LC_FP16_TO_FP32(x[i].m) * LC_FP16_TO_FP32(y[i].s);
-        q5_unpack(x[i].qs, x[i].qh, q);
-        for (int j = 0; j < 32; j++)
-            p[j] = q[j] * y[i].qs[j];
-        block_lanes(acc, LC_FP16_TO_FP32(x[i].d) * LC_FP16_TO_FP32(y[i].d), p);
-    }
+    for (int i = 0; i < nb; i++)
+        q5_1_block(acc, &summs, x + i, y + i);
     *s = hsum8(acc) + summs;
+}
+
+static void q5_1_block(float acc[8], float *summs, const lc_block_q5_1 *x, const lc_block_q8_1 *y)
+{
+    int q[32], p[32];
+    *summs += LC_FP16_TO_FP32(x->m) * LC_FP16_TO_FP32(y->s);
+    q5_unpack(x->qs, x->qh, q);
+    for (int j = 0; j < 32; j++)
+        p[j] = q[j] * y->qs[j];
+    block_lanes(acc, LC_FP16_TO_FP32(x->d) * LC_FP16_TO_FP32(y->d), p);
 }
 
 /* the 32 products of an IQ4_NL block with a Q8_0 block, unpacked order */
@@ -660,21 +725,25 @@ static void vec_dot_q4_K_q8_K(int n, float *s, const void *vx, const void *vy)
     const lc_block_q8_K *y = vy;
     const int nb = n / LC_QK_K;
     float acc[8] = {0}, acc_m[4] = {0};
-    for (int i = 0; i < nb; i++) {
-        const float d = y[i].d * LC_FP16_TO_FP32(x[i].d);
-        const float dmin = -y[i].d * LC_FP16_TO_FP32(x[i].dmin);
-        int sc[8], mn[8], lanes[8];
-        k4_scales(x[i].scales, sc, mn);
-        for (int m = 0; m < 4; m++) {
-            const int s0 = y[i].bsums[4 * m] + y[i].bsums[4 * m + 1];
-            const int s1 = y[i].bsums[4 * m + 2] + y[i].bsums[4 * m + 3];
-            acc_m[m] = fmaf(dmin, (float)(mn[2 * m] * s0 + mn[2 * m + 1] * s1), acc_m[m]);
-        }
-        k45_lanes(x[i].qs, NULL, sc, y[i].qs, lanes);
-        for (int k = 0; k < 8; k++)
-            acc[k] = fmaf(d, (float)lanes[k], acc[k]);
-    }
+    for (int i = 0; i < nb; i++)
+        q4_K_block(acc, acc_m, x + i, y + i);
     *s = hsum8(acc) + ((acc_m[0] + acc_m[2]) + (acc_m[1] + acc_m[3]));
+}
+
+static void q4_K_block(float acc[8], float acc_m[4], const lc_block_q4_K *x, const lc_block_q8_K *y)
+{
+    const float d = y->d * LC_FP16_TO_FP32(x->d);
+    const float dmin = -y->d * LC_FP16_TO_FP32(x->dmin);
+    int sc[8], mn[8], lanes[8];
+    k4_scales(x->scales, sc, mn);
+    for (int m = 0; m < 4; m++) {
+        const int s0 = y->bsums[4 * m] + y->bsums[4 * m + 1];
+        const int s1 = y->bsums[4 * m + 2] + y->bsums[4 * m + 3];
+        acc_m[m] = fmaf(dmin, (float)(mn[2 * m] * s0 + mn[2 * m + 1] * s1), acc_m[m]);
+    }
+    k45_lanes(x->qs, NULL, sc, y->qs, lanes);
+    for (int k = 0; k < 8; k++)
+        acc[k] = fmaf(d, (float)lanes[k], acc[k]);
 }
 
 /*
@@ -689,20 +758,24 @@ static void vec_dot_q5_K_q8_K(int n, float *s, const void *vx, const void *vy)
     const int nb = n / LC_QK_K;
     float acc[8] = {0};
     float summs = 0.0f;
-    for (int i = 0; i < nb; i++) {
-        const float d = y[i].d * LC_FP16_TO_FP32(x[i].d);
-        const float dmin = -y[i].d * LC_FP16_TO_FP32(x[i].dmin);
-        int sc[8], mn[8], lanes[8];
-        k4_scales(x[i].scales, sc, mn);
-        int msum = 0;
-        for (int j = 0; j < 8; j++)
-            msum += mn[j] * (y[i].bsums[2 * j] + y[i].bsums[2 * j + 1]);
-        summs = fmaf(dmin, (float)msum, summs);
-        k45_lanes(x[i].qs, x[i].qh, sc, y[i].qs, lanes);
-        for (int k = 0; k < 8; k++)
-            acc[k] = fmaf(d, (float)lanes[k], acc[k]);
-    }
+    for (int i = 0; i < nb; i++)
+        q5_K_block(acc, &summs, x + i, y + i);
     *s = hsum8(acc) + summs;
+}
+
+static void q5_K_block(float acc[8], float *summs, const lc_block_q5_K *x, const lc_block_q8_K *y)
+{
+    const float d = y->d * LC_FP16_TO_FP32(x->d);
+    const float dmin = -y->d * LC_FP16_TO_FP32(x->dmin);
+    int sc[8], mn[8], lanes[8];
+    k4_scales(x->scales, sc, mn);
+    int msum = 0;
+    for (int j = 0; j < 8; j++)
+        msum += mn[j] * (y->bsums[2 * j] + y->bsums[2 * j + 1]);
+    *summs = fmaf(dmin, (float)msum, *summs);
+    k45_lanes(x->qs, x->qh, sc, y->qs, lanes);
+    for (int k = 0; k < 8; k++)
+        acc[k] = fmaf(d, (float)lanes[k], acc[k]);
 }
 
 /* IQ4_XS . Q8_K: 8 IQ4_NL sub-blocks with 6-bit scales ls - 32; d = dx * dy. */
@@ -799,9 +872,13 @@ const struct lc_kernels lc_kernels_scalar = {
     },
     .vec_dot_q4_0x8 = vec_dot_q4_0x8_q8_0,
     .gemv_x16 = {[LC_TYPE_Q4_0] = gemv_x16_q4_0, [LC_TYPE_Q4_1] = gemv_x16_q4_1,
-                 [LC_TYPE_Q6_K] = gemv_x16_q6_K},
+                 [LC_TYPE_Q6_K] = gemv_x16_q6_K, [LC_TYPE_Q4_K] = gemv_x16_q4_K,
+                 [LC_TYPE_Q5_K] = gemv_x16_q5_K, [LC_TYPE_Q5_1] = gemv_x16_q5_1,
+                 [LC_TYPE_Q8_0] = gemv_x16_q8_0},
     .gemm_x16 = {[LC_TYPE_Q4_0] = gemm_x16_q4_0, [LC_TYPE_Q4_1] = gemm_x16_q4_1,
-                 [LC_TYPE_Q6_K] = gemm_x16_q6_K},
+                 [LC_TYPE_Q6_K] = gemm_x16_q6_K, [LC_TYPE_Q4_K] = gemm_x16_q4_K,
+                 [LC_TYPE_Q5_K] = gemm_x16_q5_K, [LC_TYPE_Q5_1] = gemm_x16_q5_1,
+                 [LC_TYPE_Q8_0] = gemm_x16_q8_0},
     .x16_native = 0, /* readable, slow: never worth a repack */
     .rms_norm = rms_norm,
     .softmax = ew_softmax,

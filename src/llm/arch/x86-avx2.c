@@ -11,6 +11,7 @@
  */
 #include <immintrin.h>
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "kernels.h"
@@ -128,9 +129,214 @@ INLINE void pk_tile(enum pk_kind kind, int nb, const struct pk_rows *R, const st
     }
 }
 
+/* ---------------------------------------------------------------- x16 layout (repack.h) */
+
+/*
+ * Decode GEMVs over x16 groups with 256-bit registers: one 32-bit lane per row, 8 rows per
+ * register, so a group of 16 is two passes (rows 0..7: the first 32 bytes of every 64-byte
+ * chunk, and the first 8 of every 16 fp16; rows 8..15: the second halves).  The 16 rows x 8
+ * float lanes that vec_dot's order keeps per row would need all 16 ymm registers; the second
+ * pass reads the group from L1/L2 (16 rows: 18 KB for a Q4_1 n = 2048, 56 KB for 5632), so
+ * memory still sees one sequential stream.  The integer lanes come from vpmaddubsw (u8 x s8
+ * pairs, exact for these types) and vpmaddwd (by ones, or Q4_K/Q5_K's sub-block scale), so the
+ * float operations are those of the AVX-512 x16 kernels and of vec_dot: same bits.
+ */
+INLINE int32_t ld_i32(const void *p)
+{
+    int32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+#define X16_YB_MAX 1024
+
+/* the 8 output floats of a pass: hsum_float_8 lane-wise plus the mins / m * s sums */
+INLINE __m256 x16_hsum8(const __m256 acc[8])
+{
+    return _mm256_add_ps(
+        _mm256_add_ps(_mm256_add_ps(acc[0], acc[4]), _mm256_add_ps(acc[2], acc[6])),
+        _mm256_add_ps(_mm256_add_ps(acc[1], acc[5]), _mm256_add_ps(acc[3], acc[7])));
+}
+
+static void gemv_x16_q4_1(int n, float *s, const void *vw, size_t w_stride, int nr,
+                          const void *va)
+{
+    const int nb = n / 32;
+    const lc_block_q8_1 *y = va;
+    const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+    float ds[X16_YB_MAX][2];
+    const bool pre = nb <= X16_YB_MAX;
+    for (int i = 0; pre && i < nb; i++) {
+        ds[i][0] = h2f(y[i].d);
+        ds[i][1] = h2f(y[i].s);
+    }
+    for (int g = 0; g < nr / 16; g++)
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *G = (const uint8_t *)vw + (size_t)g * 16 * w_stride;
+            __m256 acc[8];
+            _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) acc[k] = _mm256_setzero_ps();
+            __m256 msum = _mm256_setzero_ps();
+            for (int i = 0; i < nb; i++) {
+                const float dy = pre ? ds[i][0] : h2f(y[i].d), sy = pre ? ds[i][1] : h2f(y[i].s);
+                const uint8_t *sc = G + (size_t)i * 320; /* lc_x16_sc_off, lc_x16_qs_off */
+                const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(sc + 16 * h)));
+                const __m256 mx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(sc + 32 + 16 * h)));
+                const __m256 d = _mm256_mul_ps(dx, _mm256_set1_ps(dy));
+                msum = _mm256_add_ps(msum, _mm256_mul_ps(mx, _mm256_set1_ps(sy)));
+                const uint8_t *q = sc + 64 + 32 * h;
+                _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
+                    const __m256i v = _mm256_loadu_si256((const __m256i *)(q + 64 * k));
+                    const __m256i lo = _mm256_and_si256(v, m4);
+                    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+                    const __m256i ilo = _mm256_madd_epi16(
+                        _mm256_maddubs_epi16(lo, _mm256_set1_epi32(ld_i32(y[i].qs + 4 * k))), ones);
+                    const __m256i ihi = _mm256_madd_epi16(
+                        _mm256_maddubs_epi16(hi, _mm256_set1_epi32(ld_i32(y[i].qs + 16 + 4 * k))), ones);
+                    acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ilo), d, acc[k]);
+                    acc[4 + k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ihi), d, acc[4 + k]);
+                }
+            }
+            _mm256_storeu_ps(s + 16 * g + 8 * h, _mm256_add_ps(x16_hsum8(acc), msum));
+        }
+}
+
+/* Q4_K / Q5_K: as the AVX-512 gemv_x16_k45; per chunk vpmaddubsw gives the 16-bit pairs, and
+ * one vpmaddwd by (scale, scale) both multiplies by the sub-block scale and sums the pair */
+struct x16_q8_K {
+    float d;
+    int32_t spair[4]; /* S[2m] | S[2m+1] << 16, S[j] = bsums[2j] + bsums[2j+1] */
+};
+
+INLINE struct x16_q8_K x16_q8_K_of(const lc_block_q8_K *y)
+{
+    struct x16_q8_K r = {y->d, {0}};
+    for (int m = 0; m < 4; m++) {
+        const int s0 = y->bsums[4 * m] + y->bsums[4 * m + 1];
+        const int s1 = y->bsums[4 * m + 2] + y->bsums[4 * m + 3];
+        r.spair[m] = (int32_t)(((uint32_t)s0 & 0xFFFFu) | ((uint32_t)s1 << 16));
+    }
+    return r;
+}
+
+/* vpshufb pattern: byte b of every dword to its bytes 0 and 2 (b2: the second one, or -1: 0) */
+INLINE __m256i k_byte_pat(int b, int b2)
+{
+    const int z = 0x80;
+    char p[16];
+    for (int d = 0; d < 4; d++) {
+        p[4 * d] = (char)(4 * d + b);
+        p[4 * d + 1] = (char)z;
+        p[4 * d + 2] = (char)(4 * d + b2);
+        p[4 * d + 3] = (char)z;
+    }
+    return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)p));
+}
+
+#define X16_K_YB_MAX 128
+
+INLINE void gemv_x16_k45(int q5, int n, float *s, const void *vw, size_t w_stride, int nr,
+                         const void *va)
+{
+    const enum lc_type type = q5 ? LC_TYPE_Q5_K : LC_TYPE_Q4_K;
+    const int nb = n / LC_QK_K;
+    const lc_block_q8_K *y = va;
+    struct x16_q8_K yb[X16_K_YB_MAX];
+    const bool pre = nb <= X16_K_YB_MAX;
+    for (int i = 0; pre && i < nb; i++)
+        yb[i] = x16_q8_K_of(y + i);
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m10 = _mm256_set1_epi8(0x10);
+    const __m256i k3f = _mm256_set1_epi32(0x3f3f3f3f), k0f = _mm256_set1_epi32(0x0f0f0f0f);
+    const __m256i k30 = _mm256_set1_epi32(0x30303030);
+    for (int g = 0; g < nr / 16; g++)
+        for (int hf = 0; hf < 2; hf++) {
+            const uint8_t *G = (const uint8_t *)vw + (size_t)g * 16 * w_stride + 32 * hf;
+            const uint8_t *G2 = (const uint8_t *)vw + (size_t)g * 16 * w_stride + 16 * hf;
+            __m256 acc[8];
+            _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) acc[k] = _mm256_setzero_ps();
+            __m256 acc_m[4];
+            _Pragma("GCC unroll 4") for (int m = 0; m < 4; m++) acc_m[m] = _mm256_setzero_ps();
+            for (int i = 0; i < nb; i++) {
+                const struct x16_q8_K ys = pre ? yb[i] : x16_q8_K_of(y + i);
+                const int8_t *q8 = y[i].qs;
+                const __m256 d = _mm256_mul_ps(_mm256_set1_ps(ys.d), _mm256_cvtph_ps(_mm_loadu_si128(
+                                                   (const __m128i *)(G2 + lc_x16_part_off(type, i, LC_X16_P_D)))));
+                const __m256 dmin = _mm256_mul_ps(_mm256_set1_ps(-ys.d), _mm256_cvtph_ps(_mm_loadu_si128(
+                                                      (const __m128i *)(G2 + lc_x16_part_off(type, i, LC_X16_P_DMIN)))));
+                const uint8_t *sc = G + lc_x16_part_off(type, i, LC_X16_P_SC);
+                const __m256i u0 = _mm256_loadu_si256((const __m256i *)sc);
+                const __m256i u1 = _mm256_loadu_si256((const __m256i *)(sc + 64));
+                const __m256i u2 = _mm256_loadu_si256((const __m256i *)(sc + 128));
+                const __m256i sc03 = _mm256_and_si256(u0, k3f);
+                const __m256i sc47 = _mm256_or_si256(_mm256_and_si256(u2, k0f),
+                                                     _mm256_and_si256(_mm256_srli_epi32(u0, 2), k30));
+                const __m256i mn03 = _mm256_and_si256(u1, k3f);
+                const __m256i mn47 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(u2, 4), k0f),
+                                                     _mm256_and_si256(_mm256_srli_epi32(u1, 2), k30));
+                __m256i mp[4];
+                _Pragma("GCC unroll 4") for (int m = 0; m < 4; m++) mp[m] = _mm256_madd_epi16(
+                    _mm256_shuffle_epi8(m < 2 ? mn03 : mn47, k_byte_pat(2 * (m & 1), 2 * (m & 1) + 1)),
+                    _mm256_set1_epi32(ys.spair[m]));
+                if (q5) {
+                    const __m256i msum = _mm256_add_epi32(_mm256_add_epi32(mp[0], mp[1]),
+                                                          _mm256_add_epi32(mp[2], mp[3]));
+                    acc_m[0] = _mm256_fmadd_ps(dmin, _mm256_cvtepi32_ps(msum), acc_m[0]);
+                } else {
+                    _Pragma("GCC unroll 4") for (int m = 0; m < 4; m++)
+                        acc_m[m] = _mm256_fmadd_ps(dmin, _mm256_cvtepi32_ps(mp[m]), acc_m[m]);
+                }
+                /* (scale j, scale j) of 8 rows, 16 bits each, for vpmaddwd; kept in memory */
+                __m256i scl[8];
+                _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++)
+                    scl[j] = _mm256_shuffle_epi8(j < 4 ? sc03 : sc47, k_byte_pat(j & 3, j & 3));
+                _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) {
+                    __m256i lane = _mm256_setzero_si256();
+                    const __m256i hb = q5 ? _mm256_loadu_si256((const __m256i *)(G + lc_x16_k_qh_off(i, k)))
+                                          : _mm256_setzero_si256();
+                    _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) {
+                        const __m256i v = _mm256_loadu_si256((const __m256i *)(G + lc_x16_k_qs_off(type, i, j, k)));
+                        __m256i lo = _mm256_and_si256(v, m4);
+                        __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+                        if (q5) {
+                            const __m256i hl = j == 0 ? _mm256_slli_epi16(hb, 4) : j == 1 ? _mm256_slli_epi16(hb, 2)
+                                               : j == 2 ? hb : _mm256_srli_epi16(hb, 2);
+                            const __m256i hh = j == 0 ? _mm256_slli_epi16(hb, 3) : j == 1 ? _mm256_slli_epi16(hb, 1)
+                                               : j == 2 ? _mm256_srli_epi16(hb, 1) : _mm256_srli_epi16(hb, 3);
+                            lo = _mm256_or_si256(lo, _mm256_and_si256(hl, m10));
+                            hi = _mm256_or_si256(hi, _mm256_and_si256(hh, m10));
+                        }
+                        const __m256i pl = _mm256_maddubs_epi16(lo, _mm256_set1_epi32(ld_i32(q8 + 64 * j + 4 * k)));
+                        const __m256i ph = _mm256_maddubs_epi16(hi, _mm256_set1_epi32(ld_i32(q8 + 64 * j + 32 + 4 * k)));
+                        lane = _mm256_add_epi32(lane, _mm256_add_epi32(_mm256_madd_epi16(pl, scl[2 * j]),
+                                                                       _mm256_madd_epi16(ph, scl[2 * j + 1])));
+                    }
+                    acc[k] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(lane), acc[k]);
+                }
+            }
+            const __m256 ms = q5 ? acc_m[0]
+                                 : _mm256_add_ps(_mm256_add_ps(acc_m[0], acc_m[2]),
+                                                 _mm256_add_ps(acc_m[1], acc_m[3]));
+            _mm256_storeu_ps(s + 16 * g + 8 * hf, _mm256_add_ps(x16_hsum8(acc), ms));
+        }
+}
+
+static void gemv_x16_q4_K(int n, float *s, const void *vw, size_t w_stride, int nr,
+                          const void *va)
+{
+    gemv_x16_k45(0, n, s, vw, w_stride, nr, va);
+}
+
+static void gemv_x16_q5_K(int n, float *s, const void *vw, size_t w_stride, int nr,
+                          const void *va)
+{
+    gemv_x16_k45(1, n, s, vw, w_stride, nr, va);
+}
+
 DEFINE_PK_GEMM(q4_1, PK_Q4_1, gemm_q4_1)
 DEFINE_PK_GEMM(q4_0, PK_Q4_0, gemm_q4_0)
 DEFINE_PK_GEMM(q4_0x8, PK_Q4_0X8, gemm_q4_0x8_by_columns)
+DEFINE_X16_GEMM(q4_1, PK_Q4_1)
+DEFINE_X16_GEMM_BY_GROUP(q4_K)
+DEFINE_X16_GEMM_BY_GROUP(q5_K)
 
 /* ---------------------------------------------------------------- activation quantizers */
 
@@ -403,6 +609,11 @@ const struct lc_kernels lc_kernels_avx2 = {
     .vec_dot_q4_0x8 = vec_dot_q4_0x8_q8_0,
     .gemm_q4_0x8 = pk_gemm_q4_0x8,
     .gemv_q4_0x8 = gemv_q4_0x8,
+    .gemv_x16 = {[LC_TYPE_Q4_1] = gemv_x16_q4_1, [LC_TYPE_Q4_K] = gemv_x16_q4_K,
+                 [LC_TYPE_Q5_K] = gemv_x16_q5_K},
+    .gemm_x16 = {[LC_TYPE_Q4_1] = gemm_x16_q4_1, [LC_TYPE_Q4_K] = gemm_x16_q4_K,
+                 [LC_TYPE_Q5_K] = gemm_x16_q5_K},
+    .x16_native = (1u << LC_TYPE_Q4_1) | (1u << LC_TYPE_Q4_K) | (1u << LC_TYPE_Q5_K),
     .dot_f32 = dot_f32,
     .dot_f16 = dot_f16,
     .axpy_f16 = axpy_f16,

@@ -189,6 +189,189 @@ static void gemv_x16_q4_1(int n, float *s, const void *vw, size_t w_stride, int 
     }
 }
 
+/*
+ * Q4_1 prompt batches straight from the x16 layout: a tile of 16 rows (a group) x 2 columns.
+ * Per block the group's 4 chunks are unpacked once (8 registers: low and high nibbles) and
+ * serve both columns: lane k of the 16 rows for column c is one vpdpbusd against column c's
+ * activation dword (ggml's integer lane, as in gemv_x16_q4_1), then acc[c][k] = fma(float(lane),
+ * dx * dy_c, acc[c][k]); m * s_y summed apart (multiply, then add, in block order);
+ * hsum_float_8 lane-wise at the end: vec_dot's operations, so the same bits.  A 16 x 2 tile
+ * takes 16 vpdpbusd per block for 1024 products (the 4 x 4 tile of pk_gemm: 16 for 512), with
+ * no unpacked copy of the rows.  The group (16 * row bytes: 20 KB for n = 2048) stays in L1/L2
+ * while every column pair passes over it.
+ */
+INLINE void x16_q4_1_tile2(int nb, float *s, size_t ld_s, const uint8_t *G,
+                           const lc_block_q8_1 *y0, const lc_block_q8_1 *y1, int two)
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    __m512 acc[2][8], msum[2];
+    _Pragma("GCC unroll 2") for (int c = 0; c < 2; c++) {
+        msum[c] = _mm512_setzero_ps();
+        _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) acc[c][k] = _mm512_setzero_ps();
+    }
+    for (int i = 0; i < nb; i++) {
+        const uint8_t *sc = G + (size_t)i * 320;
+        const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)sc));
+        const __m512 mx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(sc + 32)));
+        __m512i lo[4], hi[4];
+        _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
+            const __m512i v = _mm512_loadu_si512(sc + 64 + 64 * k);
+            lo[k] = _mm512_and_si512(v, m4);
+            hi[k] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+        }
+        _Pragma("GCC unroll 2") for (int c = 0; c < 2; c++) {
+            const lc_block_q8_1 *yc = (c ? y1 : y0) + i;
+            const __m512 d = _mm512_mul_ps(dx, _mm512_set1_ps(h2f(yc->d)));
+            msum[c] = _mm512_add_ps(msum[c], _mm512_mul_ps(mx, _mm512_set1_ps(h2f(yc->s))));
+            _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
+                const __m512i ilo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo[k],
+                                                        _mm512_set1_epi32(ld_i32(yc->qs + 4 * k)));
+                const __m512i ihi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), hi[k],
+                                                        _mm512_set1_epi32(ld_i32(yc->qs + 16 + 4 * k)));
+                acc[c][k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ilo), d, acc[c][k]);
+                acc[c][4 + k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ihi), d, acc[c][4 + k]);
+            }
+        }
+    }
+    _Pragma("GCC unroll 2") for (int c = 0; c < 2; c++) {
+        if (c == 1 && !two)
+            break;
+        const __m512 h = _mm512_add_ps(
+            _mm512_add_ps(_mm512_add_ps(acc[c][0], acc[c][4]), _mm512_add_ps(acc[c][2], acc[c][6])),
+            _mm512_add_ps(_mm512_add_ps(acc[c][1], acc[c][5]), _mm512_add_ps(acc[c][3], acc[c][7])));
+        _mm512_storeu_ps(s + (size_t)c * ld_s, _mm512_add_ps(h, msum[c]));
+    }
+}
+
+static void gemm_x16_q4_1(int n, float *s, size_t ld_s, const void *w, size_t w_stride,
+                                int nr, const void *a, size_t a_stride, int nc)
+{
+    const int nb = n / 32;
+    for (int g = 0; g < nr / 16; g++) {
+        const uint8_t *G = (const uint8_t *)w + (size_t)g * 16 * w_stride;
+        for (int c = 0; c < nc; c += 2) {
+            const lc_block_q8_1 *y0 = (const void *)((const uint8_t *)a + (size_t)c * a_stride);
+            const int two = c + 1 < nc;
+            const lc_block_q8_1 *y1 = two ? (const void *)((const uint8_t *)y0 + a_stride) : y0;
+            x16_q4_1_tile2(nb, s + (size_t)c * ld_s + 16 * g, ld_s, G, y0, y1, two);
+        }
+    }
+}
+
+/*
+ * Q5_1 over x16 groups: the Q4_1 GEMV above with the fifth bits.  Chunk k's low nibbles are
+ * weights 4k + t (t = 0..3), whose fifth bits are bits 4 * (k & 1) + t of byte k / 2 of each
+ * row's qh dword; the high nibbles' (weights 16 + 4k + t) the same bits of byte 2 + k / 2.  That
+ * byte is copied to the four bytes of its dword (vpshufb), tested against 1 << (4 * (k & 1) + t)
+ * in byte t (a mask register), and 16 added where set (a masked vpaddb): blk_q5_1's bytes,
+ * vec_dot's lanes.
+ */
+static void gemv_x16_q5_1(int n, float *s, const void *vw, size_t w_stride, int nr,
+                          const void *va)
+{
+    const int nb = n / 32;
+    const lc_block_q8_1 *y = va;
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m10 = _mm512_set1_epi8(0x10);
+    const __m512i bit_lo = _mm512_set1_epi32(0x08040201), bit_hi = _mm512_set1_epi32((int)0x80402010);
+    /* vpshufb: byte 4d of its 128-bit lane to every byte of dword d (plus the byte wanted) */
+    const __m512i dw = _mm512_broadcast_i32x4(_mm_set_epi32(0x0C0C0C0C, 0x08080808, 0x04040404, 0));
+    float ds[X16_YB_MAX][2];
+    const bool pre = nb <= X16_YB_MAX;
+    for (int i = 0; pre && i < nb; i++) {
+        ds[i][0] = h2f(y[i].d);
+        ds[i][1] = h2f(y[i].s);
+    }
+    for (int g = 0; g < nr / 16; g++) {
+        const uint8_t *G = (const uint8_t *)vw + (size_t)g * 16 * w_stride;
+        __m512 acc[8];
+        _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) acc[k] = _mm512_setzero_ps();
+        __m512 msum = _mm512_setzero_ps();
+        for (int i = 0; i < nb; i++) {
+            const float dy = pre ? ds[i][0] : h2f(y[i].d), sy = pre ? ds[i][1] : h2f(y[i].s);
+            const uint8_t *B = G + lc_x16_part_off(LC_TYPE_Q5_1, i, LC_X16_P_D);
+            const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)B));
+            const __m512 mx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(B + 32)));
+            const __m512 d = _mm512_mul_ps(dx, _mm512_set1_ps(dy));
+            msum = _mm512_add_ps(msum, _mm512_mul_ps(mx, _mm512_set1_ps(sy)));
+            const __m512i qh = _mm512_loadu_si512(B + 64);
+            const uint8_t *q = B + 128;
+            _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
+                const __m512i v = _mm512_loadu_si512(q + 64 * k);
+                const __m512i hl = _mm512_shuffle_epi8(qh, _mm512_add_epi8(dw, _mm512_set1_epi8((char)(k / 2))));
+                const __m512i hh = _mm512_shuffle_epi8(qh, _mm512_add_epi8(dw, _mm512_set1_epi8((char)(2 + k / 2))));
+                const __m512i bits = k & 1 ? bit_hi : bit_lo;
+                __m512i lo = _mm512_and_si512(v, m4);
+                __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+                lo = _mm512_mask_add_epi8(lo, _mm512_test_epi8_mask(hl, bits), lo, m10);
+                hi = _mm512_mask_add_epi8(hi, _mm512_test_epi8_mask(hh, bits), hi, m10);
+                const __m512i ilo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo,
+                                                        _mm512_set1_epi32(ld_i32(y[i].qs + 4 * k)));
+                const __m512i ihi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), hi,
+                                                        _mm512_set1_epi32(ld_i32(y[i].qs + 16 + 4 * k)));
+                acc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ilo), d, acc[k]);
+                acc[4 + k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ihi), d, acc[4 + k]);
+            }
+        }
+        const __m512 h = _mm512_add_ps(
+            _mm512_add_ps(_mm512_add_ps(acc[0], acc[4]), _mm512_add_ps(acc[2], acc[6])),
+            _mm512_add_ps(_mm512_add_ps(acc[1], acc[5]), _mm512_add_ps(acc[3], acc[7])));
+        _mm512_storeu_ps(s + 16 * g, _mm512_add_ps(h, msum));
+    }
+}
+
+/*
+ * Q8_0 over x16 groups, vec_dot_q8_0_q8_0's order: per block lane k = the 4 exact products
+ * 4k .. 4k+3, acc[k] = fma(dx * dy, float(lane k), acc[k]), hsum_float_8.  AVX-512 has no
+ * vpsignb, so the signed weights go to vpdpbusd as x + 128 (xor 0x80), the accumulator starting
+ * from -128 * (y[4k] + .. + y[4k+3]): the same integer, for every x (-128 included).
+ */
+#define X16_Q8_YB_MAX 256 /* blocks (n <= 8192) whose offsets are computed once per call */
+
+INLINE void x16_q8_0_bias(int32_t bias[8], const lc_block_q8_0 *y)
+{
+    const __m256i s4 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(1),
+                                           _mm256_loadu_si256((const __m256i *)y->qs));
+    _mm256_storeu_si256((__m256i *)bias, _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(s4, 7)));
+}
+
+static void gemv_x16_q8_0(int n, float *s, const void *vw, size_t w_stride, int nr,
+                          const void *va)
+{
+    const int nb = n / 32;
+    const lc_block_q8_0 *y = va;
+    int32_t bias[X16_Q8_YB_MAX][8];
+    float dys[X16_Q8_YB_MAX];
+    const bool pre = nb <= X16_Q8_YB_MAX;
+    for (int i = 0; pre && i < nb; i++) {
+        x16_q8_0_bias(bias[i], y + i);
+        dys[i] = h2f(y[i].d);
+    }
+    const __m512i m80 = _mm512_set1_epi8((char)0x80);
+    for (int g = 0; g < nr / 16; g++) {
+        const uint8_t *G = (const uint8_t *)vw + (size_t)g * 16 * w_stride;
+        __m512 acc[8];
+        _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) acc[k] = _mm512_setzero_ps();
+        for (int i = 0; i < nb; i++) {
+            const int32_t *b = bias[pre ? i : 0];
+            if (!pre)
+                x16_q8_0_bias(bias[0], y + i);
+            const float dy = pre ? dys[i] : h2f(y[i].d);
+            const uint8_t *B = G + lc_x16_part_off(LC_TYPE_Q8_0, i, LC_X16_P_D);
+            const __m512 d = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)B)),
+                                           _mm512_set1_ps(dy));
+            _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) {
+                const __m512i v = _mm512_xor_si512(_mm512_loadu_si512(B + 32 + 64 * k), m80);
+                const __m512i t = _mm512_dpbusd_epi32(_mm512_set1_epi32(b[k]), v,
+                                                      _mm512_set1_epi32(ld_i32(y[i].qs + 4 * k)));
+                acc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), d, acc[k]);
+            }
+        }
+        _mm512_storeu_ps(s + 16 * g, _mm512_add_ps(
+            _mm512_add_ps(_mm512_add_ps(acc[0], acc[4]), _mm512_add_ps(acc[2], acc[6])),
+            _mm512_add_ps(_mm512_add_ps(acc[1], acc[5]), _mm512_add_ps(acc[3], acc[7]))));
+    }
+}
+
 /* what a Q8_0 activation block gives every group: dy, and -8 * sum(y) (the Q4_0 offset
  * folded as in the Q4_0 GEMV) */
 struct x16_q8_0 {
@@ -342,10 +525,158 @@ static void gemv_x16_q6_K(int n, float *s, const void *vw, size_t w_stride, int 
     }
 }
 
+/*
+ * Q4_K and Q5_K over x16 groups, in ggml's AVX2 order like vec_dot_q4_K_q8_K /
+ * vec_dot_q5_K_q8_K (x86-kquants.h, scalar.c): per super-block and row 8 exact integer lanes,
+ * lane k = sum over j of sc[2j] * (low quants 64j + 4k.. . y) + sc[2j+1] * (high quants
+ * 64j + 32 + 4k.. . y); acc[k] = fma(d, float(lane k), acc[k]) with d = dy * dx; the mins
+ * Q4_K's way (acc_m[m] = fma(-dy * dmin, mn[2m] * S[2m] + mn[2m+1] * S[2m+1], acc_m[m]), S the
+ * sub-block sums of y) or Q5_K's (summs = fma(-dy * dmin, sum of mn[j] * S[j], summs)); then
+ * hsum_float_8 lane-wise and the mins.  Per chunk (same 4 bytes of qs of 16 rows) one vpdpbusd
+ * per nibble against a broadcast activation dword (|t| <= 4 * 31 * 128: 16 bits), then
+ * lane k += t * scale in one vpdpwssd (the scale zero-extended to 32 bits, so t's high half,
+ * its sign, multiplies 0).  The 6-bit scales and mins of 16 rows are unpacked with ggml's
+ * kmask arithmetic on the three dwords of each row (one 512-bit register each).
+ */
+struct x16_q8_K {
+    float d;
+    int32_t spair[4]; /* S[2m] | S[2m+1] << 16, S[j] = bsums[2j] + bsums[2j+1] */
+};
 
-DEFINE_X16_GEMM(q4_1, PK_Q4_1)
+INLINE struct x16_q8_K x16_q8_K_of(const lc_block_q8_K *y)
+{
+    struct x16_q8_K r = {y->d, {0}};
+    for (int m = 0; m < 4; m++) {
+        const int s0 = y->bsums[4 * m] + y->bsums[4 * m + 1];
+        const int s1 = y->bsums[4 * m + 2] + y->bsums[4 * m + 3];
+        r.spair[m] = (int32_t)(((uint32_t)s0 & 0xFFFFu) | ((uint32_t)s1 << 16));
+    }
+    return r;
+}
+
+/* vpshufb pattern: byte b of every dword to its low byte (zero-extended), b2 >= 0 also to byte 2 */
+INLINE __m512i k_byte_pat(int b, int b2)
+{
+    const int z = 0x80;
+    char p[16];
+    for (int d = 0; d < 4; d++) {
+        p[4 * d] = (char)(4 * d + b);
+        p[4 * d + 1] = (char)z;
+        p[4 * d + 2] = (char)(b2 >= 0 ? 4 * d + b2 : z);
+        p[4 * d + 3] = (char)z;
+    }
+    return _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)p));
+}
+
+#define X16_K_YB_MAX 128 /* super-blocks (n <= 32768) whose activation terms are computed once */
+
+INLINE void gemv_x16_k45(int q5, int n, float *s, const void *vw, size_t w_stride, int nr,
+                         const void *va)
+{
+    const enum lc_type type = q5 ? LC_TYPE_Q5_K : LC_TYPE_Q4_K;
+    const int nb = n / LC_QK_K;
+    const lc_block_q8_K *y = va;
+    struct x16_q8_K yb[X16_K_YB_MAX];
+    const bool pre = nb <= X16_K_YB_MAX;
+    for (int i = 0; pre && i < nb; i++)
+        yb[i] = x16_q8_K_of(y + i);
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m10 = _mm512_set1_epi8(0x10);
+    const __m512i k3f = _mm512_set1_epi32(0x3f3f3f3f), k0f = _mm512_set1_epi32(0x0f0f0f0f);
+    const __m512i k30 = _mm512_set1_epi32(0x30303030);
+    for (int g = 0; g < nr / 16; g++) {
+        const uint8_t *G = (const uint8_t *)vw + (size_t)g * 16 * w_stride;
+        __m512 acc[8];
+        _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) acc[k] = _mm512_setzero_ps();
+        __m512 acc_m[4];
+        _Pragma("GCC unroll 4") for (int m = 0; m < 4; m++) acc_m[m] = _mm512_setzero_ps();
+        for (int i = 0; i < nb; i++) {
+            const struct x16_q8_K ys = pre ? yb[i] : x16_q8_K_of(y + i);
+            const int8_t *q8 = y[i].qs;
+            const __m512 dy = _mm512_set1_ps(ys.d), ndy = _mm512_set1_ps(-ys.d);
+            const __m512 d = _mm512_mul_ps(dy, _mm512_cvtph_ps(_mm256_loadu_si256(
+                                                   (const __m256i *)(G + lc_x16_part_off(type, i, LC_X16_P_D)))));
+            const __m512 dmin = _mm512_mul_ps(ndy, _mm512_cvtph_ps(_mm256_loadu_si256(
+                                                       (const __m256i *)(G + lc_x16_part_off(type, i, LC_X16_P_DMIN)))));
+            /* ggml's utmp: u0 scales 0..3, u1' scales 4..7, u2' mins 0..3, u3 mins 4..7 */
+            const uint8_t *sc = G + lc_x16_part_off(type, i, LC_X16_P_SC);
+            const __m512i u0 = _mm512_loadu_si512(sc), u1 = _mm512_loadu_si512(sc + 64);
+            const __m512i u2 = _mm512_loadu_si512(sc + 128);
+            const __m512i sc03 = _mm512_and_si512(u0, k3f);
+            const __m512i sc47 = _mm512_ternarylogic_epi32(u2, k0f, _mm512_and_si512(_mm512_srli_epi32(u0, 2), k30), 0xEA);
+            const __m512i mn03 = _mm512_and_si512(u1, k3f);
+            const __m512i mn47 = _mm512_ternarylogic_epi32(_mm512_srli_epi32(u2, 4), k0f,
+                                                           _mm512_and_si512(_mm512_srli_epi32(u1, 2), k30), 0xEA);
+            /* the mins: mn[2m] * S[2m] + mn[2m+1] * S[2m+1] per row, exact */
+            __m512i mp[4];
+            _Pragma("GCC unroll 4") for (int m = 0; m < 4; m++) {
+                const __m512i pair = _mm512_shuffle_epi8(m < 2 ? mn03 : mn47, k_byte_pat(2 * (m & 1), 2 * (m & 1) + 1));
+                mp[m] = _mm512_dpwssd_epi32(_mm512_setzero_si512(), pair, _mm512_set1_epi32(ys.spair[m]));
+            }
+            if (q5) {
+                const __m512i msum = _mm512_add_epi32(_mm512_add_epi32(mp[0], mp[1]), _mm512_add_epi32(mp[2], mp[3]));
+                acc_m[0] = _mm512_fmadd_ps(dmin, _mm512_cvtepi32_ps(msum), acc_m[0]);
+            } else {
+                _Pragma("GCC unroll 4") for (int m = 0; m < 4; m++)
+                    acc_m[m] = _mm512_fmadd_ps(dmin, _mm512_cvtepi32_ps(mp[m]), acc_m[m]);
+            }
+            /* scale j of 16 rows, zero-extended into 32-bit lanes */
+            __m512i scl[8];
+            _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++)
+                scl[j] = _mm512_shuffle_epi8(j < 4 ? sc03 : sc47, k_byte_pat(j & 3, -1));
+            _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) {
+                __m512i lane = _mm512_setzero_si512();
+                const __m512i h = q5 ? _mm512_loadu_si512(G + lc_x16_k_qh_off(i, k)) : _mm512_setzero_si512();
+                _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) {
+                    const __m512i v = _mm512_loadu_si512(G + lc_x16_k_qs_off(type, i, j, k));
+                    __m512i lo = _mm512_and_si512(v, m4);
+                    __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+                    if (q5) { /* bit 2j of qh -> bit 4 of the low quant, bit 2j + 1 -> of the high */
+                        const __m512i hl = j == 0 ? _mm512_slli_epi16(h, 4) : j == 1 ? _mm512_slli_epi16(h, 2)
+                                           : j == 2 ? h : _mm512_srli_epi16(h, 2);
+                        const __m512i hh = j == 0 ? _mm512_slli_epi16(h, 3) : j == 1 ? _mm512_slli_epi16(h, 1)
+                                           : j == 2 ? _mm512_srli_epi16(h, 1) : _mm512_srli_epi16(h, 3);
+                        lo = _mm512_ternarylogic_epi32(lo, hl, m10, 0xF8);
+                        hi = _mm512_ternarylogic_epi32(hi, hh, m10, 0xF8);
+                    }
+                    const __m512i tl = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo,
+                                                           _mm512_set1_epi32(ld_i32(q8 + 64 * j + 4 * k)));
+                    const __m512i th = _mm512_dpbusd_epi32(_mm512_setzero_si512(), hi,
+                                                           _mm512_set1_epi32(ld_i32(q8 + 64 * j + 32 + 4 * k)));
+                    lane = _mm512_dpwssd_epi32(lane, tl, scl[2 * j]);
+                    lane = _mm512_dpwssd_epi32(lane, th, scl[2 * j + 1]);
+                }
+                acc[k] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(lane), acc[k]);
+            }
+        }
+        const __m512 hs = _mm512_add_ps(
+            _mm512_add_ps(_mm512_add_ps(acc[0], acc[4]), _mm512_add_ps(acc[2], acc[6])),
+            _mm512_add_ps(_mm512_add_ps(acc[1], acc[5]), _mm512_add_ps(acc[3], acc[7])));
+        const __m512 ms = q5 ? acc_m[0]
+                             : _mm512_add_ps(_mm512_add_ps(acc_m[0], acc_m[2]),
+                                             _mm512_add_ps(acc_m[1], acc_m[3]));
+        _mm512_storeu_ps(s + 16 * g, _mm512_add_ps(hs, ms));
+    }
+}
+
+static void gemv_x16_q4_K(int n, float *s, const void *vw, size_t w_stride, int nr,
+                          const void *va)
+{
+    gemv_x16_k45(0, n, s, vw, w_stride, nr, va);
+}
+
+static void gemv_x16_q5_K(int n, float *s, const void *vw, size_t w_stride, int nr,
+                          const void *va)
+{
+    gemv_x16_k45(1, n, s, vw, w_stride, nr, va);
+}
+
+
 DEFINE_X16_GEMM(q4_0, PK_Q4_0X8)
 DEFINE_X16_GEMM_Q6_K()
+DEFINE_X16_GEMM_BY_GROUP(q4_K)
+DEFINE_X16_GEMM_BY_GROUP(q5_K)
+DEFINE_X16_GEMM_BY_GROUP(q5_1)
+DEFINE_X16_GEMM(q8_0, PK_Q8_0)
 
 /* ---------------------------------------------------------------- float dots */
 
@@ -431,10 +762,16 @@ const struct lc_kernels lc_kernels_avx512 = {
     .gemm_q4_0x8 = pk_gemm_q4_0x8,
     .gemv_q4_0x8 = gemv_q4_0x8,
     .gemv_x16 = {[LC_TYPE_Q4_0] = gemv_x16_q4_0, [LC_TYPE_Q4_1] = gemv_x16_q4_1,
-                 [LC_TYPE_Q6_K] = gemv_x16_q6_K},
+                 [LC_TYPE_Q6_K] = gemv_x16_q6_K, [LC_TYPE_Q4_K] = gemv_x16_q4_K,
+                 [LC_TYPE_Q5_K] = gemv_x16_q5_K, [LC_TYPE_Q5_1] = gemv_x16_q5_1,
+                 [LC_TYPE_Q8_0] = gemv_x16_q8_0},
     .gemm_x16 = {[LC_TYPE_Q4_0] = gemm_x16_q4_0, [LC_TYPE_Q4_1] = gemm_x16_q4_1,
-                 [LC_TYPE_Q6_K] = gemm_x16_q6_K},
-    .x16_native = (1u << LC_TYPE_Q4_0) | (1u << LC_TYPE_Q4_1) | (1u << LC_TYPE_Q6_K),
+                 [LC_TYPE_Q6_K] = gemm_x16_q6_K, [LC_TYPE_Q4_K] = gemm_x16_q4_K,
+                 [LC_TYPE_Q5_K] = gemm_x16_q5_K, [LC_TYPE_Q5_1] = gemm_x16_q5_1,
+                 [LC_TYPE_Q8_0] = gemm_x16_q8_0},
+    .x16_native = (1u << LC_TYPE_Q4_0) | (1u << LC_TYPE_Q4_1) | (1u << LC_TYPE_Q6_K) |
+                  (1u << LC_TYPE_Q4_K) | (1u << LC_TYPE_Q5_K) | (1u << LC_TYPE_Q5_1) |
+                  (1u << LC_TYPE_Q8_0),
     .dot_f32 = dot_f32,
     .dot_f16 = dot_f16,
 };

@@ -90,14 +90,45 @@ static void pk_fill_rows(struct pk_rows *R, enum pk_kind kind, int nb, const uin
 }
 
 /*
- * Rows sub .. sub+3 of the x16 group G (repack.h, Q4_1 or Q4_0 kinds) into R, as pk_fill_rows
+ * Rows sub .. sub+3 of the x16 group G (repack.h, Q4_1, Q4_0 or Q8_0 kinds) into R, as pk_fill_rows
  * does from ggml's layout: each row's qs gathered from the 4 chunks of its block.
  */
+/* 4 x 4 dword transpose: chunks c0..c3 (dword r: 4 bytes of row r) to rows[r] */
+INLINE void pk_transpose4(__m128i c0, __m128i c1, __m128i c2, __m128i c3, __m128i rows[4])
+{
+    const __m128i t0 = _mm_unpacklo_epi32(c0, c1), t1 = _mm_unpackhi_epi32(c0, c1);
+    const __m128i t2 = _mm_unpacklo_epi32(c2, c3), t3 = _mm_unpackhi_epi32(c2, c3);
+    rows[0] = _mm_unpacklo_epi64(t0, t2);
+    rows[1] = _mm_unpackhi_epi64(t0, t2);
+    rows[2] = _mm_unpacklo_epi64(t1, t3);
+    rows[3] = _mm_unpackhi_epi64(t1, t3);
+}
+
 INLINE void pk_fill_rows_x16(struct pk_rows *R, enum pk_kind kind, int nb, const uint8_t *G,
                              int sub)
 {
     const enum lc_type type = kind == PK_Q4_1 ? LC_TYPE_Q4_1 : LC_TYPE_Q4_0;
     const __m256i m4 = _mm256_set1_epi8(0x0F);
+    if (kind == PK_Q8_0) { /* 8 chunks: qs[0..15] and qs[16..31] of each row, x + 128 */
+        for (int i = 0; i < nb; i++) {
+            const uint8_t *q = G + lc_x16_part_off(LC_TYPE_Q8_0, i, LC_X16_P_QS) + (size_t)sub * 4;
+            __m128i lo[4], hi[4];
+            pk_transpose4(_mm_loadu_si128((const __m128i *)q), _mm_loadu_si128((const __m128i *)(q + 64)),
+                          _mm_loadu_si128((const __m128i *)(q + 128)),
+                          _mm_loadu_si128((const __m128i *)(q + 192)), lo);
+            pk_transpose4(_mm_loadu_si128((const __m128i *)(q + 256)),
+                          _mm_loadu_si128((const __m128i *)(q + 320)),
+                          _mm_loadu_si128((const __m128i *)(q + 384)),
+                          _mm_loadu_si128((const __m128i *)(q + 448)), hi);
+            _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)
+                _mm256_store_si256((__m256i *)R->q[i][r],
+                                   _mm256_xor_si256(_mm256_set_m128i(hi[r], lo[r]),
+                                                    _mm256_set1_epi8((char)0x80)));
+            const uint8_t *sc = G + lc_x16_part_off(LC_TYPE_Q8_0, i, LC_X16_P_D) + (size_t)sub * 2;
+            _mm_store_ps(R->d[i], _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)sc)));
+        }
+        return;
+    }
     for (int i = 0; i < nb; i++) {
         /* chunk k holds qs[4k..4k+3] of rows sub..sub+3 in 16 bytes: a 4 x 4 dword transpose
          * gives each row's qs[0..15] */
@@ -194,7 +225,7 @@ INLINE void pk_tile(enum pk_kind kind, int nb, const struct pk_rows *R, const st
                     const uint8_t *const a[4], size_t blk, size_t qoff, float out[16]);
 
 /*
- * kernels.h's gemm contract; with x16, w is in repack.h's layout (kind PK_Q4_1 or PK_Q4_0X8,
+ * kernels.h's gemm contract; with x16, w is in repack.h's layout (kind PK_Q4_1, PK_Q4_0X8 or PK_Q8_0,
  * w the first row of a group, nr % 16 == 0) as for the gemm_x16 entries.  Returns 0, or -1 without writing s when n is too long (more than
  * PK_NB_MAX blocks) or too short (no block), or when the scratch (160 KiB for the rows,
  * 2.5 KiB per block for the column chunk) cannot be allocated: the caller then uses a fallback
@@ -290,16 +321,18 @@ static void gemm_q4_0x8_by_columns(int n, float *s, size_t ld_s, const void *w, 
             gemv_x16_##NAME(n, s + (size_t)c * ld_s, w, w_stride, nr,                             \
                             (const uint8_t *)a + (size_t)c * a_stride);                           \
     }
-/* Q6_K prompt batches: group by group (27 KB for n = 2048, in L2), every column against it */
-#define DEFINE_X16_GEMM_Q6_K()                                                                    \
-    static void gemm_x16_q6_K(int n, float *s, size_t ld_s, const void *w, size_t w_stride,       \
-                              int nr, const void *a, size_t a_stride, int nc)                     \
+/* Q6_K, Q4_K, Q5_K prompt batches: group by group (27 KB for a Q6_K n = 2048, in L2), every
+ * column against it */
+#define DEFINE_X16_GEMM_BY_GROUP(NAME)                                                            \
+    static void gemm_x16_##NAME(int n, float *s, size_t ld_s, const void *w, size_t w_stride,     \
+                                int nr, const void *a, size_t a_stride, int nc)                   \
     {                                                                                             \
         for (int g = 0; g < nr / 16; g++)                                                         \
             for (int c = 0; c < nc; c++)                                                          \
-                gemv_x16_q6_K(n, s + (size_t)c * ld_s + 16 * g,                                   \
-                              (const uint8_t *)w + (size_t)g * 16 * w_stride, w_stride, 16,       \
-                              (const uint8_t *)a + (size_t)c * a_stride);                         \
+                gemv_x16_##NAME(n, s + (size_t)c * ld_s + 16 * g,                                 \
+                                (const uint8_t *)w + (size_t)g * 16 * w_stride, w_stride, 16,     \
+                                (const uint8_t *)a + (size_t)c * a_stride);                       \
     }
+#define DEFINE_X16_GEMM_Q6_K() DEFINE_X16_GEMM_BY_GROUP(q6_K)
 
 #endif
