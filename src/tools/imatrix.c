@@ -55,41 +55,6 @@ static void usage(FILE *f)
                "  --chunks N          stop after N chunks\n");
 }
 
-static long parse_int(const char *opt, const char *s, long lo, long hi)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        die("%s: '%s' is not a number in %ld..%ld", opt, s, lo, hi);
-    return v;
-}
-
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        die("%s: %s", path, strerror(errno));
-    size_t cap = 1 << 16, n = 0, r;
-    char *buf = xmalloc(cap + 1);
-    while ((r = fread(buf + n, 1, cap - n, f)) > 0) {
-        n += r;
-        if (n == cap) {
-            char *b2 = realloc(buf, 2 * cap + 1);
-            if (!b2)
-                die("%s: out of memory", path);
-            buf = b2;
-            cap *= 2;
-        }
-    }
-    if (ferror(f))
-        die("%s: read error", path);
-    fclose(f);
-    buf[n] = '\0';
-    *len = n;
-    return buf;
-}
-
 static void add_name(struct collector *c, const struct lc_weight *w, const char *name)
 {
     if (!w->data)
@@ -175,9 +140,9 @@ int main(int argc, char **argv)
         case 'm': model_path = optarg; break;
         case 'f': text_path = optarg; break;
         case 'o': out_path = optarg; break;
-        case 'c': n_ctx = (int)parse_int("-c", optarg, 8, 1 << 20); break;
-        case 't': n_threads = (int)parse_int("-t", optarg, 1, 512); break;
-        case OPT_CHUNKS: n_chunks_max = (int)parse_int("--chunks", optarg, 1, 1 << 30); break;
+        case 'c': n_ctx = (int)lc_parse_long("-c", optarg, 8, 1 << 20); break;
+        case 't': n_threads = (int)lc_parse_long("-t", optarg, 1, 512); break;
+        case OPT_CHUNKS: n_chunks_max = (int)lc_parse_long("--chunks", optarg, 1, 1 << 30); break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -193,7 +158,7 @@ int main(int argc, char **argv)
     const struct lc_vocab *v = m->vocab;
 
     size_t len;
-    char *text = slurp(text_path, &len);
+    char *text = lc_read_file(text_path, &len);
     int32_t cap = (int32_t)(len + 8 < INT32_MAX ? len + 8 : INT32_MAX);
     int32_t *tokens = xmalloc((size_t)cap * sizeof(int32_t));
     int32_t n_tokens = lc_tokenize(v, text, len, true, false, tokens, cap);

@@ -53,42 +53,6 @@ static void usage(FILE *f)
                "  --kl-divergence           compare the model with those saved in FILE\n");
 }
 
-static long parse_int(const char *opt, const char *s, long lo, long hi)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        die("%s: '%s' is not a number in %ld..%ld", opt, s, lo, hi);
-    return v;
-}
-
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        die("%s: %s", path, strerror(errno));
-    size_t cap = 1 << 16, n = 0;
-    char *buf = xmalloc(cap + 1);
-    size_t r;
-    while ((r = fread(buf + n, 1, cap - n, f)) > 0) {
-        n += r;
-        if (n == cap) {
-            cap *= 2;
-            char *b2 = realloc(buf, cap + 1);
-            if (!b2)
-                die("%s: out of memory", path);
-            buf = b2;
-        }
-    }
-    if (ferror(f))
-        die("%s: read error", path);
-    fclose(f);
-    buf[n] = '\0';
-    *len = n;
-    return buf;
-}
-
 /* -log p(tok) from logits, as llama.cpp's log_softmax: (l[tok] - max) in float, then
  * - log(sum exp(l - max)) with the sum in double. */
 static double nll_of(const float *logits, int n_vocab, int tok)
@@ -215,10 +179,10 @@ int main(int argc, char **argv)
         switch (c) {
         case 'm': model_path = optarg; break;
         case 'f': text_path = optarg; break;
-        case 'c': n_ctx = (int)parse_int("-c", optarg, 8, 1 << 20); break;
-        case 'b': n_batch = (int)parse_int("-b", optarg, 1, 1 << 20); break;
-        case 't': n_threads = (int)parse_int("-t", optarg, 1, 512); break;
-        case OPT_CHUNKS: n_chunks_max = (int)parse_int("--chunks", optarg, 1, 1 << 30); break;
+        case 'c': n_ctx = (int)lc_parse_long("-c", optarg, 8, 1 << 20); break;
+        case 'b': n_batch = (int)lc_parse_long("-b", optarg, 1, 1 << 20); break;
+        case 't': n_threads = (int)lc_parse_long("-t", optarg, 1, 512); break;
+        case OPT_CHUNKS: n_chunks_max = (int)lc_parse_long("--chunks", optarg, 1, 1 << 30); break;
         case OPT_KLB: kl_path = optarg; break;
         case OPT_KL: kl_mode = true; break;
         case 'h': usage(stdout); return 0;
@@ -268,7 +232,7 @@ int main(int argc, char **argv)
                 die("%s: token %lld out of range", kl_path, (long long)i);
     } else {
         size_t len;
-        char *text = read_file(text_path, &len);
+        char *text = lc_read_file(text_path, &len);
         fprintf(stderr, "perplexity: tokenizing the input ..\n");
         int32_t cap = (int32_t)(len + 8 < INT32_MAX ? len + 8 : INT32_MAX);
         tokens = xmalloc((size_t)cap * sizeof(int32_t));

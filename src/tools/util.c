@@ -1,9 +1,11 @@
 /* util.c - see util.h. */
 #include "util.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "textsafe.h"
 
@@ -27,4 +29,39 @@ void *xmalloc(size_t n)
     if (!p)
         die("out of memory (%zu bytes)", n);
     return p;
+}
+
+long lc_parse_long(const char *opt, const char *s, long lo, long hi)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        die("%s: '%s' is not a number in %ld..%ld", opt, s, lo, hi);
+    return v;
+}
+
+char *lc_read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        die("%s: %s", path, strerror(errno));
+    size_t cap = 1 << 16, n = 0, r;
+    char *buf = xmalloc(cap + 1);
+    while ((r = fread(buf + n, 1, cap - n, f)) > 0) {
+        n += r;
+        if (n == cap) {
+            char *b2 = realloc(buf, 2 * cap + 1);
+            if (!b2)
+                die("%s: out of memory", path);
+            buf = b2;
+            cap *= 2;
+        }
+    }
+    if (ferror(f))
+        die("%s: read error", path);
+    fclose(f);
+    buf[n] = '\0';
+    *len = n;
+    return buf;
 }

@@ -15,4 +15,10 @@ void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 /* malloc that never returns NULL: dies with "out of memory (N bytes)" instead. */
 void *xmalloc(size_t n);
 
+/* A whole number option value in [lo, hi]; dies with "OPT: 'S' is not a number in LO..HI". */
+long lc_parse_long(const char *opt, const char *s, long lo, long hi);
+
+/* The whole file at path, NUL-terminated, its length in *len (malloc'd); dies on failure. */
+char *lc_read_file(const char *path, size_t *len);
+
 #endif
