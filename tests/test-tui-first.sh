@@ -15,26 +15,8 @@ case $MODEL in /*) ;; *) MODEL="$(pwd)/$MODEL" ;; esac
 [ -f "$MODEL" ] || { echo "SKIP: $MODEL missing"; exit 77; }
 [ -x "$LC" ] || { echo "FAIL: $LC not built"; exit 1; }
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/lc-tui-first.XXXXXX") || exit 99
-T="tmux -S $tmp/sock"
-cleanup() { $T kill-server >/dev/null 2>&1; rm -rf "$tmp"; }
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
-
-fail=0
-ok() { echo "ok   $1"; }
-bad() { echo "FAIL $1"; fail=1; }
-screen() { $T capture-pane -t lc -p; }
-wait_for() {
-    limit=$(( ${2:-30} * 10 )); i=0
-    while [ $i -lt $limit ]; do
-        if screen | grep -Eq -- "$1"; then return 0; fi
-        sleep 0.1; i=$((i + 1))
-    done
-    echo "  timed out waiting for /$1/; the screen was:"; screen | sed 's/^/  | /'
-    return 1
-}
-check() { if wait_for "$2" "${3:-30}"; then ok "$1"; else bad "$1"; fi; }
+. "$(dirname "$0")/tui-lib.sh"
+tui_lib_init lc-tui-first
 # not_on_screen NAME EXTENDED-REGEX: the screen, as it is now, does not match
 not_on_screen() {
     if screen | grep -Eq -- "$2"; then bad "$1"; screen | sed 's/^/  | /'; else ok "$1"; fi
