@@ -308,25 +308,6 @@ bool lc_engine_busy(const struct lc_engine *e)
     return atomic_load(&e->busy) > 0;
 }
 
-/* A seed for one reply when the user asked for a random one: below 10^6, so that it fits the
- * parameter pane and is easy to type back with --seed or /set seed. */
-static uint64_t fresh_seed(void)
-{
-    uint32_t x = 0;
-    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        if (read(fd, &x, sizeof(x)) != (ssize_t)sizeof(x))
-            x = 0;
-        close(fd);
-    }
-    if (x == 0) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        x = (uint32_t)((uint64_t)ts.tv_sec * 1000000007ull ^ (uint64_t)ts.tv_nsec);
-    }
-    return x % 1000000u;
-}
-
 /* Take new parameters if the UI changed them (between tokens). */
 static void pick_up_params(struct lc_engine *e)
 {
@@ -342,7 +323,7 @@ static void pick_up_params(struct lc_engine *e)
     /* A seed given during a reply re-seeds at once; the same "random" keeps this reply's. */
     if (e->params.seed != e->user_seed) {
         e->user_seed = e->params.seed;
-        e->reply_seed = e->params.seed == LC_SEED_RANDOM ? fresh_seed() : e->params.seed;
+        e->reply_seed = e->params.seed == LC_SEED_RANDOM ? lc_sampler_random_seed() : e->params.seed;
         emit_str(e, LC_EV_INFO, "seed=%llu", (unsigned long long)e->reply_seed);
     }
     struct lc_sampler_params p = e->params;
@@ -1011,7 +992,7 @@ static void hb_flush(struct lc_engine *e, struct holdback *h, size_t msg)
 static bool start_sampler(struct lc_engine *e)
 {
     e->user_seed = e->params.seed;
-    e->reply_seed = e->params.seed == LC_SEED_RANDOM ? fresh_seed() : e->params.seed;
+    e->reply_seed = e->params.seed == LC_SEED_RANDOM ? lc_sampler_random_seed() : e->params.seed;
     struct lc_sampler_params p = e->params;
     p.seed = e->reply_seed;
     struct lc_sampler *s = lc_sampler_new(&p, e->model->hp.n_vocab);

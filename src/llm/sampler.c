@@ -9,9 +9,11 @@
 #include "sampler.h"
 
 #include <math.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 struct cand {
     int32_t id;
@@ -67,18 +69,28 @@ static uint64_t xoshiro(uint64_t s[4])
     return result;
 }
 
+uint64_t lc_sampler_random_seed(void)
+{
+    uint32_t x = 0;
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        if (read(fd, &x, sizeof(x)) != (ssize_t)sizeof(x))
+            x = 0;
+        close(fd);
+    }
+    if (x == 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        x = (uint32_t)((uint64_t)ts.tv_sec * 1000000007ull ^ (uint64_t)ts.tv_nsec);
+    }
+    return x % 1000000u;
+}
+
 static void seed_rng(struct lc_sampler *s, uint64_t seed)
 {
     s->seeded_with = seed;
-    if (seed == LC_SEED_RANDOM) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        seed = (uint64_t)ts.tv_sec * 1000000007ull ^ (uint64_t)ts.tv_nsec;
-        /* Reported by lc_sampler_seed so that the text can be reproduced with --seed; the one
-         * value that means "random" is mapped to 0 (a 2^-64 event, not worth a retry). */
-        if (seed == LC_SEED_RANDOM)
-            seed = 0;
-    }
+    if (seed == LC_SEED_RANDOM)   /* reported by lc_sampler_seed, to repeat with --seed */
+        seed = lc_sampler_random_seed();
     s->seed_used = seed;
     uint64_t x = seed;
     for (int i = 0; i < 4; i++)

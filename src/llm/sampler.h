@@ -26,6 +26,10 @@ struct lc_sampler_params {
 /* llama.cpp's defaults (common.h). */
 struct lc_sampler_params lc_sampler_default_params(void);
 
+/* A seed for "random" (LC_SEED_RANDOM): from /dev/urandom (the clock if that fails), below
+ * 10^6 so that it is easy to read back and type with --seed or /set seed.  Never fails. */
+uint64_t lc_sampler_random_seed(void);
+
 struct lc_sampler;
 /* n_vocab > 0.  NULL on allocation failure. */
 struct lc_sampler *lc_sampler_new(const struct lc_sampler_params *p, int32_t n_vocab);
