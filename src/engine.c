@@ -1100,11 +1100,9 @@ static void reply(struct lc_engine *e)
             lc_chat_append(e->conv, (size_t)msg, hb.buf ? hb.buf : "", hb.len);
             size_t held = hb.len;
             e->mt[msg].bytes = e->conv->msgs[msg].len;
-            size_t before = e->conv->n;
             r = sync_prompt(e, n_ctx / 4 > 0 ? n_ctx / 4 : 1);
             /* earlier messages may be gone: the reply is the last one */
             msg = (int)e->conv->n - 1;
-            (void)before;
             if (e->conv->msgs[msg].len >= held)
                 e->conv->msgs[msg].len -= held;
             e->conv->msgs[msg].text[e->conv->msgs[msg].len] = '\0';
