@@ -7,6 +7,7 @@
  * range; both the file and the chat's /set command go through lc_config_set.
  */
 #include "config.h"
+#include "fileutil.h"
 
 #include <ctype.h>
 #include <stddef.h>
@@ -481,51 +482,6 @@ static int ini_error_cb(const char *fmt, ...)
     return n;
 }
 
-/* Read a regular file of at most LC_CONFIG_MAX_FILE bytes without ever blocking (O_NONBLOCK:
- * a FIFO does not hang the start).  Returns the malloc'd text or NULL with *why set. */
-static char *read_small_file(const char *path, size_t *len, char **why)
-{
-    *why = NULL;
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) {
-        *why = xasprintf("cannot open: %s", strerror(errno));
-        return NULL;
-    }
-    struct stat st;
-    char *text = NULL;
-    if (fstat(fd, &st) != 0) {
-        *why = xasprintf("cannot open: %s", strerror(errno));
-    } else if (S_ISCHR(st.st_mode) && strcmp(path, "/dev/null") == 0) {
-        text = strdup("");   /* LLAMACHATRC=/dev/null: no configuration, the usual idiom */
-        *len = 0;
-        if (!text)
-            *why = xasprintf("out of memory");
-    } else if (!S_ISREG(st.st_mode)) {
-        *why = xasprintf("not a regular file; not read");
-    } else if ((size_t)st.st_size > LC_CONFIG_MAX_FILE) {
-        *why = xasprintf("larger than %zu KiB; not read", LC_CONFIG_MAX_FILE >> 10);
-    } else {
-        text = malloc((size_t)st.st_size + 1);
-        size_t n = 0;
-        while (text && n < (size_t)st.st_size) {
-            ssize_t r = read(fd, text + n, (size_t)st.st_size - n);
-            if (r < 0 && errno == EINTR)
-                continue;
-            if (r <= 0)
-                break;
-            n += (size_t)r;
-        }
-        if (!text)
-            *why = xasprintf("out of memory");
-        else {
-            text[n] = '\0';
-            *len = n;
-        }
-    }
-    close(fd);
-    return text;
-}
-
 /* Length of a line continued with '\\' (from p to the end of its last continuation line), as
  * iniparser joins it: each part without its trailing blanks and backslash. */
 static size_t joined_len(const char *p, const char *end)
@@ -606,7 +562,7 @@ int lc_config_load(struct lc_options *o, const char *path, char **warnings)
     }
     size_t len = 0;
     char *why = NULL;
-    char *text = read_small_file(path, &len, &why);
+    char *text = lc_file_read_small(path, LC_CONFIG_MAX_FILE, &len, &why);
     if (!text) {
         if (!(optional && access(path, F_OK) != 0 && errno == ENOENT))
             warn_at(&wl, 0, "%s: %s", path, why ? why : "cannot read");

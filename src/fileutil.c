@@ -219,3 +219,46 @@ int lc_file_replace(const char *path, const void *data, size_t len, char **err)
     lc_file_target_free(&t);
     return rc;
 }
+
+char *lc_file_read_small(const char *path, size_t max, size_t *len, char **why)
+{
+    *why = NULL;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        *why = fmt_err("cannot open: %s", strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    char *text = NULL;
+    if (fstat(fd, &st) != 0) {
+        *why = fmt_err("cannot open: %s", strerror(errno));
+    } else if (S_ISCHR(st.st_mode) && strcmp(path, "/dev/null") == 0) {
+        text = strdup("");   /* e.g. LLAMACHATRC=/dev/null: nothing, the usual idiom */
+        *len = 0;
+        if (!text)
+            *why = fmt_err("out of memory");
+    } else if (!S_ISREG(st.st_mode)) {
+        *why = fmt_err("not a regular file; not read");
+    } else if ((size_t)st.st_size > max) {
+        *why = fmt_err("larger than %zu KiB; not read", max >> 10);
+    } else {
+        text = malloc((size_t)st.st_size + 1);
+        size_t n = 0;
+        while (text && n < (size_t)st.st_size) {
+            ssize_t r = read(fd, text + n, (size_t)st.st_size - n);
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r <= 0)
+                break;
+            n += (size_t)r;
+        }
+        if (!text)
+            *why = fmt_err("out of memory");
+        else {
+            text[n] = '\0';
+            *len = n;
+        }
+    }
+    close(fd);
+    return text;
+}

@@ -48,4 +48,12 @@ int lc_file_finish(const struct lc_file_target *t, char **err);
  */
 int lc_file_replace(const char *path, const void *data, size_t len, char **err);
 
+/*
+ * Read a small file without ever blocking (O_NONBLOCK: a FIFO does not hang the caller): a
+ * regular file of at most max bytes, or /dev/null (empty).  Returns the malloc'd,
+ * NUL-terminated text with its length in *len, or NULL with a malloc'd *why ("not a regular
+ * file; not read", "larger than N KiB; not read", "cannot open: ...") without the path.
+ */
+char *lc_file_read_small(const char *path, size_t max, size_t *len, char **why);
+
 #endif

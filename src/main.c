@@ -5,9 +5,7 @@
 #include "lcconfig.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <limits.h>
 #include <stdio.h>
@@ -15,6 +13,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "fileutil.h"
 #include "textsafe.h"
 #include "config.h"
 #include "tui/tui.h"
@@ -153,39 +152,6 @@ static void options_free(struct lc_options *o)
     free(o->transcripts_dir);
 }
 
-/* A Jinja chat template from a file: a regular file of at most 1 MiB, read without blocking
- * (O_NONBLOCK: a FIFO is refused, not waited on).  Returns the malloc'd text or NULL with a
- * malloc'd *why. */
-static char *read_template_file(const char *path, char **why)
-{
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        if (asprintf(why, "%s", strerror(errno)) < 0)
-            *why = NULL;
-        if (fd >= 0)
-            close(fd);
-        return NULL;
-    }
-    char *text = NULL;
-    if (!S_ISREG(st.st_mode) || st.st_size > (1 << 20)) {
-        if (asprintf(why, "%s", S_ISREG(st.st_mode) ? "larger than 1 MiB" : "not a regular file") < 0)
-            *why = NULL;
-    } else if ((text = malloc((size_t)st.st_size + 1))) {
-        ssize_t r = read(fd, text, (size_t)st.st_size);
-        if (r != (ssize_t)st.st_size) {
-            free(text);
-            text = NULL;
-            if (asprintf(why, "cannot read it") < 0)
-                *why = NULL;
-        } else {
-            text[r] = '\0';
-        }
-    }
-    close(fd);
-    return text;
-}
-
 /* Returns 0 to go on, 1 to exit successfully (help/version), -1 on a bad option. */
 static int parse_args(struct lc_options *o, int argc, char **argv)
 {
@@ -241,7 +207,8 @@ static int parse_args(struct lc_options *o, int argc, char **argv)
         case OPT_VERBOSE_PROMPT: o->verbose_prompt = true; break;
         case OPT_LOG_FILE: replace_str(&o->log_path, optarg); break;
         case OPT_CHAT_TEMPLATE_FILE: {
-            char *why = NULL, *text = read_template_file(optarg, &why);
+            size_t tlen;   /* a Jinja template: a regular file of at most 1 MiB */
+            char *why = NULL, *text = lc_file_read_small(optarg, (size_t)1 << 20, &tlen, &why);
             if (!text) {
                 lc_text_fprintf(stderr, "llamachat: --chat-template-file %s: %s\n", optarg, why);
                 free(why);

@@ -51,7 +51,7 @@ gguf|4096|src/llm/gguf.c src/llm/quant.c src/llm/quant_k.c -lm
 tokenizer|512|src/llm/tokenizer.c src/llm/gguf.c src/llm/strbuf.c src/llm/quant.c src/llm/quant_k.c PCRE2 -lm
 chat-template|4096|src/llm/chat_template.c src/llm/jinja.c src/llm/strbuf.c
 transcript|8192|src/chat.c src/textsafe.c src/fileutil.c src/llm/sampler.c src/llm/strbuf.c JSONC -lm
-config|4096|src/config.c src/llm/chat_template.c src/llm/jinja.c src/llm/sampler.c src/llm/strbuf.c -liniparser -lm
+config|4096|src/config.c src/fileutil.c src/llm/chat_template.c src/llm/jinja.c src/llm/sampler.c src/llm/strbuf.c -liniparser -lm
 keydec|4096|src/tui/keydec.c
 jinja|4096|src/llm/chat_template.c src/llm/jinja.c src/llm/strbuf.c
 "
