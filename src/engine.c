@@ -1016,6 +1016,12 @@ static void reply(struct lc_engine *e)
     int32_t n_gen = 0;
     int reason = LC_DONE_ERROR;
     e->n_eval = 0;
+    double t_gen0 = 0;   /* the context's generation clock at the start of this reply */
+    if (e->ctx) {
+        struct lc_context_stats st0;
+        lc_context_stats(e->ctx, &st0);
+        t_gen0 = st0.t_gen_s;
+    }
     if (!e->ctx) {
         emit_str(e, LC_EV_ERROR, "no model is loaded");
         goto done_noconv;
@@ -1145,7 +1151,13 @@ static void reply(struct lc_engine *e)
     emit_stats(e);
 done_noconv:
     atomic_store(&e->stop, false);
-    emit(e, LC_EV_DONE, reason, n_gen, e->n_eval, 0);
+    double t_gen = 0;
+    if (e->ctx) {
+        struct lc_context_stats st1;
+        lc_context_stats(e->ctx, &st1);
+        t_gen = st1.t_gen_s - t_gen0;
+    }
+    emit(e, LC_EV_DONE, reason, n_gen, e->n_eval, t_gen);
     atomic_fetch_sub(&e->busy, 1);
 }
 

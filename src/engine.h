@@ -53,7 +53,8 @@ enum lc_event_type {
     LC_EV_TEXT,        /* text: bytes of the reply (UTF-8 may be split between events) */
     LC_EV_PROGRESS,    /* a: prompt tokens done, b: total (reading the prompt) */
     LC_EV_STATS,       /* a: n_past, b: n_ctx, x: prompt t/s, y: generation t/s */
-    LC_EV_DONE,        /* a: enum lc_done_reason, b: tokens generated, x: prompt tokens evaluated */
+    LC_EV_DONE,        /* a: enum lc_done_reason, b: tokens generated, x: prompt tokens evaluated,
+                          y: seconds spent generating them (decode calls of this reply) */
     LC_EV_NOTE,        /* text: a note for the transcript (context trimmed, ...) */
     LC_EV_ERROR,       /* text: an error message; the engine stays up if it can */
     LC_EV_INFO,        /* text: "key=value" facts for the status bar (isa, template) */

@@ -88,6 +88,7 @@ struct tui {
     double pp_tps, gen_tps;
     int turn_phase;                /* 0 idle, 1 reading the prompt, 2 writing */
     double turn_t0, turn_pp_end;   /* active-clock times of the turn's start, end of prompt */
+    double turn_susp0;             /* suspended_s when the turn started */
     int32_t turn_pp_tokens;        /* prompt tokens read this turn (last PROGRESS total) */
     int32_t turn_n_past_pp;        /* n_past when the reply began */
     double suspended_s;            /* seconds spent stopped by Ctrl-Z */

@@ -259,6 +259,7 @@ static void turn_start(struct tui *t)
 {
     t->turn_phase = 1;
     t->turn_t0 = active_s(t);
+    t->turn_susp0 = t->suspended_s;
     t->turn_pp_tokens = 0;
     t->pp_tps = t->gen_tps = -1;
     t->message[0] = '\0';   /* "stopped after ..." of the turn before */
@@ -843,8 +844,15 @@ static void dispatch_event(struct tui *t, const struct lc_event *ev, const char 
     case LC_EV_DONE:
         if (t->state != ST_FAILED)
             t->state = ST_IDLE;
-        if (t->turn_phase == 2 && ev->b > 0 && active_s(t) > t->turn_pp_end)
-            t->gen_tps = ev->b / (active_s(t) - t->turn_pp_end);
+        /* the generation speed of the turn: the engine's time in decode calls (events may reach
+         * us in one batch, so their arrival times say nothing), less any time suspended */
+        if (t->turn_phase == 2 && ev->b > 0) {
+            double secs = ev->y - (t->suspended_s - t->turn_susp0);
+            if (secs > 0)   /* the last token sampled is not decoded */
+                t->gen_tps = (ev->b > 1 ? ev->b - 1 : 1) / secs;
+            else if (active_s(t) > t->turn_pp_end)
+                t->gen_tps = ev->b / (active_s(t) - t->turn_pp_end);
+        }
         t->turn_phase = 0;
         if (ev->a == LC_DONE_STOPPED && t->reply_entry < 0 && stopped_before_reply(t))
             break;
