@@ -125,6 +125,21 @@ int lc_chat_pop(struct lc_chat *c, struct lc_message *out)
     return 0;
 }
 
+int lc_chat_push(struct lc_chat *c, struct lc_message *m)
+{
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 16;
+        struct lc_message *a = realloc(c->msgs, cap * sizeof(*a));
+        if (!a)
+            return -1;
+        c->msgs = a;
+        c->cap = cap;
+    }
+    c->msgs[c->n] = *m;
+    memset(m, 0, sizeof(*m));
+    return (int)c->n++;
+}
+
 int lc_chat_add_versions(struct lc_chat *c, size_t i, struct lc_message *older)
 {
     if (i >= c->n || older->role != c->msgs[i].role)
@@ -277,8 +292,7 @@ static json_object *json_lossy_string(const char *s, size_t n)
 
 static const char b64_chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-/* Standard base64 (RFC 4648 section 4, with padding) of s[0..n); malloc'd, NULL on failure. */
-static char *base64_encode(const char *s, size_t n)
+char *lc_base64_encode(const char *s, size_t n)
 {
     const unsigned char *u = (const unsigned char *)s;
     char *out = malloc((n + 2) / 3 * 4 + 1), *o = out;
@@ -367,7 +381,7 @@ static bool add_content(json_object *o, const char *text, size_t len, time_t tim
     json_object_object_add(o, "content", json_lossy_string(text, len));
     if (!lc_utf8_valid(text, len)) {
         /* the exact bytes, for lc_chat_from_json (layout in chat.h) */
-        char *b64 = base64_encode(text, len);
+        char *b64 = lc_base64_encode(text, len);
         json_object_object_add(o, "content_base64", b64 ? json_object_new_string(b64) : NULL);
         ok = b64 != NULL;
         free(b64);

@@ -103,6 +103,9 @@ void lc_chat_truncate(struct lc_chat *c, size_t i);
 void lc_message_free(struct lc_message *m);
 /* Take the last message out of c into *out (ownership passes to the caller).  -1 if c is empty. */
 int lc_chat_pop(struct lc_chat *c, struct lc_message *out);
+/* Append a message taken out with lc_chat_pop (ownership passes to c; *m is zeroed).  Returns
+ * its index, or -1 on allocation failure (m untouched). */
+int lc_chat_push(struct lc_chat *c, struct lc_message *m);
 /*
  * /regen: `older` (a message taken out with lc_chat_pop, same role) becomes the earlier versions
  * of message i, whose text is the newest version and stays shown (chosen = the last place).
@@ -138,5 +141,9 @@ char *lc_chat_to_markdown(const struct lc_chat *c);
 struct lc_chat *lc_chat_load(const char *path, char **err);
 /* Same from a string; name is used in messages. */
 struct lc_chat *lc_chat_from_json(const char *text, size_t len, const char *name, char **err);
+
+/* Standard base64 (RFC 4648 section 4, with padding) of s[0..n), NUL-terminated; malloc'd,
+ * NULL on allocation failure.  (Transcripts' content_base64, the clipboard's OSC 52.) */
+char *lc_base64_encode(const char *s, size_t n);
 
 #endif
