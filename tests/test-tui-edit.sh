@@ -108,11 +108,16 @@ else
 fi
 third_line=$third
 
-# 4. /undo: the last exchange leaves the screen and the file; the cache is rolled back, and the
-# same message again is decoded at the same place with the same ids (nothing else recomputed)
+# 4. /undo: the last exchange leaves the screen and the file; the KV cache is rolled back at once
+# to the end of the reply kept (the status bar's ctx), and the same message again is decoded
+# there as the same ids: nothing before it is computed again
+# (reply 1 is 6 tokens, max_tokens: the last one sampled is not decoded with it, so the log
+# has 5 "reply" lines; the third prompt read the sixth)
+end1=$((start1 + $(echo "$reply1" | wc -w) + 1))
 $T send-keys -t lc "/undo" Enter
 check "undo: says what was removed" 'removed the last exchange \(2 messages\)'
-if screen | grep -q '^me> Then\|Then'; then bad "undo: the message left the screen"; screen; else ok "undo: the message left the screen"; fi
+if screen | grep -q 'Then'; then bad "undo: the message left the screen"; screen; else ok "undo: the message left the screen"; fi
+check "undo: the cache is rolled back to the end of reply 1 (ctx $end1)" "ctx $end1/2048"
 wait_json '"chosen": 1' && ! grep -q '"content": "Then"' "$(chatfile)" \
     && ok "undo: the autosaved JSON no longer has the exchange" \
     || { bad "undo: the autosaved JSON no longer has the exchange"; cat "$(chatfile)"; }
@@ -122,15 +127,12 @@ idle
 wait_prompts $((n + 1)) || bad "prompt after undo in the token log"
 again=$(grep '^prompt pos=' "$log" | sed -n "$((n + 1))p")
 again_n=$(echo "$again" | sed 's/^prompt pos=[0-9]* n=\([0-9]*\):.*/\1/')
-msg_n=$(echo "$third_line" | sed 's/^prompt pos=[0-9]* n=\([0-9]*\):.*/\1/')
-third_pos=$(echo "$third_line" | sed 's/^prompt pos=\([0-9]*\).*/\1/')
-again_pos=$(echo "$again" | sed 's/^prompt pos=\([0-9]*\).*/\1/')
-# the turn decodes from the end of the reply the model read: its ids up to there are cached
-end1=$((start1 + $(echo "$reply1" | wc -w)))
-if [ "$again_pos" -ge "$third_pos" ] && [ "$again_pos" -ge $((end1 - 1)) ] && [ "$again_n" -le 4 ]; then
+again_ids=$(echo "$again" | sed 's/.*: //')
+then_ids=$(echo "$third_line" | sed 's/.*: //' | tr ' ' '\n' | tail -n "$again_n" | tr '\n' ' ' | sed 's/ $//')
+if [ "$(echo "$again" | sed 's/^prompt pos=\([0-9]*\).*/\1/')" = "$end1" ] && [ "$again_ids" = "$then_ids" ]; then
     ok "undo: the next turn decodes only its own tokens ($again)"
 else
-    bad "undo: the next turn decodes only its own tokens (got '$again'; before undo '$third_line', reply 1 ends at $end1)"
+    bad "undo: the next turn decodes only its own tokens (got '$again'; want pos=$end1 and the ids '$then_ids' that ended '$third_line')"
 fi
 
 # 5. /edit: the message comes back; sending replaces the exchange
@@ -175,11 +177,32 @@ $T send-keys -t lc "/copy 99" Enter
 check "copy N: out of range" '/copy 99: the conversation has [0-9]+ messages'
 $T send-keys -t lc "/copy code" Enter
 check "copy code: none" 'no code block'
-$T send-keys -t lc '//copy ```' Enter
-idle
-$T send-keys -t lc "/undo" Enter
+
+# 9. a transcript with versions and a code block: /load shows "< 2/2 >"; /copy code copies the
+# block without its fences (characters counted, not bytes); Alt-Left, then /copy: version 1
+cat >"$tmp/code.json" <<'JSON'
+{ "format": "llamachat-transcript", "version": 1, "messages": [
+  { "role": "user", "content": "Write C" },
+  { "role": "assistant", "content": "Here:\n```c\nint main(void) { return 0; } /* é */\n```\nDone.",
+    "alternatives": [ { "content": "No." } ], "chosen": 2 } ] }
+JSON
+$T send-keys -t lc "/load $tmp/code.json" Enter
+check "load: the reply shows version 2 of 2" '< 2/2 > Here:'
+$T delete-buffer 2>/dev/null
+$T send-keys -t lc "/copy code" Enter
+check "copy code: says what was copied" 'copied 36 characters \(the last code block of the last reply\)'
+i=0; while [ $i -lt 30 ] && ! $T show-buffer >/dev/null 2>&1; do sleep 0.1; i=$((i + 1)); done
+buf=$($T show-buffer 2>/dev/null)
+[ "$buf" = "int main(void) { return 0; } /* é */" ] && ok "copy code: tmux's buffer holds the block" \
+    || bad "copy code: tmux's buffer holds '$buf'"
+$T send-keys -t lc M-Left
+check "load: Alt-Left shows version 1" '< 1/2 > No\.'
+$T delete-buffer 2>/dev/null
 $T send-keys -t lc "/copy" Enter
-check "copy: the last reply" 'copied [0-9]+ characters? \(the last reply\)'
+check "copy: the last reply as shown" 'copied 3 characters \(the last reply\)'
+i=0; while [ $i -lt 30 ] && ! $T show-buffer >/dev/null 2>&1; do sleep 0.1; i=$((i + 1)); done
+buf=$($T show-buffer 2>/dev/null)
+[ "$buf" = "No." ] && ok "copy: tmux's buffer holds version 1" || bad "copy: tmux's buffer holds '$buf'"
 
 $T send-keys -t lc "/quit" Enter
 check "exits with status 0" '^EXIT=0'

@@ -1387,6 +1387,10 @@ static void handle_key(struct tui *t, int r, wint_t ch)
             do_edit(t, true);   /* Up right after a reply: the last message, to change */
             return;
         }
+        if ((ch == KEY_UP || ch == KEY_DOWN) && t->edit_msg >= 0) {
+            t->edit_msg = -1;   /* readline's history from here: what is sent is a new message */
+            tui_message(t, false, "edit cancelled: history");
+        }
         if ((ch == KEY_HOME || ch == KEY_END) && input_is_empty()) {
             if (ch == KEY_HOME)
                 scroll_by(t, 1 << 28);
