@@ -1500,6 +1500,8 @@ static void on_key(void *ud, const struct lc_key *k)
         if (t->show_help) {
             t->show_help = false;
             t->dirty = true;
+        } else if (k->len == 6 && (!memcmp(k->text, "\033[1;3D", 6) || !memcmp(k->text, "\033[1;3C", 6))) {
+            flip_reply(t, k->text[5] == 'D' ? -1 : 1);   /* Alt-Left/Right (xterm) not in terminfo */
         } else if (t->focus == FOCUS_INPUT) {
             input_seq(t, k->text, k->len);
         }
