@@ -152,6 +152,13 @@ wait_json '"content": "Then she ran"' && ! grep -q '"content": "Then"' "$(chatfi
 $T send-keys -t lc Up
 check "Up: the last message is back in the input" '^> Then she ran *$'
 check "Up: says what Enter does" 'Enter replaces that exchange'
+$T send-keys -t lc Up
+check "Up again: readline's history, the edit cancelled" 'edit cancelled: history'
+$T send-keys -t lc C-u Up
+check "Up: the last message again" 'Enter replaces that exchange'
+$T send-keys -t lc Escape
+check "Esc: the edit cancelled, the line kept" 'edit cancelled: Enter sends the line as a new message'
+check "Esc: the line is still there" '^> Then she ran *$'
 $T send-keys -t lc C-u
 $T send-keys -t lc "/undo" Enter
 check "undo: back to one exchange" 'removed the last exchange'
