@@ -218,9 +218,10 @@ if grep -q 'AddressSanitizer\|runtime error\|LeakSanitizer' "$tmp/err"; then
 fi
 
 # 10. a chat template (ChatML on the same model): replies start their own line, so each message
-# has its label (the defaults); a regenerated reply shows "model: < 2/2 >"
+# has its label (the defaults, the model's configured as "bot:"); a regenerated reply shows
+# "bot: < 2/2 >"
 $T kill-session -t lc
-sed -e '/^label_user/d' -e 's/^max_tokens = 6/max_tokens = 4/' "$tmp/rc" >"$tmp/rc2"
+sed -e 's/^label_user = me>/label_model = bot:/' -e 's/^max_tokens = 6/max_tokens = 4/' "$tmp/rc" >"$tmp/rc2"
 $T -f /dev/null new-session -d -s lc -x 100 -y 30 \
     "env HOME='$tmp/home' LLAMACHATRC='$tmp/rc2' LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=tmux-256color '$LC' --chat-template chatml --system 'Be kind.' 2>'$tmp/err2'; echo EXIT=\$?; sleep 60"
 idle || { echo "FAIL: the chat did not start (chatml)"; screen; exit 1; }
@@ -228,10 +229,10 @@ $T send-keys -t lc "Hello" Enter
 idle
 check "labels: the system prompt's" '^system: Be kind\.$'
 check "labels: yours" '^you: Hello$'
-check "labels: the model's" '^model: [^ ]'
+check "labels: the model's (configured)" '^bot: [^ ]'
 $T send-keys -t lc "/set seed 7" Enter "/regen" Enter
 idle
-check "labels: a second version after the label" '^model: < 2/2 > [^ ]'
+check "labels: a second version after the label" '^bot: < 2/2 > [^ ]'
 $T send-keys -t lc "/quit" Enter
 check "chatml: exits with status 0" '^EXIT=0'
 if grep -q 'AddressSanitizer\|runtime error\|LeakSanitizer' "$tmp/err2"; then

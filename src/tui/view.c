@@ -604,6 +604,7 @@ static const char *const help_lines[] = {
     "Home/End      top/bottom (empty line)",
     "Ctrl-Home/End top/bottom (any time)",
     "Mouse wheel   scroll",
+    "Shift-drag    select text (terminal)",
     "Tab           parameters: edit here",
     "Shift-Tab     the same",
     "F2            show/hide parameters",
