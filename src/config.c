@@ -69,6 +69,10 @@ static const struct setting settings[] = {
     { "ui", "history", NULL, 0, K_BOOL, 0, 0, OFF(history), "on or off" },
     { "ui", "show_params", NULL, 0, K_BOOL, 0, 0, OFF(show_params), "on or off" },
     { "ui", "transcripts", NULL, 0, K_STR, 0, 0, OFF(transcripts_dir), "a directory" },
+    { "ui", "labels", NULL, 0, K_BOOL, 0, 0, OFF(labels), "on or off" },
+    { "ui", "label_user", NULL, 0, K_STR, 0, 0, OFF(label_user), "text" },
+    { "ui", "label_model", NULL, 0, K_STR, 0, 0, OFF(label_model), "text" },
+    { "ui", "label_system", NULL, 0, K_STR, 0, 0, OFF(label_system), "text" },
     { "chat", "system_prompt", "system", 0, K_STR, 0, 0, OFF(system_prompt), "text" },
     { "chat", "template", "chat-template", 0, K_TEMPLATE, 0, 0, OFF(chat_template), NULL /* the names */ },
     { "chat", "autosave", NULL, 0, K_BOOL, 0, 0, OFF(autosave), "on or off" },
@@ -128,7 +132,8 @@ void lc_config_free(struct lc_options *o)
     char **strs[] = { &o->model_path, &o->isa, &o->system_prompt, &o->chat_template, &o->theme,
                       &o->prompt, &o->resume_path, &o->save_format, &o->log_path,
                       &o->chat_template_text, &o->remote_url, &o->remote_model,
-                      &o->remote_api_key_env, &o->transcripts_dir };
+                      &o->remote_api_key_env, &o->transcripts_dir, &o->label_user,
+                      &o->label_model, &o->label_system };
     for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
         free(*strs[i]);
         *strs[i] = NULL;

@@ -34,6 +34,8 @@ struct lc_options {
     bool history;              /* keep ~/.local/state/llamachat/history */
     bool show_params;          /* parameter pane visible at start */
     char *theme;               /* colour scheme name, or NULL */
+    bool labels;               /* a role label before each message (mono themes, vt100) */
+    char *label_user, *label_model, *label_system; /* their text; NULL = you: model: system: */
     /* one-shot / tools */
     enum lc_mode mode;
     char *prompt;              /* -p */

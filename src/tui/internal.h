@@ -46,6 +46,7 @@ struct entry {
     int wrap_width;      /* width the lines were computed for; 0 = stale */
     int wrap_col0;       /* column the first line started at (a continuation shown inline) */
     int end_col;         /* column after the last cell of the last line */
+    int prefix_col;      /* column of the label / "< 2/3 >" before the text (view.c) */
     bool open;           /* a reply still streaming: an incomplete UTF-8 tail may complete */
 };
 
@@ -111,6 +112,13 @@ struct tui {
     bool save_failed;              /* a failure to keep the conversation was reported (once) */
     char *state_errors;            /* every failure to keep state, printed on stderr at exit */
     struct lc_state_writer *writer;/* writes the conversation file off this thread, or NULL */
+    /* editing the conversation (tui.c: /undo, /edit, /regen's versions) */
+    int edit_msg;                  /* /edit or Up: the user message whose exchange a send
+                                      replaces, -1 = none */
+    size_t edit_n;                 /* chat->n when the edit began (any change ends it) */
+    struct lc_message regen_old;   /* /regen: the reply being replaced, until the new one
+                                      arrives (then its versions) or none does (then back) */
+    bool regen_pending;
 };
 
 /* view.c */
