@@ -126,7 +126,7 @@ void lc_config_defaults(struct lc_options *o)
 void lc_config_free(struct lc_options *o)
 {
     char **strs[] = { &o->model_path, &o->isa, &o->system_prompt, &o->chat_template, &o->theme,
-                      &o->prompt, &o->resume_path, &o->save_format, &o->log_path,
+                      &o->prompt, &o->prompt_file, &o->resume_path, &o->save_format, &o->log_path,
                       &o->chat_template_text, &o->remote_url, &o->remote_model,
                       &o->remote_api_key_env, &o->transcripts_dir };
     for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
