@@ -69,6 +69,7 @@ static const struct setting settings[] = {
     { "ui", "history", NULL, 0, K_BOOL, 0, 0, OFF(history), "on or off" },
     { "ui", "show_params", NULL, 0, K_BOOL, 0, 0, OFF(show_params), "on or off" },
     { "ui", "transcripts", NULL, 0, K_STR, 0, 0, OFF(transcripts_dir), "a directory" },
+    { "ui", "read_limit", NULL, 0, K_INT, 1, 16384, OFF(read_limit_kib), "an integer from 1 to 16384 (KiB)" },
     { "chat", "system_prompt", "system", 0, K_STR, 0, 0, OFF(system_prompt), "text" },
     { "chat", "template", "chat-template", 0, K_TEMPLATE, 0, 0, OFF(chat_template), NULL /* the names */ },
     { "chat", "autosave", NULL, 0, K_BOOL, 0, 0, OFF(autosave), "on or off" },
@@ -86,6 +87,11 @@ const struct lc_option_def *lc_config_option(const char *long_name, int short_na
                                 (short_name && short_name == settings[i].short_name)))
             return &settings[i];
     return NULL;
+}
+
+const struct lc_option_def *lc_config_option_at(size_t i)
+{
+    return i < N_SETTINGS ? &settings[i] : NULL;
 }
 
 /* "plain, chatml, llama2, ..." (static, built once). */
@@ -120,6 +126,7 @@ void lc_config_defaults(struct lc_options *o)
     o->history = true;
     o->autosave = true;
     o->show_params = true;
+    o->read_limit_kib = 64;
     o->mode = LC_MODE_TUI;
 }
 

@@ -34,6 +34,7 @@ struct lc_options {
     bool history;              /* keep ~/.local/state/llamachat/history */
     bool show_params;          /* parameter pane visible at start */
     char *theme;               /* colour scheme name, or NULL */
+    int32_t read_limit_kib;    /* /read FILE: largest file read into the input, KiB (64) */
     /* one-shot / tools */
     enum lc_mode mode;
     char *prompt;              /* -p TEXT, or the text read for -p - (stdin) and -f FILE */
