@@ -142,7 +142,7 @@ got=$(od -An -c "$tmp/ed.before" 2>/dev/null | tr -s ' \n' ' ')
 [ "$got" = " O n c e t h e r e w a s a c a t \\n " ] && ok "editor: the file held the message" || bad "editor: the file held the message (got '$got')"
 if ls "$tmp"/llamachat-message-* >/dev/null 2>&1; then bad "editor: the file removed"; else ok "editor: the file removed"; fi
 not_on_screen "editor: not sent" '^ (reading|writing)'
-# Ctrl-G does the same; then Enter sends the edited message
+# Ctrl-G does the same (the script adds its line again); then Enter sends the edited message
 $T send-keys -t lc C-g
 check "editor: Ctrl-G" '^and a dog\.$' 10
 [ "$(grep -c 'and a dog' "$tmp/ed.before")" = 1 ] && ok "editor: Ctrl-G got the edited text" || bad "editor: Ctrl-G got the edited text"
@@ -150,7 +150,7 @@ $T send-keys -t lc Enter
 check "editor: the edited message sent" '^ idle .*ctx [3-9][0-9]' 10
 $T send-keys -t lc "/save $tmp/ed.json" Enter
 check "editor: saved" "saved $tmp/ed.json" 10
-if grep -Fq '"content": "Once there was a cat\nand a dog."' "$tmp/ed.json"; then ok "editor: the message as edited, byte for byte"
+if grep -Fq '"content": "Once there was a cat\nand a dog.\nand a dog."' "$tmp/ed.json"; then ok "editor: the message as edited, byte for byte"
 else bad "editor: the message as edited, byte for byte"; grep content "$tmp/ed.json"; fi
 quit editor
 start editor-fail "EDITOR='$tmp/ed-fail.sh'" "VISUAL=" || exit 1
