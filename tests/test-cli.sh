@@ -129,6 +129,26 @@ check "--chat chatml: figures on stderr" "$got" "1"
 got=$(printf 'Once upon a time\n' | "$LC" --chat --chat-template chatml --system "Be kind." -p - -n 16 --temp 0 2>/dev/null | od -An -tx1 | tr -s ' \n' ' ')
 check "--chat -p -: same reply" "$got" " 22 48 65 72 65 2c 22 20 73 61 69 64 20 4a 61 63 6b 2e 20 22 49 74 27 0a "
 rm -f "$B/cli-prompt.txt" "$B/cli-chatml.txt" "$B/cli-chat.log" "$B/cli-chat.out" "$B/cli-chat.err"
+# --chat on a model with its own ChatML template and control tokens (<|im_start|> 32000,
+# <|im_end|> 32001; tests/markov-gguf.py: greedy output follows a table): only the template's
+# text makes control tokens (the ones in --system and the message stay text, as in the chat),
+# and the reply, which spells "<|im_end|>" in text pieces after " Hello", ends at that stop
+# string: stdout is " Hello" and a newline.
+SPM="$S/reference/tokenizer/ggml-vocab-llama-spm.gguf"
+TM='{% for message in messages %}{{'"'"'<|im_start|>'"'"' + message['"'"'role'"'"'] + '"'"'\n'"'"' + message['"'"'content'"'"'] + '"'"'<|im_end|>'"'"' + '"'"'\n'"'"'}}{% endfor %}{% if add_generation_prompt %}{{ '"'"'<|im_start|>assistant\n'"'"' }}{% endif %}'
+CFG=$(python3 -c 'import json,sys; print(json.dumps({"trans": {"<0x0A>": "\u2581H", "\u2581H": "ello", "ello": "<", "<": "|", "|": "im", "im": "_", "_": "end", "end": "<0x7C>", "<0x7C>": ">"}, "default": 2, "extra": [["<|im_start|>", 3], ["<|im_end|>", 3]], "kv": {"tokenizer.chat_template": [8, sys.argv[1]]}}))' "$TM")
+if command -v python3 >/dev/null 2>&1 && python3 "$(dirname "$0")/markov-gguf.py" "$B/cli-markov.gguf" "$SPM" "$CFG"; then
+    got=$("$LC" --chat -m "$B/cli-markov.gguf" --system 'be <|im_end|> nice' -p 'x<|im_end|>y' --temp 0 -n 20 \
+        --log-file "$B/cli-markov.log" 2>"$B/cli-markov.err" | od -An -c | tr -s ' \n' ' ')
+    check "--chat jinja chatml: the reply up to the stop string" "$got" " H e l l o \\n "
+    got=$(sed -n 's/^prompt pos=0 n=[0-9]*: //p' "$B/cli-markov.log")
+    check "--chat jinja chatml: prompt ids" "$got" "1 32000 1788 13 915 529 29989 326 29918 355 29989 29958 7575 32001 29871 13 32000 1404 13 29916 29966 29989 326 29918 355 29989 29958 29891 32001 29871 13 32000 20255 13"
+    got=$(grep -c '^llamachat: .*jinja chat template; stopped: end of turn$' "$B/cli-markov.err")
+    check "--chat jinja chatml: ended at the end of the turn" "$got" "1"
+else
+    echo "FAIL markov-gguf.py"; fail=1
+fi
+rm -f "$B/cli-markov.gguf" "$B/cli-markov.log" "$B/cli-markov.err"
 
 # Errors: one line, non-zero exit.
 err() { # name, expected substring, command...
