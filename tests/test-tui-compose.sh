@@ -153,6 +153,37 @@ check "editor: saved" "saved $tmp/ed.json" 10
 if grep -Fq '"content": "Once there was a cat\nand a dog.\nand a dog."' "$tmp/ed.json"; then ok "editor: the message as edited, byte for byte"
 else bad "editor: the message as edited, byte for byte"; grep content "$tmp/ed.json"; fi
 quit editor
+# Ctrl-G inside Ctrl-R search is readline's abort, not the editor
+start editor-search "EDITOR='$tmp/ed.sh'" "VISUAL=" || exit 1
+$T send-keys -t lc "/params" Enter
+$T send-keys -t lc C-r "par"
+check "editor: Ctrl-R search" "^\(reverse-i-search\)\`par': /params" 10
+rm -f "$tmp/ed.mode"
+$T send-keys -t lc C-g
+check "editor: Ctrl-G ends the search" '^> *$' 10
+[ -e "$tmp/ed.mode" ] && bad "editor: Ctrl-G in search runs no editor" || ok "editor: Ctrl-G in search runs no editor"
+quit editor-search
+# Ctrl-Z in the editor (as vi does: SIGTSTP to the process group) stops the whole job; fg
+# brings the editor back, then the chat with the edited text
+cat >"$tmp/ed-stop.sh" <<ED
+#!/bin/sh
+kill -TSTP 0
+printf 'after fg\n' >>"\$1"
+ED
+chmod +x "$tmp/ed-stop.sh"
+start editor-stop "EDITOR='$tmp/ed-stop.sh'" "VISUAL=" || exit 1
+$T send-keys -t lc "before" C-g
+check "editor: Ctrl-Z in the editor stops the job" 'Stopped' 10
+$T send-keys -t lc "fg" Enter
+check "editor: fg: the chat back with the edited text" '^after fg *$' 10
+check "editor: fg: the status bar" '^ idle \|' 10
+check "editor: fg: the input" '^> before *$' 10
+# (the shell ran "echo EXIT" when the job stopped: wait for the chat's end instead)
+$T send-keys -t lc C-e C-u C-d
+check "editor-stop: the chat ends" '^\$ *$' 10
+if grep -q 'AddressSanitizer\|runtime error' "$tmp/editor-stop.err"; then
+    bad "editor-stop: no sanitizer report"; sed 's/^/  | /' "$tmp/editor-stop.err" | head -30
+fi
 start editor-fail "EDITOR='$tmp/ed-fail.sh'" "VISUAL=" || exit 1
 $T send-keys -t lc "keep me" C-g
 check "editor: a failing editor says so" 'ed-fail\.sh exited with status 3; the message is unchanged' 10
