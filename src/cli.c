@@ -352,6 +352,10 @@ int lc_cli_chat(const struct lc_options *o)
                 lc_text_stream_flush(&ts, stdout);
             printf("\n");
             fflush(stdout);
+            if (cfg.remote_url) {   /* the server's figures are its own */
+                lc_text_fprintf(stderr, "llamachat: %s; stopped: %s\n", desc, why);
+                break;
+            }
             lc_text_fprintf(stderr,
                             "llamachat: %s, %d threads, %s kernels, %s chat template; stopped: %s\n"
                             "llamachat: prompt %.0f tokens evaluated, generated %d tokens "

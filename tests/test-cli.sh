@@ -149,6 +149,22 @@ else
     echo "FAIL markov-gguf.py"; fail=1
 fi
 rm -f "$B/cli-markov.gguf" "$B/cli-markov.log" "$B/cli-markov.err"
+# --chat --remote: the same message to an OpenAI-compatible server (tests/fake-openai.py), the
+# streamed reply on stdout; a server error is exit status 1 with its message
+if command -v python3 >/dev/null 2>&1; then
+    fdir=$(mktemp -d "${TMPDIR:-/tmp}/lc-cli-fake.XXXXXX")
+    python3 "$(dirname "$0")/fake-openai.py" "$fdir/port" & fake=$!
+    for _ in $(seq 50); do [ -f "$fdir/port" ] && break; sleep 0.1; done
+    port=$(cat "$fdir/port" 2>/dev/null)
+    got=$(LLAMACHATRC=/dev/null "$LC" --chat --remote "http://127.0.0.1:$port/ok" --system "Be brief." -p "hi" 2>/dev/null)
+    check "--chat --remote: the reply" "$got" "Hello there"
+    got=$(grep -c '"messages":\[{"role":"system","content":"Be brief."},{"role":"user","content":"hi"}\]' "$fdir/port.requests" 2>/dev/null)
+    check "--chat --remote: system and user messages sent" "$got" "1"
+    out=$(LLAMACHATRC=/dev/null "$LC" --chat --remote "http://127.0.0.1:$port/500" -p "hi" 2>&1 >/dev/null); rc=$?
+    check "--chat --remote: a server error" "$rc: $out" "1: llamachat: http://127.0.0.1:$port/500: HTTP 500: server error: the model crashed"
+    kill $fake 2>/dev/null
+    rm -rf "$fdir"
+fi
 
 # Errors: one line, non-zero exit.
 err() { # name, expected substring, command...
