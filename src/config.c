@@ -69,7 +69,7 @@ static const struct setting settings[] = {
     { "ui", "history", NULL, 0, K_BOOL, 0, 0, OFF(history), "on or off" },
     { "ui", "show_params", NULL, 0, K_BOOL, 0, 0, OFF(show_params), "on or off" },
     { "ui", "transcripts", NULL, 0, K_STR, 0, 0, OFF(transcripts_dir), "a directory" },
-    { "ui", "read_limit", NULL, 0, K_INT, 1, 16384, OFF(read_limit_kib), "an integer from 1 to 16384 (KiB)" },
+    { "ui", "read_limit", NULL, 0, K_INT, 1, 1024, OFF(read_limit_kib), "an integer from 1 to 1024 (KiB)" },
     { "chat", "system_prompt", "system", 0, K_STR, 0, 0, OFF(system_prompt), "text" },
     { "chat", "template", "chat-template", 0, K_TEMPLATE, 0, 0, OFF(chat_template), NULL /* the names */ },
     { "chat", "autosave", NULL, 0, K_BOOL, 0, 0, OFF(autosave), "on or off" },
