@@ -957,6 +957,12 @@ static const char *skip_ws(const char *s)
     return s;
 }
 
+/* Every command, for Tab completion (input.c): a new command goes here too. */
+const char *const tui_command_names[] = {
+    "help", "quit", "exit", "save", "save!", "load", "clear", "regen", "system", "set", "models",
+    "params", "read", NULL,
+};
+
 static void command(struct tui *t, const char *line)
 {
     char cmd[32];
@@ -1011,6 +1017,8 @@ static void command(struct tui *t, const char *line)
         tui_message(t, false, *arg ? "system prompt set" : "system prompt removed");
     } else if (!strcmp(cmd, "set")) {
         cmd_set(t, arg);
+    } else if (!strcmp(cmd, "read")) {
+        input_read_file(t, arg);
     } else if (!strcmp(cmd, "models")) {
         lc_engine_models(t->engine);
     } else if (!strcmp(cmd, "params")) {
@@ -1268,20 +1276,31 @@ static void handle_resize(struct tui *t)
     t->dirty = true;
 }
 
-/* Ctrl-Z / SIGTSTP: give the terminal back, stop, and redraw everything when continued. */
-static void suspend(struct tui *t)
+void tui_release_terminal(struct tui *t)
 {
+    (void)t;
     endwin();
     restore_terminal_raw();
-    double t0 = now_s();
-    kill(0, SIGSTOP);   /* the whole job, as a shell's Ctrl-Z, so the shell sees it stopped */
-    /* continued */
-    t->suspended_s += now_s() - t0;
+}
+
+void tui_reclaim_terminal(struct tui *t)
+{
     curses_on = 1;
     fputs("\033[?2004h", stdout);
     fflush(stdout);
     reset_prog_mode();
     handle_resize(t);
+}
+
+/* Ctrl-Z / SIGTSTP: give the terminal back, stop, and redraw everything when continued. */
+static void suspend(struct tui *t)
+{
+    tui_release_terminal(t);
+    double t0 = now_s();
+    kill(0, SIGSTOP);   /* the whole job, as a shell's Ctrl-Z, so the shell sees it stopped */
+    /* continued */
+    t->suspended_s += now_s() - t0;
+    tui_reclaim_terminal(t);
 }
 
 /* Enter (or a digit) on the parameter pane: the input gets "/set NAME VALUE" with the current
@@ -1409,7 +1428,13 @@ static void handle_key(struct tui *t, int r, wint_t ch)
         else
             tui_message(t, false, "Ctrl-D on an empty line or /quit exits");
         return;
-    case '\t':
+    case 7:   /* Ctrl-G: the message in $EDITOR (readline's abort in Ctrl-R search) */
+        if (t->focus == FOCUS_INPUT && input_ctrl_g(t))
+            return;
+        break;
+    case '\t':   /* completes a command line; else the parameter pane */
+        if (t->focus == FOCUS_INPUT && input_completes())
+            break;
         t->focus = t->focus == FOCUS_INPUT ? FOCUS_PARAMS : FOCUS_INPUT;
         t->show_params = true;
         t->dirty = true;
