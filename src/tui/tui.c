@@ -960,7 +960,7 @@ static const char *skip_ws(const char *s)
 /* Every command, for Tab completion (input.c): a new command goes here too. */
 const char *const tui_command_names[] = {
     "help", "quit", "exit", "save", "save!", "load", "clear", "regen", "system", "set", "models",
-    "params", "read", NULL,
+    "params", "read", "undo", "edit", "copy", NULL,
 };
 
 static void command(struct tui *t, const char *line)
