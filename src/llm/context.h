@@ -19,6 +19,17 @@ struct lc_context_params {
     int32_t n_batch;      /* tokens per forward batch for prompts (default 512) */
     int32_t n_threads;    /* 0 = number of CPUs */
     enum lc_type kv_type; /* LC_TYPE_F16 (default, as llama.cpp) or LC_TYPE_F32 */
+    /*
+     * The float order of a llama.cpp other than b4748 (for tests against references it made;
+     * the defaults follow b4748's x86 build).  no_tinyblas: products of a batch with F16/F32
+     * weights, and the batch's q.K and p.V in attention, are vec_dot's row by row instead of
+     * tinyBLAS's (llama.cpp built without llamafile, as Debian's 0.7.0 is).  kv_pad: attention
+     * runs over the used KV cells rounded up to this many (0 = 32, b4748's; 0.7.0 pads to 256),
+     * which moves where vec_dot's SIMD blocks end in p.V.  Neither changes what is computed,
+     * only the last bits.
+     */
+    bool no_tinyblas;
+    int32_t kv_pad;
 };
 
 struct lc_context_params lc_context_default_params(void);
