@@ -154,4 +154,42 @@ phi3-q8_0.gguf phi-3.5-mini.jinja \u2581Lily Lily <|end|> [["<|system|>",3],["<|
 gemma2-q8_0.gguf gemma-2-it.jinja \u2581Lily Lily <end_of_turn> [["<start_of_turn>",3],["<end_of_turn>",3]]
 gemma3-q8_0.gguf gemma-3-it.jinja \u2581Lily Lily <end_of_turn> [["<start_of_turn>",3],["<end_of_turn>",3]]
 LIST
+# --- Qwen3: the thinking of earlier replies is not fed back ----------------------------------
+# Its template renders an assistant message before the last user message without the part up to
+# </think>.  The model answers "<think> dog</think> cat"; the second turn's prompt must replace
+# that reply from its first token (where the cached tokens part from the new rendering) with
+# " cat<|im_end|>": no " dog" in what the model reads.
+n_srv=$((n_srv + 1)); T="tmux -S $tmp/sock$n_srv"
+g="$tmp/think.gguf"; log="$g.log"
+cfg=$(python3 -c 'import json
+print(json.dumps({"trans": {"<think>": "\u0120dog", "\u0120dog": "</think>", "</think>": "\u0120cat",
+                            "\u0120cat": "<|im_end|>"},
+                  "default": "<think>", "extra": [["<think>", 4], ["</think>", 4]]}))')
+if python3 "$SRC/tests/markov-gguf.py" "$g" "$S/models/arch/qwen3-q8_0.gguf" "$cfg"; then
+    $T new-session -d -s lc -x 100 -y 30 "env HOME=$tmp/home LLAMACHATRC=/dev/null TERM=xterm-256color LANG=C.UTF-8 $LC -m $g --chat-template-file $SRC/tests/data/templates/qwen3.jinja --log-file $log --temp 0 -n 50 --verbose-prompt 2>$log.err; sleep 30"
+    idle() { i=0; while [ $i -lt 300 ] && ! $T capture-pane -t lc -p 2>/dev/null | grep -q ' idle '; do sleep 0.1; i=$((i + 1)); done; }
+    idle
+    $T send-keys -t lc -l -- "Hi"; $T send-keys -t lc Enter
+    i=0; while [ $i -lt 300 ] && [ "$(grep -c '^reply pos=' "$log" 2>/dev/null)" -lt 4 ]; do sleep 0.1; i=$((i + 1)); done
+    idle
+    $T send-keys -t lc -l -- "Again"; $T send-keys -t lc Enter
+    i=0; while [ $i -lt 300 ] && [ "$(grep -c '^prompt pos=' "$log" 2>/dev/null)" -lt 2 ]; do sleep 0.1; i=$((i + 1)); done
+    idle
+    p1=$(grep -m1 '^prompt pos=0 ' "$log" | sed 's/^prompt pos=0 n=\([0-9]*\):.*/\1/')
+    first_reply=$(grep -m1 '^reply pos=' "$log" | sed 's/^reply pos=\([0-9]*\) .*/\1/')
+    line2=$(grep '^prompt pos=' "$log" | sed -n 2p)
+    text2=$(grep '^prompt text' "$log" | sed -n 2p)
+    want2='prompt text: "<|im_end|>\n<|im_start|>user\nAgain<|im_end|>\n<|im_start|>assistant\n"'
+    want2b='prompt text: " cat<|im_end|>\n<|im_start|>user\nAgain<|im_end|>\n<|im_start|>assistant\n"'
+    if [ "$first_reply" = "$p1" ] && [ "${line2#prompt pos=$p1 }" != "$line2" ] && [ "$text2" = "$want2b" ]; then
+        ok "qwen3: the second turn reads ' cat<|im_end|>' in place of the first reply, without its thinking"
+    else
+        bad "qwen3: second prompt: '$line2' / $text2 (want pos=$p1 and $want2b)"
+        [ "$text2" = "$want2" ] && echo "  (the thinking was fed back: the cache kept '<think> dog</think> cat')"
+        grep -E '^(prompt|reply)' "$log" | head -20
+    fi
+    $T capture-pane -t lc -p | grep -q "^ *prompt: [0-9]* tokens at $p1: " && ok "qwen3: --verbose-prompt shows the prompt at $p1" \
+        || { bad "qwen3: --verbose-prompt note"; $T capture-pane -t lc -p | grep -v "^ *│ *$" | head -20; }
+    $T kill-server >/dev/null 2>&1
+else bad "qwen3 think: markov-gguf.py"; fi
 exit $fail

@@ -594,6 +594,19 @@ int lc_context_shift(struct lc_context *c, int32_t keep, int32_t n_discard)
     return 0;
 }
 
+int lc_context_k_row(const struct lc_context *c, int il, int32_t pos, float *out)
+{
+    if (il < 0 || il >= c->model->hp.n_layer || pos < 0 || pos >= c->n_past)
+        return -1;
+    const size_t off = ((size_t)il * (size_t)c->n_ctx + (size_t)pos) * (size_t)c->n_kv;
+    if (c->kv_type == LC_TYPE_F16)
+        for (int32_t d = 0; d < c->n_kv; d++)
+            out[d] = lc_fp16_to_fp32(((const lc_fp16 *)c->k_cache)[off + (size_t)d]);
+    else
+        memcpy(out, (const float *)c->k_cache + off, (size_t)c->n_kv * sizeof(float));
+    return 0;
+}
+
 /* ---------------------------------------------------------------- attention */
 
 /*

@@ -67,6 +67,12 @@ const float *lc_context_logits(const struct lc_context *c, int32_t i);
  * allocation failure (the cache is then unchanged).
  */
 int lc_context_shift(struct lc_context *c, int32_t keep, int32_t n_discard);
+/*
+ * The cached key row of layer il at position pos, after RoPE: n_head_kv * head_dim floats
+ * (converted from the cache's type) into out.  For tests of the cache (test-context-shift).
+ * Returns 0, or -1 when il or pos is out of range (pos >= n_past).
+ */
+int lc_context_k_row(const struct lc_context *c, int il, int32_t pos, float *out);
 /* Drop cached positions >= n_past. */
 void lc_context_truncate(struct lc_context *c, int32_t n_past);
 /* Progress/abort: cb(user, done_tokens, total_tokens) before each batch; true = stop. */
