@@ -12,7 +12,7 @@
  * depends only on its own token and position, the test points every attn_output at zeros
  * (the attention block adds nothing to the residual stream: x = embedding + FFNs).  Then each
  * kept key of every layer must be the fresh one up to the rounding of a rotation by -d on top
- * of one by p (measured: ~1e-6 of keys of magnitude ~10); a wrong angle on one layer moves
+ * of one by p (measured: at most 1.7e-5 on keys of magnitude up to 9.5); a wrong angle on one layer moves
  * that layer's keys by O(1).
  */
 #include <math.h>
@@ -87,7 +87,7 @@ static void run(const char *arch)
             lc_context_k_row(a, il, p, ka);
             lc_context_k_row(b, il, p, kb);
             for (int d = 0; d < nkv; d++) {
-                const double diff = fabs((double)ka[d] - kb[d]);
+                const double diff = fabs((double)ka[d] - (double)kb[d]);
                 mx = fmax(mx, fabs((double)kb[d]));
                 if (diff > worst)
                     worst = diff, worst_layer = il;
@@ -98,7 +98,7 @@ static void run(const char *arch)
         lc_context_k_row(a, m->hp.n_layer - 1, KEEP + DISCARD, ka);
         lc_context_k_row(b, m->hp.n_layer - 1, KEEP, kb);
         for (int d = 0; d < nkv; d++)
-            moved = fmax(moved, fabs((double)ka[d] - kb[d]));
+            moved = fmax(moved, fabs((double)ka[d] - (double)kb[d]));
     }
     fprintf(stderr, "%-7s %d layers: shifted vs fresh keys: max diff %.2e (layer %d; max |k| %.1f); "
             "unshifted key %.2f away\n", arch, m->hp.n_layer, worst, worst_layer, mx, moved);
