@@ -30,7 +30,8 @@
  *           tied output
  *
  * Each gets its family's chat template in tokenizer.chat_template (ChatML for llama and qwen,
- * Llama 3's for llama3, Gemma's, Phi-3's), replacing a copied vocabulary's: the control tokens
+ * Llama 3's for llama3, Gemma's, Phi-3's), replacing a copied vocabulary's (except plain llama,
+ * which keeps the copied one and gets ChatML only when there is none): the control tokens
  * of a real vocabulary are text in the generated one, which the chat shows but does not stop at.
  * A tied model's token_embd gets the output type (llama-quantize's rule).  --head-dim sets
  * key_length (qwen3, gemma: n_head * head_dim may differ from n_embd).
@@ -581,6 +582,14 @@ int main(int argc, char **argv)
         return fail("out of memory generating the vocabulary");
     }
 
+    /* a copied vocabulary's chat template (the plain llama keeps it) */
+    char *copied_tmpl = NULL;
+    if (o.vocab_path) {
+        struct lc_gguf *vg = lc_gguf_open(o.vocab_path, NULL);
+        const char *t = vg ? lc_gguf_get_str(vg, "tokenizer.chat_template") : NULL;
+        copied_tmpl = t ? strdup(t) : NULL;
+        lc_gguf_free(vg);
+    }
     char name[128];
     if (o.name)
         snprintf(name, sizeof(name), "%s", o.name);
@@ -609,7 +618,10 @@ int main(int argc, char **argv)
                                           A->swa > 0 ? (uint32_t)A->swa : (uint32_t)o.n_ctx)) ||
         (A->softcaps && (lc_gguf_writer_set_f32(w, KEY("attn_logit_softcapping"), 50.0f) ||
                          lc_gguf_writer_set_f32(w, KEY("final_logit_softcapping"), 30.0f))) ||
-        lc_gguf_writer_set_str(w, "tokenizer.chat_template", A->tmpl))
+        lc_gguf_writer_set_str(w, "tokenizer.chat_template", A->tmpl) ||
+        /* plain llama keeps a copied vocabulary's template, as before --arch */
+        (A == &synth_archs[0] && copied_tmpl && lc_gguf_writer_set_str(w, "tokenizer.chat_template",
+                                                                       copied_tmpl)))
         return fail("cannot set metadata");
 #undef KEY
 
@@ -737,6 +749,7 @@ int main(int argc, char **argv)
     free(tmp);
     free(ts);
     free(freqs);
+    free(copied_tmpl);
     lc_gguf_writer_free(w);
     return 0;
 }
