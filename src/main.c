@@ -150,6 +150,7 @@ static void options_free(struct lc_options *o)
     free(o->remote_model);
     free(o->remote_api_key_env);
     free(o->transcripts_dir);
+    free(o->model_dirs);
 }
 
 /* Returns 0 to go on, 1 to exit successfully (help/version), -1 on a bad option. */

@@ -402,9 +402,11 @@ static void cmd_delete(struct tui *t, const char *arg, bool force)
         if (asprintf(&again, "/delete!%s%s", *arg ? " " : "", arg) >= 0)
             input_restore(again);
         free(again);
-        tui_message(t, true, "%s: Enter deletes it (/delete!%s%s)",
-                    current ? (t->chat_path ? t->chat_path : "this conversation (not saved yet)") : path,
-                    *arg ? " " : "", arg);
+        if (current)
+            tui_message(t, true, "delete this chat? Enter confirms (/delete!): %s",
+                        t->chat_path ? t->chat_path : "not saved yet");
+        else
+            tui_message(t, true, "delete chat %s? Enter confirms (/delete! %s): %s", arg, arg, path);
         return;
     }
     if (!current) {
@@ -422,7 +424,7 @@ static void cmd_delete(struct tui *t, const char *arg, bool force)
     t->pp_tps = t->gen_tps = -1;
     chat_restart(t);
     rebuild_entries(t);
-    tui_message(t, false, "deleted %s; this is a new conversation", gone ? gone : "this conversation");
+    tui_message(t, false, "this is a new conversation; deleted %s", gone ? gone : "nothing (not saved yet)");
     free(gone);
 }
 

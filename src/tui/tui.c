@@ -703,6 +703,7 @@ static void command(struct tui *t, const char *line)
         if (refuse_if_busy(t, "/clear"))
             return;
         lc_chat_truncate(t->chat, t->chat->n && t->chat->msgs[0].role == LC_ROLE_SYSTEM ? 1 : 0);
+        lc_chat_set_title(t->chat, NULL);   /* a new conversation: /rename named the old one */
         lc_engine_clear(t->engine);
         t->n_past = -1;   /* known when the model has read the next turn */
         t->pp_tps = t->gen_tps = -1;
