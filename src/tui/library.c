@@ -188,6 +188,10 @@ static void cmd_model(struct tui *t, const char *arg)
                     t->model_name[0] ? t->model_name : "none", t->model_desc);
         return;
     }
+    if (t->o->remote_url) {
+        tui_message(t, true, "/model: remote mode: the server chooses its models (--remote-model)");
+        return;
+    }
     char *path = NULL, *err = NULL;
     if (all_digits(arg)) {
         long i = pick(arg, t->model_list ? t->model_list->n : 0);
