@@ -1579,6 +1579,7 @@ static void switch_model(struct lc_engine *e, const char *path)
     } else {
         loaded_free(&old);
         mt_remove(e, 0, e->mt_cap);   /* token ids of the old vocabulary */
+        kept_clear(e);                /* and those of /regen's earlier replies */
         e->n_cache = 0;
         e->noted_full = false;
         announce(e);

@@ -207,6 +207,7 @@ bool refuse_if_busy(struct tui *t, const char *what);
 void params_changed(struct tui *t);
 void autosave(struct tui *t, bool force);
 void chat_touched(struct tui *t, bool urgent);   /* urgent: saved at the next pass */
+void regen_forget(struct tui *t);   /* drop /regen's pending old reply (a new conversation) */
 /* A failure to keep state (history, conversation): err ("PATH: cause") is shown as an error
  * note and on the message line, prefixed with what ("could not keep the input history"), and
  * printed again on stderr at exit.  Callers report each kind of failure once. */

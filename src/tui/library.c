@@ -301,6 +301,8 @@ static void open_done(struct tui *t, struct tui_job *j)
         return;
     }
     autosave(t, true);   /* anything typed meanwhile is kept in the current file first */
+    regen_forget(t);
+    t->edit_msg = -1;
     lc_chat_free(t->chat);
     t->chat = c;
     if (c->has_params) {
@@ -421,6 +423,8 @@ static void cmd_delete(struct tui *t, const char *arg, bool force)
     if (t->chat_path && !delete_file(t, t->chat_path))
         return;
     char *gone = t->chat_path ? strdup(t->chat_path) : NULL;
+    regen_forget(t);
+    t->edit_msg = -1;
     lc_chat_truncate(t->chat, t->chat->n && t->chat->msgs[0].role == LC_ROLE_SYSTEM ? 1 : 0);
     lc_chat_set_title(t->chat, NULL);
     lc_engine_clear(t->engine);

@@ -621,7 +621,7 @@ static void do_save(struct tui *t, const char *name, bool force)
     free(path);
 }
 
-static void regen_forget(struct tui *t);
+void regen_forget(struct tui *t);
 
 static void do_load(struct tui *t, const char *path)
 {
@@ -685,7 +685,7 @@ static void submit(struct tui *t, const char *text)
 }
 
 /* /regen's reply being replaced is not needed any more. */
-static void regen_forget(struct tui *t)
+void regen_forget(struct tui *t)
 {
     if (t->regen_pending)
         lc_message_free(&t->regen_old);
