@@ -64,6 +64,7 @@ void lc_chat_free(struct lc_chat *c)
     lc_chat_truncate(c, 0);
     free(c->msgs);
     free(c->model);
+    free(c->title);
     free(c);
 }
 
@@ -218,6 +219,12 @@ void lc_chat_set_model(struct lc_chat *c, const char *name)
 {
     free(c->model);
     c->model = name ? strdup(name) : NULL;
+}
+
+void lc_chat_set_title(struct lc_chat *c, const char *title)
+{
+    free(c->title);
+    c->title = title && *title ? strdup(title) : NULL;
 }
 
 /* ---------------------------------------------------------------- JSON */
@@ -402,6 +409,8 @@ char *lc_chat_to_json(const struct lc_chat *c)
     json_object_object_add(root, "version", json_object_new_int(1));
     if (c->model)
         json_object_object_add(root, "model", json_lossy_string(c->model, strlen(c->model)));
+    if (c->title)
+        json_object_object_add(root, "title", json_lossy_string(c->title, strlen(c->title)));
     json_object_object_add(root, "saved", json_object_new_string(ts));
     json_object *p = json_object_new_object();
     json_object_object_add(p, "temp", json_float(c->params.temp));
@@ -735,6 +744,11 @@ struct lc_chat *lc_chat_from_json(const char *text, size_t len, const char *name
         goto fail;
     if (model)
         lc_chat_set_model(c, json_object_get_string(model));
+    json_object *title = get_field(root, "title", json_type_string, false, name, "", err);
+    if (*err)
+        goto fail;
+    if (title)
+        lc_chat_set_title(c, json_object_get_string(title));
     json_object *p = get_field(root, "parameters", json_type_object, false, name, "", err);
     if (*err)
         goto fail;

@@ -4,7 +4,7 @@
  * A transcript is saved as Markdown (for people; not read back) or JSON (read back by /load and
  * --resume).  The JSON layout, version 1:
  *   { "format": "llamachat-transcript", "version": 1,
- *     "model": "stories260K", "saved": "2026-11-29T21:00:00Z",
+ *     "model": "stories260K", "title": "Pirate tales", "saved": "2026-11-29T21:00:00Z",
  *     "parameters": { "temp": 0.8, "top_k": 40, "top_p": 0.95, "min_p": 0.05,
  *                     "repeat_penalty": 1, "repeat_last_n": 64, "max_tokens": -1,
  *                     "seed": 1234 | "random" },
@@ -76,6 +76,8 @@ struct lc_chat {
     struct lc_message *msgs;
     size_t n, cap;
     char *model;                       /* model name for the transcript, or NULL */
+    char *title;                       /* the user's name for it (/rename), or NULL; saved as
+                                          "title" only when set */
     struct lc_sampler_params params;   /* parameters in force (saved with the transcript) */
     int32_t max_tokens;
     uint64_t seed_used;                /* when params.seed is LC_SEED_RANDOM: the seed the
@@ -120,6 +122,8 @@ int lc_chat_add_versions(struct lc_chat *c, size_t i, struct lc_message *older);
 int lc_chat_choose(struct lc_chat *c, size_t i, size_t k);
 /* Set (text != NULL) or remove the system prompt, kept as message 0. */
 int lc_chat_set_system(struct lc_chat *c, const char *text);
+/* Set the title (copied; NULL or "" clears). */
+void lc_chat_set_title(struct lc_chat *c, const char *title);
 /* Set the model name (copied; NULL clears). */
 void lc_chat_set_model(struct lc_chat *c, const char *name);
 

@@ -57,6 +57,7 @@ static const struct setting settings[] = {
     { "model", "context_size", "ctx-size", 'c', K_INT, 0, 1 << 24, OFF(n_ctx), "an integer from 0 (model's) to 16777216" },
     { "model", "batch", "batch-size", 'b', K_INT, 1, 1 << 16, OFF(n_batch), "an integer from 1 to 65536" },
     { "model", "isa", "isa", 0, K_STR, 0, 0, OFF(isa), "auto, scalar, avx2, avx512 or neon" },
+    { "model", "dirs", NULL, 0, K_STR, 0, 0, OFF(model_dirs), "directories separated by ':'" },
     { "sampling", "temp", "temp", 0, K_FLOAT, 0, 100, OFF(sampling.temp), "a number from 0 to 100" },
     { "sampling", "top_k", "top-k", 0, K_INT, 0, INT32_MAX, OFF(sampling.top_k), "an integer >= 0 (0 = off)" },
     { "sampling", "top_p", "top-p", 0, K_FLOAT, 0, 1, OFF(sampling.top_p), "a number from 0 to 1" },
@@ -140,7 +141,7 @@ void lc_config_free(struct lc_options *o)
                       &o->prompt, &o->prompt_file, &o->resume_path, &o->save_format, &o->log_path,
                       &o->chat_template_text, &o->remote_url, &o->remote_model,
                       &o->remote_api_key_env, &o->transcripts_dir, &o->label_user,
-                      &o->label_model, &o->label_system };
+                      &o->label_model, &o->label_system, &o->model_dirs };
     for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
         free(*strs[i]);
         *strs[i] = NULL;

@@ -114,6 +114,17 @@ int lc_engine_undo(struct lc_engine *e);
 int lc_engine_set_reply(struct lc_engine *e, const char *text);
 /* List the models the server offers (remote) or the loaded one, as a NOTE. */
 int lc_engine_models(struct lc_engine *e);
+/*
+ * Switch to the model at path (copied; ~ already expanded): loaded on the engine thread beside
+ * the current one, which it replaces when ready; the conversation is kept and read again with
+ * the next reply.  Events: NOTEs, then LC_EV_INFO/LC_EV_LOADED on success or LC_EV_ERROR and a
+ * NOTE naming the model kept, and always LC_EV_DONE (a: LC_DONE_EOG switched, LC_DONE_STOPPED
+ * cancelled by lc_engine_stop, LC_DONE_ERROR).  Counts as busy until then.
+ */
+int lc_engine_load_model(struct lc_engine *e, const char *path);
+/* The model's facts (file, architecture, parameters, tensor types, context, template, special
+ * tokens) as one NOTE of several lines. */
+int lc_engine_show(struct lc_engine *e);
 /* Stop the current reply (keeps what was written).  Lock-free; safe from a signal handler. */
 void lc_engine_stop(struct lc_engine *e);
 /* True while a reply or a prompt is being processed (commands queued count as busy). */

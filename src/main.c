@@ -162,6 +162,7 @@ static void options_free(struct lc_options *o)
     free(o->label_user);
     free(o->label_model);
     free(o->label_system);
+    free(o->model_dirs);
 }
 
 /* Returns 0 to go on, 1 to exit successfully (help/version), -1 on a bad option. */

@@ -18,6 +18,8 @@ struct lc_options {
     int32_t n_ctx;             /* 0 = model's training context, at most 4096 */
     int32_t n_batch;           /* prompt batch (512) */
     char *isa;                 /* NULL = auto, else scalar|avx2|avx512|neon */
+    char *model_dirs;          /* [model] dirs: where /models looks (':'-separated), NULL =
+                                  ~/.local/share/llamachat/models (models.h) */
     /* [sampling] */
     struct lc_sampler_params sampling;
     int32_t n_predict;         /* max reply tokens; -1 = until EOS / context end */

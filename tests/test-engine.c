@@ -470,6 +470,44 @@ int main(void)
     lc_engine_free(e);
     cfg.chat_template = NULL;
 
+    /* /model: a bad file keeps the model; Esc cancels; a switch keeps the conversation, which
+     * the new model reads again from scratch (same text as that model fresh) */
+    {
+        char f32[512];
+        tu_shared("models/stories260K.gguf", f32, sizeof(f32));
+        struct lc_model *m32 = lc_model_load(f32, false, &err);
+        CHECK(m32 != NULL, "load f32: %s", err);
+        e = lc_engine_start(&cfg, &err);
+        CHECK(e && collect(e, &r, true, false), "switch: start");
+        if (e && m32) {
+            lc_engine_submit(e, p1);
+            CHECK(collect(e, &r1, false, false) && !strcmp(r1.text, want1), "switch: turn 1 '%s'", r1.text);
+            lc_engine_load_model(e, "/nonexistent.gguf");
+            CHECK(lc_engine_busy(e), "busy while switching");
+            CHECK(collect(e, &r, false, false) && r.reason == LC_DONE_ERROR && r.errors == 1 &&
+                  strstr(r.error, "/nonexistent.gguf") && !strcmp(r.note, "the model was not changed: still using llama"),
+                  "bad file: reason %d errors %d '%s' note '%s'", r.reason, r.errors, r.error, r.note);
+            lc_engine_load_model(e, f32);
+            lc_engine_stop(e);   /* Esc while it loads */
+            CHECK(collect(e, &r, false, false) && r.reason == LC_DONE_STOPPED &&
+                  !strcmp(r.note, "model switch cancelled: still using llama"),
+                  "cancel: reason %d note '%s'", r.reason, r.note);
+            lc_engine_load_model(e, f32);
+            CHECK(collect(e, &r, false, false) && r.reason == LC_DONE_EOG && r.errors == 0, "switch: reason %d", r.reason);
+            lc_engine_submit(e, p2);
+            CHECK(collect(e, &r2, false, false), "switch: turn 2");
+            char both[8192 * 2 + 64];
+            snprintf(both, sizeof(both), "%s%s%s", p1, r1.text, p2);
+            char *want = direct_greedy(m32, both, N, 256);
+            CHECK(want && !strcmp(r2.text, want), "after the switch:\n got '%s'\nwant '%s'", r2.text, want ? want : "");
+            CHECK(r2.n_eval > 0 && r2.n_past == r2.n_eval + N - 1, "the whole conversation read again: n_eval %d n_past %d",
+                  r2.n_eval, r2.n_past);
+            free(want);
+        }
+        lc_engine_free(e);
+        lc_model_free(m32);
+    }
+
     /* a bad model path is an error event, not a crash */
     cfg.model_path = "/nonexistent.gguf";
     e = lc_engine_start(&cfg, &err);

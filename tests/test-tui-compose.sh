@@ -63,7 +63,7 @@ start tab || exit 1
 $T send-keys -t lc "/he" Tab
 check "Tab: a command name" '^> /help *$' 10
 $T send-keys -t lc C-u "/s" Tab
-check "Tab: the choices on the message line" '4 matches: save save! set system' 10
+check "Tab: the choices on the message line" '5 matches: save save! set show system' 10
 check "Tab: the common part inserted" '^> /s *$' 10
 $T send-keys -t lc "et rep" Tab
 check "Tab: /set names from the option table" '2 matches: repeat-last-n repeat-penalty' 10

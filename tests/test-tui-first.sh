@@ -210,7 +210,7 @@ $T resize-window -t lc -x 40 -y 12
 $T send-keys -t lc F1
 check "help: shown at 40x12" 'llamachat keys'
 seen="$tmp/help.seen"; screen >"$seen"
-i=0; while [ $i -lt 40 ]; do $T send-keys -t lc Down; screen >>"$seen"; i=$((i + 1)); done
+i=0; while [ $i -lt 60 ]; do $T send-keys -t lc Down; screen >>"$seen"; i=$((i + 1)); done
 check "help: scrolls to its end" 'any other key closes it'
 screen >>"$seen"
 $T send-keys -t lc PPage; screen >>"$seen"

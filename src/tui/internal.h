@@ -119,6 +119,11 @@ struct tui {
     struct lc_message regen_old;   /* /regen: the reply being replaced, until the new one
                                       arrives (then its versions) or none does (then back) */
     bool regen_pending;
+    /* models and saved chats (library.c) */
+    bool switching;                /* /model: the engine is loading another model */
+    struct tui_job *job;           /* a listing or a chat being read off this thread, or NULL */
+    struct lc_listing *model_list; /* the last /models listing (for /model N), or NULL */
+    struct lc_listing *chat_list;  /* the last /chats listing (for /chats N, /delete N), or NULL */
 };
 
 /* view.c */
@@ -193,9 +198,31 @@ int tui_add_entry(struct tui *t, enum entry_kind k, const char *text, size_t len
 void tui_append_entry(struct tui *t, int i, const char *text, size_t len);
 void tui_param_change(struct tui *t, int idx, int dir);
 void tui_param_text(const struct tui *t, int idx, char *buf, size_t len);
+/* For library.c: entries from the conversation; a new conversation file from the next save;
+ * refuse a command while busy (the line goes back to the input); parameters changed; save
+ * the conversation now if it changed (force) or when due. */
+void rebuild_entries(struct tui *t);
+void chat_restart(struct tui *t);
+bool refuse_if_busy(struct tui *t, const char *what);
+void params_changed(struct tui *t);
+void autosave(struct tui *t, bool force);
+void chat_touched(struct tui *t, bool urgent);   /* urgent: saved at the next pass */
+void regen_forget(struct tui *t);   /* drop /regen's pending old reply (a new conversation) */
 /* A failure to keep state (history, conversation): err ("PATH: cause") is shown as an error
  * note and on the message line, prefixed with what ("could not keep the input history"), and
  * printed again on stderr at exit.  Callers report each kind of failure once. */
 void tui_state_error(struct tui *t, const char *what, const char *err);
+
+/* library.c: /model, /models, /show, /chats, /rename, /delete (each returns true when line's
+ * command was one of them), and the work they do off the UI thread. */
+bool library_command(struct tui *t, const char *cmd, const char *arg);
+/* The engine ended a model switch (LC_EV_DONE while t->switching). */
+void library_switch_done(struct tui *t, int reason);
+/* The descriptor to poll for the end of the current job, or -1. */
+int library_job_fd(const struct tui *t);
+/* The job's descriptor was readable: take its result. */
+void library_job_finish(struct tui *t);
+/* At exit: stop and wait for the job, free the listings. */
+void library_shutdown(struct tui *t);
 
 #endif

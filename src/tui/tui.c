@@ -250,7 +250,7 @@ static void clear_entries(struct tui *t)
 }
 
 /* Entries from the conversation (after /load, /clear, /system). */
-static void rebuild_entries(struct tui *t)
+void rebuild_entries(struct tui *t)
 {
     clear_entries(t);
     for (size_t i = 0; i < t->chat->n; i++) {
@@ -307,7 +307,7 @@ static bool autosave_on(const struct tui *t)
 
 /* The conversation changed; urgent (a turn ended, a command): save at the next pass of the
  * loop, else (reply text streaming) at most once a second. */
-static void chat_touched(struct tui *t, bool urgent)
+void chat_touched(struct tui *t, bool urgent)
 {
     t->chat_changed = true;
     if (urgent)
@@ -315,7 +315,7 @@ static void chat_touched(struct tui *t, bool urgent)
 }
 
 /* A new conversation (/clear, /load): the next save starts a new file. */
-static void chat_restart(struct tui *t)
+void chat_restart(struct tui *t)
 {
     free(t->chat_path);
     t->chat_path = NULL;
@@ -375,7 +375,7 @@ static void autosave_check(struct tui *t)
  * (state.h: temp file, fsync, rename: the file on disk is always a whole transcript), or here
  * through lc_chat_save when there is no thread; a failure is reported once.
  */
-static void autosave(struct tui *t, bool force)
+void autosave(struct tui *t, bool force)
 {
     autosave_check(t);
     if (!autosave_on(t) || !t->chat_changed)
@@ -439,7 +439,7 @@ void tui_param_text(const struct tui *t, int idx, char *buf, size_t len)
     }
 }
 
-static void params_changed(struct tui *t)
+void params_changed(struct tui *t)
 {
     t->chat->params = t->o->sampling;
     t->chat->max_tokens = t->o->n_predict;
@@ -547,7 +547,7 @@ static bool busy(struct tui *t)
 
 /* A command or message that cannot run now: say why, and put the line back in the input
  * (nothing typed is lost). */
-static bool refuse_if_busy(struct tui *t, const char *what)
+bool refuse_if_busy(struct tui *t, const char *what)
 {
     if (busy(t) || t->state == ST_FAILED) {
         if (t->cur_line)
@@ -621,7 +621,7 @@ static void do_save(struct tui *t, const char *name, bool force)
     free(path);
 }
 
-static void regen_forget(struct tui *t);
+void regen_forget(struct tui *t);
 
 static void do_load(struct tui *t, const char *path)
 {
@@ -685,7 +685,7 @@ static void submit(struct tui *t, const char *text)
 }
 
 /* /regen's reply being replaced is not needed any more. */
-static void regen_forget(struct tui *t)
+void regen_forget(struct tui *t)
 {
     if (t->regen_pending)
         lc_message_free(&t->regen_old);
@@ -960,7 +960,8 @@ static const char *skip_ws(const char *s)
 /* Every command, for Tab completion (input.c): a new command goes here too. */
 const char *const tui_command_names[] = {
     "help", "quit", "exit", "save", "save!", "load", "clear", "regen", "system", "set", "models",
-    "params", "read", "undo", "edit", "copy", NULL,
+    "params", "read", "undo", "edit", "copy", "model", "show", "chats", "rename", "delete",
+    "delete!", NULL,
 };
 
 static void command(struct tui *t, const char *line)
@@ -992,6 +993,7 @@ static void command(struct tui *t, const char *line)
         regen_forget(t);
         t->edit_msg = -1;
         lc_chat_truncate(t->chat, t->chat->n && t->chat->msgs[0].role == LC_ROLE_SYSTEM ? 1 : 0);
+        lc_chat_set_title(t->chat, NULL);   /* a new conversation: /rename named the old one */
         lc_engine_clear(t->engine);
         t->n_past = -1;   /* known when the model has read the next turn */
         t->pp_tps = t->gen_tps = -1;
@@ -1019,8 +1021,8 @@ static void command(struct tui *t, const char *line)
         cmd_set(t, arg);
     } else if (!strcmp(cmd, "read")) {
         input_read_file(t, arg);
-    } else if (!strcmp(cmd, "models")) {
-        lc_engine_models(t->engine);
+    } else if (library_command(t, cmd, arg)) {
+        /* /model, /models, /show, /chats, /rename, /delete (library.c) */
     } else if (!strcmp(cmd, "params")) {
         t->show_params = true;
         char b[8][32];
@@ -1144,6 +1146,10 @@ static void dispatch_event(struct tui *t, const struct lc_event *ev, const char 
         break;
     }
     case LC_EV_DONE:
+        if (t->switching) {
+            library_switch_done(t, ev->a);
+            break;
+        }
         if (t->state != ST_FAILED)
             t->state = ST_IDLE;
         /* the generation speed of the turn: the engine's time in decode calls (events may reach
@@ -1188,7 +1194,7 @@ static void dispatch_event(struct tui *t, const struct lc_event *ev, const char 
     case LC_EV_ERROR:
         tui_add_entry(t, E_ERROR, text, len);
         tui_message(t, true, "%.*s", (int)len, text);
-        if (t->state == ST_LOADING) {
+        if (t->state == ST_LOADING && !t->switching) {
             /* nothing to chat with: close the screen and say why (exit status 1, as -p does) */
             t->state = ST_FAILED;
             free(t->fatal);
@@ -1252,7 +1258,7 @@ static void drain_events(struct tui *t)
 
 static void stop_reply(struct tui *t)
 {
-    if (busy(t) && t->state != ST_LOADING) {
+    if (busy(t) && (t->state != ST_LOADING || t->switching)) {   /* a switch can be cancelled */
         lc_engine_stop(t->engine);
         tui_message(t, false, "stopping");
     }
@@ -1850,10 +1856,11 @@ int lc_tui_run(struct lc_options *o)
         tui_message(t, false, "loading %s ...", model);
     t->dirty = true;
 
-    struct pollfd fds[3] = {
+    struct pollfd fds[4] = {
         { STDIN_FILENO, POLLIN, 0 },
         { lc_engine_fd(t->engine), POLLIN, 0 },
         { sig_pipe[0], POLLIN, 0 },
+        { -1, POLLIN, 0 },   /* a listing or chat being read (library.c); -1: none */
     };
     while (!t->quit) {
         autosave(t, false);
@@ -1873,7 +1880,8 @@ int lc_tui_run(struct lc_options *o)
             timeout = due;
             key_timer = false;
         }
-        int r = poll(fds, 3, timeout);
+        fds[3].fd = library_job_fd(t);
+        int r = poll(fds, 4, timeout);
         if (r < 0) {
             if (errno == EINTR)
                 continue;
@@ -1905,6 +1913,8 @@ int lc_tui_run(struct lc_options *o)
         }
         if (fds[1].revents & POLLIN)
             drain_events(t);
+        if (fds[3].fd >= 0 && (fds[3].revents & POLLIN))
+            library_job_finish(t);
         if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
             read_keys(t, false);
             if ((fds[0].revents & (POLLHUP | POLLERR)) && !(fds[0].revents & POLLIN))
@@ -1912,6 +1922,7 @@ int lc_tui_run(struct lc_options *o)
         }
     }
 
+    library_shutdown(t);
     autosave(t, true);
     char *werr = NULL;
     lc_state_writer_free(t->writer, &werr);   /* waits for the last write */
