@@ -69,6 +69,8 @@ static const struct setting settings[] = {
     { "ui", "history", NULL, 0, K_BOOL, 0, 0, OFF(history), "on or off" },
     { "ui", "show_params", NULL, 0, K_BOOL, 0, 0, OFF(show_params), "on or off" },
     { "ui", "transcripts", NULL, 0, K_STR, 0, 0, OFF(transcripts_dir), "a directory" },
+    { "ui", "markdown", NULL, 0, K_BOOL, 0, 0, OFF(markdown), "on or off" },
+    { "ui", "show_thinking", NULL, 0, K_BOOL, 0, 0, OFF(show_thinking), "on or off" },
     { "chat", "system_prompt", "system", 0, K_STR, 0, 0, OFF(system_prompt), "text" },
     { "chat", "template", "chat-template", 0, K_TEMPLATE, 0, 0, OFF(chat_template), NULL /* the names */ },
     { "chat", "autosave", NULL, 0, K_BOOL, 0, 0, OFF(autosave), "on or off" },
@@ -120,6 +122,7 @@ void lc_config_defaults(struct lc_options *o)
     o->history = true;
     o->autosave = true;
     o->show_params = true;
+    o->markdown = true;
     o->mode = LC_MODE_TUI;
 }
 

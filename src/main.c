@@ -132,6 +132,7 @@ static void options_defaults(struct lc_options *o)
     o->history = true;
     o->autosave = true;
     o->show_params = true;
+    o->markdown = true;
 }
 
 static void options_free(struct lc_options *o)

@@ -34,6 +34,8 @@ struct lc_options {
     bool history;              /* keep ~/.local/state/llamachat/history */
     bool show_params;          /* parameter pane visible at start */
     char *theme;               /* colour scheme name, or NULL */
+    bool markdown;             /* replies shown as Markdown (off: as written; /raw toggles) */
+    bool show_thinking;        /* a reply's <think> part shown whole (off: folded; /think) */
     /* one-shot / tools */
     enum lc_mode mode;
     char *prompt;              /* -p */

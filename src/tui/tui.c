@@ -721,6 +721,14 @@ static void command(struct tui *t, const char *line)
         tui_message(t, false, *arg ? "system prompt set" : "system prompt removed");
     } else if (!strcmp(cmd, "set")) {
         cmd_set(t, arg);
+    } else if (!strcmp(cmd, "raw")) {   /* replies as written, or as Markdown (view.c) */
+        t->markdown = !t->markdown;
+        tui_message(t, false, t->markdown ? "replies shown as Markdown (/raw: as written)"
+                                          : "replies shown as written (/raw: as Markdown)");
+    } else if (!strcmp(cmd, "think")) {   /* <think> parts folded or whole (markdown.h) */
+        t->show_think = !t->show_think;
+        tui_message(t, false, t->show_think ? "thinking shown (/think folds it)"
+                                            : "thinking folded (/think shows it)");
     } else if (!strcmp(cmd, "models")) {
         lc_engine_models(t->engine);
     } else if (!strcmp(cmd, "params")) {
@@ -1338,6 +1346,8 @@ int lc_tui_run(struct lc_options *o)
     t->last_seed = LC_SEED_RANDOM;
     t->pp_tps = t->gen_tps = -1;
     t->show_params = o->show_params;
+    t->markdown = o->markdown;
+    t->show_think = o->show_thinking;
     t->state = ST_LOADING;
     t->chat = lc_chat_new();
     if (!t->chat) {
