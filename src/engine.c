@@ -35,9 +35,11 @@
 #include "remote/remote.h"
 #include "ring.h"
 
-enum cmd_type { CMD_SUBMIT, CMD_REGEN, CMD_CLEAR, CMD_SYSTEM, CMD_CONV, CMD_MODELS, CMD_QUIT };
+enum cmd_type { CMD_SUBMIT, CMD_REGEN, CMD_CLEAR, CMD_SYSTEM, CMD_CONV, CMD_MODELS, CMD_QUIT,
+                CMD_UNDO, CMD_REPLY };
 
 struct msg_toks;
+struct kept_reply;
 
 struct cmd {
     enum cmd_type type;
@@ -82,6 +84,9 @@ struct lc_engine {
     bool noted_full;          /* the context-full note was shown for the current reply */
     struct msg_toks *mt;      /* kept token ids per message of conv (mt_cap entries) */
     size_t mt_cap;
+    struct kept_reply *kept;  /* earlier replies to the last user message (/regen), with their
+                                 ids, for when the UI shows one of them again (CMD_REPLY) */
+    size_t n_kept;
     uint64_t user_seed;       /* the seed asked for (LC_SEED_RANDOM: a fresh one per reply) */
     uint64_t reply_seed;      /* the seed the current reply was sampled with */
     FILE *log;                /* token log, or NULL */
@@ -283,6 +288,16 @@ int lc_engine_set_conversation(struct lc_engine *e, const struct lc_chat *c)
     return 0;
 }
 
+int lc_engine_undo(struct lc_engine *e)
+{
+    return enqueue(e, CMD_UNDO, NULL, NULL);
+}
+
+int lc_engine_set_reply(struct lc_engine *e, const char *text)
+{
+    return enqueue(e, CMD_REPLY, text ? text : "", NULL);
+}
+
 int lc_engine_set_params(struct lc_engine *e, const struct lc_sampler_params *p, int32_t n_predict)
 {
     pthread_mutex_lock(&e->mu);
@@ -473,6 +488,74 @@ static bool mt_push(struct msg_toks *m, int32_t tok)
     }
     m->ids[m->n++] = tok;
     return true;
+}
+
+/* ---------------------------------------------------------------- earlier replies */
+
+/* A reply taken out of the conversation by /regen, kept with the ids it was generated as, so
+ * that showing it again (lc_engine_set_reply) gives the model the same tokens. */
+struct kept_reply {
+    char *text;
+    size_t len;
+    struct msg_toks toks;
+};
+
+static void kept_clear(struct lc_engine *e)
+{
+    for (size_t i = 0; i < e->n_kept; i++) {
+        free(e->kept[i].text);
+        free(e->kept[i].toks.ids);
+    }
+    free(e->kept);
+    e->kept = NULL;
+    e->n_kept = 0;
+}
+
+/* Move the last message, a reply, out of the conversation into e->kept (text and ids).  When
+ * that cannot be done (not a reply, out of memory) a reply is simply removed. */
+static void kept_take_last(struct lc_engine *e)
+{
+    struct lc_chat *c = e->conv;
+    if (!c->n || c->msgs[c->n - 1].role != LC_ROLE_ASSISTANT)
+        return;
+    size_t i = c->n - 1;
+    struct kept_reply *k = realloc(e->kept, (e->n_kept + 1) * sizeof(*k));
+    if (!k || i >= e->mt_cap) {
+        if (k)
+            e->kept = k;
+        conv_remove(e, i, i + 1);
+        return;
+    }
+    e->kept = k;
+    k[e->n_kept++] = (struct kept_reply){ c->msgs[i].text, c->msgs[i].len, e->mt[i] };
+    memset(&e->mt[i], 0, sizeof(e->mt[i]));
+    c->msgs[i].text = NULL;
+    c->n--;
+}
+
+/* CMD_REPLY: the reply to the last user message is now `text` ("" = none): the one there goes to
+ * e->kept, and text comes back from there with its ids when it was kept (same bytes), else it is
+ * tokenized when read. */
+static void set_reply(struct lc_engine *e, const char *text)
+{
+    kept_take_last(e);
+    size_t len = strlen(text);
+    if (!len)
+        return;
+    int i = lc_chat_add(e->conv, LC_ROLE_ASSISTANT, text, len);
+    if (i < 0 || !mt_fit(e)) {
+        emit_str(e, LC_EV_ERROR, "out of memory");
+        return;
+    }
+    for (size_t k = 0; k < e->n_kept; k++)
+        if (e->kept[k].len == len && memcmp(e->kept[k].text, text, len) == 0) {
+            free(e->mt[i].ids);
+            e->mt[i] = e->kept[k].toks;
+            free(e->kept[k].text);
+            memmove(e->kept + k, e->kept + k + 1, (e->n_kept - k - 1) * sizeof(*e->kept));
+            e->n_kept--;
+            break;
+        }
 }
 
 /* ---------------------------------------------------------------- prompt building */
@@ -898,6 +981,35 @@ static int sync_prompt(struct lc_engine *e, int32_t reserve)
         lc_sampler_accept(e->smp, e->cache[i]);
     free(toks);
     return rc;
+}
+
+/*
+ * CMD_UNDO: remove the last exchange (the last user message and the reply after it) and roll the
+ * KV cache back to the longest prefix of it that the rest of the conversation still reads:
+ * nothing is recomputed, and the next turn decodes only its own tokens.  The new n_past is
+ * reported (LC_EV_STATS).
+ */
+static void undo(struct lc_engine *e)
+{
+    kept_clear(e);
+    struct lc_chat *c = e->conv;
+    size_t lu = last_user(c);
+    if (lu < c->n)
+        conv_remove(e, lu, c->n);
+    if (!e->ctx || !e->model)
+        return;   /* remote: no cache */
+    int32_t *toks = NULL, n = 0, common = 0;
+    char *err = NULL;
+    if (build_prompt(e, 0, 0, &toks, &n, NULL, &err) == 0)
+        while (common < n && common < e->n_cache && toks[common] == e->cache[common])
+            common++;
+    free(err);
+    free(toks);
+    if (common < e->n_cache) {
+        lc_context_truncate(e->ctx, common);
+        e->n_cache = common;
+    }
+    emit_stats(e);
 }
 
 static bool on_progress(void *user, int32_t done, int32_t total)
@@ -1382,6 +1494,7 @@ static void *engine_main(void *arg)
         bool quit = false;
         switch (c->type) {
         case CMD_SUBMIT:
+            kept_clear(e);   /* a new turn: the earlier replies belonged to the last one */
             if (lc_chat_add(e->conv, LC_ROLE_USER, c->text, strlen(c->text)) < 0 || !mt_fit(e)) {
                 emit_str(e, LC_EV_ERROR, "out of memory");
                 emit(e, LC_EV_DONE, LC_DONE_ERROR, 0, 0, 0);
@@ -1391,8 +1504,7 @@ static void *engine_main(void *arg)
             reply(e);
             break;
         case CMD_REGEN:
-            if (e->conv->n && e->conv->msgs[e->conv->n - 1].role == LC_ROLE_ASSISTANT)
-                conv_remove(e, e->conv->n - 1, e->conv->n);
+            kept_take_last(e);   /* kept with its ids: the UI may show it again */
             if (e->conv->n && e->conv->msgs[e->conv->n - 1].role == LC_ROLE_USER) {
                 reply(e);
             } else {
@@ -1402,12 +1514,20 @@ static void *engine_main(void *arg)
             }
             break;
         case CMD_CLEAR:
+            kept_clear(e);
             conv_remove(e, first_droppable(e->conv), e->conv->n);
+            break;
+        case CMD_UNDO:
+            undo(e);
+            break;
+        case CMD_REPLY:
+            set_reply(e, c->text);
             break;
         case CMD_SYSTEM:
             conv_set_system(e, c->text);
             break;
         case CMD_CONV:
+            kept_clear(e);
             mt_remove(e, 0, e->mt_cap);
             lc_chat_free(e->conv);
             e->conv = c->conv;
@@ -1564,6 +1684,7 @@ void lc_engine_free(struct lc_engine *e)
         close(e->wake_wr);
     if (e->mt)
         mt_remove(e, 0, e->mt_cap);
+    kept_clear(e);
     free(e->mt);
     if (e->log)
         fclose(e->log);

@@ -3,8 +3,8 @@
  *
  * One engine thread owns the model, the context (KV cache) and the sampler.  The UI thread
  * talks to it in two directions:
- *   - commands (submit a user message, regenerate, clear, set parameters, set the system
- *     prompt, replace the conversation, quit) go into a small mutex-protected queue; they are
+ *   - commands (submit a user message, regenerate, undo, choose a reply, clear, set
+ *     parameters, set the system prompt, replace the conversation, quit) go into a small mutex-protected queue; they are
  *     rare, so a lock is fine there.  Stopping a reply does not queue: lc_engine_stop sets an
  *     atomic flag that the engine checks between tokens and between prompt batches.
  *   - events (reply text, prompt progress, speed figures, done, notes, errors) come back
@@ -101,6 +101,17 @@ int lc_engine_set_system(struct lc_engine *e, const char *text);/* NULL or "" re
 int lc_engine_set_params(struct lc_engine *e, const struct lc_sampler_params *p, int32_t n_predict);
 /* Replace the conversation (after /load): copies c's messages; evaluated with the next reply. */
 int lc_engine_set_conversation(struct lc_engine *e, const struct lc_chat *c);
+/*
+ * Remove the last exchange (the last user message and the reply to it) and roll the KV cache
+ * back to the prefix the rest still reads (not recomputed); LC_EV_STATS gives the new n_past.
+ */
+int lc_engine_undo(struct lc_engine *e);
+/*
+ * The reply to the last user message is now text (one of the versions /regen kept; "" or NULL
+ * = no reply).  The one there before is kept; a text the engine generated since the last user
+ * message is read again as the same token ids (matched by its bytes), any other is tokenized.
+ */
+int lc_engine_set_reply(struct lc_engine *e, const char *text);
 /* List the models the server offers (remote) or the loaded one, as a NOTE. */
 int lc_engine_models(struct lc_engine *e);
 /* Stop the current reply (keeps what was written).  Lock-free; safe from a signal handler. */

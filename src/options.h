@@ -36,9 +36,15 @@ struct lc_options {
     char *theme;               /* colour scheme name, or NULL */
     bool markdown;             /* replies shown as Markdown (off: as written; /raw toggles) */
     bool show_thinking;        /* a reply's <think> part shown whole (off: folded; /think) */
+    bool labels;               /* a role label before each message (mono themes, vt100) */
+    char *label_user, *label_model, *label_system; /* their text; NULL = you: model: system: */
+    int32_t read_limit_kib;    /* /read FILE: largest file read into the input, KiB (64) */
     /* one-shot / tools */
     enum lc_mode mode;
-    char *prompt;              /* -p */
+    char *prompt;              /* -p TEXT, or the text read for -p - (stdin) and -f FILE */
+    char *prompt_file;         /* -f FILE (or "-" for -p -): read into prompt by main.c */
+    bool chat_oneshot;         /* --chat: the prompt is one user turn in the chat template;
+                                  only the reply is printed (cli.c lc_cli_chat) */
     bool print_token_ids;
     bool no_bos;
     bool special;          /* --special: special-token texts in -p are parsed, and printed */

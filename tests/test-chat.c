@@ -485,11 +485,73 @@ static void test_too_large(void)
     unlink(path);
 }
 
+/* /regen's versions: kept in order, chosen flips, JSON keeps them (and reads old files). */
+static void test_versions(void)
+{
+    struct lc_chat *c = lc_chat_new();
+    lc_chat_add(c, LC_ROLE_USER, "Hi", 2);
+    lc_chat_add(c, LC_ROLE_ASSISTANT, "one", 3);
+    c->msgs[1].time = 1000;
+    for (int v = 2; v <= 3; v++) {   /* /regen twice: "two", then "three\xff" */
+        struct lc_message old;
+        CHECK(lc_chat_pop(c, &old) == 0 && c->n == 1, "pop");
+        lc_chat_add(c, LC_ROLE_ASSISTANT, v == 2 ? "two" : "three\xff", v == 2 ? 3 : 6);
+        c->msgs[1].time = 1000 + v;
+        CHECK(lc_chat_add_versions(c, 1, &old) == 0 && old.text == NULL, "add versions %d", v);
+    }
+    struct lc_message *m = &c->msgs[1];
+    CHECK(m->n_alts == 2 && m->chosen == 2 && strcmp(m->text, "three\xff") == 0, "newest shown");
+    CHECK(m->n_alts == 2 && strcmp(m->alts[0].text, "one") == 0 && strcmp(m->alts[1].text, "two") == 0,
+          "order one, two");
+    CHECK(lc_chat_choose(c, 1, 0) == 0 && strcmp(m->text, "one") == 0 && m->time == 1000 &&
+          m->chosen == 0 && strcmp(m->alts[0].text, "two") == 0 &&
+          strcmp(m->alts[1].text, "three\xff") == 0, "choose 1/3");
+    CHECK(lc_chat_choose(c, 1, 1) == 0 && strcmp(m->text, "two") == 0 &&
+          strcmp(m->alts[0].text, "one") == 0 && strcmp(m->alts[1].text, "three\xff") == 0, "choose 2/3");
+    CHECK(lc_chat_choose(c, 1, 3) == -1 && lc_chat_choose(c, 2, 0) == -1, "bad choice refused");
+    char *js = lc_chat_to_json(c);
+    CHECK(js && strstr(js, "\"chosen\": 2") && strstr(js, "\"alternatives\": ["), "json:\n%s", js ? js : "(null)");
+    char *err = NULL;
+    struct lc_chat *d = js ? lc_chat_from_json(js, strlen(js), "v.json", &err) : NULL;
+    CHECK(d && d->n == 2 && d->msgs[1].n_alts == 2 && d->msgs[1].chosen == 1 &&
+          strcmp(d->msgs[1].text, "two") == 0 && strcmp(d->msgs[1].alts[0].text, "one") == 0 &&
+          d->msgs[1].alts[1].len == 6 && memcmp(d->msgs[1].alts[1].text, "three\xff", 6) == 0 &&
+          d->msgs[1].alts[0].time == 1000 && d->msgs[1].alts[1].time == 1003,
+          "read back: %s", err ? err : "");
+    lc_chat_free(d);
+    free(err);
+    err = NULL;
+    /* a file of an older version (no alternatives) and a bad "chosen" */
+    const char *old = "{\"format\":\"llamachat-transcript\",\"version\":1,\"messages\":"
+                      "[{\"role\":\"assistant\",\"content\":\"x\"}]}";
+    d = lc_chat_from_json(old, strlen(old), "o.json", &err);
+    CHECK(d && d->n == 1 && d->msgs[0].n_alts == 0 && d->msgs[0].chosen == 0, "old file: %s", err ? err : "");
+    lc_chat_free(d);
+    free(err);
+    err = NULL;
+    const char *bad = "{\"format\":\"llamachat-transcript\",\"version\":1,\"messages\":"
+                      "[{\"role\":\"assistant\",\"content\":\"x\",\"alternatives\":[{\"content\":\"y\"}],\"chosen\":3}]}";
+    d = lc_chat_from_json(bad, strlen(bad), "b.json", &err);
+    CHECK(!d && err && strcmp(err, "b.json: messages[0].chosen: 3 is not between 1 and 2") == 0,
+          "bad chosen: %s", err ? err : "(null)");
+    free(err);
+    err = NULL;
+    bad = "{\"format\":\"llamachat-transcript\",\"version\":1,\"messages\":"
+          "[{\"role\":\"assistant\",\"content\":\"x\",\"alternatives\":[{\"text\":\"y\"}]}]}";
+    d = lc_chat_from_json(bad, strlen(bad), "b.json", &err);
+    CHECK(!d && err && strcmp(err, "b.json: messages[0].alternatives[0].content: missing") == 0,
+          "bad alternative: %s", err ? err : "(null)");
+    free(err);
+    free(js);
+    lc_chat_free(c);
+}
+
 int main(void)
 {
     if (!mkdtemp(dir))
         return 99;
     test_edit();
+    test_versions();
     test_too_large();
     test_json_round_trip();
     test_markdown();

@@ -313,6 +313,43 @@ int main(void)
     lc_engine_submit(e, p1);
     CHECK(collect(e, &r, false, false), "after clear timed out");
     CHECK(strcmp(r.text, r1.text) == 0, "after clear:\n got '%s'\nwant '%s'", r.text, r1.text);
+
+    /* undo: the second turn taken back; the cache is rolled back at once to the end of the
+     * first reply (all its N ids were decoded by the second turn), and the same message again
+     * is evaluated alone and answered as before */
+    lc_engine_submit(e, p2);
+    CHECK(collect(e, &r, false, false), "turn 2 again timed out");
+    lc_engine_undo(e);
+    int32_t undo_past = -1;
+    for (int spins = 0; spins < 600 && undo_past < 0;) {
+        struct lc_event ev;
+        if (!lc_engine_poll(e, &ev)) {
+            struct pollfd pf = { lc_engine_fd(e), POLLIN, 0 };
+            if (poll(&pf, 1, 100) == 0)
+                spins++;
+            continue;
+        }
+        if (ev.type == LC_EV_STATS)
+            undo_past = ev.a;
+    }
+    CHECK(undo_past == n_p1 + N, "undo: n_past %d, want %d (prompt %d + reply %d)", undo_past,
+          n_p1 + N, n_p1, N);
+    lc_engine_submit(e, p2);
+    CHECK(collect(e, &r, false, false), "after undo timed out");
+    CHECK(strcmp(r.text, r2.text) == 0, "after undo:\n got '%s'\nwant '%s'", r.text, r2.text);
+    CHECK(r.n_eval >= n_p2 - 1 && r.n_eval <= n_p2 + 1, "after undo evaluated %d tokens; message %d",
+          r.n_eval, n_p2);
+
+    /* set_reply: the model reads the reply chosen (a text it never wrote is tokenized) */
+    lc_engine_set_reply(e, " Bob ran.");
+    const char *p3 = " Then they slept.";
+    lc_engine_submit(e, p3);
+    CHECK(collect(e, &r, false, false), "after set_reply timed out");
+    snprintf(all, sizeof(all), "%s%s%s Bob ran.%s", p1, r1.text, p2, p3);
+    char *want3 = direct_greedy(m, all, N, 256);
+    CHECK(want3 && strcmp(r.text, want3) == 0, "after set_reply:\n got '%s'\nwant '%s'", r.text,
+          want3 ? want3 : "(null)");
+    free(want3);
     lc_engine_free(e);
 
     /* overflow: 64-token context, 16-token replies; the chat goes on with a note */

@@ -49,6 +49,7 @@ struct entry {
     int wrap_width;      /* width the lines were computed for; 0 = stale */
     int wrap_col0;       /* column the first line started at (a continuation shown inline) */
     int end_col;         /* column after the last cell of the last line */
+    int prefix_col;      /* column of the label / "< 2/3 >" before the text (view.c) */
     bool open;           /* a reply still streaming: an incomplete UTF-8 tail may complete */
     bool md;             /* the cells are the Markdown rendering of the text (view.c) */
     unsigned md_opts;    /* ... made with these options (markdown.h MD_OPT_*) */
@@ -119,6 +120,13 @@ struct tui {
     bool save_failed;              /* a failure to keep the conversation was reported (once) */
     char *state_errors;            /* every failure to keep state, printed on stderr at exit */
     struct lc_state_writer *writer;/* writes the conversation file off this thread, or NULL */
+    /* editing the conversation (tui.c: /undo, /edit, /regen's versions) */
+    int edit_msg;                  /* /edit or Up: the user message whose exchange a send
+                                      replaces, -1 = none */
+    size_t edit_n;                 /* chat->n when the edit began (any change ends it) */
+    struct lc_message regen_old;   /* /regen: the reply being replaced, until the new one
+                                      arrives (then its versions) or none does (then back) */
+    bool regen_pending;
 };
 
 /* view.c */
@@ -159,9 +167,35 @@ bool input_is_empty(void);
 void input_restore(const char *text);
 /* Replace the input line with text now (outside a key handler: a message given back). */
 void input_set_line(struct tui *t, const char *text);
+/* True when Tab completes (the line is a command: it starts with '/'); else Tab is the
+ * parameter pane's key. */
+bool input_completes(void);
+/*
+ * The message in $VISUAL / $EDITOR (default vi): written to a new 0600 file under $TMPDIR
+ * (default /tmp), the screen given to the editor, and the file's text (one final newline
+ * taken off) put back in the input, not sent.  An editor that fails, or text that is not
+ * UTF-8, leaves the message as it was, with a message saying why.  The file is removed.
+ */
+void input_edit_external(struct tui *t);
+/* Ctrl-G: the editor, unless readline is inside Ctrl-R search or a key sequence (then it is
+ * readline's abort: returns false and the key goes to readline). */
+bool input_ctrl_g(struct tui *t);
+/*
+ * /read FILE: FILE (~ expanded) read without blocking on a FIFO (lc_file_read_small) into the
+ * input line, for the user to edit and send: at most [ui] read_limit KiB (default 64); an
+ * empty, binary (NUL bytes) or non-UTF-8 file is refused with a note; CRLF becomes LF and one
+ * final newline is dropped.
+ */
+void input_read_file(struct tui *t, const char *arg);
 
 /* tui.c */
 void tui_line(struct tui *t, char *line);   /* a line accepted by readline (owned) */
+/* Every command's name without the '/', NULL-terminated (Tab completion in input.c). */
+extern const char *const tui_command_names[];
+/* Give the terminal to another program (endwin, modes restored), and take it back (curses
+ * modes, bracketed paste, everything redrawn), as Ctrl-Z does. */
+void tui_release_terminal(struct tui *t);
+void tui_reclaim_terminal(struct tui *t);
 void tui_message(struct tui *t, bool error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int tui_add_entry(struct tui *t, enum entry_kind k, const char *text, size_t len);
 void tui_append_entry(struct tui *t, int i, const char *text, size_t len);

@@ -451,6 +451,33 @@ static bool joins_previous(const struct tui *t, size_t i)
     return t->plain && i > 0 && is_text_msg(&t->entries[i]) && is_text_msg(&t->entries[i - 1]);
 }
 
+static int str_width(const char *s);
+static void put_str(int y, int x, int width, const char *raw, attr_t attr);
+
+/* What is drawn before a message's text: its role label ([ui] labels; not on a message that
+ * continues the one before on its line) and, for a reply /regen wrote again, "< 2/3 >" (the
+ * version shown).  Returns its display width (0: none). */
+static int entry_prefix(const struct tui *t, size_t i, bool join, char *buf, size_t len)
+{
+    const struct entry *e = &t->entries[i];
+    buf[0] = '\0';
+    if (e->msg < 0 || (size_t)e->msg >= t->chat->n)
+        return 0;
+    const struct lc_message *m = &t->chat->msgs[e->msg];
+    const char *label = NULL;
+    if (t->o->labels && !join)
+        label = e->kind == E_USER ? (t->o->label_user ? t->o->label_user : "you:")
+                : e->kind == E_ASSISTANT ? (t->o->label_model ? t->o->label_model : "model:")
+                : e->kind == E_SYSTEM ? (t->o->label_system ? t->o->label_system : "system:") : NULL;
+    if (label && *label && m->n_alts)
+        snprintf(buf, len, "%s < %zu/%zu >", label, m->chosen + 1, m->n_alts + 1);
+    else if (label && *label)
+        snprintf(buf, len, "%s", label);
+    else if (m->n_alts)
+        snprintf(buf, len, "< %zu/%zu >", m->chosen + 1, m->n_alts + 1);
+    return buf[0] ? str_width(buf) : 0;
+}
+
 /* The transcript in rows [y0, y0+h), columns [0, width).  Entries are separated by a blank
  * line, except one that continues the previous (joins_previous): its first line shares the
  * previous entry's last row. */
@@ -464,6 +491,11 @@ static void draw_transcript(struct tui *t, int y0, int h, int full_width)
         bool join = joins_previous(t, i);
         int width = is_text_msg(&t->entries[i]) || t->entries[i].kind == E_SYSTEM ? text_w : full_width;
         int col0 = join ? t->entries[i - 1].end_col : 0;
+        char pre[160];
+        int pw = entry_prefix(t, i, join, pre, sizeof(pre));
+        t->entries[i].prefix_col = col0;
+        if (pw > 0)
+            col0 += (col0 > 0) + pw + 1;   /* " < 2/3 > text" after a continued line */
         if (col0 >= width)
             col0 = width;
         entry_wrap(t, &t->entries[i], width, col0);
@@ -491,6 +523,12 @@ static void draw_transcript(struct tui *t, int y0, int h, int full_width)
         if (vline - first >= h)
             return;
         attr_t attr = entry_attr(t, e);
+        char pre[160];
+        if (entry_prefix(t, i, join, pre, sizeof(pre)) > 0 && vline - first >= 0) {
+            int px = e->prefix_col + (e->prefix_col > 0);
+            if (px < e->wrap_width)
+                put_str(y0 + vline - first, px, e->wrap_width - px, pre, attr | A_BOLD);
+        }
         for (int l = 0; l < e->n_lines; l++) {
             int row = vline + l - first;
             if (row < 0)
@@ -749,13 +787,18 @@ static const char *const help_lines[] = {
     "Home/End      top/bottom (empty line)",
     "Ctrl-Home/End top/bottom (any time)",
     "Mouse wheel   scroll",
-    "Tab           parameters: edit here",
-    "Shift-Tab     the same",
+    "Shift-drag    select text (terminal)",
+    "Tab           complete a /command line",
+    "Shift-Tab     parameters (Tab on text)",
+    "Ctrl-X Ctrl-E edit in $EDITOR (Ctrl-G)",
     "F2            show/hide parameters",
     "Ctrl-S        save (transcripts dir)",
     "Ctrl-R        search the history",
     "Ctrl-L        redraw the screen",
     "Ctrl-Z        suspend (fg continues)",
+    "Up (empty)    edit your last message",
+    "Alt-Left/Right the reply's versions",
+    "              (< 2/3 >, kept by /regen)",
     "F1            this help",
     "",
     "Parameter pane (Tab)",
@@ -766,10 +809,18 @@ static const char *const help_lines[] = {
     "",
     "Commands",
     "/help /quit /clear /regen /params",
+    "/regen        a new reply; keeps the old",
+    "/undo         take back the last exchange",
+    "/edit         change your last message",
+    "/copy         the last reply to the",
+    "              clipboard (OSC 52)",
+    "/copy N       message N from the end",
+    "/copy code    its last ``` code block",
     "/save [FILE]  Markdown, or JSON (.json)",
     "/save! FILE   replace an existing file",
     "/load FILE    continue a JSON transcript",
     "/system TEXT  set the system prompt",
+    "/read FILE    put a text file in input",
     "/set NAME VAL e.g. /set temp 0.7",
     "/models       the server's models (--remote)",
     "/raw          replies as written / Markdown",
