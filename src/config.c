@@ -70,6 +70,8 @@ static const struct setting settings[] = {
     { "ui", "history", NULL, 0, K_BOOL, 0, 0, OFF(history), "on or off" },
     { "ui", "show_params", NULL, 0, K_BOOL, 0, 0, OFF(show_params), "on or off" },
     { "ui", "transcripts", NULL, 0, K_STR, 0, 0, OFF(transcripts_dir), "a directory" },
+    { "ui", "markdown", NULL, 0, K_BOOL, 0, 0, OFF(markdown), "on or off" },
+    { "ui", "show_thinking", NULL, 0, K_BOOL, 0, 0, OFF(show_thinking), "on or off" },
     { "ui", "labels", NULL, 0, K_BOOL, 0, 0, OFF(labels), "on or off" },
     { "ui", "label_user", NULL, 0, K_STR, 0, 0, OFF(label_user), "text" },
     { "ui", "label_model", NULL, 0, K_STR, 0, 0, OFF(label_model), "text" },
@@ -131,6 +133,7 @@ void lc_config_defaults(struct lc_options *o)
     o->history = true;
     o->autosave = true;
     o->show_params = true;
+    o->markdown = true;
     o->read_limit_kib = 64;
     o->mode = LC_MODE_TUI;
 }

@@ -139,6 +139,7 @@ static void options_defaults(struct lc_options *o)
     o->history = true;
     o->autosave = true;
     o->show_params = true;
+    o->markdown = true;
     o->read_limit_kib = 64;
 }
 

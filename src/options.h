@@ -36,6 +36,8 @@ struct lc_options {
     bool history;              /* keep ~/.local/state/llamachat/history */
     bool show_params;          /* parameter pane visible at start */
     char *theme;               /* colour scheme name, or NULL */
+    bool markdown;             /* replies shown as Markdown (off: as written; /raw toggles) */
+    bool show_thinking;        /* a reply's <think> part shown whole (off: folded; /think) */
     bool labels;               /* a role label before each message (mono themes, vt100) */
     char *label_user, *label_model, *label_system; /* their text; NULL = you: model: system: */
     int32_t read_limit_kib;    /* /read FILE: largest file read into the input, KiB (64) */

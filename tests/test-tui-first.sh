@@ -215,7 +215,7 @@ check "help: scrolls to its end" 'any other key closes it'
 screen >>"$seen"
 $T send-keys -t lc PPage; screen >>"$seen"
 for k in 'Ctrl-L' 'Shift-Tab' '//text' 'Ctrl-S' 'Ctrl-R' 'Ctrl-Z' 'F2' 'Alt-Enter' 'PgUp/PgDn' \
-         'temp top-k top-p min-p' 'repeat-penalty repeat-last-n' 'max-tokens seed' '/save! FILE' 'Enter         type a value'; do
+         'temp top-k top-p min-p' 'repeat-penalty repeat-last-n' 'max-tokens seed' '/save! FILE' 'Enter         type a value' '/raw ' '/think '; do
     grep -Fq -- "$k" "$seen" && ok "help: has $k" || bad "help: has $k"
 done
 $T send-keys -t lc x

@@ -30,6 +30,7 @@ enum entry_kind { E_SYSTEM, E_USER, E_ASSISTANT, E_NOTE, E_ERROR };
 struct cell {
     wchar_t ch;
     int8_t w;           /* display columns: 0 (combining), 1 or 2; newline: -1 */
+    uint16_t style;     /* MD_* bits of a reply shown as Markdown (markdown.h); 0: plain */
 };
 
 struct entry {
@@ -42,12 +43,17 @@ struct entry {
     size_t n_cells, cells_cap;
     size_t decoded_len;  /* bytes of text decoded into cells */
     int *line_start;     /* cell index where each wrapped line starts */
+    int *line_margin;    /* per wrapped line: -1, or (a continuation row of a Markdown line
+                            with a margin) the cell index where that line and its margin start */
     int n_lines;
     int wrap_width;      /* width the lines were computed for; 0 = stale */
     int wrap_col0;       /* column the first line started at (a continuation shown inline) */
     int end_col;         /* column after the last cell of the last line */
     int prefix_col;      /* column of the label / "< 2/3 >" before the text (view.c) */
     bool open;           /* a reply still streaming: an incomplete UTF-8 tail may complete */
+    bool md;             /* the cells are the Markdown rendering of the text (view.c) */
+    unsigned md_opts;    /* ... made with these options (markdown.h MD_OPT_*) */
+    size_t md_len;       /* ... of this many bytes of text */
 };
 
 enum focus { FOCUS_INPUT, FOCUS_PARAMS };
@@ -74,6 +80,8 @@ struct tui {
     bool ascii_text;               /* the locale is not UTF-8: non-ASCII is drawn as '?' */
     bool ascii_lines;              /* lines drawn with - and | (vt100, or not UTF-8) */
     bool plain;                    /* a base model (no chat template): messages run on */
+    bool markdown;                 /* replies shown as Markdown ([ui] markdown; /raw toggles) */
+    bool show_think;               /* thinking parts (<think>) unfolded ([ui] thinking; /think) */
     /* status */
     enum state state;
     char model_desc[192];

@@ -961,7 +961,7 @@ static const char *skip_ws(const char *s)
 const char *const tui_command_names[] = {
     "help", "quit", "exit", "save", "save!", "load", "clear", "regen", "system", "set", "models",
     "params", "read", "undo", "edit", "copy", "model", "show", "chats", "rename", "delete",
-    "delete!", NULL,
+    "delete!", "raw", "think", NULL,
 };
 
 static void command(struct tui *t, const char *line)
@@ -1023,6 +1023,14 @@ static void command(struct tui *t, const char *line)
         input_read_file(t, arg);
     } else if (library_command(t, cmd, arg)) {
         /* /model, /models, /show, /chats, /rename, /delete (library.c) */
+    } else if (!strcmp(cmd, "raw")) {   /* replies as written, or as Markdown (view.c) */
+        t->markdown = !t->markdown;
+        tui_message(t, false, t->markdown ? "replies shown as Markdown (/raw: as written)"
+                                          : "replies shown as written (/raw: as Markdown)");
+    } else if (!strcmp(cmd, "think")) {   /* <think> parts folded or whole (markdown.h) */
+        t->show_think = !t->show_think;
+        tui_message(t, false, t->show_think ? "thinking shown (/think folds it)"
+                                            : "thinking folded (/think shows it)");
     } else if (!strcmp(cmd, "params")) {
         t->show_params = true;
         char b[8][32];
@@ -1691,6 +1699,8 @@ int lc_tui_run(struct lc_options *o)
     t->last_seed = LC_SEED_RANDOM;
     t->pp_tps = t->gen_tps = -1;
     t->show_params = o->show_params;
+    t->markdown = o->markdown;
+    t->show_think = o->show_thinking;
     t->state = ST_LOADING;
     t->chat = lc_chat_new();
     if (!t->chat) {
