@@ -1345,6 +1345,7 @@ static void reply_remote(struct lc_engine *e)
 {
     int reason = LC_DONE_ERROR;
     int32_t n_chunks = 0;
+    double gen_secs = 0;
     struct remote_reply rr = { .e = e, .n_prompt = -1, .n_gen = -1, .t0 = now_s() };
     pick_up_params(e);
     if (!e->remote) {
@@ -1386,10 +1387,12 @@ static void reply_remote(struct lc_engine *e)
              rr.n_prompt > 0 && pp_s > 0 ? (double)rr.n_prompt / pp_s : 0,
              n_gen > 1 && gen_s > 0 ? (double)(n_gen - 1) / gen_s : 0);
         n_chunks = n_gen;
+        gen_secs = gen_s;
     }
 done:
     atomic_store(&e->stop, false);
-    emit(e, LC_EV_DONE, reason, n_chunks, rr.n_prompt > 0 ? (double)rr.n_prompt : 0, 0);
+    /* y: the seconds from the first token to the last, as the local engine's decode time */
+    emit(e, LC_EV_DONE, reason, n_chunks, rr.n_prompt > 0 ? (double)rr.n_prompt : 0, gen_secs);
     atomic_fetch_sub(&e->busy, 1);
 }
 

@@ -1164,10 +1164,10 @@ static void dispatch_event(struct tui *t, const struct lc_event *ev, const char 
          * us in one batch, so their arrival times say nothing), less any time suspended */
         if (t->turn_phase == 2 && ev->b > 0) {
             double secs = ev->y - (t->suspended_s - t->turn_susp0);
-            if (secs > 0)   /* the last token sampled is not decoded */
+            /* under a millisecond (a remote reply that came in one piece, a one-token reply)
+             * the figure means nothing: the speed shown keeps what it had */
+            if (secs >= 1e-3)   /* the last token sampled is not decoded */
                 t->gen_tps = (ev->b > 1 ? ev->b - 1 : 1) / secs;
-            else if (active_s(t) > t->turn_pp_end)
-                t->gen_tps = ev->b / (active_s(t) - t->turn_pp_end);
         }
         t->turn_phase = 0;
         if (t->reply_entry < 0 && t->regen_pending && ev->a != LC_DONE_TOO_LONG) {
