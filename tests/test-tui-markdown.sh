@@ -127,6 +127,8 @@ ARGS="-m '$MODEL' --chat-template-file '$TPL' --resume '$tmp/chat.json'"
 start resume "" "$ARGS" || exit 1
 check "resume: heading without its markup but its #" '^# Title here *$'
 check "resume: emphasis markup gone" '^Some bold text, italic, and inline code\. *$'
+# the separator line keeps its colour (setcchar takes the pair apart; it was drawn in pair 0)
+check_a "separator drawn in the title colour" '\]\[fg2\|─{5,}'
 check_a "resume: heading bold in the title colour, its text underlined too" '^\[b fg2\|# \]\[b u fg2\|Title here\]$'
 check_a "resume: **bold** is bold, *italic* italic, inline code on the code background" \
     '^Some \[b\|bold\] text, \[i\|italic\], and \[bg236\|inline code\]\.$'

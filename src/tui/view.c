@@ -549,7 +549,8 @@ static void draw_hline(const struct tui *t, int y, int x, int n, attr_t attr)
 {
     cchar_t cc;
     wchar_t wc[2] = { t->ascii_lines ? L'-' : (wchar_t)0x2500, 0 };
-    setcchar(&cc, wc, attr, 0, NULL);
+    /* setcchar takes the colour pair apart: the pair inside attr would be replaced by 0 */
+    setcchar(&cc, wc, attr & ~A_COLOR, (short)PAIR_NUMBER(attr), NULL);
     mvhline_set(y, x, &cc, n);
 }
 
@@ -557,7 +558,7 @@ static void draw_vline(const struct tui *t, int y, int x, int n, attr_t attr)
 {
     cchar_t cc;
     wchar_t wc[2] = { t->ascii_lines ? L'|' : (wchar_t)0x2502, 0 };
-    setcchar(&cc, wc, attr, 0, NULL);
+    setcchar(&cc, wc, attr & ~A_COLOR, (short)PAIR_NUMBER(attr), NULL);
     mvvline_set(y, x, &cc, n);
 }
 
