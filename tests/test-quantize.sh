@@ -146,6 +146,9 @@ grep -q "warning: requantizing from q8_0" "$T/log" || bad "requantize warning"
 # bad arguments
 "$Q" "$M/synth-small-f16.gguf" "$T/x.gguf" q3_x >"$T/log" 2>&1 && bad "unknown type accepted"
 grep -q "unknown type 'q3_x'" "$T/log" || bad "unknown type message"
+# a type ggml has and the quantizer does not write: named, not "unknown"
+"$Q" "$M/synth-small-f16.gguf" "$T/x.gguf" NVFP4 >"$T/log" 2>&1 && bad "nvfp4 accepted"
+grep -q "^llamachat-quantize: cannot write nvfp4 (a ggml type, not one of the presets" "$T/log" || bad "nvfp4 message: $(cat "$T/log")"
 "$Q" --split-max-size 12Q "$M/synth-small-f16.gguf" "$T/x.gguf" q4_1 >"$T/log" 2>&1 &&
     bad "bad size accepted"
 grep -q "'12Q' is not a size" "$T/log" || bad "bad size message"
