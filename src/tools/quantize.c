@@ -1098,6 +1098,9 @@ int main(int argc, char **argv)
             found = true;
         }
     }
+    if (!found && lc_type_from_name(o.type_name) >= 0) /* a ggml type, not one we write */
+        die("cannot write %s (a ggml type, not one of the presets: see --help for those)",
+            lc_type_name(lc_type_from_name(o.type_name)));
     if (!found)
         die("unknown type '%s' (see --help for the list)", o.type_name);
     if (same_file(o.in, o.out))
