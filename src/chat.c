@@ -190,7 +190,7 @@ int lc_chat_set_system(struct lc_chat *c, const char *text)
     bool has = c->n > 0 && c->msgs[0].role == LC_ROLE_SYSTEM;
     if (!text) {
         if (has) {
-            free(c->msgs[0].text);
+            lc_message_free(&c->msgs[0]);   /* with any versions a transcript gave it */
             memmove(c->msgs, c->msgs + 1, (c->n - 1) * sizeof(*c->msgs));
             c->n--;
         }
@@ -200,10 +200,9 @@ int lc_chat_set_system(struct lc_chat *c, const char *text)
         char *t = strdup(text);
         if (!t)
             return -1;
-        free(c->msgs[0].text);
-        c->msgs[0].text = t;
-        c->msgs[0].len = strlen(t);
-        c->msgs[0].time = time(NULL);
+        lc_message_free(&c->msgs[0]);   /* a new prompt: no versions of the old one kept */
+        c->msgs[0] = (struct lc_message){ .role = LC_ROLE_SYSTEM, .text = t, .len = strlen(t),
+                                          .time = time(NULL) };
         return 0;
     }
     if (lc_chat_add(c, LC_ROLE_SYSTEM, text, strlen(text)) < 0)

@@ -120,7 +120,8 @@ int lc_chat_add_versions(struct lc_chat *c, size_t i, struct lc_message *older);
  * shown before goes back among the alternatives in its place.  0, or -1 for a bad index.
  */
 int lc_chat_choose(struct lc_chat *c, size_t i, size_t k);
-/* Set (text != NULL) or remove the system prompt, kept as message 0. */
+/* Set (text != NULL: copied) or remove the system prompt, kept as message 0; any versions the
+ * old one had (a transcript's "alternatives") go with it.  0, or -1 on allocation failure. */
 int lc_chat_set_system(struct lc_chat *c, const char *text);
 /* Set the title (copied; NULL or "" clears). */
 void lc_chat_set_title(struct lc_chat *c, const char *title);

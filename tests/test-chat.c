@@ -607,6 +607,34 @@ static void test_versions(void)
     CHECK(!d && err && strcmp(err, "b.json: messages[0].alternatives[0].content: missing") == 0,
           "bad alternative: %s", err ? err : "(null)");
     free(err);
+    err = NULL;
+    /* a transcript may give the system prompt versions too: /system replaces the prompt and
+     * its versions (none of them is the new one), and removes it with them (no leak) */
+    const char *sys = "{\"format\":\"llamachat-transcript\",\"version\":1,\"messages\":"
+                      "[{\"role\":\"system\",\"content\":\"a\",\"alternatives\":[{\"content\":\"b\"}],"
+                      "\"chosen\":2},{\"role\":\"user\",\"content\":\"hi\"}]}";
+    d = lc_chat_from_json(sys, strlen(sys), "s.json", &err);
+    CHECK(d && d->n == 2 && d->msgs[0].n_alts == 1, "system versions read: %s", err ? err : "");
+    if (d) {
+        CHECK(lc_chat_set_system(d, "new") == 0 && !strcmp(d->msgs[0].text, "new") &&
+              d->msgs[0].n_alts == 0 && d->msgs[0].alts == NULL && d->msgs[0].chosen == 0,
+              "a new system prompt has no versions: %zu, chosen %zu", d->msgs[0].n_alts,
+              d->msgs[0].chosen);
+        char *sj = lc_chat_to_json(d);
+        CHECK(sj && !strstr(sj, "alternatives") && !strstr(sj, "\"chosen\""),
+              "saved without the old versions:\n%s", sj ? sj : "(null)");
+        free(sj);
+        lc_chat_free(d);
+    }
+    free(err);
+    err = NULL;
+    d = lc_chat_from_json(sys, strlen(sys), "s.json", &err);
+    if (d) {   /* LeakSanitizer: the versions go with the prompt */
+        CHECK(lc_chat_set_system(d, NULL) == 0 && d->n == 1 && d->msgs[0].role == LC_ROLE_USER,
+              "system prompt removed");
+        lc_chat_free(d);
+    }
+    free(err);
     free(js);
     lc_chat_free(c);
 }
