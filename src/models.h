@@ -25,7 +25,7 @@ char *lc_models_dirs(const char *configured);
  * under its directory, SIZE the file's ("1.1 MiB"), ARCH general.architecture, TYPE the most
  * common type of the blk.* matrices (by elements, as lc_model_desc), or "N. NAME  not usable:
  * WHY" for a file that does not parse.  A directory that does not exist is named in the
- * heading ("(none: /x)").  stop (may be NULL) is checked between files: when it becomes true
+ * heading (" (not found: /x)").  stop (may be NULL) is checked between files: when it becomes true
  * the listing ends there.  Opens every file: call it off the UI thread.  Returns the listing
  * (state.h), or NULL on allocation failure.
  */
