@@ -3,7 +3,7 @@
  *   - lc_spec_lookup: exact drafts for hand-made histories (longest n-gram first, most recent
  *     occurrence, at most max_draft, none without a match);
  *   - lc_context_verify: with every ISA built and the CPU has, on models of every weight-kernel
- *     kind (Q4_1 x16 / gemm, Q4_0, Q8_0, F16, F32, K-quants with a Q6_K output) and both KV
+ *     kind (Q4_1 x16 / gemm, Q4_0, Q8_0, F16, F32, IQ4_NL, K-quants with a Q6_K output) and both KV
  *     types, row i of a verified batch has the same bits as a one-token decode after tokens
  *     0 .. i-1 -- also after a rejected tail was verified and is overwritten;
  *   - greedy generation with speculation gives exactly the tokens of plain greedy decoding, on
@@ -262,7 +262,7 @@ int main(void)
     static const char *const models[] = {
         "stories260K-ff192-q4_1.gguf", "stories260K-ff192-q4_0.gguf", "stories260K-ff192-q8_0.gguf",
         "stories260K-ff192-f16.gguf",  "stories260K.gguf",            "synth-small-q4_1.gguf",
-        "synth-small-q4_k_m.gguf",
+        "synth-small-q4_k_m.gguf",     "tinystories-656k/TinyStories-656K-IQ4_NL.gguf",
     };
     static const char *const isas[] = {"scalar", "avx2", "avx512", "neon"};
     for (int i = 0; i < 4; i++) {
