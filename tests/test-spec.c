@@ -188,7 +188,7 @@ static void test_generate(const struct lc_model *m, const char *name)
                   "%s (%s): %s prompt, %d tokens: speculation changed the tokens (%d vs %d)",
                   name, lc_kernels()->isa, ti ? "ordinary" : "repetitive", len, np, nf);
             if (ti == 0 && len == 300)
-                CHECK(st.n_accepted > 50 && st.n_batches > 0,
+                CHECK(st.n_accepted >= 20 && st.n_batches > 0,
                       "%s: repetitive prompt: %lld of %lld drafts accepted", name,
                       (long long)st.n_accepted, (long long)st.n_drafted);
             lc_spec_free(&st);

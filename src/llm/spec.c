@@ -43,6 +43,7 @@ int lc_spec_init(struct lc_spec *s, int32_t n_draft)
 {
     memset(s, 0, sizeof(*s));
     s->n_draft = n_draft > 0 ? n_draft : 0;
+    s->n_cur = s->n_draft;
     s->v = malloc((size_t)(s->n_draft + 1) * sizeof(*s->v));
     return s->v ? 0 : -1;
 }
@@ -73,12 +74,18 @@ int lc_spec_step(struct lc_spec *s, struct lc_context *ctx, const int32_t *hist,
         lc_context_add_gen_tokens(ctx, 1);
         return 0;
     }
+    if (s->n_v > 1) {   /* the last batch's outcome sets the next one's length */
+        if (s->cur == s->n_v - 1)
+            s->n_cur = s->n_cur + 2 < s->n_draft ? s->n_cur + 2 : s->n_draft;
+        else if (s->n_cur > 1)
+            s->n_cur--;
+    }
     lc_spec_reset(s);
     int32_t room = lc_context_n_ctx(ctx) - pos - 1;           /* positions after tok */
     if (room > lc_context_n_batch(ctx) - 1)
         room = lc_context_n_batch(ctx) - 1;
-    if (room > s->n_draft)
-        room = s->n_draft;
+    if (room > s->n_cur)
+        room = s->n_cur;
     /* row j of the batch chooses token j + 1 after tok: max_new choices need max_new - 1
      * guesses at most */
     if (max_new >= 0 && room > max_new - 1)

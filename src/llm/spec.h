@@ -2,7 +2,7 @@
  * spec.h - speculative decoding with prompt-lookup drafts, greedy only.
  *
  * A decode step normally evaluates one token and reads every weight for it.  Here, after the
- * token just chosen, up to n_draft more are guessed from the text so far (prompt lookup: the
+ * token just chosen, up to n_cur (<= n_draft, adapted to how many were accepted) more are guessed from the text so far (prompt lookup: the
  * tokens that followed the most recent earlier occurrence of the last 2-4 tokens -- Saxena's
  * "prompt lookup decoding", 2023, the n-gram idea of llama.cpp's lookup example and its
  * --lookup-ngram-min), and the token with its guesses is evaluated as one batch
@@ -17,6 +17,10 @@
  * sampler makes every choice, the tokens are exactly those of plain greedy decoding
  * (tests/test-spec.sh).  With temperature > 0 the caller passes greedy = false and every step
  * is a plain one-token decode (sampling's acceptance rule is not implemented).
+ *
+ * It pays only where a decode is bound by reading the weights and the text repeats: a batch of
+ * k tokens costs about k decodes when the model fits in cache (bench/BENCHMARKS.md), hence
+ * off by default.
  */
 #ifndef LC_SPEC_H
 #define LC_SPEC_H
@@ -41,6 +45,10 @@ int32_t lc_spec_lookup(const int32_t *hist, int32_t n_hist, int32_t tok, int32_t
 
 struct lc_spec {
     int32_t n_draft;    /* most guesses per batch (0: never verify, plain decodes) */
+    int32_t n_cur;      /* guesses for the next batch, 1 .. n_draft: +2 after a batch whose
+                           guesses were all chosen, -1 after one with a rejected guess (the
+                           "heuristic" schedule of transformers' assisted generation), so that
+                           guessing costs little when the text does not repeat */
     /* the last verified batch: v[0 .. n_v) at positions v_pos ..; row cur is in use */
     int32_t *v;         /* (n_draft + 1) */
     int32_t n_v, v_pos, cur;
