@@ -64,6 +64,7 @@ void lc_chat_free(struct lc_chat *c)
     lc_chat_truncate(c, 0);
     free(c->msgs);
     free(c->model);
+    free(c->title);
     free(c);
 }
 
@@ -83,7 +84,7 @@ int lc_chat_add(struct lc_chat *c, enum lc_chat_role role, const char *text, siz
     if (len)
         memcpy(t, text, len);
     t[len] = '\0';
-    c->msgs[c->n] = (struct lc_message){ role, t, len, time(NULL) };
+    c->msgs[c->n] = (struct lc_message){ .role = role, .text = t, .len = len, .time = time(NULL) };
     return (int)c->n++;
 }
 
@@ -102,10 +103,86 @@ int lc_chat_append(struct lc_chat *c, size_t i, const char *text, size_t len)
     return 0;
 }
 
+void lc_message_free(struct lc_message *m)
+{
+    free(m->text);
+    for (size_t k = 0; k < m->n_alts; k++)
+        free(m->alts[k].text);
+    free(m->alts);
+    memset(m, 0, sizeof(*m));
+}
+
 void lc_chat_truncate(struct lc_chat *c, size_t i)
 {
     while (c->n > i)
-        free(c->msgs[--c->n].text);
+        lc_message_free(&c->msgs[--c->n]);
+}
+
+int lc_chat_pop(struct lc_chat *c, struct lc_message *out)
+{
+    if (c->n == 0)
+        return -1;
+    *out = c->msgs[--c->n];
+    return 0;
+}
+
+int lc_chat_push(struct lc_chat *c, struct lc_message *m)
+{
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 16;
+        struct lc_message *a = realloc(c->msgs, cap * sizeof(*a));
+        if (!a)
+            return -1;
+        c->msgs = a;
+        c->cap = cap;
+    }
+    c->msgs[c->n] = *m;
+    memset(m, 0, sizeof(*m));
+    return (int)c->n++;
+}
+
+int lc_chat_add_versions(struct lc_chat *c, size_t i, struct lc_message *older)
+{
+    if (i >= c->n || older->role != c->msgs[i].role)
+        return -1;
+    struct lc_message *m = &c->msgs[i];
+    size_t n_old = older->n_alts + 1, n = n_old + m->n_alts;
+    struct lc_alt *a = malloc(n * sizeof(*a));
+    if (!a)
+        return -1;
+    /* older's versions in order (its shown text in its place), then m's alternatives */
+    for (size_t k = 0, j = 0; k < n_old; k++)
+        a[k] = k == older->chosen ? (struct lc_alt){ older->text, older->len, older->time }
+                                  : older->alts[j++];
+    if (m->n_alts)
+        memcpy(a + n_old, m->alts, m->n_alts * sizeof(*a));
+    free(m->alts);
+    m->alts = a;
+    m->n_alts = n;
+    m->chosen += n_old;
+    free(older->alts);
+    memset(older, 0, sizeof(*older));
+    return 0;
+}
+
+int lc_chat_choose(struct lc_chat *c, size_t i, size_t k)
+{
+    if (i >= c->n || k > c->msgs[i].n_alts)
+        return -1;
+    struct lc_message *m = &c->msgs[i];
+    if (k == m->chosen)
+        return 0;
+    size_t src = k < m->chosen ? k : k - 1;          /* version k in alts */
+    size_t dst = m->chosen > k ? m->chosen - 1 : m->chosen;  /* the shown one, once k is out */
+    struct lc_alt pick = m->alts[src];
+    memmove(m->alts + src, m->alts + src + 1, (m->n_alts - src - 1) * sizeof(*m->alts));
+    memmove(m->alts + dst + 1, m->alts + dst, (m->n_alts - 1 - dst) * sizeof(*m->alts));
+    m->alts[dst] = (struct lc_alt){ m->text, m->len, m->time };
+    m->text = pick.text;
+    m->len = pick.len;
+    m->time = pick.time;
+    m->chosen = k;
+    return 0;
 }
 
 int lc_chat_set_system(struct lc_chat *c, const char *text)
@@ -142,6 +219,12 @@ void lc_chat_set_model(struct lc_chat *c, const char *name)
 {
     free(c->model);
     c->model = name ? strdup(name) : NULL;
+}
+
+void lc_chat_set_title(struct lc_chat *c, const char *title)
+{
+    free(c->title);
+    c->title = title && *title ? strdup(title) : NULL;
 }
 
 /* ---------------------------------------------------------------- JSON */
@@ -216,8 +299,7 @@ static json_object *json_lossy_string(const char *s, size_t n)
 
 static const char b64_chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-/* Standard base64 (RFC 4648 section 4, with padding) of s[0..n); malloc'd, NULL on failure. */
-static char *base64_encode(const char *s, size_t n)
+char *lc_base64_encode(const char *s, size_t n)
 {
     const unsigned char *u = (const unsigned char *)s;
     char *out = malloc((n + 2) / 3 * 4 + 1), *o = out;
@@ -297,6 +379,25 @@ static char *json_escape_controls(const char *s)
     return b.p;
 }
 
+/* "content" (+ "content_base64" for bytes that are not UTF-8) and "time" of one version of a
+ * message into o.  false on allocation failure. */
+static bool add_content(json_object *o, const char *text, size_t len, time_t time)
+{
+    bool ok = true;
+    char ts[32];
+    json_object_object_add(o, "content", json_lossy_string(text, len));
+    if (!lc_utf8_valid(text, len)) {
+        /* the exact bytes, for lc_chat_from_json (layout in chat.h) */
+        char *b64 = lc_base64_encode(text, len);
+        json_object_object_add(o, "content_base64", b64 ? json_object_new_string(b64) : NULL);
+        ok = b64 != NULL;
+        free(b64);
+    }
+    iso_time(time, ts, sizeof(ts));
+    json_object_object_add(o, "time", json_object_new_string(ts));
+    return ok;
+}
+
 char *lc_chat_to_json(const struct lc_chat *c)
 {
     json_object *root = json_object_new_object();
@@ -308,6 +409,8 @@ char *lc_chat_to_json(const struct lc_chat *c)
     json_object_object_add(root, "version", json_object_new_int(1));
     if (c->model)
         json_object_object_add(root, "model", json_lossy_string(c->model, strlen(c->model)));
+    if (c->title)
+        json_object_object_add(root, "title", json_lossy_string(c->title, strlen(c->title)));
     json_object_object_add(root, "saved", json_object_new_string(ts));
     json_object *p = json_object_new_object();
     json_object_object_add(p, "temp", json_float(c->params.temp));
@@ -328,16 +431,17 @@ char *lc_chat_to_json(const struct lc_chat *c)
         json_object *m = json_object_new_object();
         json_object_object_add(m, "role", json_object_new_string(lc_role_name(c->msgs[i].role)));
         const struct lc_message *msg = &c->msgs[i];
-        json_object_object_add(m, "content", json_lossy_string(msg->text, msg->len));
-        if (!lc_utf8_valid(msg->text, msg->len)) {
-            /* the exact bytes, for lc_chat_from_json (layout in chat.h) */
-            char *b64 = base64_encode(msg->text, msg->len);
-            json_object_object_add(m, "content_base64", b64 ? json_object_new_string(b64) : NULL);
-            ok = ok && b64;
-            free(b64);
+        ok = add_content(m, msg->text, msg->len, msg->time) && ok;
+        if (msg->n_alts) {   /* the other versions (/regen), layout in chat.h */
+            json_object *alts = json_object_new_array();
+            for (size_t k = 0; k < msg->n_alts; k++) {
+                json_object *a = json_object_new_object();
+                ok = add_content(a, msg->alts[k].text, msg->alts[k].len, msg->alts[k].time) && ok;
+                json_object_array_add(alts, a);
+            }
+            json_object_object_add(m, "alternatives", alts);
+            json_object_object_add(m, "chosen", json_object_new_int64((int64_t)msg->chosen + 1));
         }
-        iso_time(c->msgs[i].time, ts, sizeof(ts));
-        json_object_object_add(m, "time", json_object_new_string(ts));
         json_object_array_add(msgs, m);
     }
     json_object_object_add(root, "messages", msgs);
@@ -386,7 +490,11 @@ char *lc_chat_to_markdown(const struct lc_chat *c)
     for (size_t i = 0; i < c->n; i++) {
         const struct lc_message *m = &c->msgs[i];
         iso_time(m->time, ts, sizeof(ts));
-        lc_strbuf_printf(&b, "\n## %s (%s)\n\n", heads[m->role < 3 ? m->role : 0], ts);
+        if (m->n_alts)   /* the version shown of several (/regen); the others are in the JSON */
+            lc_strbuf_printf(&b, "\n## %s (%s, version %zu of %zu)\n\n", heads[m->role < 3 ? m->role : 0],
+                             ts, m->chosen + 1, m->n_alts + 1);
+        else
+            lc_strbuf_printf(&b, "\n## %s (%s)\n\n", heads[m->role < 3 ? m->role : 0], ts);
         /* visible form (textsafe.h): `cat chat.md` must not drive the terminal */
         lc_text_sanitize(&b, m->text, m->len, true);
         if (m->len == 0 || m->text[m->len - 1] != '\n')
@@ -466,6 +574,114 @@ static int get_num(json_object *p, const char *key, double lo, double hi, const 
     return 1;
 }
 
+/* The "content" (checked against "content_base64" when present) and "time" of one version of
+ * a message (layout in chat.h): *text malloc'd, *time kept when there is no "time".  0, or -1
+ * with *err ("NAME: WHEREcontent: contains a NUL character"). */
+static int read_content(json_object *m, const char *name, const char *where, char **text,
+                        size_t *len, time_t *when, char **err)
+{
+    json_object *content = get_field(m, "content", json_type_string, true, name, where, err);
+    if (!content)
+        return -1;
+    const char *t = json_object_get_string(content);
+    size_t tl = (size_t)json_object_get_string_len(content);
+    json_object *b64 = get_field(m, "content_base64", json_type_string, false, name, where, err);
+    if (*err)
+        return -1;
+    char *bytes = NULL;
+    if (b64) {
+        /* content that is not valid UTF-8: the exact bytes; "content" must be their
+         * U+FFFD-for-each-invalid-byte form (so an edit of one without the other is seen) */
+        size_t bl = 0;
+        bytes = base64_decode(json_object_get_string(b64),
+                              (size_t)json_object_get_string_len(b64), &bl);
+        if (!bytes) {
+            *err = fmt_err("%s: %scontent_base64: not valid base64", name, where);
+            return -1;
+        }
+        struct lc_strbuf lossy = { 0 };
+        lc_strbuf_putn(&lossy, "", 0);
+        utf8_lossy(&lossy, bytes, bl);
+        const bool same = !lossy.oom && lossy.len == tl && memcmp(lossy.p, t, tl) == 0;
+        free(lossy.p);
+        if (!same) {
+            *err = fmt_err("%s: %scontent_base64: does not match content", name, where);
+            free(bytes);
+            return -1;
+        }
+        t = bytes;
+        tl = bl;
+    }
+    if (memchr(t, '\0', tl)) {
+        *err = fmt_err("%s: %scontent: contains a NUL character", name, where);
+        free(bytes);
+        return -1;
+    }
+    if (!bytes && !(bytes = strndup(t, tl))) {
+        *err = fmt_err("%s: out of memory", name);
+        return -1;
+    }
+    json_object *tm = get_field(m, "time", json_type_string, false, name, where, err);
+    if (*err || (tm && parse_iso_time(json_object_get_string(tm), when) != 0)) {
+        if (!*err)
+            *err = fmt_err("%s: %stime: '%s' is not YYYY-MM-DDTHH:MM:SSZ", name, where,
+                           json_object_get_string(tm));
+        free(bytes);
+        return -1;
+    }
+    *text = bytes;
+    *len = tl;
+    return 0;
+}
+
+/* "alternatives" and "chosen" of a message (optional; layout in chat.h) into m.  0, or -1
+ * with *err. */
+static int read_alternatives(json_object *o, struct lc_message *m, const char *name,
+                             const char *where, char **err)
+{
+    json_object *alts = get_field(o, "alternatives", json_type_array, false, name, where, err);
+    if (*err)
+        return -1;
+    size_t n = alts ? json_object_array_length(alts) : 0;
+    json_object *ch = get_field(o, "chosen", json_type_int, false, name, where, err);
+    if (*err)
+        return -1;
+    if (n == 0 && !ch)
+        return 0;
+    if (n > LC_CHAT_MAX_MESSAGES) {
+        *err = fmt_err("%s: %salternatives: %zu versions is too many", name, where, n);
+        return -1;
+    }
+    int64_t chosen = ch ? json_object_get_int64(ch) : (int64_t)n + 1;
+    if (chosen < 1 || chosen > (int64_t)n + 1) {
+        *err = fmt_err("%s: %schosen: %lld is not between 1 and %zu", name, where,
+                       (long long)chosen, n + 1);
+        return -1;
+    }
+    if (n == 0)
+        return 0;
+    m->alts = calloc(n, sizeof(*m->alts));
+    if (!m->alts) {
+        *err = fmt_err("%s: out of memory", name);
+        return -1;
+    }
+    for (size_t k = 0; k < n; k++) {
+        json_object *a = json_object_array_get_idx(alts, k);
+        char w[96];
+        snprintf(w, sizeof(w), "%salternatives[%zu].", where, k);
+        if (!json_object_is_type(a, json_type_object)) {
+            *err = fmt_err("%s: %.*s: expected an object", name, (int)strlen(w) - 1, w);
+            return -1;
+        }
+        m->alts[k].time = m->time;
+        if (read_content(a, name, w, &m->alts[k].text, &m->alts[k].len, &m->alts[k].time, err) != 0)
+            return -1;
+        m->n_alts = k + 1;
+    }
+    m->chosen = (size_t)chosen - 1;
+    return 0;
+}
+
 struct lc_chat *lc_chat_from_json(const char *text, size_t len, const char *name, char **err)
 {
     *err = NULL;
@@ -528,6 +744,11 @@ struct lc_chat *lc_chat_from_json(const char *text, size_t len, const char *name
         goto fail;
     if (model)
         lc_chat_set_model(c, json_object_get_string(model));
+    json_object *title = get_field(root, "title", json_type_string, false, name, "", err);
+    if (*err)
+        goto fail;
+    if (title)
+        lc_chat_set_title(c, json_object_get_string(title));
     json_object *p = get_field(root, "parameters", json_type_object, false, name, "", err);
     if (*err)
         goto fail;
@@ -591,57 +812,20 @@ struct lc_chat *lc_chat_from_json(const char *text, size_t len, const char *name
             *err = fmt_err("%s: %srole: a system message must come first", name, where);
             goto fail;
         }
-        json_object *content = get_field(m, "content", json_type_string, true, name, where, err);
-        if (!content)
+        char *t = NULL;
+        size_t tl = 0;
+        time_t tm = time(NULL);
+        if (read_content(m, name, where, &t, &tl, &tm, err) != 0)
             goto fail;
-        const char *t = json_object_get_string(content);
-        size_t tl = (size_t)json_object_get_string_len(content);
-        json_object *b64 = get_field(m, "content_base64", json_type_string, false, name, where, err);
-        if (*err)
-            goto fail;
-        char *bytes = NULL;
-        if (b64) {
-            /* content that is not valid UTF-8: the exact bytes; "content" must be their
-             * U+FFFD-for-each-invalid-byte form (so an edit of one without the other is seen) */
-            size_t bl = 0;
-            bytes = base64_decode(json_object_get_string(b64),
-                                  (size_t)json_object_get_string_len(b64), &bl);
-            if (!bytes) {
-                *err = fmt_err("%s: %scontent_base64: not valid base64", name, where);
-                goto fail;
-            }
-            struct lc_strbuf lossy = { 0 };
-            lc_strbuf_putn(&lossy, "", 0);
-            utf8_lossy(&lossy, bytes, bl);
-            const bool same = !lossy.oom && lossy.len == tl && memcmp(lossy.p, t, tl) == 0;
-            free(lossy.p);
-            if (!same) {
-                *err = fmt_err("%s: %scontent_base64: does not match content", name, where);
-                free(bytes);
-                goto fail;
-            }
-            t = bytes;
-            tl = bl;
-        }
-        if (memchr(t, '\0', tl)) {
-            *err = fmt_err("%s: %scontent: contains a NUL character", name, where);
-            free(bytes);
-            goto fail;
-        }
         int idx = lc_chat_add(c, (enum lc_chat_role)r, t, tl);
-        free(bytes);
+        free(t);
         if (idx < 0) {
             *err = fmt_err("%s: out of memory", name);
             goto fail;
         }
-        json_object *tm = get_field(m, "time", json_type_string, false, name, where, err);
-        if (*err)
+        c->msgs[idx].time = tm;
+        if (read_alternatives(m, &c->msgs[idx], name, where, err) != 0)
             goto fail;
-        if (tm && parse_iso_time(json_object_get_string(tm), &c->msgs[idx].time) != 0) {
-            *err = fmt_err("%s: %stime: '%s' is not YYYY-MM-DDTHH:MM:SSZ", name, where,
-                           json_object_get_string(tm));
-            goto fail;
-        }
     }
     json_object_put(root);
     return c;

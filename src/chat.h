@@ -4,16 +4,26 @@
  * A transcript is saved as Markdown (for people; not read back) or JSON (read back by /load and
  * --resume).  The JSON layout, version 1:
  *   { "format": "llamachat-transcript", "version": 1,
- *     "model": "stories260K", "saved": "2026-11-29T21:00:00Z",
+ *     "model": "stories260K", "title": "Pirate tales", "saved": "2026-11-29T21:00:00Z",
  *     "parameters": { "temp": 0.8, "top_k": 40, "top_p": 0.95, "min_p": 0.05,
  *                     "repeat_penalty": 1, "repeat_last_n": 64, "max_tokens": -1,
  *                     "seed": 1234 | "random" },
  *     "messages": [ { "role": "system" | "user" | "assistant", "content": "...",
  *                     "content_base64": "5Q==",   (only when the content is not valid UTF-8)
- *                     "time": "2026-11-29T20:59:01Z" }, ... ] }
+ *                     "time": "2026-11-29T20:59:01Z",
+ *                     "alternatives": [ { "content": "...", "content_base64": "...",
+ *                                         "time": "..." }, ... ],   (only with /regen)
+ *                     "chosen": 2 }, ... ] }
  *
  * "seed" is the seed that produced the replies: the one set, or, when it was random, the one
  * the sampler picked (lc_chat.seed_used); "random" only when that is not known.
+ *
+ * A reply regenerated with /regen keeps its earlier versions: "content" is the version shown (the
+ * one the model reads), "alternatives" the others in the order they were written, and "chosen"
+ * (1-based) the place of "content" among all of them (the `< 2/3 >` on screen).  Both fields
+ * are optional: a file without them (older versions) is one version per message, and a reader
+ * that ignores them still gets the conversation as shown.  Alternatives are encoded like
+ * "content" (content_base64 for bytes that are not UTF-8).
  *
  * The file is always valid UTF-8 JSON (RFC 8259), whatever the model wrote.  A message whose
  * bytes are valid UTF-8 is saved as it is.  A reply can hold bytes that are not (a byte token
@@ -45,17 +55,29 @@
 
 /* Roles are chat_template.h's enum lc_chat_role: LC_ROLE_SYSTEM, LC_ROLE_USER, LC_ROLE_ASSISTANT. */
 
+/* One version of a message that is not the one shown (an earlier reply before /regen). */
+struct lc_alt {
+    char *text;       /* malloc'd, NUL-terminated */
+    size_t len;
+    time_t time;
+};
+
 struct lc_message {
     enum lc_chat_role role;
-    char *text;       /* malloc'd UTF-8, NUL-terminated */
+    char *text;       /* malloc'd UTF-8, NUL-terminated: the version shown and read */
     size_t len;       /* strlen(text) */
     time_t time;      /* when it was written (seconds since the epoch) */
+    struct lc_alt *alts; /* the other versions in the order written (malloc'd), or NULL */
+    size_t n_alts;
+    size_t chosen;    /* place of text among all n_alts + 1 versions (0-based) */
 };
 
 struct lc_chat {
     struct lc_message *msgs;
     size_t n, cap;
     char *model;                       /* model name for the transcript, or NULL */
+    char *title;                       /* the user's name for it (/rename), or NULL; saved as
+                                          "title" only when set */
     struct lc_sampler_params params;   /* parameters in force (saved with the transcript) */
     int32_t max_tokens;
     uint64_t seed_used;                /* when params.seed is LC_SEED_RANDOM: the seed the
@@ -79,8 +101,29 @@ int lc_chat_add(struct lc_chat *c, enum lc_chat_role role, const char *text, siz
 int lc_chat_append(struct lc_chat *c, size_t i, const char *text, size_t len);
 /* Remove messages from index i to the end. */
 void lc_chat_truncate(struct lc_chat *c, size_t i);
+/* Free a message's text and versions (a message taken out with lc_chat_pop). */
+void lc_message_free(struct lc_message *m);
+/* Take the last message out of c into *out (ownership passes to the caller).  -1 if c is empty. */
+int lc_chat_pop(struct lc_chat *c, struct lc_message *out);
+/* Append a message taken out with lc_chat_pop (ownership passes to c; *m is zeroed).  Returns
+ * its index, or -1 on allocation failure (m untouched). */
+int lc_chat_push(struct lc_chat *c, struct lc_message *m);
+/*
+ * /regen: `older` (a message taken out with lc_chat_pop, same role) becomes the earlier versions
+ * of message i, whose text is the newest version and stays shown (chosen = the last place).
+ * Ownership of older's strings passes to c (older is zeroed).  0, or -1 on allocation failure
+ * (or a bad index) with older untouched.
+ */
+int lc_chat_add_versions(struct lc_chat *c, size_t i, struct lc_message *older);
+/*
+ * Show version k (0-based, < n_alts + 1) of message i: its text becomes msgs[i].text, the one
+ * shown before goes back among the alternatives in its place.  0, or -1 for a bad index.
+ */
+int lc_chat_choose(struct lc_chat *c, size_t i, size_t k);
 /* Set (text != NULL) or remove the system prompt, kept as message 0. */
 int lc_chat_set_system(struct lc_chat *c, const char *text);
+/* Set the title (copied; NULL or "" clears). */
+void lc_chat_set_title(struct lc_chat *c, const char *title);
 /* Set the model name (copied; NULL clears). */
 void lc_chat_set_model(struct lc_chat *c, const char *name);
 
@@ -102,5 +145,9 @@ char *lc_chat_to_markdown(const struct lc_chat *c);
 struct lc_chat *lc_chat_load(const char *path, char **err);
 /* Same from a string; name is used in messages. */
 struct lc_chat *lc_chat_from_json(const char *text, size_t len, const char *name, char **err);
+
+/* Standard base64 (RFC 4648 section 4, with padding) of s[0..n), NUL-terminated; malloc'd,
+ * NULL on allocation failure.  (Transcripts' content_base64, the clipboard's OSC 52.) */
+char *lc_base64_encode(const char *s, size_t n);
 
 #endif

@@ -11,10 +11,14 @@
 
 #include "cli.h"
 
+#include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "engine.h"
 
 #include "llm/arch/kernels.h"
 #include "llm/context.h"
@@ -253,5 +257,146 @@ out:
     lc_spec_free(&spec);
     lc_context_free(ctx);
     lc_model_free(m);
+    return status;
+}
+
+/* Print an event's text on stderr as one "llamachat: PREFIX: text" line (visible form). */
+static void chat_note(const char *prefix, const char *text)
+{
+    lc_text_fprintf(stderr, "llamachat: %s%s\n", prefix, text);
+}
+
+int lc_cli_chat(const struct lc_options *o)
+{
+    const char *model = o->model_path ? o->model_path : lc_default_model_path();
+    struct lc_engine_config cfg = {
+        .model_path = model,
+        .n_ctx = o->n_ctx,
+        .n_threads = o->n_threads,
+        .n_batch = o->n_batch,
+        .kv_f32 = o->kv_f32,
+        .sampling = o->sampling,
+        .n_predict = o->n_predict,
+        .system_prompt = o->system_prompt,
+        .chat_template = o->chat_template,
+        .log_path = o->log_path,
+        .chat_template_text = o->chat_template_text,
+        .verbose_prompt = o->verbose_prompt,
+        .remote_url = o->remote_url && *o->remote_url ? o->remote_url : NULL,
+        .remote_model = o->remote_model,
+        .remote_api_key_env = o->remote_api_key_env,
+    };
+    char *err = NULL;
+    struct lc_engine *e = lc_engine_start(&cfg, &err);
+    if (!e) {
+        lc_text_fprintf(stderr, "llamachat: %s\n", err ? err : "cannot start the engine");
+        free(err);
+        return 1;
+    }
+    const bool tty = isatty(STDOUT_FILENO);
+    struct lc_text_stream ts = { 0 };
+    char desc[192] = "", isa[32] = "", tmpl[48] = "", seed[32] = "";
+    int threads = 0, status = 1;
+    bool loaded = false, done = false;
+    char *text = NULL;   /* an event's text, assembled from its records */
+    size_t tlen = 0, tcap = 0;
+    struct lc_event ev;
+    while (!done) {
+        if (!lc_engine_poll(e, &ev)) {
+            struct pollfd p = { lc_engine_fd(e), POLLIN, 0 };
+            if (poll(&p, 1, -1) < 0 && errno != EINTR)
+                break;
+            continue;
+        }
+        if (ev.type == LC_EV_TEXT) {   /* the reply streams straight out */
+            if (tty)
+                lc_text_stream_write(&ts, stdout, ev.text, ev.len);
+            else
+                fwrite(ev.text, 1, ev.len, stdout);
+            fflush(stdout);
+            continue;
+        }
+        if (tlen + ev.len + 1 > tcap) {
+            size_t cap = (tlen + ev.len + 1) * 2;
+            char *t2 = realloc(text, cap);
+            if (!t2)
+                break;
+            text = t2;
+            tcap = cap;
+        }
+        memcpy(text + tlen, ev.text, ev.len);
+        tlen += ev.len;
+        text[tlen] = '\0';
+        if (ev.more)
+            continue;
+        tlen = 0;
+        switch (ev.type) {
+        case LC_EV_INFO:
+            if (!strncmp(text, "isa=", 4))
+                snprintf(isa, sizeof(isa), "%s", text + 4);
+            else if (!strncmp(text, "template=", 9))
+                snprintf(tmpl, sizeof(tmpl), "%s", text + 9);
+            else if (!strncmp(text, "seed=", 5))
+                snprintf(seed, sizeof(seed), "%s", text + 5);
+            else if (!strncmp(text, "threads=", 8))
+                threads = atoi(text + 8);
+            break;
+        case LC_EV_LOADED:
+            snprintf(desc, sizeof(desc), "%s", text);
+            loaded = true;
+            if (lc_engine_submit(e, o->prompt ? o->prompt : "") != 0) {
+                fprintf(stderr, "llamachat: out of memory\n");
+                done = true;
+            }
+            break;
+        case LC_EV_NOTE:
+            chat_note("note: ", text);
+            break;
+        case LC_EV_ERROR: {
+            /* the chat's wording for a message too long: there is no input line here */
+            static const char tail[] = "; it is back in the input line";
+            size_t n = strlen(text);
+            if (n > sizeof(tail) - 1 && !strcmp(text + n - (sizeof(tail) - 1), tail))
+                text[n - (sizeof(tail) - 1)] = '\0';
+            chat_note("", text);
+            if (!loaded)   /* no model: nothing follows */
+                done = true;
+            break;
+        }
+        case LC_EV_DONE: {
+            done = true;
+            const char *why = ev.a == LC_DONE_EOG ? "end of turn"
+                              : ev.a == LC_DONE_LIMIT ? "max tokens (-n)" : ev.a == LC_DONE_STOPPED ? "stopped"
+                              : "error";
+            if (ev.a == LC_DONE_TOO_LONG || ev.a == LC_DONE_ERROR)
+                break;
+            status = 0;
+            if (tty)
+                lc_text_stream_flush(&ts, stdout);
+            printf("\n");
+            fflush(stdout);
+            if (cfg.remote_url) {   /* the server's figures are its own */
+                lc_text_fprintf(stderr, "llamachat: %s; stopped: %s\n", desc, why);
+                break;
+            }
+            lc_text_fprintf(stderr,
+                            "llamachat: %s, %d threads, %s kernels, %s chat template; stopped: %s\n"
+                            "llamachat: prompt %.0f tokens evaluated, generated %d tokens "
+                            "(%.3f s: %.1f t/s)\n",
+                            desc, threads, isa[0] ? isa : "?", tmpl[0] ? tmpl : "?", why, ev.x,
+                            ev.b, ev.y, ev.y > 0 && ev.b > 1 ? (ev.b - 1) / ev.y : 0.0);
+            if (seed[0] && o->sampling.seed == LC_SEED_RANDOM)
+                fprintf(stderr, "llamachat: seed %s (random; --seed %s repeats this text)\n", seed,
+                        seed);
+            else if (seed[0])
+                fprintf(stderr, "llamachat: seed %s\n", seed);
+            break;
+        }
+        default:
+            break;
+        }
+    }
+    free(text);
+    lc_engine_free(e);
     return status;
 }

@@ -59,6 +59,7 @@ static const struct setting settings[] = {
     { "model", "isa", "isa", 0, K_STR, 0, 0, OFF(isa), "auto, scalar, avx2, avx512 or neon" },
     { "model", "speculative", "spec", 0, K_STR, 0, 0, OFF(spec), "lookup or off" },
     { "model", "draft_max", "draft-max", 0, K_INT, 1, 64, OFF(draft_max), "an integer from 1 to 64" },
+    { "model", "dirs", NULL, 0, K_STR, 0, 0, OFF(model_dirs), "directories separated by ':'" },
     { "sampling", "temp", "temp", 0, K_FLOAT, 0, 100, OFF(sampling.temp), "a number from 0 to 100" },
     { "sampling", "top_k", "top-k", 0, K_INT, 0, INT32_MAX, OFF(sampling.top_k), "an integer >= 0 (0 = off)" },
     { "sampling", "top_p", "top-p", 0, K_FLOAT, 0, 1, OFF(sampling.top_p), "a number from 0 to 1" },
@@ -71,6 +72,13 @@ static const struct setting settings[] = {
     { "ui", "history", NULL, 0, K_BOOL, 0, 0, OFF(history), "on or off" },
     { "ui", "show_params", NULL, 0, K_BOOL, 0, 0, OFF(show_params), "on or off" },
     { "ui", "transcripts", NULL, 0, K_STR, 0, 0, OFF(transcripts_dir), "a directory" },
+    { "ui", "markdown", NULL, 0, K_BOOL, 0, 0, OFF(markdown), "on or off" },
+    { "ui", "show_thinking", NULL, 0, K_BOOL, 0, 0, OFF(show_thinking), "on or off" },
+    { "ui", "labels", NULL, 0, K_BOOL, 0, 0, OFF(labels), "on or off" },
+    { "ui", "label_user", NULL, 0, K_STR, 0, 0, OFF(label_user), "text" },
+    { "ui", "label_model", NULL, 0, K_STR, 0, 0, OFF(label_model), "text" },
+    { "ui", "label_system", NULL, 0, K_STR, 0, 0, OFF(label_system), "text" },
+    { "ui", "read_limit", NULL, 0, K_INT, 1, 1024, OFF(read_limit_kib), "an integer from 1 to 1024 (KiB)" },
     { "chat", "system_prompt", "system", 0, K_STR, 0, 0, OFF(system_prompt), "text" },
     { "chat", "template", "chat-template", 0, K_TEMPLATE, 0, 0, OFF(chat_template), NULL /* the names */ },
     { "chat", "autosave", NULL, 0, K_BOOL, 0, 0, OFF(autosave), "on or off" },
@@ -88,6 +96,11 @@ const struct lc_option_def *lc_config_option(const char *long_name, int short_na
                                 (short_name && short_name == settings[i].short_name)))
             return &settings[i];
     return NULL;
+}
+
+const struct lc_option_def *lc_config_option_at(size_t i)
+{
+    return i < N_SETTINGS ? &settings[i] : NULL;
 }
 
 /* "plain, chatml, llama2, ..." (static, built once). */
@@ -123,15 +136,18 @@ void lc_config_defaults(struct lc_options *o)
     o->history = true;
     o->autosave = true;
     o->show_params = true;
+    o->markdown = true;
+    o->read_limit_kib = 64;
     o->mode = LC_MODE_TUI;
 }
 
 void lc_config_free(struct lc_options *o)
 {
     char **strs[] = { &o->model_path, &o->isa, &o->system_prompt, &o->chat_template, &o->theme,
-                      &o->prompt, &o->resume_path, &o->save_format, &o->log_path,
+                      &o->prompt, &o->prompt_file, &o->resume_path, &o->save_format, &o->log_path,
                       &o->chat_template_text, &o->remote_url, &o->remote_model,
-                      &o->remote_api_key_env, &o->transcripts_dir, &o->spec };
+                      &o->remote_api_key_env, &o->transcripts_dir, &o->label_user,
+                      &o->label_model, &o->label_system, &o->model_dirs, &o->spec };
     for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
         free(*strs[i]);
         *strs[i] = NULL;

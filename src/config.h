@@ -5,7 +5,7 @@
  * llamachatrc(5) document each):
  *   [model]    path, threads, context_size, batch, isa
  *   [sampling] temp, top_k, top_p, min_p, repeat_penalty, repeat_last_n, max_tokens, seed
- *   [ui]       theme, history, show_params
+ *   [ui]       theme, history, show_params, transcripts, read_limit
  *   [chat]     system_prompt, template
  * An unknown section or key, or a value that does not parse or is out of range, is reported
  * as "FILE:LINE: ..." and the setting keeps its previous (default) value; the rest of the file
@@ -38,6 +38,10 @@ struct lc_option_def {
 /* The definition of the command-line option --long_name (without the dashes) or -short_name
  * (0: none), or NULL when the option is not a setting (-p, --tokenize, ...). */
 const struct lc_option_def *lc_config_option(const char *long_name, int short_name);
+
+/* The i-th setting of the table (0-based, in the table's order), or NULL when i is past its
+ * end: for listing them (Tab completion of /set names). */
+const struct lc_option_def *lc_config_option_at(size_t i);
 
 /* Fill o with the built-in defaults (llama.cpp's sampling defaults, history and the parameter
  * pane on).  Strings are NULL. */

@@ -36,9 +36,11 @@
 #include "remote/remote.h"
 #include "ring.h"
 
-enum cmd_type { CMD_SUBMIT, CMD_REGEN, CMD_CLEAR, CMD_SYSTEM, CMD_CONV, CMD_MODELS, CMD_QUIT };
+enum cmd_type { CMD_SUBMIT, CMD_REGEN, CMD_CLEAR, CMD_SYSTEM, CMD_CONV, CMD_MODELS, CMD_QUIT,
+                CMD_UNDO, CMD_REPLY, CMD_LOAD, CMD_SHOW };
 
 struct msg_toks;
+struct kept_reply;
 
 struct cmd {
     enum cmd_type type;
@@ -84,6 +86,9 @@ struct lc_engine {
     bool noted_full;          /* the context-full note was shown for the current reply */
     struct msg_toks *mt;      /* kept token ids per message of conv (mt_cap entries) */
     size_t mt_cap;
+    struct kept_reply *kept;  /* earlier replies to the last user message (/regen), with their
+                                 ids, for when the UI shows one of them again (CMD_REPLY) */
+    size_t n_kept;
     uint64_t user_seed;       /* the seed asked for (LC_SEED_RANDOM: a fresh one per reply) */
     uint64_t reply_seed;      /* the seed the current reply was sampled with */
     FILE *log;                /* token log, or NULL */
@@ -285,6 +290,16 @@ int lc_engine_set_conversation(struct lc_engine *e, const struct lc_chat *c)
     return 0;
 }
 
+int lc_engine_undo(struct lc_engine *e)
+{
+    return enqueue(e, CMD_UNDO, NULL, NULL);
+}
+
+int lc_engine_set_reply(struct lc_engine *e, const char *text)
+{
+    return enqueue(e, CMD_REPLY, text ? text : "", NULL);
+}
+
 int lc_engine_set_params(struct lc_engine *e, const struct lc_sampler_params *p, int32_t n_predict)
 {
     pthread_mutex_lock(&e->mu);
@@ -298,6 +313,22 @@ int lc_engine_set_params(struct lc_engine *e, const struct lc_sampler_params *p,
 int lc_engine_models(struct lc_engine *e)
 {
     return enqueue(e, CMD_MODELS, NULL, NULL);
+}
+
+int lc_engine_load_model(struct lc_engine *e, const char *path)
+{
+    atomic_store(&e->stop, false);
+    atomic_fetch_add(&e->busy, 1);
+    if (enqueue(e, CMD_LOAD, path, NULL) != 0) {
+        atomic_fetch_sub(&e->busy, 1);
+        return -1;
+    }
+    return 0;
+}
+
+int lc_engine_show(struct lc_engine *e)
+{
+    return enqueue(e, CMD_SHOW, NULL, NULL);
 }
 
 void lc_engine_stop(struct lc_engine *e)
@@ -475,6 +506,74 @@ static bool mt_push(struct msg_toks *m, int32_t tok)
     }
     m->ids[m->n++] = tok;
     return true;
+}
+
+/* ---------------------------------------------------------------- earlier replies */
+
+/* A reply taken out of the conversation by /regen, kept with the ids it was generated as, so
+ * that showing it again (lc_engine_set_reply) gives the model the same tokens. */
+struct kept_reply {
+    char *text;
+    size_t len;
+    struct msg_toks toks;
+};
+
+static void kept_clear(struct lc_engine *e)
+{
+    for (size_t i = 0; i < e->n_kept; i++) {
+        free(e->kept[i].text);
+        free(e->kept[i].toks.ids);
+    }
+    free(e->kept);
+    e->kept = NULL;
+    e->n_kept = 0;
+}
+
+/* Move the last message, a reply, out of the conversation into e->kept (text and ids).  When
+ * that cannot be done (not a reply, out of memory) a reply is simply removed. */
+static void kept_take_last(struct lc_engine *e)
+{
+    struct lc_chat *c = e->conv;
+    if (!c->n || c->msgs[c->n - 1].role != LC_ROLE_ASSISTANT)
+        return;
+    size_t i = c->n - 1;
+    struct kept_reply *k = realloc(e->kept, (e->n_kept + 1) * sizeof(*k));
+    if (!k || i >= e->mt_cap) {
+        if (k)
+            e->kept = k;
+        conv_remove(e, i, i + 1);
+        return;
+    }
+    e->kept = k;
+    k[e->n_kept++] = (struct kept_reply){ c->msgs[i].text, c->msgs[i].len, e->mt[i] };
+    memset(&e->mt[i], 0, sizeof(e->mt[i]));
+    c->msgs[i].text = NULL;
+    c->n--;
+}
+
+/* CMD_REPLY: the reply to the last user message is now `text` ("" = none): the one there goes to
+ * e->kept, and text comes back from there with its ids when it was kept (same bytes), else it is
+ * tokenized when read. */
+static void set_reply(struct lc_engine *e, const char *text)
+{
+    kept_take_last(e);
+    size_t len = strlen(text);
+    if (!len)
+        return;
+    int i = lc_chat_add(e->conv, LC_ROLE_ASSISTANT, text, len);
+    if (i < 0 || !mt_fit(e)) {
+        emit_str(e, LC_EV_ERROR, "out of memory");
+        return;
+    }
+    for (size_t k = 0; k < e->n_kept; k++)
+        if (e->kept[k].len == len && memcmp(e->kept[k].text, text, len) == 0) {
+            free(e->mt[i].ids);
+            e->mt[i] = e->kept[k].toks;
+            free(e->kept[k].text);
+            memmove(e->kept + k, e->kept + k + 1, (e->n_kept - k - 1) * sizeof(*e->kept));
+            e->n_kept--;
+            break;
+        }
 }
 
 /* ---------------------------------------------------------------- prompt building */
@@ -902,6 +1001,35 @@ static int sync_prompt(struct lc_engine *e, int32_t reserve)
     return rc;
 }
 
+/*
+ * CMD_UNDO: remove the last exchange (the last user message and the reply after it) and roll the
+ * KV cache back to the longest prefix of it that the rest of the conversation still reads:
+ * nothing is recomputed, and the next turn decodes only its own tokens.  The new n_past is
+ * reported (LC_EV_STATS).
+ */
+static void undo(struct lc_engine *e)
+{
+    kept_clear(e);
+    struct lc_chat *c = e->conv;
+    size_t lu = last_user(c);
+    if (lu < c->n)
+        conv_remove(e, lu, c->n);
+    if (!e->ctx || !e->model)
+        return;   /* remote: no cache */
+    int32_t *toks = NULL, n = 0, common = 0;
+    char *err = NULL;
+    if (build_prompt(e, 0, 0, &toks, &n, NULL, &err) == 0)
+        while (common < n && common < e->n_cache && toks[common] == e->cache[common])
+            common++;
+    free(err);
+    free(toks);
+    if (common < e->n_cache) {
+        lc_context_truncate(e->ctx, common);
+        e->n_cache = common;
+    }
+    emit_stats(e);
+}
+
 static bool on_progress(void *user, int32_t done, int32_t total)
 {
     struct lc_engine *e = user;
@@ -1228,6 +1356,7 @@ static void reply_remote(struct lc_engine *e)
 {
     int reason = LC_DONE_ERROR;
     int32_t n_chunks = 0;
+    double gen_secs = 0;
     struct remote_reply rr = { .e = e, .n_prompt = -1, .n_gen = -1, .t0 = now_s() };
     pick_up_params(e);
     if (!e->remote) {
@@ -1269,10 +1398,12 @@ static void reply_remote(struct lc_engine *e)
              rr.n_prompt > 0 && pp_s > 0 ? (double)rr.n_prompt / pp_s : 0,
              n_gen > 1 && gen_s > 0 ? (double)(n_gen - 1) / gen_s : 0);
         n_chunks = n_gen;
+        gen_secs = gen_s;
     }
 done:
     atomic_store(&e->stop, false);
-    emit(e, LC_EV_DONE, reason, n_chunks, rr.n_prompt > 0 ? (double)rr.n_prompt : 0, 0);
+    /* y: the seconds from the first token to the last, as the local engine's decode time */
+    emit(e, LC_EV_DONE, reason, n_chunks, rr.n_prompt > 0 ? (double)rr.n_prompt : 0, gen_secs);
     atomic_fetch_sub(&e->busy, 1);
 }
 
@@ -1299,7 +1430,9 @@ static void list_models(struct lc_engine *e)
 
 /* ---------------------------------------------------------------- the thread */
 
-static bool load(struct lc_engine *e)
+/* Open e->model_path: model, context, sampler and chat template into e (what is made stays in
+ * e on failure, for the caller to free).  Notes and the error go to the UI.  false on failure. */
+static bool load_parts(struct lc_engine *e)
 {
     char *err = NULL;
     e->model = lc_model_load(e->model_path, false, &err);
@@ -1356,6 +1489,12 @@ static bool load(struct lc_engine *e)
     }
     e->tmpl = lc_chat_tmpl_family(e->ct);
     e->stops = lc_chat_tmpl_stop_strings(e->ct);
+    return true;
+}
+
+/* Tell the UI about the model in place (LC_EV_INFO facts, LC_EV_LOADED, n_ctx and threads). */
+static void announce(struct lc_engine *e)
+{
     char desc[192];
     lc_model_desc(e->model, desc, sizeof(desc));
     emit_str(e, LC_EV_INFO, "isa=%s", lc_kernels()->isa);
@@ -1371,7 +1510,166 @@ static bool load(struct lc_engine *e)
     ev.len = (uint8_t)(n > 0 ? n : 0);
     push(e, &ev);
     wake(e);
+}
+
+static bool load(struct lc_engine *e)
+{
+    if (!load_parts(e))
+        return false;
+    announce(e);
     return true;
+}
+
+/* The parts of a loaded model that a switch replaces as one. */
+struct loaded {
+    char *path, *template_name, *template_text;
+    struct lc_model *model;
+    struct lc_context *ctx;
+    struct lc_sampler *smp;
+    struct lc_chat_tmpl *ct;
+};
+
+static void loaded_take(struct lc_engine *e, struct loaded *l)
+{
+    *l = (struct loaded){ e->model_path, e->template_name, e->template_text, e->model, e->ctx,
+                          e->smp, e->ct };
+    e->model_path = e->template_name = e->template_text = NULL;
+    e->model = NULL;
+    e->ctx = NULL;
+    e->smp = NULL;
+    e->ct = NULL;
+}
+
+static void loaded_put(struct lc_engine *e, struct loaded *l)
+{
+    e->model_path = l->path;
+    e->template_name = l->template_name;
+    e->template_text = l->template_text;
+    e->model = l->model;
+    e->ctx = l->ctx;
+    e->smp = l->smp;
+    e->ct = l->ct;
+    e->tmpl = e->ct ? lc_chat_tmpl_family(e->ct) : LC_CHAT_TEMPLATE_NONE;
+    e->stops = e->ct ? lc_chat_tmpl_stop_strings(e->ct) : NULL;
+}
+
+static void loaded_free(struct loaded *l)
+{
+    lc_chat_tmpl_free(l->ct);
+    lc_sampler_free(l->smp);
+    lc_context_free(l->ctx);
+    lc_model_free(l->model);
+    free(l->path);
+    free(l->template_name);
+    free(l->template_text);
+}
+
+/*
+ * /model PATH: open the model at path beside the current one; when it is ready it replaces it
+ * (with its own chat template: --chat-template and --chat-template-file were for the first
+ * model), the conversation is kept and every token is read again with the next reply (the KV
+ * cache and the kept tokens belong to the old vocabulary).  A failure, Esc (stop) or quit during
+ * the load leaves the current model in place.  Ends with LC_EV_DONE: LC_DONE_EOG (switched,
+ * after LC_EV_LOADED), LC_DONE_STOPPED or LC_DONE_ERROR.
+ */
+static void switch_model(struct lc_engine *e, const char *path)
+{
+    struct loaded old, failed;
+    loaded_take(e, &old);
+    e->model_path = strdup(path);
+    int reason = LC_DONE_ERROR;
+    if (!e->model_path) {
+        emit_str(e, LC_EV_ERROR, "out of memory");
+    } else if (load_parts(e)) {
+        reason = atomic_load(&e->stop) || atomic_load(&e->quitting) ? LC_DONE_STOPPED : LC_DONE_EOG;
+    }
+    if (reason != LC_DONE_EOG) {
+        loaded_take(e, &failed);
+        loaded_free(&failed);
+        loaded_put(e, &old);
+        emit_str(e, LC_EV_NOTE, "%s: still using %s", reason == LC_DONE_STOPPED
+                 ? "model switch cancelled" : "the model was not changed",
+                 e->model ? e->model->name : "no model");
+    } else {
+        loaded_free(&old);
+        mt_remove(e, 0, e->mt_cap);   /* token ids of the old vocabulary */
+        kept_clear(e);                /* and those of /regen's earlier replies */
+        e->n_cache = 0;
+        e->noted_full = false;
+        announce(e);
+    }
+    atomic_store(&e->stop, false);
+    emit(e, LC_EV_DONE, reason, 0, 0, 0);
+    atomic_fetch_sub(&e->busy, 1);
+}
+
+/* Where the chat template in use came from, for /show. */
+static const char *template_source(const struct lc_engine *e)
+{
+    if (e->template_text)
+        return "--chat-template-file";
+    if (e->template_name && lc_chat_template_from_name(e->template_name) >= 0)
+        return "--chat-template";
+    if (lc_gguf_get_str(e->model->gguf, "tokenizer.chat_template"))
+        return "the model's tokenizer.chat_template";
+    return "none in the model";
+}
+
+/* "name 2 '</s>'" or "name none" for /show. */
+static void token_fact(const struct lc_vocab *v, const char *what, int32_t id, char *buf, size_t len)
+{
+    size_t n = 0;
+    const char *p = id >= 0 ? lc_vocab_piece(v, id, true, &n) : NULL;
+    if (!p)
+        snprintf(buf, len, "%s none", what);
+    else
+        snprintf(buf, len, "%s %d '%.*s'", what, id, (int)(n < 40 ? n : 40), p);
+}
+
+/* /show: the facts of the model in use as one NOTE (file, architecture, parameters, tensor
+ * types, context, chat template, special tokens); remote mode: the server and model. */
+static void show_model(struct lc_engine *e)
+{
+    if (e->remote) {
+        emit_str(e, LC_EV_NOTE, "model %s at %s (remote: no local facts)",
+                 lc_remote_model(e->remote) ? lc_remote_model(e->remote) : "(the server's default)",
+                 e->remote_url);
+        return;
+    }
+    if (!e->model) {
+        emit_str(e, LC_EV_NOTE, "no model is loaded");
+        return;
+    }
+    const struct lc_model *m = e->model;
+    int64_t count[LC_TYPE_COUNT] = { 0 };
+    int64_t n_tensors = 0;
+    for (int p = 0; p < (m->n_parts > 0 ? m->n_parts : 1); p++) {
+        const struct lc_gguf *g = m->n_parts > 0 ? m->parts[p] : m->gguf;
+        for (int64_t i = 0; i < lc_gguf_n_tensors(g); i++, n_tensors++)
+            count[lc_gguf_tensor(g, i)->type]++;
+    }
+    char types[512];
+    size_t n = 0;
+    types[0] = '\0';
+    for (int t = 0; t < LC_TYPE_COUNT && n < sizeof(types); t++)
+        if (count[t])
+            n += (size_t)snprintf(types + n, sizeof(types) - n, "%s%s %lld", n ? ", " : "",
+                                  lc_type_name(t), (long long)count[t]);
+    char desc[192], bos[64], eos[64], eot[64];
+    lc_model_desc(m, desc, sizeof(desc));
+    token_fact(m->vocab, "bos", lc_vocab_bos(m->vocab), bos, sizeof(bos));
+    token_fact(m->vocab, "eos", lc_vocab_eos(m->vocab), eos, sizeof(eos));
+    token_fact(m->vocab, "eot", lc_vocab_eot(m->vocab), eot, sizeof(eot));
+    const char *arch = lc_gguf_get_str(m->gguf, "general.architecture");
+    emit_str(e, LC_EV_NOTE,
+             "model: %s (%s)\nfile: %s (%.1f MiB)\narchitecture: %s, %llu parameters, %d layers, "
+             "embedding %d, vocabulary %d\ntensors: %lld (%s)\ncontext: %d tokens in use, %d "
+             "trained\ntemplate: %s (from %s)\nspecial tokens: %s, %s, %s",
+             m->name, desc, e->model_path, (double)m->n_bytes / (1024.0 * 1024.0),
+             arch ? arch : (m->hp.arch ? m->hp.arch->name : "?"), (unsigned long long)m->n_params,
+             m->hp.n_layer, m->hp.n_embd, m->hp.n_vocab, (long long)n_tensors, types,
+             lc_context_n_ctx(e->ctx), m->hp.n_ctx_train, lc_chat_tmpl_name(e->ct),
+             template_source(e), bos, eos, eot);
 }
 
 static void *engine_main(void *arg)
@@ -1393,6 +1691,7 @@ static void *engine_main(void *arg)
         bool quit = false;
         switch (c->type) {
         case CMD_SUBMIT:
+            kept_clear(e);   /* a new turn: the earlier replies belonged to the last one */
             if (lc_chat_add(e->conv, LC_ROLE_USER, c->text, strlen(c->text)) < 0 || !mt_fit(e)) {
                 emit_str(e, LC_EV_ERROR, "out of memory");
                 emit(e, LC_EV_DONE, LC_DONE_ERROR, 0, 0, 0);
@@ -1402,8 +1701,7 @@ static void *engine_main(void *arg)
             reply(e);
             break;
         case CMD_REGEN:
-            if (e->conv->n && e->conv->msgs[e->conv->n - 1].role == LC_ROLE_ASSISTANT)
-                conv_remove(e, e->conv->n - 1, e->conv->n);
+            kept_take_last(e);   /* kept with its ids: the UI may show it again */
             if (e->conv->n && e->conv->msgs[e->conv->n - 1].role == LC_ROLE_USER) {
                 reply(e);
             } else {
@@ -1413,12 +1711,20 @@ static void *engine_main(void *arg)
             }
             break;
         case CMD_CLEAR:
+            kept_clear(e);
             conv_remove(e, first_droppable(e->conv), e->conv->n);
+            break;
+        case CMD_UNDO:
+            undo(e);
+            break;
+        case CMD_REPLY:
+            set_reply(e, c->text);
             break;
         case CMD_SYSTEM:
             conv_set_system(e, c->text);
             break;
         case CMD_CONV:
+            kept_clear(e);
             mt_remove(e, 0, e->mt_cap);
             lc_chat_free(e->conv);
             e->conv = c->conv;
@@ -1426,6 +1732,18 @@ static void *engine_main(void *arg)
             break;
         case CMD_MODELS:
             list_models(e);
+            break;
+        case CMD_LOAD:
+            if (e->remote) {
+                emit_str(e, LC_EV_ERROR, "/model: remote mode: the server chooses its models");
+                emit(e, LC_EV_DONE, LC_DONE_ERROR, 0, 0, 0);
+                atomic_fetch_sub(&e->busy, 1);
+            } else {
+                switch_model(e, c->text);
+            }
+            break;
+        case CMD_SHOW:
+            show_model(e);
             break;
         case CMD_QUIT:
             quit = true;
@@ -1580,6 +1898,7 @@ void lc_engine_free(struct lc_engine *e)
         close(e->wake_wr);
     if (e->mt)
         mt_remove(e, 0, e->mt_cap);
+    kept_clear(e);
     free(e->mt);
     if (e->log)
         fclose(e->log);

@@ -3,8 +3,8 @@
  *
  * One engine thread owns the model, the context (KV cache) and the sampler.  The UI thread
  * talks to it in two directions:
- *   - commands (submit a user message, regenerate, clear, set parameters, set the system
- *     prompt, replace the conversation, quit) go into a small mutex-protected queue; they are
+ *   - commands (submit a user message, regenerate, undo, choose a reply, clear, set
+ *     parameters, set the system prompt, replace the conversation, quit) go into a small mutex-protected queue; they are
  *     rare, so a lock is fine there.  Stopping a reply does not queue: lc_engine_stop sets an
  *     atomic flag that the engine checks between tokens and between prompt batches.
  *   - events (reply text, prompt progress, speed figures, done, notes, errors) come back
@@ -103,8 +103,30 @@ int lc_engine_set_system(struct lc_engine *e, const char *text);/* NULL or "" re
 int lc_engine_set_params(struct lc_engine *e, const struct lc_sampler_params *p, int32_t n_predict);
 /* Replace the conversation (after /load): copies c's messages; evaluated with the next reply. */
 int lc_engine_set_conversation(struct lc_engine *e, const struct lc_chat *c);
+/*
+ * Remove the last exchange (the last user message and the reply to it) and roll the KV cache
+ * back to the prefix the rest still reads (not recomputed); LC_EV_STATS gives the new n_past.
+ */
+int lc_engine_undo(struct lc_engine *e);
+/*
+ * The reply to the last user message is now text (one of the versions /regen kept; "" or NULL
+ * = no reply).  The one there before is kept; a text the engine generated since the last user
+ * message is read again as the same token ids (matched by its bytes), any other is tokenized.
+ */
+int lc_engine_set_reply(struct lc_engine *e, const char *text);
 /* List the models the server offers (remote) or the loaded one, as a NOTE. */
 int lc_engine_models(struct lc_engine *e);
+/*
+ * Switch to the model at path (copied; ~ already expanded): loaded on the engine thread beside
+ * the current one, which it replaces when ready; the conversation is kept and read again with
+ * the next reply.  Events: NOTEs, then LC_EV_INFO/LC_EV_LOADED on success or LC_EV_ERROR and a
+ * NOTE naming the model kept, and always LC_EV_DONE (a: LC_DONE_EOG switched, LC_DONE_STOPPED
+ * cancelled by lc_engine_stop, LC_DONE_ERROR).  Counts as busy until then.
+ */
+int lc_engine_load_model(struct lc_engine *e, const char *path);
+/* The model's facts (file, architecture, parameters, tensor types, context, template, special
+ * tokens) as one NOTE of several lines. */
+int lc_engine_show(struct lc_engine *e);
 /* Stop the current reply (keeps what was written).  Lock-free; safe from a signal handler. */
 void lc_engine_stop(struct lc_engine *e);
 /* True while a reply or a prompt is being processed (commands queued count as busy). */

@@ -24,12 +24,15 @@ enum {
     OPT_TEMP = 1000, OPT_TOP_K, OPT_TOP_P, OPT_MIN_P, OPT_REPEAT_PENALTY, OPT_REPEAT_LAST_N,
     OPT_SEED, OPT_PRINT_IDS, OPT_TOKENIZE, OPT_NO_BOS, OPT_ISA, OPT_VERSION, OPT_CHAT_TEMPLATE,
     OPT_SYSTEM, OPT_RESUME, OPT_CONTINUE, OPT_FORMAT, OPT_KV_F32, OPT_SPECIAL, OPT_VERBOSE_PROMPT,
-    OPT_LOG_FILE, OPT_CHAT_TEMPLATE_FILE, OPT_REMOTE, OPT_REMOTE_MODEL, OPT_SPEC, OPT_DRAFT_MAX,
+    OPT_LOG_FILE, OPT_CHAT_TEMPLATE_FILE, OPT_REMOTE, OPT_REMOTE_MODEL, OPT_CHAT, OPT_SPEC,
+    OPT_DRAFT_MAX,
 };
 
 static const struct option long_opts[] = {
     {"model", required_argument, NULL, 'm'},
     {"prompt", required_argument, NULL, 'p'},
+    {"file", required_argument, NULL, 'f'},
+    {"chat", no_argument, NULL, OPT_CHAT},
     {"n-predict", required_argument, NULL, 'n'},
     {"threads", required_argument, NULL, 't'},
     {"ctx-size", required_argument, NULL, 'c'},
@@ -70,6 +73,7 @@ static void usage(FILE *f)
     fprintf(f,
             "Usage: llamachat [options]            full-screen chat\n"
             "       llamachat -p PROMPT [options]  one-shot: print the continuation and exit\n"
+            "       llamachat --chat -p PROMPT     one-shot: print the model's reply to PROMPT\n"
             "\n"
             "Model and compute:\n"
             "  -m, --model FILE         GGUF model (default: %s)\n"
@@ -106,7 +110,11 @@ static void usage(FILE *f)
             "                           vLLM, Ollama); API key: [remote] api_key_env in the rc file\n"
             "      --remote-model NAME  model to ask the server for (default: its first)\n"
             "One-shot and scripting:\n"
-            "  -p, --prompt TEXT        prompt; prints prompt + continuation to stdout\n"
+            "  -p, --prompt TEXT        prompt; prints prompt + continuation to stdout;\n"
+            "                           -p - reads the prompt from standard input\n"
+            "  -f, --file FILE          read the prompt from FILE (one final newline dropped)\n"
+            "      --chat               the prompt is a user message in the chat template\n"
+            "                           (with --system TEXT); prints only the reply\n"
             "      --print-token-ids    print the generated token ids instead of text\n"
             "      --tokenize           print the prompt's token ids and exit\n"
             "      --no-bos             do not add the BOS token\n"
@@ -139,6 +147,8 @@ static void options_defaults(struct lc_options *o)
     o->history = true;
     o->autosave = true;
     o->show_params = true;
+    o->markdown = true;
+    o->read_limit_kib = 64;
 }
 
 static void options_free(struct lc_options *o)
@@ -149,6 +159,7 @@ static void options_free(struct lc_options *o)
     free(o->chat_template);
     free(o->theme);
     free(o->prompt);
+    free(o->prompt_file);
     free(o->resume_path);
     free(o->save_format);
     free(o->log_path);
@@ -158,6 +169,10 @@ static void options_free(struct lc_options *o)
     free(o->remote_api_key_env);
     free(o->transcripts_dir);
     free(o->spec);
+    free(o->label_user);
+    free(o->label_model);
+    free(o->label_system);
+    free(o->model_dirs);
 }
 
 /* Returns 0 to go on, 1 to exit successfully (help/version), -1 on a bad option. */
@@ -169,7 +184,7 @@ static int parse_args(struct lc_options *o, int argc, char **argv)
     for (int i = 1; i < argc; i++)   /* llama.cpp's spelling of --special */
         if (!strcmp(argv[i], "-sp"))
             argv[i] = (char *)"--special";
-    while ((c = getopt_long(argc, argv, ":m:p:n:t:c:b:vh", long_opts, &li)) != -1) {
+    while ((c = getopt_long(argc, argv, ":m:p:f:n:t:c:b:vh", long_opts, &li)) != -1) {
         /* the option's own name for messages: "--temp", or "-n" */
         char name[64];
         if (li >= 0)
@@ -194,10 +209,20 @@ static int parse_args(struct lc_options *o, int argc, char **argv)
         }
         switch (c) {
         case 'p':
-            replace_str(&o->prompt, optarg);
+        case 'f':
+            /* -p - and -f FILE: read after the options (read_prompt); the last one given wins */
+            free(o->prompt);
+            free(o->prompt_file);
+            o->prompt = NULL;
+            o->prompt_file = NULL;
+            if (c == 'f' || strcmp(optarg, "-") == 0)
+                replace_str(&o->prompt_file, optarg);
+            else
+                replace_str(&o->prompt, optarg);
             if (o->mode == LC_MODE_TUI)
                 o->mode = LC_MODE_ONESHOT;
             break;
+        case OPT_CHAT: o->chat_oneshot = true; break;
         case OPT_PRINT_IDS: o->print_token_ids = true; break;
         case OPT_TOKENIZE: o->mode = LC_MODE_TOKENIZE; break;
         case OPT_NO_BOS: o->no_bos = true; break;
@@ -246,7 +271,74 @@ static int parse_args(struct lc_options *o, int argc, char **argv)
                 argv[optind]);
         return -1;
     }
+    if (o->chat_oneshot) {
+        const char *why = o->mode == LC_MODE_TUI ? "needs a prompt: -p TEXT, -p - (standard input) or -f FILE"
+                          : o->mode == LC_MODE_TOKENIZE ? "and --tokenize: give one of them"
+                          : o->print_token_ids ? "prints text: --log-file FILE records the token ids"
+                          : o->special ? "reads the message as plain text: --special does not apply"
+                          : NULL;
+        if (why) {
+            fprintf(stderr, "llamachat: --chat %s\n", why);
+            return -1;
+        }
+    }
     return 0;
+}
+
+#define LC_PROMPT_MAX ((size_t)64 << 20)   /* bytes of a prompt read from a file or stdin */
+
+/*
+ * The prompt of -f FILE or -p - (path "-": standard input), read whole and blocking (a one-shot
+ * run has nothing else to do; a FIFO such as -f <(cmd) works).  One final newline ("\n" or
+ * "\r\n") is dropped, as llama.cpp's -f does, so that `echo text | llamachat -p -` reads
+ * "text".  Returns the malloc'd text, or NULL after printing one line on stderr: a file that
+ * cannot be read, one larger than LC_PROMPT_MAX, or one with a NUL byte (binary).
+ */
+static char *read_prompt(const char *path)
+{
+    const bool in = strcmp(path, "-") == 0;
+    const char *shown = in ? "-p -: standard input" : path;
+    FILE *f = in ? stdin : fopen(path, "rb");
+    if (!f) {
+        lc_text_fprintf(stderr, "llamachat: -f %s: %s\n", path, strerror(errno));
+        return NULL;
+    }
+    size_t len = 0, cap = 4096;
+    char *text = malloc(cap);
+    const char *fail = text ? NULL : "out of memory";
+    while (!fail) {
+        if (len + 1 >= cap) {
+            char *t2 = cap < LC_PROMPT_MAX ? realloc(text, cap * 2) : NULL;
+            if (!t2) {
+                fail = cap < LC_PROMPT_MAX ? "out of memory" : "larger than 64 MiB; not read";
+                break;
+            }
+            text = t2;
+            cap *= 2;
+        }
+        size_t n = fread(text + len, 1, cap - 1 - len, f);
+        len += n;
+        if (n == 0) {
+            if (ferror(f))
+                fail = strerror(errno ? errno : EIO);
+            break;
+        }
+    }
+    if (!in)
+        fclose(f);
+    if (!fail && memchr(text, '\0', len))
+        fail = "has a NUL byte (a binary file?); not read";
+    if (fail) {
+        lc_text_fprintf(stderr, "llamachat: %s%s: %s\n", in ? "" : "-f ", shown, fail);
+        free(text);
+        return NULL;
+    }
+    if (len > 0 && text[len - 1] == '\n')
+        len--;
+    if (len > 0 && text[len - 1] == '\r')
+        len--;
+    text[len] = '\0';
+    return text;
 }
 
 int main(int argc, char **argv)
@@ -261,6 +353,10 @@ int main(int argc, char **argv)
         fputs(warn, stderr);
     free(warn);
     int r = parse_args(&o, argc, argv);
+    if (r == 0 && o.prompt_file && o.mode != LC_MODE_VERSION) {
+        o.prompt = read_prompt(o.prompt_file);
+        r = o.prompt ? 0 : -1;
+    }
     if (r != 0) {
         options_free(&o);
         return r > 0 ? 0 : 2;
@@ -284,10 +380,13 @@ int main(int argc, char **argv)
         status = 0;
     } else if (o.mode == LC_MODE_TUI) {
         status = lc_tui_run(&o);
+    } else if (o.chat_oneshot) {
+        status = lc_cli_chat(&o);   /* the chat's engine: a local model or --remote */
     } else if (o.remote_url && *o.remote_url) {
         /* -p and --tokenize run the local model: say so rather than ignore the server */
-        lc_text_fprintf(stderr, "llamachat: --remote works in the chat only; -p and --tokenize use a "
-                        "local model (drop --remote or [remote] url, or use the server's API)\n");
+        lc_text_fprintf(stderr, "llamachat: --remote works in the chat and with --chat only; -p and "
+                        "--tokenize use a local model (drop --remote or [remote] url, or use the "
+                        "server's API)\n");
         status = 2;
     } else {
         status = lc_cli_run(&o);

@@ -18,6 +18,8 @@ struct lc_options {
     int32_t n_ctx;             /* 0 = model's training context, at most 4096 */
     int32_t n_batch;           /* prompt batch (512) */
     char *isa;                 /* NULL = auto, else scalar|avx2|avx512|neon */
+    char *model_dirs;          /* [model] dirs: where /models looks (':'-separated), NULL =
+                                  ~/.local/share/llamachat/models (models.h) */
     /* [sampling] */
     struct lc_sampler_params sampling;
     int32_t n_predict;         /* max reply tokens; -1 = until EOS / context end */
@@ -34,9 +36,17 @@ struct lc_options {
     bool history;              /* keep ~/.local/state/llamachat/history */
     bool show_params;          /* parameter pane visible at start */
     char *theme;               /* colour scheme name, or NULL */
+    bool markdown;             /* replies shown as Markdown (off: as written; /raw toggles) */
+    bool show_thinking;        /* a reply's <think> part shown whole (off: folded; /think) */
+    bool labels;               /* a role label before each message (mono themes, vt100) */
+    char *label_user, *label_model, *label_system; /* their text; NULL = you: model: system: */
+    int32_t read_limit_kib;    /* /read FILE: largest file read into the input, KiB (64) */
     /* one-shot / tools */
     enum lc_mode mode;
-    char *prompt;              /* -p */
+    char *prompt;              /* -p TEXT, or the text read for -p - (stdin) and -f FILE */
+    char *prompt_file;         /* -f FILE (or "-" for -p -): read into prompt by main.c */
+    bool chat_oneshot;         /* --chat: the prompt is one user turn in the chat template;
+                                  only the reply is printed (cli.c lc_cli_chat) */
     bool print_token_ids;
     bool no_bos;
     bool special;          /* --special: special-token texts in -p are parsed, and printed */

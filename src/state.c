@@ -17,7 +17,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "chat.h"
 #include "fileutil.h"
+#include "llm/strbuf.h"
+#include "textsafe.h"
 
 static char *fmt_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static char *fmt_err(const char *fmt, ...)
@@ -422,4 +425,157 @@ void lc_state_writer_free(struct lc_state_writer *w, char **err)
     pthread_cond_destroy(&w->cv);
     pthread_mutex_destroy(&w->mu);
     free(w);
+}
+
+/* ---------------------------------------------------------------- listings */
+
+void lc_listing_free(struct lc_listing *l)
+{
+    if (!l)
+        return;
+    for (size_t i = 0; i < l->n; i++)
+        free(l->paths[i]);
+    free(l->paths);
+    free(l->text);
+    free(l);
+}
+
+struct chat_file {
+    char *name;
+    struct timespec mtime;
+};
+
+static int chat_file_newer_first(const void *a, const void *b)
+{
+    const struct chat_file *x = a, *y = b;
+    if (x->mtime.tv_sec != y->mtime.tv_sec)
+        return x->mtime.tv_sec > y->mtime.tv_sec ? -1 : 1;
+    if (x->mtime.tv_nsec != y->mtime.tv_nsec)
+        return x->mtime.tv_nsec > y->mtime.tv_nsec ? -1 : 1;
+    return -strcmp(x->name, y->name);
+}
+
+/* The title of a saved chat for /chats: its "title", else the first line of its first user
+ * message, cut at 60 characters (UTF-8 kept whole) and made visible (textsafe.h). */
+static char *chat_title(const struct lc_chat *c)
+{
+    const char *s = c->title;
+    for (size_t i = 0; !s && i < c->n; i++)
+        if (c->msgs[i].role == LC_ROLE_USER)
+            s = c->msgs[i].text;
+    if (!s)
+        return strdup("(no message)");
+    size_t n = strcspn(s, "\r\n"), chars = 0, cut = 0;
+    while (cut < n && chars < 60) {
+        cut++;
+        while (cut < n && ((unsigned char)s[cut] & 0xC0) == 0x80)
+            cut++;
+        chars++;
+    }
+    char *line = strndup(s, cut);
+    char *safe = line ? lc_text_safe(line) : NULL;
+    free(line);
+    if (safe && cut < n) {
+        char *more = NULL;
+        if (asprintf(&more, "%s...", safe) >= 0) {
+            free(safe);
+            safe = more;
+        }
+    }
+    return safe;
+}
+
+/* One line of /chats for the file at path. */
+static char *chat_line(size_t no, const char *path, const struct timespec *mtime, bool current)
+{
+    char date[32];
+    struct tm tm;
+    time_t t = mtime->tv_sec;
+    if (!localtime_r(&t, &tm) || !strftime(date, sizeof(date), "%Y-%m-%d %H:%M", &tm))
+        snprintf(date, sizeof(date), "?");
+    char *err = NULL, *line = NULL, *title = NULL, *model = NULL;
+    struct lc_chat *c = lc_chat_load(path, &err);
+    if (c) {
+        title = chat_title(c);
+        model = c->model ? lc_text_safe(c->model) : NULL;
+    }
+    char *what = c ? NULL : lc_text_safe(err ? err : "cannot read");
+    if (asprintf(&line, "%2zu. %s %s: %s%s", no, date, c ? (model ? model : "(no model)") : "unreadable",
+                 c ? (title ? title : "?") : (what ? what : "?"), current ? " (this one)" : "") < 0)
+        line = NULL;
+    free(what);
+    free(model);
+    free(title);
+    free(err);
+    lc_chat_free(c);
+    return line;
+}
+
+struct lc_listing *lc_state_list_chats(const char *dir, const char *current, char **err)
+{
+    *err = NULL;
+    struct lc_listing *l = calloc(1, sizeof(*l));
+    struct chat_file *files = NULL;
+    size_t n = 0, cap = 0;
+    DIR *d = l ? opendir(dir) : NULL;
+    if (!l) {
+        *err = fmt_err("out of memory");
+        return NULL;
+    }
+    if (!d && errno != ENOENT) {
+        *err = fmt_err("%s: cannot read the directory: %s", dir, strerror(errno));
+        free(l);
+        return NULL;
+    }
+    struct dirent *de;
+    while (d && (de = readdir(d)) != NULL) {
+        size_t len = strlen(de->d_name);
+        struct stat st;
+        if (len <= 5 || strcmp(de->d_name + len - 5, ".json") != 0 || de->d_name[0] == '.' ||
+            fstatat(dirfd(d), de->d_name, &st, 0) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0)
+            continue;
+        if (n == cap) {
+            size_t nc = cap ? cap * 2 : 32;
+            struct chat_file *f = realloc(files, nc * sizeof(*f));
+            if (!f)
+                break;
+            files = f;
+            cap = nc;
+        }
+        if ((files[n].name = strdup(de->d_name)) != NULL)
+            files[n++].mtime = st.st_mtim;
+    }
+    if (d)
+        closedir(d);
+    if (n)
+        qsort(files, n, sizeof(*files), chat_file_newer_first);
+    l->paths = calloc(n ? n : 1, sizeof(*l->paths));
+    struct lc_strbuf b = { 0 };
+    if (n)
+        lc_strbuf_printf(&b, "saved chats in %s (/chats N opens one, /delete N deletes one):", dir);
+    else
+        lc_strbuf_printf(&b, "no saved chats in %s yet", dir);
+    for (size_t i = 0; l->paths && i < n; i++) {
+        char *path = NULL;
+        if (asprintf(&path, "%s/%s", dir, files[i].name) < 0)
+            break;
+        char *line = chat_line(l->n + 1, path, &files[i].mtime, current && !strcmp(current, path));
+        if (!line) {
+            free(path);
+            break;
+        }
+        lc_strbuf_printf(&b, "\n%s", line);
+        free(line);
+        l->paths[l->n++] = path;
+    }
+    for (size_t i = 0; i < n; i++)
+        free(files[i].name);
+    free(files);
+    l->text = b.p;
+    if (b.oom || !l->paths || !l->text) {
+        lc_listing_free(l);
+        *err = fmt_err("out of memory");
+        return NULL;
+    }
+    return l;
 }

@@ -68,6 +68,30 @@ int lc_state_latest_chat(const char *dir, char **path, char **err);
 char *lc_state_new_chat(const char *dir, time_t start, char **err);
 
 /*
+ * A numbered listing for the chat (/chats, /models): the text to show, one line per entry
+ * after a heading, and the path of entry i + 1 in paths[i] (what "/chats N" or "/model N"
+ * opens).  Everything is malloc'd; free with lc_listing_free (NULL is fine).
+ */
+struct lc_listing {
+    char *text;
+    char **paths;
+    size_t n;
+};
+void lc_listing_free(struct lc_listing *l);
+
+/*
+ * The saved conversations in dir (the chats directory), newest first (mtime, then name): for
+ * each, "N. DATE MODEL: TITLE" where DATE is the local time of its last change
+ * ("2026-12-01 06:11"), TITLE the transcript's "title" (/rename) or the first line of its first
+ * message of the user (at most 60 characters, control characters shown visibly); a file that
+ * cannot be read shows its error instead.  current (a path, may be NULL) is marked " (this
+ * one)".  Empty files (names reserved by a run that never saved) are left out.  Reads every
+ * file: call it off the UI thread.  Returns the listing (no entries and a text saying so when
+ * there are none), or NULL with a malloc'd *err when dir cannot be read.
+ */
+struct lc_listing *lc_state_list_chats(const char *dir, const char *current, char **err);
+
+/*
  * Append one history entry to the file at path (created 0600 if missing): line with each '\n'
  * stored as '\r', then '\n', in one write, then fsync.  Returns 0, or -1 with a malloc'd *err
  * ("PATH: cannot append: No space left on device").

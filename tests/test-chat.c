@@ -1,6 +1,8 @@
 /* test-chat.c - conversation editing and transcripts: JSON round trip (exact), Markdown text,
  * malformed transcripts rejected with the field named, failed saves leave the target alone. */
 #include <dirent.h>
+#include <fcntl.h>
+#include <time.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -485,11 +487,136 @@ static void test_too_large(void)
     unlink(path);
 }
 
+/* "title" round-trips; /chats lists newest first with the title or the first line, marks the
+ * current one, shows an unreadable file's error and leaves out empty ones. */
+static void test_chat_listing(void)
+{
+    char *err = NULL;
+    struct lc_chat *c = lc_chat_new();
+    lc_chat_add(c, LC_ROLE_USER, "Lily had a red ball\nsecond line", 31);
+    lc_chat_set_title(c, "Pirate tales");
+    char *js = lc_chat_to_json(c);
+    CHECK(js && strstr(js, "\"title\": \"Pirate tales\""), "title in the JSON: %s", js ? js : "(null)");
+    struct lc_chat *d = js ? lc_chat_from_json(js, strlen(js), "mem", &err) : NULL;
+    CHECK(d && d->title && !strcmp(d->title, "Pirate tales"), "title read back");
+    lc_chat_free(d);
+    free(js);
+    lc_chat_set_title(c, "");
+    js = lc_chat_to_json(c);
+    CHECK(js && !strstr(js, "\"title\""), "an empty title is not saved");
+    free(js);
+
+    char ldir[200], a[256], b[256], e[256], z[256];
+    snprintf(ldir, sizeof ldir, "%s/list", dir);
+    mkdir(ldir, 0700);
+    snprintf(a, sizeof a, "%s/a.json", ldir);
+    snprintf(b, sizeof b, "%s/b.json", ldir);
+    snprintf(e, sizeof e, "%s/e.json", ldir);
+    snprintf(z, sizeof z, "%s/z.json", ldir);
+    lc_chat_set_model(c, "stories");
+    CHECK(lc_chat_save(c, a, LC_CHAT_JSON, &err) == 0, "save a");
+    lc_chat_set_title(c, "Pirate tales");
+    CHECK(lc_chat_save(c, b, LC_CHAT_JSON, &err) == 0, "save b");
+    FILE *f = fopen(e, "w");
+    if (f) {
+        fputs("{ \"format\": 1 }", f);
+        fclose(f);
+    }
+    f = fopen(z, "w");   /* empty: a reserved name, never saved */
+    if (f)
+        fclose(f);
+    setenv("TZ", "UTC", 1);
+    tzset();
+    struct timespec ts[2] = { { 1796000000, 0 }, { 1796000000, 0 } };   /* 2026-11-30 00:53:20 UTC */
+    utimensat(AT_FDCWD, a, ts, 0);
+    ts[0].tv_sec = ts[1].tv_sec = 1796000060;
+    utimensat(AT_FDCWD, b, ts, 0);
+    ts[0].tv_sec = ts[1].tv_sec = 1796000120;
+    utimensat(AT_FDCWD, e, ts, 0);
+    struct lc_listing *l = lc_state_list_chats(ldir, a, &err);
+    char want[1024];
+    snprintf(want, sizeof want,
+             "saved chats in %s (/chats N opens one, /delete N deletes one):\n"
+             " 1. 2026-11-30 00:55 unreadable: %s: format: expected a string\n"
+             " 2. 2026-11-30 00:54 stories: Pirate tales\n"
+             " 3. 2026-11-30 00:53 stories: Lily had a red ball (this one)", ldir, e);
+    CHECK(l && l->n == 3 && !strcmp(l->text, want), "listing:\n%s\nwant:\n%s", l ? l->text : err, want);
+    CHECK(l && l->n == 3 && !strcmp(l->paths[0], e) && !strcmp(l->paths[2], a), "paths in order");
+    lc_listing_free(l);
+    snprintf(want, sizeof want, "%s/none", dir);
+    l = lc_state_list_chats(want, NULL, &err);
+    CHECK(l && l->n == 0 && strstr(l->text, "no saved chats in "), "a missing dir: none");
+    lc_listing_free(l);
+    lc_chat_free(c);
+}
+
+/* /regen's versions: kept in order, chosen flips, JSON keeps them (and reads old files). */
+static void test_versions(void)
+{
+    struct lc_chat *c = lc_chat_new();
+    lc_chat_add(c, LC_ROLE_USER, "Hi", 2);
+    lc_chat_add(c, LC_ROLE_ASSISTANT, "one", 3);
+    c->msgs[1].time = 1000;
+    for (int v = 2; v <= 3; v++) {   /* /regen twice: "two", then "three\xff" */
+        struct lc_message old;
+        CHECK(lc_chat_pop(c, &old) == 0 && c->n == 1, "pop");
+        lc_chat_add(c, LC_ROLE_ASSISTANT, v == 2 ? "two" : "three\xff", v == 2 ? 3 : 6);
+        c->msgs[1].time = 1000 + v;
+        CHECK(lc_chat_add_versions(c, 1, &old) == 0 && old.text == NULL, "add versions %d", v);
+    }
+    struct lc_message *m = &c->msgs[1];
+    CHECK(m->n_alts == 2 && m->chosen == 2 && strcmp(m->text, "three\xff") == 0, "newest shown");
+    CHECK(m->n_alts == 2 && strcmp(m->alts[0].text, "one") == 0 && strcmp(m->alts[1].text, "two") == 0,
+          "order one, two");
+    CHECK(lc_chat_choose(c, 1, 0) == 0 && strcmp(m->text, "one") == 0 && m->time == 1000 &&
+          m->chosen == 0 && strcmp(m->alts[0].text, "two") == 0 &&
+          strcmp(m->alts[1].text, "three\xff") == 0, "choose 1/3");
+    CHECK(lc_chat_choose(c, 1, 1) == 0 && strcmp(m->text, "two") == 0 &&
+          strcmp(m->alts[0].text, "one") == 0 && strcmp(m->alts[1].text, "three\xff") == 0, "choose 2/3");
+    CHECK(lc_chat_choose(c, 1, 3) == -1 && lc_chat_choose(c, 2, 0) == -1, "bad choice refused");
+    char *js = lc_chat_to_json(c);
+    CHECK(js && strstr(js, "\"chosen\": 2") && strstr(js, "\"alternatives\": ["), "json:\n%s", js ? js : "(null)");
+    char *err = NULL;
+    struct lc_chat *d = js ? lc_chat_from_json(js, strlen(js), "v.json", &err) : NULL;
+    CHECK(d && d->n == 2 && d->msgs[1].n_alts == 2 && d->msgs[1].chosen == 1 &&
+          strcmp(d->msgs[1].text, "two") == 0 && strcmp(d->msgs[1].alts[0].text, "one") == 0 &&
+          d->msgs[1].alts[1].len == 6 && memcmp(d->msgs[1].alts[1].text, "three\xff", 6) == 0 &&
+          d->msgs[1].alts[0].time == 1000 && d->msgs[1].alts[1].time == 1003,
+          "read back: %s", err ? err : "");
+    lc_chat_free(d);
+    free(err);
+    err = NULL;
+    /* a file of an older version (no alternatives) and a bad "chosen" */
+    const char *old = "{\"format\":\"llamachat-transcript\",\"version\":1,\"messages\":"
+                      "[{\"role\":\"assistant\",\"content\":\"x\"}]}";
+    d = lc_chat_from_json(old, strlen(old), "o.json", &err);
+    CHECK(d && d->n == 1 && d->msgs[0].n_alts == 0 && d->msgs[0].chosen == 0, "old file: %s", err ? err : "");
+    lc_chat_free(d);
+    free(err);
+    err = NULL;
+    const char *bad = "{\"format\":\"llamachat-transcript\",\"version\":1,\"messages\":"
+                      "[{\"role\":\"assistant\",\"content\":\"x\",\"alternatives\":[{\"content\":\"y\"}],\"chosen\":3}]}";
+    d = lc_chat_from_json(bad, strlen(bad), "b.json", &err);
+    CHECK(!d && err && strcmp(err, "b.json: messages[0].chosen: 3 is not between 1 and 2") == 0,
+          "bad chosen: %s", err ? err : "(null)");
+    free(err);
+    err = NULL;
+    bad = "{\"format\":\"llamachat-transcript\",\"version\":1,\"messages\":"
+          "[{\"role\":\"assistant\",\"content\":\"x\",\"alternatives\":[{\"text\":\"y\"}]}]}";
+    d = lc_chat_from_json(bad, strlen(bad), "b.json", &err);
+    CHECK(!d && err && strcmp(err, "b.json: messages[0].alternatives[0].content: missing") == 0,
+          "bad alternative: %s", err ? err : "(null)");
+    free(err);
+    free(js);
+    lc_chat_free(c);
+}
+
 int main(void)
 {
     if (!mkdtemp(dir))
         return 99;
     test_edit();
+    test_versions();
     test_too_large();
     test_json_round_trip();
     test_markdown();
@@ -499,6 +626,7 @@ int main(void)
     test_textsafe();
     test_failed_save();
     test_state();
+    test_chat_listing();
     char cmd[600];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
     if (system(cmd) != 0)

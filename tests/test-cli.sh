@@ -90,6 +90,82 @@ else
     echo "skip terminal output (no tmux)"
 fi
 
+# The prompt from standard input (-p -) and from a file (-f): one final newline is dropped, as
+# llama.cpp's -f does, so a file ending in two newlines keeps one.
+got=$(printf 'Hello world\n' | "$LC" -m "$S/reference/tokenizer/ggml-vocab-llama-spm.gguf" -p - --tokenize)
+check "-p -: stdin, final newline dropped" "$got" "1 15043 3186"
+ref="$S/reference/greedy/stories260K-ff192-q4_1.p0.txt"
+printf '%s\n' "$(field prompt "$ref")" >"$B/cli-prompt.txt"
+got=$("$LC" -f "$B/cli-prompt.txt" -n "$(field n_predict "$ref")" --temp 0 --print-token-ids -t 2 2>/dev/null)
+check "-f FILE: gen_ids" "$got" "$(field gen_ids "$ref")"
+got=$("$LC" -f "$B/cli-prompt.txt" --tokenize)
+check "-f FILE: prompt_ids" "$got" "$(field prompt_ids "$ref")"
+
+# --chat: one user turn in the chat template, only the reply printed.  On the default (base)
+# model the template is "plain": the reply is the continuation -p prints after its echo.
+want=$("$LC" -p "Once upon a time" -n 16 --temp 0 2>/dev/null)
+got=$("$LC" --chat -p "Once upon a time" -n 16 --temp 0 2>/dev/null)
+check "--chat plain: the continuation alone" "Once upon a time$got" "$want"
+check "--chat plain: exact text" "$got" ", there was a little girl named Lily. She loved to play"
+# ChatML with --system: the model reads exactly the template's rendering (token log), and
+# writes what -p gives for that rendering (its ids, its bytes).
+chatml=$(printf '<|im_start|>system\nBe kind.<|im_end|>\n<|im_start|>user\nOnce upon a time<|im_end|>\n<|im_start|>assistant\n')
+printf '%s\n\n' "$chatml" >"$B/cli-chatml.txt"   # -f drops one newline: the rendering's own stays
+"$LC" --chat --chat-template chatml --system "Be kind." -p "Once upon a time" -n 16 --temp 0 \
+    --log-file "$B/cli-chat.log" >"$B/cli-chat.out" 2>"$B/cli-chat.err"
+check "--chat chatml: exit 0" "$?" "0"
+got=$(sed -n 's/^prompt pos=0 n=[0-9]*: //p' "$B/cli-chat.log")
+check "--chat chatml: prompt ids = the rendering's" "$got" "$("$LC" -f "$B/cli-chatml.txt" --tokenize)"
+check "--chat chatml: prompt ids" "$got" "1 410 504 506 288 98 356 295 413 506 505 419 422 356 411 423 13 445 411 409 417 264 426 504 506 288 98 367 506 505 13 504 506 288 98 356 295 413 506 505 425 419 285 13 441 416 331 407 261 378 504 506 288 98 367 506 505 13 504 506 288 98 356 295 413 506 505 412 419 419 293 413 303 413 13"
+got=$(sed -n 's/^reply pos=[0-9]* n=1: //p' "$B/cli-chat.log" | tr '\n' ' ')
+want=$("$LC" -f "$B/cli-chatml.txt" -n 16 --temp 0 --print-token-ids 2>/dev/null)
+check "--chat chatml: reply ids = -p's for the rendering" "$got${want##* }" "$want"
+check "--chat chatml: reply ids" "$want" "436 440 411 276 432 436 336 410 454 412 340 426 313 442 413 439"
+got=$(od -An -tx1 "$B/cli-chat.out" | tr -s ' \n' ' ')
+check "--chat chatml: reply bytes" "$got" " 22 48 65 72 65 2c 22 20 73 61 69 64 20 4a 61 63 6b 2e 20 22 49 74 27 0a "
+got=$(grep -c '^llamachat: .*chatml chat template; stopped: max tokens (-n)$' "$B/cli-chat.err")
+check "--chat chatml: figures on stderr" "$got" "1"
+# the same message from standard input
+got=$(printf 'Once upon a time\n' | "$LC" --chat --chat-template chatml --system "Be kind." -p - -n 16 --temp 0 2>/dev/null | od -An -tx1 | tr -s ' \n' ' ')
+check "--chat -p -: same reply" "$got" " 22 48 65 72 65 2c 22 20 73 61 69 64 20 4a 61 63 6b 2e 20 22 49 74 27 0a "
+rm -f "$B/cli-prompt.txt" "$B/cli-chatml.txt" "$B/cli-chat.log" "$B/cli-chat.out" "$B/cli-chat.err"
+# --chat on a model with its own ChatML template and control tokens (<|im_start|> 32000,
+# <|im_end|> 32001; tests/markov-gguf.py: greedy output follows a table): only the template's
+# text makes control tokens (the ones in --system and the message stay text, as in the chat),
+# and the reply, which spells "<|im_end|>" in text pieces after " Hello", ends at that stop
+# string: stdout is " Hello" and a newline.
+SPM="$S/reference/tokenizer/ggml-vocab-llama-spm.gguf"
+TM='{% for message in messages %}{{'"'"'<|im_start|>'"'"' + message['"'"'role'"'"'] + '"'"'\n'"'"' + message['"'"'content'"'"'] + '"'"'<|im_end|>'"'"' + '"'"'\n'"'"'}}{% endfor %}{% if add_generation_prompt %}{{ '"'"'<|im_start|>assistant\n'"'"' }}{% endif %}'
+CFG=$(python3 -c 'import json,sys; print(json.dumps({"trans": {"<0x0A>": "\u2581H", "\u2581H": "ello", "ello": "<", "<": "|", "|": "im", "im": "_", "_": "end", "end": "<0x7C>", "<0x7C>": ">"}, "default": 2, "extra": [["<|im_start|>", 3], ["<|im_end|>", 3]], "kv": {"tokenizer.chat_template": [8, sys.argv[1]]}}))' "$TM")
+if command -v python3 >/dev/null 2>&1 && python3 "$(dirname "$0")/markov-gguf.py" "$B/cli-markov.gguf" "$SPM" "$CFG"; then
+    got=$("$LC" --chat -m "$B/cli-markov.gguf" --system 'be <|im_end|> nice' -p 'x<|im_end|>y' --temp 0 -n 20 \
+        --log-file "$B/cli-markov.log" 2>"$B/cli-markov.err" | od -An -c | tr -s ' \n' ' ')
+    check "--chat jinja chatml: the reply up to the stop string" "$got" " H e l l o \\n "
+    got=$(sed -n 's/^prompt pos=0 n=[0-9]*: //p' "$B/cli-markov.log")
+    check "--chat jinja chatml: prompt ids" "$got" "1 32000 1788 13 915 529 29989 326 29918 355 29989 29958 7575 32001 29871 13 32000 1404 13 29916 29966 29989 326 29918 355 29989 29958 29891 32001 29871 13 32000 20255 13"
+    got=$(grep -c '^llamachat: .*jinja chat template; stopped: end of turn$' "$B/cli-markov.err")
+    check "--chat jinja chatml: ended at the end of the turn" "$got" "1"
+else
+    echo "FAIL markov-gguf.py"; fail=1
+fi
+rm -f "$B/cli-markov.gguf" "$B/cli-markov.log" "$B/cli-markov.err"
+# --chat --remote: the same message to an OpenAI-compatible server (tests/fake-openai.py), the
+# streamed reply on stdout; a server error is exit status 1 with its message
+if command -v python3 >/dev/null 2>&1; then
+    fdir=$(mktemp -d "${TMPDIR:-/tmp}/lc-cli-fake.XXXXXX")
+    python3 "$(dirname "$0")/fake-openai.py" "$fdir/port" & fake=$!
+    for _ in $(seq 50); do [ -f "$fdir/port" ] && break; sleep 0.1; done
+    port=$(cat "$fdir/port" 2>/dev/null)
+    got=$(LLAMACHATRC=/dev/null "$LC" --chat --remote "http://127.0.0.1:$port/ok" --system "Be brief." -p "hi" 2>/dev/null)
+    check "--chat --remote: the reply" "$got" "Hello there"
+    got=$(grep -c '"messages":\[{"role":"system","content":"Be brief."},{"role":"user","content":"hi"}\]' "$fdir/port.requests" 2>/dev/null)
+    check "--chat --remote: system and user messages sent" "$got" "1"
+    out=$(LLAMACHATRC=/dev/null "$LC" --chat --remote "http://127.0.0.1:$port/500" -p "hi" 2>&1 >/dev/null); rc=$?
+    check "--chat --remote: a server error" "$rc: $out" "1: llamachat: http://127.0.0.1:$port/500: HTTP 500: server error: the model crashed"
+    kill $fake 2>/dev/null
+    rm -rf "$fdir"
+fi
+
 # Errors: one line, non-zero exit.
 err() { # name, expected substring, command...
     name=$1; want=$2; shift 2
@@ -109,6 +185,15 @@ for a in "--temp 1e-40" "--seed -1" "-t 0" "--chat-template chatml"; do
 done
 err "unknown template lists the names" "--chat-template: bad value 'nope' for template: expected one of plain, chatml, llama2," "$LC" --chat-template nope -p hi
 err "missing value" "needs a value" "$LC" -p
+err "-f: missing file" "llamachat: -f /nonexistent.txt: No such file or directory" "$LC" -f /nonexistent.txt
+printf 'a\000b' >"$B/cli-nul.txt"
+err "-f: binary file" "has a NUL byte (a binary file?); not read" "$LC" -f "$B/cli-nul.txt"
+rm -f "$B/cli-nul.txt"
+err "--chat without a prompt" "llamachat: --chat needs a prompt: -p TEXT, -p - (standard input) or -f FILE" "$LC" --chat
+err "--chat --print-token-ids" "--chat prints text: --log-file FILE records the token ids" "$LC" --chat -p hi --print-token-ids
+err "--chat: missing model" "No such file" "$LC" --chat -m /nonexistent.gguf -p hi
+out=$("$LC" --chat -p "Once upon a time there was a big dog and a cat and" -c 16 2>&1 >/dev/null); rc=$?
+check "--chat: prompt too long" "$rc: $out" "1: llamachat: message not sent: with it the prompt is 16 tokens, and 2 more are kept for the reply; the context holds 16 (-c)"
 err "bad isa" "LLAMACHAT_ISA" env LLAMACHAT_ISA=sparc "$LC" --version
 "$LC" --help | grep -q -- "--print-token-ids" && echo "ok   help" || { echo "FAIL help"; fail=1; }
 "$LC" --version | grep -q "^llamachat " && echo "ok   version" || { echo "FAIL version"; fail=1; }

@@ -53,6 +53,7 @@ static void test_every_key(void)
         "theme = mono\n"
         "history = off\n"
         "show_params = no\n"
+        "read_limit = 128\n"
         "[chat]\n"
         "system_prompt = \"You are terse; very terse.\"\n"
         "template = chatml\n"
@@ -60,6 +61,7 @@ static void test_every_key(void)
     struct lc_options o;
     lc_config_defaults(&o);
     CHECK(o.autosave, "autosave on by default");
+    CHECK(o.read_limit_kib == 64, "read_limit 64 KiB by default: %d", o.read_limit_kib);
     char *w = (char *)1;
     int n = lc_config_load(&o, p, &w);
     CHECK(n == 0, "problems %d: %s", n, w ? w : "");
@@ -80,6 +82,7 @@ static void test_every_key(void)
     CHECK(o.theme && strcmp(o.theme, "mono") == 0, "theme");
     CHECK(!o.history, "history");
     CHECK(!o.show_params, "show_params");
+    CHECK(o.read_limit_kib == 128, "read_limit %d", o.read_limit_kib);
     CHECK(!o.autosave, "autosave");
     CHECK(o.system_prompt && strcmp(o.system_prompt, "You are terse; very terse.") == 0,
           "system_prompt '%s'", o.system_prompt);
@@ -391,6 +394,34 @@ static void test_robust(void)
     unlink(path);
 }
 
+/* /read's limit and the table as listed for Tab completion (lc_config_option_at). */
+static void test_read_limit_and_listing(void)
+{
+    struct lc_options o;
+    lc_config_defaults(&o);
+    char *err = NULL;
+    CHECK(lc_config_set(&o, "ui", "read_limit", "2048", &err) == -1, "read_limit 2048 accepted");
+    CHECK(err && strcmp(err, "bad value '2048' for read_limit: expected an integer from 1 to 1024 (KiB)") == 0,
+          "message '%s'", err ? err : "(null)");
+    free(err);
+    CHECK(o.read_limit_kib == 64, "read_limit changed: %d", o.read_limit_kib);
+    CHECK(lc_config_set(&o, "ui", "read_limit", "1024", &err) == 0 && o.read_limit_kib == 1024,
+          "read_limit 1024");
+    /* every setting once, in the table's order, then NULL; the /set names among them */
+    size_t n = 0, sampling = 0;
+    const struct lc_option_def *d;
+    while ((d = lc_config_option_at(n)) != NULL) {
+        if (!strcmp(d->section, "sampling"))
+            sampling++;
+        n++;
+    }
+    CHECK(n >= 20 && lc_config_option_at(n + 1) == NULL, "listed %zu settings", n);
+    CHECK(!strcmp(lc_config_option_at(0)->key, "path"), "first: %s", lc_config_option_at(0)->key);
+    CHECK(sampling == 8, "sampling settings %zu (temp top_k top_p min_p repeat_penalty "
+          "repeat_last_n max_tokens seed)", sampling);
+    lc_config_free(&o);
+}
+
 int main(void)
 {
     if (!mkdtemp(dir)) {
@@ -405,6 +436,7 @@ int main(void)
     test_set();
     test_one_definition();
     test_robust();
+    test_read_limit_and_listing();
     char cmd[600];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
     if (system(cmd) != 0)

@@ -313,6 +313,43 @@ int main(void)
     lc_engine_submit(e, p1);
     CHECK(collect(e, &r, false, false), "after clear timed out");
     CHECK(strcmp(r.text, r1.text) == 0, "after clear:\n got '%s'\nwant '%s'", r.text, r1.text);
+
+    /* undo: the second turn taken back; the cache is rolled back at once to the end of the
+     * first reply (all its N ids were decoded by the second turn), and the same message again
+     * is evaluated alone and answered as before */
+    lc_engine_submit(e, p2);
+    CHECK(collect(e, &r, false, false), "turn 2 again timed out");
+    lc_engine_undo(e);
+    int32_t undo_past = -1;
+    for (int spins = 0; spins < 600 && undo_past < 0;) {
+        struct lc_event ev;
+        if (!lc_engine_poll(e, &ev)) {
+            struct pollfd pf = { lc_engine_fd(e), POLLIN, 0 };
+            if (poll(&pf, 1, 100) == 0)
+                spins++;
+            continue;
+        }
+        if (ev.type == LC_EV_STATS)
+            undo_past = ev.a;
+    }
+    CHECK(undo_past == n_p1 + N, "undo: n_past %d, want %d (prompt %d + reply %d)", undo_past,
+          n_p1 + N, n_p1, N);
+    lc_engine_submit(e, p2);
+    CHECK(collect(e, &r, false, false), "after undo timed out");
+    CHECK(strcmp(r.text, r2.text) == 0, "after undo:\n got '%s'\nwant '%s'", r.text, r2.text);
+    CHECK(r.n_eval >= n_p2 - 1 && r.n_eval <= n_p2 + 1, "after undo evaluated %d tokens; message %d",
+          r.n_eval, n_p2);
+
+    /* set_reply: the model reads the reply chosen (a text it never wrote is tokenized) */
+    lc_engine_set_reply(e, " Bob ran.");
+    const char *p3 = " Then they slept.";
+    lc_engine_submit(e, p3);
+    CHECK(collect(e, &r, false, false), "after set_reply timed out");
+    snprintf(all, sizeof(all), "%s%s%s Bob ran.%s", p1, r1.text, p2, p3);
+    char *want3 = direct_greedy(m, all, N, 256);
+    CHECK(want3 && strcmp(r.text, want3) == 0, "after set_reply:\n got '%s'\nwant '%s'", r.text,
+          want3 ? want3 : "(null)");
+    free(want3);
     lc_engine_free(e);
 
     /* overflow: 64-token context, 16-token replies; the chat goes on with a note */
@@ -432,6 +469,44 @@ int main(void)
     }
     lc_engine_free(e);
     cfg.chat_template = NULL;
+
+    /* /model: a bad file keeps the model; Esc cancels; a switch keeps the conversation, which
+     * the new model reads again from scratch (same text as that model fresh) */
+    {
+        char f32[512];
+        tu_shared("models/stories260K.gguf", f32, sizeof(f32));
+        struct lc_model *m32 = lc_model_load(f32, false, &err);
+        CHECK(m32 != NULL, "load f32: %s", err);
+        e = lc_engine_start(&cfg, &err);
+        CHECK(e && collect(e, &r, true, false), "switch: start");
+        if (e && m32) {
+            lc_engine_submit(e, p1);
+            CHECK(collect(e, &r1, false, false) && !strcmp(r1.text, want1), "switch: turn 1 '%s'", r1.text);
+            lc_engine_load_model(e, "/nonexistent.gguf");
+            CHECK(lc_engine_busy(e), "busy while switching");
+            CHECK(collect(e, &r, false, false) && r.reason == LC_DONE_ERROR && r.errors == 1 &&
+                  strstr(r.error, "/nonexistent.gguf") && !strcmp(r.note, "the model was not changed: still using llama"),
+                  "bad file: reason %d errors %d '%s' note '%s'", r.reason, r.errors, r.error, r.note);
+            lc_engine_load_model(e, f32);
+            lc_engine_stop(e);   /* Esc while it loads */
+            CHECK(collect(e, &r, false, false) && r.reason == LC_DONE_STOPPED &&
+                  !strcmp(r.note, "model switch cancelled: still using llama"),
+                  "cancel: reason %d note '%s'", r.reason, r.note);
+            lc_engine_load_model(e, f32);
+            CHECK(collect(e, &r, false, false) && r.reason == LC_DONE_EOG && r.errors == 0, "switch: reason %d", r.reason);
+            lc_engine_submit(e, p2);
+            CHECK(collect(e, &r2, false, false), "switch: turn 2");
+            char both[8192 * 2 + 64];
+            snprintf(both, sizeof(both), "%s%s%s", p1, r1.text, p2);
+            char *want = direct_greedy(m32, both, N, 256);
+            CHECK(want && !strcmp(r2.text, want), "after the switch:\n got '%s'\nwant '%s'", r2.text, want ? want : "");
+            CHECK(r2.n_eval > 0 && r2.n_past == r2.n_eval + N - 1, "the whole conversation read again: n_eval %d n_past %d",
+                  r2.n_eval, r2.n_past);
+            free(want);
+        }
+        lc_engine_free(e);
+        lc_model_free(m32);
+    }
 
     /* a bad model path is an error event, not a crash */
     cfg.model_path = "/nonexistent.gguf";

@@ -340,7 +340,7 @@ struct newtype {
 static const struct newtype new_types[] = {
     {LC_TYPE_Q5_0, {0, -1}},   {LC_TYPE_Q5_1, {0, 2}},  {LC_TYPE_IQ4_NL, {0, -1}},
     {LC_TYPE_Q2_K, {80, 82}},  {LC_TYPE_Q3_K, {108, -1}}, {LC_TYPE_Q4_K, {0, 2}},
-    {LC_TYPE_Q5_K, {0, 2}},    {LC_TYPE_IQ4_XS, {0, -1}},
+    {LC_TYPE_Q5_K, {0, 2}},    {LC_TYPE_IQ4_XS, {0, -1}}, {LC_TYPE_Q6_K, {208, -1}},
 };
 #define NEW_EDGES 6
 
@@ -375,6 +375,74 @@ static void deq_act(int at, const void *a, double *y, int n)
         for (int i = 0; i < n; i++)
             y[i] = (double)lc_fp16_to_fp32(b[i / 32].d) * b[i / 32].qs[i % 32];
     }
+}
+
+/*
+ * An ISA's own GEMM of a new type over several rows and columns (tiles and their tails, rows
+ * and columns strided with padding, every edge kind among them): each output bit for bit
+ * scalar.c's batch order (its gemm for IQ4_NL, vec_dot for the others), nothing written
+ * outside.  Returns the number of outputs compared.
+ */
+static long check_new_gemm(const struct lc_kernels *S, const struct lc_kernels *K,
+                           const struct newtype *nt)
+{
+    const struct lc_type_traits *tt = lc_type_traits(nt->type);
+    const int at = tt->vec_dot_type, qk = tt->blck_size;
+    const size_t wsz = tt->type_size, asz = lc_type_traits(at)->type_size;
+    const int apb = qk / lc_type_traits(at)->blck_size;
+    static const int nbs[] = {1, 3, 8};
+    static const int rows[] = {1, 2, 3, 4, 5, 7};
+    static const int cols[] = {1, 2, 3, 4, 5, 6, 9};
+    enum { MR = 7, MC = 9 };
+    long compared = 0;
+    for (int bi = 0; bi < 3; bi++) {
+        const int nb = nbs[bi], n = nb * qk;
+        const size_t w_stride = (size_t)nb * wsz + 8, a_stride = (size_t)nb * apb * asz + 4;
+        uint8_t *W = calloc(MR, w_stride);
+        uint8_t *A = calloc(MC, a_stride);
+        float *xf = malloc((size_t)n * sizeof(float));
+        float out[(MR + 3) * (MC + 1)];
+        for (int r = 0; r < MR; r++)
+            for (int b = 0; b < nb; b++)
+                make_new_block(nt, W + r * w_stride + (size_t)b * wsz, wsz,
+                               r < NEW_EDGES ? r : 0);
+        for (int c = 0; c < MC; c++) {
+            make_acts(xf, n, c < EDGE_COUNT ? (c + 3) % EDGE_COUNT : EDGE_RANDOM);
+            S->quantize_row[at](xf, A + c * a_stride, n);
+        }
+        for (int ri = 0; ri < 6; ri++)
+            for (int cj = 0; cj < 7; cj++) {
+                const int nr = rows[ri], nc = cols[cj];
+                const size_t ld = (size_t)nr + 3;
+                for (size_t i = 0; i < ld * (size_t)(nc + 1); i++)
+                    out[i] = -12345.0f;
+                K->gemm[nt->type](n, out, ld, W, w_stride, nr, A, a_stride, nc);
+                for (int c = 0; c < nc; c++) {
+                    for (int r = 0; r < nr; r++) {
+                        float ss = NAN;
+                        if (S->gemm[nt->type])
+                            S->gemm[nt->type](n, &ss, 1, W + r * w_stride, w_stride, 1,
+                                              A + c * a_stride, a_stride, 1);
+                        else
+                            S->vec_dot[nt->type](n, &ss, W + r * w_stride, A + c * a_stride);
+                        CHECK(same_bits(out[c * ld + r], ss),
+                              "%s gemm %s n=%d %dx%d (r%d,c%d): %.9g vs scalar %.9g", K->isa,
+                              tt->name, n, nr, nc, r, c, (double)out[c * ld + r], (double)ss);
+                        compared++;
+                    }
+                    for (size_t r = (size_t)nr; r < ld; r++)
+                        CHECK(out[c * ld + r] == -12345.0f, "%s gemm %s wrote padding", K->isa,
+                              tt->name);
+                }
+                for (size_t i = ld * (size_t)nc; i < ld * (size_t)(nc + 1); i++)
+                    CHECK(out[i] == -12345.0f, "%s gemm %s %dx%d wrote past the last column",
+                          K->isa, tt->name, nr, nc);
+            }
+        free(W);
+        free(A);
+        free(xf);
+    }
+    return compared;
 }
 
 static void check_new_types(const struct lc_kernels *S, const struct lc_kernels *K)
@@ -455,8 +523,12 @@ static void check_new_types(const struct lc_kernels *S, const struct lc_kernels 
             free(wf);
             free(yd);
         }
-        fprintf(stderr, "  %s %s: %d cases, dot %s, gemm %s\n", K->isa, tt->name, cases,
-                own_dot ? "compared" : "scalar", own_gemm ? "compared" : "scalar");
+        long tiles = 0;
+        if (own_gemm)
+            tiles = check_new_gemm(S, K, nt);
+        fprintf(stderr, "  %s %s: %d cases, dot %s, gemm %s (%ld tile outputs)\n", K->isa,
+                tt->name, cases, own_dot ? "compared" : "scalar", own_gemm ? "compared" : "scalar",
+                tiles);
     }
 }
 

@@ -91,6 +91,8 @@ int main(void)
     RUN("alt-enter", "x\033\r", true, "x<A:\r>", 0);
     RUN("alt-utf8", "\033\xc3\xa9", true, "<A:\xc3\xa9>", 0);
     RUN("csi", "\033[1;5C", true, "<S:[1;5C>", 0);
+    /* Alt-Left / Alt-Right where terminfo has no kLFT3 / kRIT3 (tui.c flips the reply's versions) */
+    RUN("alt-left", "\033[1;3D\033[1;3C", true, "<S:[1;3D><S:[1;3C>", 0);
     RUN("ss3", "\033OH", true, "<S:OH>", 0);
     RUN("invalid then esc", "\xc3\033", true, "\xef\xbf\xbd<E>", 1);
     /* bracketed paste: one text, CR and CRLF made LF, bad bytes U+FFFD, text after kept */

@@ -1,6 +1,7 @@
 #!/bin/sh
 # test-perplexity.sh - llamachat-perplexity against llama.cpp's perplexity table
-# (../shared/reference/README.md: tales.txt, n_ctx 128, 15 chunks): every model to the 4 decimals llama.cpp printed.
+# (../shared/reference/README.md: tales.txt, n_ctx 128, 15 chunks): every model to the 4 decimals llama.cpp printed,
+# the stories260K files and the eleven TinyStories-656K ones (F16, Q8_0 ... Q2_K, IQ4_NL).
 # Then: KL divergence against a saved base (a model against itself: KLD 0, same top 100 %),
 # stories260K (FFN 172) quantized to Q4_1 by us runs, and a split round trip gives the same
 # PPL and the same greedy tokens as the single file.
@@ -42,6 +43,26 @@ while read -r name want; do
         bad "$name: PPL $got, llama.cpp $want"
     fi
 done <"$T/table"
+
+# TinyStories-656K (issue 13): every file of ../models/tinystories-656k against the table under
+# "| TinyStories-656K | PPL |" (llama.cpp b4748, -c 128 -b 128), to the same 4 decimals
+awk '/^\| TinyStories-656K \| PPL \|/ { on = 1; next }
+     on && /^\|---/ { next }
+     on && /^\| / { gsub(/ /, ""); split($0, f, "|"); print f[2], f[3]; next }
+     on { exit }' "$S/reference/README.md" >"$T/ts"
+[ "$(wc -l <"$T/ts")" -ge 11 ] || bad "TinyStories-656K table: $(wc -l <"$T/ts") rows in $S/reference/README.md"
+while read -r type want; do
+    case $type in F16) name=TinyStories-656K.f16.gguf ;; *) name=TinyStories-656K-$type.gguf ;; esac
+    got=$(ppl "$M/tinystories-656k/$name")
+    if [ -z "$got" ]; then
+        bad "$name: no PPL"
+        cat "$T/err"
+    elif [ "$got" = "$want" ]; then
+        echo "ok: $name PPL $got (llama.cpp $want)"
+    else
+        bad "$name: PPL $got, llama.cpp $want"
+    fi
+done <"$T/ts"
 
 # KL divergence: base = F32; the F32 model against itself, and Q4_1 (PPL(Q) = its own PPL)
 "$P" -m "$M/stories260K-ff192-f32.gguf" -f "$TXT" -c 128 -t 2 \

@@ -9,6 +9,9 @@
  *   - every searched Q4_1 / Q5_1 block is valid: d >= 0, d and m finite F16;
  *   - an importance matrix written in both formats and read back gives the same means; the
  *     legacy file has llama.cpp's layout (checked byte by byte at the start);
+ *   - GPTQ (quant_gptq.h): on inputs with correlated columns its output error |(W - Q) X|^2 is
+ *     well below the search's (weighted by the same diag(H)) for every type; with uncorrelated
+ *     inputs it is no worse; its blocks are valid; the x x^T sums survive a GGUF imatrix file;
  *   - with an argument FILE.gguf: every Q4_1 / Q5_1 tensor of FILE has valid blocks (used by
  *     test-quantize-search.sh on the quantizer's output).
  */
@@ -22,6 +25,7 @@
 #include "gguf.h"
 #include "imatrix.h"
 #include "quant.h"
+#include "quant_gptq.h"
 #include "quant_search.h"
 #include "testutil.h"
 
@@ -250,6 +254,143 @@ static void check_file(const char *path)
     lc_gguf_free(g);
 }
 
+
+/* |(w - deq(q)) X|^2 over the N rows of X (n columns), for one quantized row. */
+static double product_error(enum lc_type t, const float *w, const void *q, const float *X,
+                            int nrows, int n)
+{
+    float deq[256];
+    lc_type_traits((int)t)->to_float(q, deq, n);
+    double s = 0.0;
+    for (int r = 0; r < nrows; r++) {
+        double acc = 0.0;
+        for (int j = 0; j < n; j++)
+            acc += ((double)w[j] - (double)deq[j]) * (double)X[r * n + j];
+        s += acc * acc;
+    }
+    return s;
+}
+
+static void test_gptq(void)
+{
+    enum { n = 128, NX = 1024, ROWS = 16 };
+    static float X[NX * n], A[n * n], z[n], W[ROWS * n];
+    static double cov[n * n];
+    static const enum lc_type types[] = {LC_TYPE_Q4_0, LC_TYPE_Q4_1, LC_TYPE_Q5_0, LC_TYPE_Q5_1,
+                                         LC_TYPE_Q8_0};
+    for (int corr = 0; corr < 2; corr++) {
+        /* inputs x = A z: A = I (uncorrelated) or I + a dense random part (correlated) with a
+         * non-zero mean, as the activations in a transformer */
+        for (int i = 0; i < n * n; i++)
+            A[i] = (i % (n + 1) == 0 ? 1.0f : 0.0f) + (corr ? 0.35f * grand() : 0.0f);
+        for (int r = 0; r < NX; r++) {
+            for (int j = 0; j < n; j++)
+                z[j] = grand() + (corr ? 0.5f : 0.0f);
+            for (int i = 0; i < n; i++) {
+                float acc = 0.0f;
+                for (int j = 0; j < n; j++)
+                    acc += A[i * n + j] * z[j];
+                X[r * n + i] = acc;
+            }
+        }
+        memset(cov, 0, sizeof(cov));
+        for (int r = 0; r < NX; r++)
+            for (int a = 0; a < n; a++)
+                for (int b = 0; b < n; b++)
+                    cov[a * n + b] += (double)X[r * n + a] * (double)X[r * n + b];
+        struct lc_gptq *g = lc_gptq_prepare(cov, NX, n, 0.01f);
+        CHECK(g != NULL, "prepare");
+        if (!g)
+            return;
+        for (int i = 0; i < ROWS * n; i++)
+            W[i] = 0.02f * grand();
+        for (size_t k = 0; k < sizeof(types) / sizeof(types[0]); k++) {
+            const enum lc_type t = types[k];
+            uint8_t qs[256], qg[256];
+            double es = 0.0, eg = 0.0;
+            int invalid = 0;
+            for (int r = 0; r < ROWS; r++) {
+                const float *w = W + r * n;
+                CHECK(lc_quantize_row_search(t, w, qs, n, g->diag) == 0, "search");
+                CHECK(lc_quantize_row_gptq(t, w, qg, g) == 0, "gptq");
+                es += product_error(t, w, qs, X, NX, n);
+                eg += product_error(t, w, qg, X, NX, n);
+                if (t == LC_TYPE_Q4_1 || t == LC_TYPE_Q5_1)
+                    invalid += invalid_blocks(t, qg, n / 32);
+            }
+            const char *tn = lc_type_traits((int)t)->name;
+            fprintf(stderr, "gptq %s %s inputs: |(W-Q)X|^2 %.4g, search %.4g (%.0f %%)\n", tn,
+                    corr ? "correlated" : "uncorrelated", eg, es, 100.0 * eg / es);
+            if (corr)
+                CHECK(eg < 0.6 * es, "%s: GPTQ's error %.4g is not 40 %% below the search's %.4g",
+                      tn, eg, es);
+            else
+                CHECK(eg <= 1.02 * es, "%s: GPTQ's error %.4g above the search's %.4g", tn, eg, es);
+            CHECK(invalid == 0, "%s: %d invalid GPTQ blocks", tn, invalid);
+        }
+        CHECK(lc_quantize_row_gptq(LC_TYPE_Q4_K, W, z, g) == -1, "Q4_K is not GPTQ'd");
+        lc_gptq_free(g);
+    }
+    /* a singular H (all inputs 0) still factors: dead columns get H_jj = 1 */
+    memset(cov, 0, sizeof(cov));
+    struct lc_gptq *g = lc_gptq_prepare(cov, 10, n, 0.01f);
+    CHECK(g != NULL, "all-zero x x^T");
+    lc_gptq_free(g);
+    CHECK(lc_gptq_prepare(cov, 0, n, 0.01f) == NULL, "no rows");
+}
+
+/* x x^T sums: collected, written to a GGUF imatrix as NAME.in_cov, read back */
+static void test_imatrix_cov(void)
+{
+    char dir[] = "/tmp/lc-imcov-XXXXXX";
+    if (!mkdtemp(dir)) {
+        CHECK(0, "mkdtemp");
+        return;
+    }
+    char gg[64], dat[64];
+    snprintf(gg, sizeof(gg), "%s/c.gguf", dir);
+    snprintf(dat, sizeof(dat), "%s/c.dat", dir);
+    struct lc_imatrix *im = lc_imatrix_new();
+    lc_imatrix_collect_cov(im, 16);
+    float x[3 * 8];
+    for (int i = 0; i < 24; i++)
+        x[i] = (float)(i % 7) - 2.5f;
+    CHECK(lc_imatrix_add(im, "blk.0.c.weight", x, 3, 8, 8) == 0, "add");
+    CHECK(lc_imatrix_add(im, "blk.0.big.weight", x, 1, 24, 24) == 0, "add");
+    int64_t n = 0;
+    double rows = 0;
+    const double *c = lc_imatrix_get_cov(im, "blk.0.c.weight", &n, &rows);
+    CHECK(c && n == 8 && rows == 3.0, "cov collected");
+    if (c) {
+        const double want = (double)x[1] * (double)x[6] + (double)x[9] * (double)x[14] +
+                            (double)x[17] * (double)x[22];
+        CHECK(c[1 * 8 + 6] == want && c[6 * 8 + 1] == want, "cov[1][6] %g, want %g", c[1 * 8 + 6], want);
+    }
+    CHECK(lc_imatrix_get_cov(im, "blk.0.big.weight", &n, &rows) == NULL, "24 > max_n: no cov");
+    char *err = NULL;
+    CHECK(lc_imatrix_save(im, gg, true, "t.txt", 8, &err) == 0, "save: %s", err ? err : "");
+    CHECK(lc_imatrix_save(im, dat, false, "t.txt", 8, &err) == 0, "save dat: %s", err ? err : "");
+    struct lc_imatrix *back = lc_imatrix_load(gg, &err);
+    CHECK(back != NULL, "load: %s", err ? err : "");
+    if (back) {
+        const double *cb = lc_imatrix_get_cov(back, "blk.0.c.weight", &n, &rows);
+        CHECK(cb && n == 8 && rows == 3.0, "cov back");
+        int diff = 0;
+        for (int i = 0; cb && c && i < 64; i++)
+            diff += cb[i] != (double)(float)c[i];
+        CHECK(cb && diff == 0, "%d sums differ after the round trip", diff);
+        lc_imatrix_free(back);
+    }
+    struct lc_imatrix *leg = lc_imatrix_load(dat, &err);
+    CHECK(leg && lc_imatrix_get_cov(leg, "blk.0.c.weight", &n, &rows) == NULL,
+          "a legacy file has no x x^T sums");
+    lc_imatrix_free(leg);
+    lc_imatrix_free(im);
+    unlink(gg);
+    unlink(dat);
+    rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
     lc_quant_init();
@@ -260,5 +401,7 @@ int main(int argc, char **argv)
     }
     test_blocks();
     test_imatrix_files();
+    test_gptq();
+    test_imatrix_cov();
     return tu_finish("test-quant-search");
 }

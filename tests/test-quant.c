@@ -44,8 +44,11 @@ int main(void)
         CHECK(strcmp(lc_type_name(t), "unknown") != 0, "type id %d has no name", t);
     CHECK(strcmp(lc_type_name(LC_TYPE_COUNT), "unknown") == 0, "id past the last");
     CHECK(strcmp(lc_type_name(16), "iq2_xxs") == 0 && strcmp(lc_type_name(20), "iq4_nl") == 0 &&
-              strcmp(lc_type_name(31), "q4_0_4_4") == 0 && strcmp(lc_type_name(39), "mxfp4") == 0,
-          "names of 16, 20, 31, 39");
+              strcmp(lc_type_name(31), "q4_0_4_4") == 0 && strcmp(lc_type_name(39), "mxfp4") == 0 &&
+              strcmp(lc_type_name(40), "nvfp4") == 0 && strcmp(lc_type_name(41), "q1_0") == 0 &&
+              strcmp(lc_type_name(42), "q2_0") == 0 && strcmp(lc_type_name(43), "unknown") == 0,
+          "names of 16, 20, 31, 39, 40, 41, 42, 43");
+    CHECK(LC_TYPE_COUNT == 43, "LC_TYPE_COUNT %d: ggml 0.27.0 has 43 ids", LC_TYPE_COUNT);
     static const struct { int t, blck; size_t bytes; } sizes[] = {
         {LC_TYPE_Q5_0, 32, 22},     {LC_TYPE_Q5_1, 32, 24},     {LC_TYPE_IQ4_NL, 32, 18},
         {LC_TYPE_Q2_K, 256, 84},    {LC_TYPE_Q3_K, 256, 110},   {LC_TYPE_Q4_K, 256, 144},
@@ -53,6 +56,7 @@ int main(void)
         {LC_TYPE_IQ2_XS, 256, 74},  {LC_TYPE_IQ3_XXS, 256, 98}, {LC_TYPE_IQ1_S, 256, 50},
         {LC_TYPE_IQ3_S, 256, 110},  {LC_TYPE_IQ2_S, 256, 82},   {LC_TYPE_IQ1_M, 256, 56},
         {LC_TYPE_TQ1_0, 256, 54},   {LC_TYPE_TQ2_0, 256, 66},   {LC_TYPE_MXFP4, 32, 17},
+        {LC_TYPE_NVFP4, 64, 36},    {LC_TYPE_Q1_0, 128, 18},    {LC_TYPE_Q2_0, 64, 18},
     };
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         const struct lc_type_traits *tt = lc_type_traits(sizes[i].t);

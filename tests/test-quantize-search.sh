@@ -7,6 +7,8 @@
 #     divergence against the F32 model than ref;
 #   - the searched files hold valid Q4_1 blocks (tests/test-quant-search FILE) and decode the
 #     same greedy tokens with every ISA this CPU has;
+#   - GPTQ (--method gptq, x x^T sums from llamachat-imatrix --cov on garden.txt) beats the
+#     imatrix search, and is the same with 1 and 2 threads;
 #   - bad arguments are refused with a message.
 set -u
 B=${LC_BUILDDIR:-.}
@@ -41,11 +43,21 @@ run "$Q" -t 2 --method search "$M/stories260K-ff192-f32.gguf" "$T/search.gguf" q
 run "$I" -m "$M/stories260K-ff192-f32.gguf" -f "$SRC/tests/data/text/garden.txt" -c 128 -t 2 \
     -o "$T/garden.dat"
 run "$Q" -t 2 --imatrix "$T/garden.dat" "$M/stories260K-ff192-f32.gguf" "$T/im.gguf" q4_1
+# GPTQ: the x x^T sums of every matrix's inputs on garden.txt
+run "$I" -m "$M/stories260K-ff192-f32.gguf" -f "$SRC/tests/data/text/garden.txt" -c 128 -t 2 \
+    -o "$T/garden-cov.gguf" --cov
+run "$Q" -t 2 --method gptq --imatrix "$T/garden-cov.gguf" "$M/stories260K-ff192-f32.gguf" \
+    "$T/gptq.gguf" q4_1
+# every matrix product has sums; token_embd (a row lookup, not a product) has none
+grep 'no x x^T sums' "$T/log" | grep -qv token_embd && bad "gptq: matrices without x x^T sums: $(cat "$T/log")"
+run "$Q" -t 1 --method gptq --imatrix "$T/garden-cov.gguf" "$M/stories260K-ff192-f32.gguf" \
+    "$T/gptq1.gguf" q4_1
+cmp -s "$T/gptq.gguf" "$T/gptq1.gguf" || bad "gptq: 1 and 2 threads differ"
 cmp -s "$T/search.gguf" "$T/ref.gguf" && bad "search gave the reference bytes"
 
 # base distributions of the F32 model, then PPL and KLD of each file
 run "$P" -m "$M/stories260K-ff192-f32.gguf" -f "$TXT" -c 128 -t 2 --kl-divergence-base "$T/base.kld"
-for f in ref search im; do
+for f in ref search im gptq; do
     "$P" -m "$T/$f.gguf" --kl-divergence-base "$T/base.kld" --kl-divergence -t 2 >"$T/$f.out" 2>&1 ||
         bad "perplexity $f"
     sed -n 's/^Mean PPL(Q) *: *\([0-9.]*\).*/\1/p' "$T/$f.out" >"$T/$f.ppl"
@@ -58,17 +70,24 @@ for f in search im; do
     lt "$(cat "$T/$f.ppl")" "$(cat "$T/ref.ppl")" || bad "$f: PPL not below ref"
     lt "$(cat "$T/$f.kld")" "$(cat "$T/ref.kld")" || bad "$f: KLD not below ref"
 done
+# GPTQ below the imatrix search in PPL and KLD, and at least 40 % below ref in KLD
+# (bench/QUANTIZE.md: 0.0390 against 0.0765)
+lt "$(cat "$T/gptq.ppl")" "$(cat "$T/im.ppl")" || bad "gptq: PPL not below search + imatrix"
+lt "$(cat "$T/gptq.kld")" "$(cat "$T/im.kld")" || bad "gptq: KLD not below search + imatrix"
+lt "$(cat "$T/gptq.kld")" "$(awk -v r="$(cat "$T/ref.kld")" 'BEGIN { print r * 0.6 }')" ||
+    bad "gptq: KLD $(cat "$T/gptq.kld") not 40 % below ref $(cat "$T/ref.kld")"
 # at least a 20 % lower KLD (bench/QUANTIZE.md: 30 % and more)
 lt "$(cat "$T/search.kld")" "$(awk -v r="$(cat "$T/ref.kld")" 'BEGIN { print r * 0.8 }')" ||
     bad "search: KLD $(cat "$T/search.kld") not 20 % below ref $(cat "$T/ref.kld")"
 
-"$B/tests/test-quant-search" "$T/search.gguf" "$T/im.gguf" || bad "invalid Q4_1 blocks"
+"$B/tests/test-quant-search" "$T/search.gguf" "$T/im.gguf" "$T/gptq.gguf" || bad "invalid Q4_1 blocks"
 
 # the same greedy tokens with every ISA
+for f in search gptq; do
 first=
 for isa in scalar avx2 avx512 neon; do
     LLAMACHAT_ISA=$isa "$B/llamachat" --version >/dev/null 2>&1 || continue
-    ids=$("$B/llamachat" -m "$T/search.gguf" --isa "$isa" -p "Once upon a time" -n 48 --temp 0 \
+    ids=$("$B/llamachat" -m "$T/$f.gguf" --isa "$isa" -p "Once upon a time" -n 48 --temp 0 \
         --print-token-ids -t 2 2>/dev/null)
     [ -n "$ids" ] || bad "no tokens with $isa"
     if [ -z "$first" ]; then
@@ -76,12 +95,19 @@ for isa in scalar avx2 avx512 neon; do
     elif [ "$ids" != "$first" ]; then
         bad "$isa: greedy ids differ from the first ISA's"
     fi
-    echo "ok: greedy with $isa"
+    echo "ok: $f: greedy with $isa"
+done
 done
 
 # bad arguments
 "$Q" --method fast "$M/stories260K-ff192-f32.gguf" "$T/x.gguf" q4_1 2>"$T/err" && bad "--method fast accepted"
-grep -q "neither 'ref' nor 'search'" "$T/err" || bad "--method fast: $(cat "$T/err")"
+grep -q "not 'ref', 'search' or 'gptq'" "$T/err" || bad "--method fast: $(cat "$T/err")"
+"$Q" --method gptq "$M/stories260K-ff192-f32.gguf" "$T/x.gguf" q4_1 2>"$T/err" &&
+    bad "--method gptq without an imatrix accepted"
+grep -q "needs --imatrix" "$T/err" || bad "gptq without imatrix: $(cat "$T/err")"
+"$I" -m "$M/stories260K-ff192-f32.gguf" -f "$TXT" -o "$T/x.dat" --cov 2>"$T/err" &&
+    bad "--cov with a .dat output accepted"
+grep -q "GGUF format" "$T/err" || bad "--cov .dat: $(cat "$T/err")"
 "$Q" --method ref --imatrix "$T/garden.dat" "$M/stories260K-ff192-f32.gguf" "$T/x.gguf" q4_1 \
     2>"$T/err" && bad "--method ref --imatrix accepted"
 grep -q "needs --method search" "$T/err" || bad "ref + imatrix: $(cat "$T/err")"

@@ -63,6 +63,27 @@ same tinystories-656k/TinyStories-656K.f16 q4_k_m tinystories-656k/TinyStories-6
 same tinystories-656k/TinyStories-656K.f16 q5_k_m tinystories-656k/TinyStories-656K-Q5_K_M
 same tinystories-656k/TinyStories-656K.f16 iq4_nl tinystories-656k/TinyStories-656K-IQ4_NL
 
+# 256-wide rows (real Q2_K, Q3_K, IQ4_XS, ... tensors) against llama.cpp 0.7.0's llama-quantize:
+# the digests of its files (tests/data/llamacpp-0.7.0/README.md)
+D=${LC_SRCDIR:-$(dirname "$0")/..}/tests/data/llamacpp-0.7.0
+n_sha=0
+while read -r sum preset; do
+    if ! "$Q" -t 2 "$M/synth-small-f16.gguf" "$T/k.gguf" "$preset" >"$T/log" 2>&1; then
+        bad "llamachat-quantize synth-small-f16 $preset"
+        cat "$T/log"
+        continue
+    fi
+    got=$(sha256sum "$T/k.gguf" | cut -d' ' -f1)
+    if [ "$got" = "$sum" ]; then
+        echo "ok: synth-small-f16 -> $preset has llama.cpp 0.7.0's sha256"
+        n_sha=$((n_sha + 1))
+    else
+        bad "synth-small-f16 -> $preset: sha256 $got, llama.cpp 0.7.0's $sum"
+        "$C" --list "$T/k.gguf" | diff "$D/synth-small-$preset.tensors" - | head -20
+    fi
+done <"$D/synth-small.sha256"
+[ "$n_sha" = 7 ] || bad "$n_sha of 7 llama.cpp 0.7.0 digests matched"
+
 # Presets without a llama.cpp file here: the per-tensor types of llama.cpp's mixes on
 # synth-small (2 layers, GQA 2, 256-wide rows; output Q6_K)
 mix() {
@@ -125,6 +146,9 @@ grep -q "warning: requantizing from q8_0" "$T/log" || bad "requantize warning"
 # bad arguments
 "$Q" "$M/synth-small-f16.gguf" "$T/x.gguf" q3_x >"$T/log" 2>&1 && bad "unknown type accepted"
 grep -q "unknown type 'q3_x'" "$T/log" || bad "unknown type message"
+# a type ggml has and the quantizer does not write: named, not "unknown"
+"$Q" "$M/synth-small-f16.gguf" "$T/x.gguf" NVFP4 >"$T/log" 2>&1 && bad "nvfp4 accepted"
+grep -q "^llamachat-quantize: cannot write nvfp4 (a ggml type, not one of the presets" "$T/log" || bad "nvfp4 message: $(cat "$T/log")"
 "$Q" --split-max-size 12Q "$M/synth-small-f16.gguf" "$T/x.gguf" q4_1 >"$T/log" 2>&1 &&
     bad "bad size accepted"
 grep -q "'12Q' is not a size" "$T/log" || bad "bad size message"

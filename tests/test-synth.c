@@ -6,7 +6,10 @@
  * n_embd is a multiple of 256, as llama.cpp), shapes, metadata, the stories260K vocabulary
  * copied token for token, the generated vocabulary's byte tokens, weight statistics (mean 0,
  * standard deviation --scale), files byte-identical whatever the thread count, a forward pass
- * with finite logits, and the error for a shape the block size cannot hold.
+ * with finite logits, and the error for a shape the block size cannot hold; for each --arch
+ * (llama, llama3, qwen2, qwen3, phi3, gemma2, gemma3) the loader's reading of it (architecture,
+ * head_dim, tied output, rope_freqs, biases, q/k norms, post norms, fused views, windows, soft
+ * caps, per-layer RoPE bases), its family's chat template and a forward pass.
  */
 #include <math.h>
 #include <stdio.h>
@@ -246,6 +249,100 @@ int main(void)
             lc_context_free(c);
         }
         lc_model_free(m);
+    }
+
+    /* 2b. Every architecture (--arch): the loader reads it as that architecture, with the
+     * tensors that make it one, its family's chat template, and a forward pass. */
+    static const struct {
+        const char *arch, *gguf, *tmpl_start;
+        int head_dim;
+    } ar[] = {
+        {"llama", "llama", "{% for message in messages %}{{'<|im_start|>'", 32},
+        {"llama3", "llama", "{{ bos_token }}{% for message in messages %}{{ '<|start_header_id|>'", 32},
+        {"qwen2", "qwen2", "{% for message in messages %}{{'<|im_start|>'", 32},
+        {"qwen3", "qwen3", "{% for message in messages %}{{'<|im_start|>'", 48},
+        {"phi3", "phi3", "{% for message in messages %}{{ '<|' + message['role']", 32},
+        {"gemma2", "gemma2", "{{ bos_token }}{% for message in messages %}{% set role", 48},
+        {"gemma3", "gemma3", "{{ bos_token }}{% for message in messages %}{% set role", 48},
+    };
+    for (size_t k = 0; k < sizeof ar / sizeof ar[0]; k++) {
+        snprintf(b, sizeof(b), "%s/%s.gguf", tmpdir, ar[k].arch);
+        snprintf(args, sizeof(args),
+                 "--arch %s --type q8_0 --n-embd 64 --n-layer 6 --n-head 2 --n-head-kv 1 "
+                 "--n-ff 128 --n-vocab 1000 --head-dim %d -o '%s'", ar[k].arch, ar[k].head_dim, b);
+        CHECK(run_synth(args, errbuf, sizeof(errbuf)) == 0, "%s: synth failed: %s", ar[k].arch,
+              errbuf);
+        struct lc_gguf *ga = lc_gguf_open(b, &err);
+        CHECK(ga != NULL, "%s: open: %s", ar[k].arch, err ? err : "");
+        if (ga) {
+            const char *t = lc_gguf_get_str(ga, "tokenizer.chat_template");
+            CHECK(t && !strncmp(t, ar[k].tmpl_start, strlen(ar[k].tmpl_start)),
+                  "%s: chat template %.60s", ar[k].arch, t ? t : "(none)");
+            lc_gguf_free(ga);
+        }
+        struct lc_model *ma = lc_model_load(b, false, &err);
+        CHECK(ma != NULL, "%s: load: %s", ar[k].arch, err ? err : "");
+        if (!ma)
+            continue;
+        const struct lc_hparams *hp = &ma->hp;
+        const struct lc_layer *L0 = &ma->layers[0], *L5 = &ma->layers[5];
+        CHECK(!strcmp(hp->arch->name, ar[k].gguf), "%s: loaded as %s", ar[k].arch, hp->arch->name);
+        CHECK(hp->head_dim == ar[k].head_dim && hp->n_q == 2 * ar[k].head_dim, "%s: head_dim %d",
+              ar[k].arch, hp->head_dim);
+        const bool tied = ar[k].arch[0] == 'g' || !strcmp(ar[k].arch, "qwen2");
+        CHECK((ma->output.data == ma->tok_embd.data) == tied, "%s: tied output %d", ar[k].arch,
+              ma->output.data == ma->tok_embd.data);
+        if (!strcmp(ar[k].arch, "llama3")) {
+            const float *ff = ma->rope_freqs.data;
+            CHECK(ff && ff[0] == 1.0f && ff[15] == 8.0f && ff[8] > 1.0f && ff[8] < 8.0f &&
+                      hp->rope_freq_base == 5e5f,
+                  "llama3: rope_freqs %g %g %g, base %g", ff ? (double)ff[0] : -1.0,
+                  ff ? (double)ff[8] : -1.0, ff ? (double)ff[15] : -1.0, (double)hp->rope_freq_base);
+        } else {
+            CHECK(ma->rope_freqs.data == NULL, "%s: rope_freqs", ar[k].arch);
+        }
+        CHECK((L0->bq.data != NULL) == !strcmp(ar[k].arch, "qwen2"), "%s: q bias", ar[k].arch);
+        CHECK((L0->q_norm.data != NULL) == (!strcmp(ar[k].arch, "qwen3") || !strcmp(ar[k].arch, "gemma3")),
+              "%s: q norm", ar[k].arch);
+        CHECK((L0->attn_post_norm.data != NULL) == (ar[k].arch[0] == 'g'), "%s: post norm",
+              ar[k].arch);
+        CHECK(L0->wq.data && L0->wk.data && L0->wv.data && L0->ffn_gate.data && L0->ffn_up.data,
+              "%s: q/k/v and gate/up bound", ar[k].arch);
+        if (!strcmp(ar[k].arch, "phi3")) /* views of the fused matrices */
+            CHECK((const uint8_t *)L0->wk.data == (const uint8_t *)L0->wq.data + 64 * L0->wq.row_bytes &&
+                      (const uint8_t *)L0->ffn_up.data ==
+                          (const uint8_t *)L0->ffn_gate.data + 128 * L0->ffn_gate.row_bytes,
+                  "phi3: fused views");
+        if (!strcmp(ar[k].arch, "gemma2"))
+            CHECK(L0->n_swa == 16 && ma->layers[1].n_swa == 0 && hp->attn_softcap == 50.0f &&
+                      hp->final_softcap == 30.0f && hp->embd_scale == 8.0f,
+                  "gemma2: window %d/%d, caps %g %g", L0->n_swa, ma->layers[1].n_swa,
+                  (double)hp->attn_softcap, (double)hp->final_softcap);
+        if (!strcmp(ar[k].arch, "gemma3"))
+            CHECK(L0->n_swa == 16 && L5->n_swa == 0 && L0->rope_base == 1e4f &&
+                      L5->rope_base == 1e6f && hp->final_softcap == 0.0f,
+                  "gemma3: windows %d/%d, bases %g/%g", L0->n_swa, L5->n_swa,
+                  (double)L0->rope_base, (double)L5->rope_base);
+        struct lc_context_params cp = lc_context_default_params();
+        cp.n_ctx = 32;
+        cp.n_threads = 2;
+        struct lc_context *c = lc_context_new(ma, &cp, &err);
+        CHECK(c != NULL, "%s: context: %s", ar[k].arch, err ? err : "");
+        if (c) {
+            int32_t toks[20];
+            for (int i = 0; i < 20; i++)
+                toks[i] = 1 + 37 * i;
+            CHECK(lc_context_decode(c, toks, 20, 0, false, &err) == 0, "%s: decode: %s",
+                  ar[k].arch, err ? err : "");
+            const float *lg = lc_context_logits(c, -1);
+            int finite = 0;
+            for (int i = 0; lg && i < 1000; i++)
+                finite += isfinite(lg[i]) != 0;
+            CHECK(finite == 1000, "%s: %d of 1000 logits finite", ar[k].arch, finite);
+            lc_context_free(c);
+        }
+        lc_model_free(ma);
+        unlink(b);
     }
 
     /* 3. Shapes the block size cannot hold are refused with a message; no file is written. */

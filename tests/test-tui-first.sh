@@ -210,12 +210,12 @@ $T resize-window -t lc -x 40 -y 12
 $T send-keys -t lc F1
 check "help: shown at 40x12" 'llamachat keys'
 seen="$tmp/help.seen"; screen >"$seen"
-i=0; while [ $i -lt 40 ]; do $T send-keys -t lc Down; screen >>"$seen"; i=$((i + 1)); done
+i=0; while [ $i -lt 60 ]; do $T send-keys -t lc Down; screen >>"$seen"; i=$((i + 1)); done
 check "help: scrolls to its end" 'any other key closes it'
 screen >>"$seen"
 $T send-keys -t lc PPage; screen >>"$seen"
 for k in 'Ctrl-L' 'Shift-Tab' '//text' 'Ctrl-S' 'Ctrl-R' 'Ctrl-Z' 'F2' 'Alt-Enter' 'PgUp/PgDn' \
-         'temp top-k top-p min-p' 'repeat-penalty repeat-last-n' 'max-tokens seed' '/save! FILE' 'Enter         type a value'; do
+         'temp top-k top-p min-p' 'repeat-penalty repeat-last-n' 'max-tokens seed' '/save! FILE' 'Enter         type a value' '/raw ' '/think '; do
     grep -Fq -- "$k" "$seen" && ok "help: has $k" || bad "help: has $k"
 done
 $T send-keys -t lc x

@@ -52,6 +52,8 @@ struct lc_context {
     struct lc_threadpool *tp;
     int32_t n_ctx, n_batch, n_past;
     enum lc_type kv_type;
+    bool no_tinyblas;         /* lc_context_params.no_tinyblas */
+    int32_t kv_pad;           /* attention length granularity (lc_context_params.kv_pad) */
     size_t kv_elt;            /* bytes per KV element */
     int32_t n_kv;             /* n_head_kv * head_dim */
 
@@ -181,6 +183,8 @@ struct lc_context *lc_context_new(const struct lc_model *m, const struct lc_cont
     if (c->n_batch > c->n_ctx)
         c->n_batch = c->n_ctx;
     c->kv_type = p->kv_type == LC_TYPE_F32 ? LC_TYPE_F32 : LC_TYPE_F16;
+    c->no_tinyblas = p->no_tinyblas;
+    c->kv_pad = p->kv_pad > 0 ? p->kv_pad : 32;
     c->kv_elt = c->kv_type == LC_TYPE_F32 ? sizeof(float) : sizeof(lc_fp16);
     c->n_kv = hp->n_head_kv * hp->head_dim;
     int n_threads = p->n_threads > 0 ? p->n_threads : lc_n_cpus();
@@ -426,6 +430,8 @@ static void matmul_rows(void *arg, int ith, int nth)
     }
     lc_split_range(n_out, ith, nth, &lo, &hi);
     lc_gemm_fn gemm = w->q4_0x8 ? k->gemm_q4_0x8 : k->gemm[w->type];
+    if (t->c->no_tinyblas && (w->type == LC_TYPE_F16 || w->type == LC_TYPE_F32))
+        gemm = NULL; /* vec_dot row by row (quantized gemms have vec_dot's bits anyway) */
     lc_gemv_fn gemv = w->q4_0x8 ? k->gemv_q4_0x8 : k->gemv[w->type];
     lc_vec_dot_fn dot = w->q4_0x8 ? k->vec_dot_q4_0x8 : k->vec_dot[w->type];
     /* gemm entries with vec_dot's bits (kernels.h; test-kernels checks it): the quantized
@@ -634,16 +640,29 @@ int lc_context_shift(struct lc_context *c, int32_t keep, int32_t n_discard)
     return 0;
 }
 
+int lc_context_k_row(const struct lc_context *c, int il, int32_t pos, float *out)
+{
+    if (il < 0 || il >= c->model->hp.n_layer || pos < 0 || pos >= c->n_past)
+        return -1;
+    const size_t off = ((size_t)il * (size_t)c->n_ctx + (size_t)pos) * (size_t)c->n_kv;
+    if (c->kv_type == LC_TYPE_F16)
+        for (int32_t d = 0; d < c->n_kv; d++)
+            out[d] = lc_fp16_to_fp32(((const lc_fp16 *)c->k_cache)[off + (size_t)d]);
+    else
+        memcpy(out, (const float *)c->k_cache + off, (size_t)c->n_kv * sizeof(float));
+    return 0;
+}
+
 /* ---------------------------------------------------------------- attention */
 
 /*
- * The KV length llama.cpp attends over: the used cells rounded up to a multiple of 32 (its
- * cache padding without flash attention), at most n_ctx.  The extra positions are masked; they
- * matter only because they fix the blocks in which softmax and the V product sum.
+ * The KV length llama.cpp attends over: the used cells rounded up to a multiple of kv_pad (32:
+ * b4748's cache padding without flash attention), at most n_ctx.  The extra positions are
+ * masked; they matter only because they fix the blocks in which softmax and the V product sum.
  */
 static int kv_len_padded(const struct lc_context *c, int n_used)
 {
-    int n = (n_used + 31) / 32 * 32;
+    int n = (n_used + c->kv_pad - 1) / c->kv_pad * c->kv_pad;
     return n < c->n_ctx ? n : c->n_ctx;
 }
 
@@ -697,7 +716,7 @@ static void attention_heads(void *arg, int ith, int nth)
     const size_t layer_off = (size_t)t->layer * (size_t)c->n_ctx * (size_t)c->n_kv;
     /* verification (c->exact): each token as if decoded alone -- vec_dot's order and its own
      * padded length -- so that its logits have the bits of a one-token decode */
-    const bool batch = t->n_tok > 1 && !c->exact;
+    const bool batch = t->n_tok > 1 && !c->exact && !c->no_tinyblas;
     const int n_kv_batch = kv_len_padded(c, t->pos + t->n_tok);
     float *scores = c->scores + (size_t)ith * (size_t)c->n_ctx;
     lc_fp16 *q16 = c->q16 + (size_t)ith * (size_t)(hd > c->n_ctx ? hd : c->n_ctx);

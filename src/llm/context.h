@@ -19,6 +19,17 @@ struct lc_context_params {
     int32_t n_batch;      /* tokens per forward batch for prompts (default 512) */
     int32_t n_threads;    /* 0 = number of CPUs */
     enum lc_type kv_type; /* LC_TYPE_F16 (default, as llama.cpp) or LC_TYPE_F32 */
+    /*
+     * The float order of a llama.cpp other than b4748 (for tests against references it made;
+     * the defaults follow b4748's x86 build).  no_tinyblas: products of a batch with F16/F32
+     * weights, and the batch's q.K and p.V in attention, are vec_dot's row by row instead of
+     * tinyBLAS's (llama.cpp built without llamafile, as Debian's 0.7.0 is).  kv_pad: attention
+     * runs over the used KV cells rounded up to this many (0 = 32, b4748's; 0.7.0 pads to 256),
+     * which moves where vec_dot's SIMD blocks end in p.V.  Neither changes what is computed,
+     * only the last bits.
+     */
+    bool no_tinyblas;
+    int32_t kv_pad;
 };
 
 struct lc_context_params lc_context_default_params(void);
@@ -73,6 +84,12 @@ const float *lc_context_logits(const struct lc_context *c, int32_t i);
  * allocation failure (the cache is then unchanged).
  */
 int lc_context_shift(struct lc_context *c, int32_t keep, int32_t n_discard);
+/*
+ * The cached key row of layer il at position pos, after RoPE: n_head_kv * head_dim floats
+ * (converted from the cache's type) into out.  For tests of the cache (test-context-shift).
+ * Returns 0, or -1 when il or pos is out of range (pos >= n_past).
+ */
+int lc_context_k_row(const struct lc_context *c, int il, int32_t pos, float *out);
 /* Drop cached positions >= n_past. */
 void lc_context_truncate(struct lc_context *c, int32_t n_past);
 /* Progress/abort: cb(user, done_tokens, total_tokens) before each batch; true = stop. */

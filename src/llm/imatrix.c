@@ -9,6 +9,7 @@
 #include "imatrix.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -27,6 +28,7 @@ struct entry {
     double *rows;   /* (nmat) rows summed per matrix */
     int32_t ncall;  /* chunks in which the matrix was used */
     float *mean;    /* (n) cache for lc_imatrix_get */
+    double *cov;    /* (n, n) sums of x_a x_b (a <= b kept; mirrored on read), or NULL */
     bool touched;   /* used in the current chunk */
 };
 
@@ -34,6 +36,7 @@ struct lc_imatrix {
     struct entry *e;
     int n, cap;
     int32_t n_chunks;
+    int64_t cov_max; /* collect x x^T for matrices of at most this many columns (0: none) */
 };
 
 static void set_err(char **err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -63,6 +66,7 @@ void lc_imatrix_free(struct lc_imatrix *im)
         free(im->e[i].sum2);
         free(im->e[i].rows);
         free(im->e[i].mean);
+        free(im->e[i].cov);
     }
     free(im->e);
     free(im);
@@ -104,8 +108,22 @@ static struct entry *get_entry(struct lc_imatrix *im, const char *name, int64_t 
         free(e->rows);
         return NULL;
     }
+    if (im->cov_max >= n && nmat == 1) {
+        e->cov = calloc((size_t)(n * n), sizeof(double));
+        if (!e->cov) {
+            free(e->name);
+            free(e->sum2);
+            free(e->rows);
+            return NULL;
+        }
+    }
     im->n++;
     return e;
+}
+
+void lc_imatrix_collect_cov(struct lc_imatrix *im, int64_t max_n)
+{
+    im->cov_max = max_n > 0 ? max_n : 0;
 }
 
 int lc_imatrix_add(struct lc_imatrix *im, const char *name, const float *x, int rows, int n,
@@ -118,6 +136,15 @@ int lc_imatrix_add(struct lc_imatrix *im, const char *name, const float *x, int 
         const float *xr = x + (size_t)r * stride;
         for (int j = 0; j < n; j++)
             e->sum2[j] += (double)xr[j] * (double)xr[j];
+        if (e->cov)
+            for (int a = 0; a < n; a++) {
+                const double xa = (double)xr[a];
+                if (xa == 0.0)
+                    continue;
+                double *ca = e->cov + (size_t)a * (size_t)n;
+                for (int b = a; b < n; b++)
+                    ca[b] += xa * (double)xr[b];
+            }
     }
     e->rows[0] += rows;
     if (!e->touched) {
@@ -163,6 +190,27 @@ const float *lc_imatrix_get(const struct lc_imatrix *im, const char *name, int64
     }
     *n = e->n;
     return e->mean;
+}
+
+/* Mirror the upper triangle of e->cov into the lower one (adds only touch a <= b). */
+static void mirror_cov(const struct entry *e)
+{
+    const int64_t n = e->n;
+    for (int64_t a = 0; a < n; a++)
+        for (int64_t b = a + 1; b < n; b++)
+            e->cov[b * n + a] = e->cov[a * n + b];
+}
+
+const double *lc_imatrix_get_cov(const struct lc_imatrix *im, const char *name, int64_t *n,
+                                 double *rows)
+{
+    struct entry *e = find(im, name);
+    if (!e || !e->cov || !(e->rows[0] > 0))
+        return NULL;
+    mirror_cov(e);
+    *n = e->n;
+    *rows = e->rows[0];
+    return e->cov;
 }
 
 /* ---------------------------------------------------------------- files */
@@ -274,6 +322,11 @@ static int save_gguf(const struct lc_imatrix *im, const struct entry **s, const 
         rc |= lc_gguf_writer_add_tensor(w, name, LC_TYPE_F32, 2, ne_s);
         snprintf(name, sizeof(name), "%s.counts", e->name);
         rc |= lc_gguf_writer_add_tensor(w, name, LC_TYPE_F32, 2, ne_c);
+        if (e->cov) {
+            const int64_t ne_v[2] = {e->n, e->n};
+            snprintf(name, sizeof(name), "%s.in_cov", e->name);
+            rc |= lc_gguf_writer_add_tensor(w, name, LC_TYPE_F32, 2, ne_v);
+        }
     }
     if (rc != 0) {
         set_err(err, "%s: cannot describe the tensors (a name of 56 bytes or more?)", path);
@@ -302,6 +355,19 @@ static int save_gguf(const struct lc_imatrix *im, const struct entry **s, const 
         free(v);
         if (rc == 0)
             rc = lc_gguf_writer_write_data(w, c, (size_t)e->nmat * sizeof(float), err);
+        if (rc == 0 && e->cov) {
+            mirror_cov(e);
+            float *cv = malloc((size_t)(e->n * e->n) * sizeof(float));
+            for (int64_t j = 0; cv && j < e->n * e->n; j++)
+                cv[j] = (float)e->cov[j];
+            if (cv)
+                rc = lc_gguf_writer_write_data(w, cv, (size_t)(e->n * e->n) * sizeof(float), err);
+            if (!cv) {
+                set_err(err, "%s: out of memory", path);
+                rc = -1;
+            }
+            free(cv);
+        }
         if (rc != 0) {
             lc_gguf_writer_free(w);
             return -1;
@@ -378,6 +444,31 @@ static struct lc_imatrix *load_gguf(const char *path, char **err)
             e->rows[k] = (double)cv[k];
         }
         e->ncall = (int32_t)chunks;
+        /* llamachat's extension: the sums of x x^T (llamachat-imatrix --cov) */
+        snprintf(cname, sizeof(cname), "%s.in_cov", base);
+        const struct lc_gguf_tensor *covt = lc_gguf_find_tensor(g, cname);
+        if (covt) {
+            if (covt->type != LC_TYPE_F32 || nmat != 1 || covt->ne[0] != e->n ||
+                covt->ne[1] != e->n ||
+                covt->ne[2] != 1 || covt->ne[3] != 1) {
+                set_err(err, "%s: '%s' is not an F32 [%" PRId64 ", %" PRId64 "] matrix", path,
+                        cname, e->n, e->n);
+                goto fail;
+            }
+            e->cov = malloc((size_t)(e->n * e->n) * sizeof(double));
+            if (!e->cov) {
+                set_err(err, "%s: out of memory", path);
+                goto fail;
+            }
+            const float *m = covt->data;
+            for (int64_t j = 0; j < e->n * e->n; j++) {
+                if (!isfinite(m[j])) {
+                    set_err(err, "%s: '%s' holds a non-finite value", path, cname);
+                    goto fail;
+                }
+                e->cov[j] = (double)m[j];
+            }
+        }
     }
     if (im->n == 0) {
         set_err(err, "%s: no '*.in_sum2' tensors: not an imatrix file", path);

@@ -36,6 +36,22 @@ void lc_imatrix_free(struct lc_imatrix *im);
  */
 int lc_imatrix_add(struct lc_imatrix *im, const char *name, const float *x, int rows, int n,
                    size_t stride);
+/*
+ * From now on also collect the full second moments sum x x^T (the "Hessian" H = X^T X of the
+ * layer-wise quantization objective, GPTQ's input) of every new matrix with at most max_n input
+ * columns (n^2 doubles each: 8 MiB for n = 1024); 0 turns it off.  Saved (GGUF files only) as
+ * the extra F32 tensors "NAME.in_cov" [n, n], which llama.cpp's readers ignore.
+ */
+void lc_imatrix_collect_cov(struct lc_imatrix *im, int64_t max_n);
+
+/*
+ * The sums of x x^T of matrix name, row-major (n, n) doubles, and *rows the number of input rows
+ * summed (the mean is sum / rows); valid until the next add or free.  NULL when the matrix has
+ * none (not collected, a legacy file, or no rows).
+ */
+const double *lc_imatrix_get_cov(const struct lc_imatrix *im, const char *name, int64_t *n,
+                                 double *rows);
+
 /* Count one more chunk of text (the ncall / chunk_count of the files). */
 void lc_imatrix_end_chunk(struct lc_imatrix *im);
 

@@ -444,6 +444,11 @@ static const struct lc_type_traits traits[LC_TYPE_COUNT] = {
     [LC_TYPE_TQ1_0] = {"tq1_0", LC_QK_K, 54, true, NULL, NULL, LC_TYPE_Q8_K},
     [LC_TYPE_TQ2_0] = {"tq2_0", LC_QK_K, 66, true, NULL, NULL, LC_TYPE_Q8_K},
     [LC_TYPE_MXFP4] = {"mxfp4", 32, 17, true, NULL, NULL, LC_TYPE_Q8_0},
+    /* ggml 0.27.0 (llama.cpp 0.7.0): names, blocks and bytes from its ggml_type_name,
+     * ggml_blck_size and ggml_type_size */
+    [LC_TYPE_NVFP4] = {"nvfp4", 64, 36, true, NULL, NULL, LC_TYPE_Q8_0},
+    [LC_TYPE_Q1_0] = {"q1_0", 128, 18, true, NULL, NULL, LC_TYPE_Q8_0},
+    [LC_TYPE_Q2_0] = {"q2_0", 64, 18, true, NULL, NULL, LC_TYPE_Q8_0},
     [LC_TYPE_I8] = {"i8", 1, 1, false, NULL, NULL, LC_TYPE_I8},
     [LC_TYPE_I16] = {"i16", 1, 2, false, NULL, NULL, LC_TYPE_I16},
     [LC_TYPE_I32] = {"i32", 1, 4, false, NULL, NULL, LC_TYPE_I32},

@@ -69,7 +69,11 @@ enum lc_type {
     LC_TYPE_TQ1_0 = 34,
     LC_TYPE_TQ2_0 = 35,
     LC_TYPE_MXFP4 = 39,
-    LC_TYPE_COUNT = 40 /* one past ggml's last id; ids without traits are unsupported */
+    LC_TYPE_NVFP4 = 40,
+    LC_TYPE_Q1_0 = 41,
+    LC_TYPE_Q2_0 = 42,
+    LC_TYPE_COUNT = 43 /* one past ggml's last id (ggml 0.27.0, llama.cpp 0.7.0); ids without
+                          traits are unsupported */
 };
 
 typedef uint16_t lc_fp16;   /* IEEE half, raw bits */

@@ -45,6 +45,7 @@ struct collector {
 static void usage(FILE *f)
 {
     fprintf(f, "usage: llamachat-imatrix -m MODEL -f TEXT -o FILE [-c N_CTX] [-t N] [--chunks N]\n"
+               "                         [--cov[=MAX_N]]\n"
                "\n"
                "  -m, --model FILE    the model (F32/F16 preferably: the one to be quantized)\n"
                "  -f, --file FILE     the text\n"
@@ -52,7 +53,10 @@ static void usage(FILE *f)
                "                      else llama.cpp's legacy .dat format\n"
                "  -c, --ctx-size N    tokens per chunk (default 512)\n"
                "  -t, --threads N     threads (default: all CPUs)\n"
-               "  --chunks N          stop after N chunks\n");
+               "  --chunks N          stop after N chunks\n"
+               "  --cov[=MAX_N]       also collect the sums of x x^T of every matrix with at most\n"
+               "                      MAX_N (4096) input columns, for llamachat-quantize\n"
+               "                      --method gptq (GGUF output only; n^2 floats per matrix)\n");
 }
 
 static void add_name(struct collector *c, const struct lc_weight *w, const char *name)
@@ -123,7 +127,8 @@ int main(int argc, char **argv)
 {
     const char *model_path = NULL, *text_path = NULL, *out_path = NULL;
     int n_ctx = 512, n_threads = 0, n_chunks_max = -1;
-    enum { OPT_CHUNKS = 256 };
+    long cov_max = 0;
+    enum { OPT_CHUNKS = 256, OPT_COV };
     static const struct option longopts[] = {
         {"model", required_argument, NULL, 'm'},
         {"file", required_argument, NULL, 'f'},
@@ -131,6 +136,7 @@ int main(int argc, char **argv)
         {"ctx-size", required_argument, NULL, 'c'},
         {"threads", required_argument, NULL, 't'},
         {"chunks", required_argument, NULL, OPT_CHUNKS},
+        {"cov", optional_argument, NULL, OPT_COV},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -143,6 +149,7 @@ int main(int argc, char **argv)
         case 'c': n_ctx = (int)lc_parse_long("-c", optarg, 8, 1 << 20); break;
         case 't': n_threads = (int)lc_parse_long("-t", optarg, 1, 512); break;
         case OPT_CHUNKS: n_chunks_max = (int)lc_parse_long("--chunks", optarg, 1, 1 << 30); break;
+        case OPT_COV: cov_max = optarg ? lc_parse_long("--cov", optarg, 1, 1 << 15) : 4096; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -151,6 +158,8 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    if (cov_max > 0 && !ends_with(out_path, ".gguf"))
+        die("--cov: the x x^T sums need the GGUF format (an output name ending in .gguf)");
     char *err = NULL;
     struct lc_model *m = lc_model_load(model_path, false, &err);
     if (!m)
@@ -183,6 +192,7 @@ int main(int argc, char **argv)
     col.im = lc_imatrix_new();
     if (!col.im)
         die("out of memory");
+    lc_imatrix_collect_cov(col.im, cov_max);
     map_names(&col, m);
     lc_context_set_matmul_observer(ctx, observe, &col);
 

@@ -49,6 +49,7 @@
 #include "llm/gguf.h"
 #include "llm/imatrix.h"
 #include "llm/quant.h"
+#include "llm/quant_gptq.h"
 #include "llm/quant_search.h"
 #include "util.h"
 #include "textsafe.h"
@@ -117,6 +118,7 @@ struct opts {
     int n_threads;
     uint64_t split_max; /* bytes, 0 = one file */
     bool search;        /* --method search: quant_search.h for the types it handles */
+    bool gptq;          /* --method gptq: quant_gptq.h where the imatrix has x x^T sums */
     const char *imatrix_path;
     struct lc_imatrix *imatrix; /* --imatrix, or NULL */
 };
@@ -158,9 +160,11 @@ static void usage(FILE *f)
             "                          bytes of tensor data each (SIZE: 500M, 2G, 64K, bytes)\n"
             "  --stats MODEL           per 2-D tensor: RMSE and max |error| of q4_0, q4_1, q8_0\n"
             "                          (with --method search: of the searched blocks)\n"
-            "  --method ref|search     ref (default): llama.cpp's quantizers, byte-identical;\n"
+            "  --method ref|search|gptq  ref (default): llama.cpp's quantizers, byte-identical;\n"
             "                          search: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 blocks whose F16\n"
-            "                          scale (and min) minimize the squared error; same format\n"
+            "                          scale (and min) minimize the squared error; same format;\n"
+            "                          gptq: the search plus GPTQ's error feedback between\n"
+            "                          columns (needs --imatrix from llamachat-imatrix --cov)\n"
             "  --imatrix FILE          weigh the search's error by an importance matrix\n"
             "                          (llamachat-imatrix or llama-imatrix, .dat or .gguf);\n"
             "                          implies --method search\n"
@@ -471,6 +475,7 @@ struct job {
     int ith, nth;
     bool search;            /* lc_quantize_row_search instead of the reference quantizer */
     const float *weights;   /* (ncols) importance of each column, or NULL */
+    const struct lc_gptq *gptq; /* GPTQ's statistics of this matrix (quant_gptq.h), or NULL */
 };
 
 /*
@@ -506,6 +511,8 @@ static void *convert_rows(void *arg)
     for (int64_t r = lo; r < hi; r++) {
         ts->to_float((const uint8_t *)j->src->data + (size_t)r * src_row, row, j->ncols);
         void *out = (uint8_t *)j->dst + (size_t)r * dst_row;
+        if (j->gptq && lc_quantize_row_gptq(j->type, row, out, j->gptq) == 0)
+            continue;
         if (w)
             search_weights(row, w, j->ncols);
         if (!j->search ||
@@ -545,6 +552,19 @@ static void convert_tensor(const struct opts *o, const struct lc_gguf_tensor *sr
     const bool search = o->search && lc_quant_search_supported(type);
     const float *weights = search ? tensor_weights(o, src) : NULL;
     const int64_t ncols = src->ne[0];
+    struct lc_gptq *gptq = NULL;
+    if (search && o->gptq) {
+        int64_t n = 0;
+        double rows = 0;
+        const double *cov = lc_imatrix_get_cov(o->imatrix, src->name, &n, &rows);
+        if (!cov || n != ncols)
+            lc_text_fprintf(stderr, "note: %s: no x x^T sums in the importance matrix: search "
+                                    "without GPTQ\n", src->name);
+        else if (!(gptq = lc_gptq_prepare(cov, rows, n, 0.01f)))
+            lc_text_fprintf(stderr, "warning: %s: the x x^T sums are singular even dampened: "
+                                    "search without GPTQ\n", src->name);
+
+    }
     const int64_t nrows = n_elements(src) / ncols;
     int nth = n_threads;
     if (nrows < nth)
@@ -554,13 +574,14 @@ static void convert_tensor(const struct opts *o, const struct lc_gguf_tensor *sr
     struct job jobs[nth];
     pthread_t tid[nth];
     for (int i = 0; i < nth; i++) {
-        jobs[i] = (struct job){src, type, dst, nrows, ncols, i, nth, search, weights};
+        jobs[i] = (struct job){src, type, dst, nrows, ncols, i, nth, search, weights, gptq};
         if (i > 0 && pthread_create(&tid[i], NULL, convert_rows, &jobs[i]) != 0)
             die("cannot start a thread");
     }
     convert_rows(&jobs[0]);
     for (int i = 1; i < nth; i++)
         pthread_join(tid[i], NULL);
+    lc_gptq_free(gptq);
 }
 
 /* ---------------------------------------------------------------- progress, table */
@@ -1016,8 +1037,9 @@ int main(int argc, char **argv)
             break;
         case OPT_STATS: o.stats = optarg; break;
         case OPT_METHOD:
-            if (strcmp(optarg, "ref") != 0 && strcmp(optarg, "search") != 0)
-                die("--method: '%s' is neither 'ref' nor 'search'", optarg);
+            if (strcmp(optarg, "ref") != 0 && strcmp(optarg, "search") != 0 &&
+                strcmp(optarg, "gptq") != 0)
+                die("--method: '%s' is not 'ref', 'search' or 'gptq'", optarg);
             method = optarg;
             break;
         case OPT_IMATRIX: o.imatrix_path = optarg; break;
@@ -1040,6 +1062,9 @@ int main(int argc, char **argv)
     lc_quant_init();
     if (o.imatrix_path && method && strcmp(method, "ref") == 0)
         die("--imatrix needs --method search (ref is llama.cpp's quantizer, which ignores it)");
+    o.gptq = method && strcmp(method, "gptq") == 0;
+    if (o.gptq && !o.imatrix_path)
+        die("--method gptq needs --imatrix FILE.gguf with x x^T sums (llamachat-imatrix --cov)");
     o.search = (method && strcmp(method, "search") == 0) || o.imatrix_path;
     if (o.imatrix_path) {
         char *ierr = NULL;
@@ -1073,6 +1098,9 @@ int main(int argc, char **argv)
             found = true;
         }
     }
+    if (!found && lc_type_from_name(o.type_name) >= 0) /* a ggml type, not one we write */
+        die("cannot write %s (a ggml type, not one of the presets: see --help for those)",
+            lc_type_name(lc_type_from_name(o.type_name)));
     if (!found)
         die("unknown type '%s' (see --help for the list)", o.type_name);
     if (same_file(o.in, o.out))

@@ -1,5 +1,5 @@
 /*
- * synth.c - llamachat-synth: write a random-weight llama GGUF of a given shape.
+ * synth.c - llamachat-synth: write a random-weight GGUF of a given shape and architecture.
  *
  * Benchmarks need models of a real size (TinyLlama-1.1B's shape) in every weight type without
  * shipping gigabytes: this tool writes one in seconds.  The weights are random, so the text
@@ -13,6 +13,28 @@
  *   blk.N.attn_norm / ffn_norm (n_embd)    f32, all 1
  *   blk.N.attn_q, attn_output (n_embd, n_embd), attn_k, attn_v (n_embd, n_head_kv * head_dim),
  *   blk.N.ffn_gate, ffn_up (n_embd, n_ff), ffn_down (n_ff, n_embd)   the chosen type
+ *
+ * --arch writes another architecture of model.h's table, with the tensors and keys its
+ * llama.cpp conversion has (names as in llama.cpp's llm_tensor / LLM_KV lists):
+ *
+ *   llama3  llama with rope.freq_base 500000 and rope_freqs.weight (head_dim / 2, f32): the
+ *           Llama-3 factors convert_hf_to_gguf.py computes for factor 8, low 1, high 4 and an
+ *           original context of 8192
+ *   qwen2   blk.N.attn_{q,k,v}.bias (f32, random), tied output (no output.weight), base 1e6
+ *   qwen3   blk.N.attn_{q,k}_norm (head_dim, f32), attention.key_length/value_length, base 1e6
+ *   phi3    blk.N.attn_qkv (rows Q | K | V) and blk.N.ffn_up (rows gate | up), no ffn_gate;
+ *           attention.sliding_window = context_length (never acts)
+ *   gemma2  post_attention_norm, post_ffw_norm, attention.sliding_window 16 (even layers),
+ *           attn/final_logit_softcapping 50 / 30, key_length, tied output
+ *   gemma3  attn_{q,k}_norm, post norms, sliding_window 16 (5 local : 1 global), key_length,
+ *           tied output
+ *
+ * Each gets its family's chat template in tokenizer.chat_template (ChatML for llama and qwen,
+ * Llama 3's for llama3, Gemma's, Phi-3's), replacing a copied vocabulary's (except plain llama,
+ * which keeps the copied one and gets ChatML only when there is none): the control tokens
+ * of a real vocabulary are text in the generated one, which the chat shows but does not stop at.
+ * A tied model's token_embd gets the output type (llama-quantize's rule).  --head-dim sets
+ * key_length (qwen3, gemma: n_head * head_dim may differ from n_embd).
  *
  * Weights are normal with standard deviation --scale (default 0.02, as in GPT-2/LLaMA
  * initialisation), quantized with the reference (ggml `_ref`) quantizers of quant.h.  Each row
@@ -32,6 +54,7 @@
  * user chats with; bench/run.sh and the tests run it from the build tree.
  */
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -74,6 +97,8 @@ struct synth_opts {
     const char *vocab_path;
     const char *name;
     bool quiet;
+    const struct synth_arch *arch;
+    long head_dim; /* -1: n_embd / n_head */
 };
 
 /* One tensor to write. */
@@ -82,6 +107,47 @@ struct synth_tensor {
     enum lc_type type;
     int64_t ne0, ne1;
     bool is_norm; /* f32 vector of ones */
+    bool is_bias; /* f32 vector, random */
+    const float *data; /* f32 vector of these values (rope_freqs), or NULL */
+};
+
+/* One architecture llamachat-synth writes (see the top of the file). */
+struct synth_arch {
+    const char *name;       /* --arch */
+    const char *gguf;       /* general.architecture */
+    float rope_base;
+    bool rope_freqs, qkv_bias, qk_norm, fused, post_norms, tied, softcaps, key_length;
+    int swa;                /* attention.sliding_window, 0 none, -1 context_length */
+    const char *tmpl;       /* tokenizer.chat_template */
+};
+
+static const char TMPL_CHATML[] =
+    "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + "
+    "'<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}"
+    "{% endif %}";
+static const char TMPL_LLAMA3[] =
+    "{{ bos_token }}{% for message in messages %}{{ '<|start_header_id|>' + message['role'] + "
+    "'<|end_header_id|>\\n\\n' + message['content'] | trim + '<|eot_id|>' }}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}"
+    "{% endif %}";
+static const char TMPL_GEMMA[] =
+    "{{ bos_token }}{% for message in messages %}{% set role = 'model' if message['role'] == "
+    "'assistant' else message['role'] %}{{ '<start_of_turn>' + role + '\\n' + message['content'] "
+    "| trim + '<end_of_turn>\\n' }}{% endfor %}{% if add_generation_prompt %}"
+    "{{ '<start_of_turn>model\\n' }}{% endif %}";
+static const char TMPL_PHI3[] =
+    "{% for message in messages %}{{ '<|' + message['role'] + '|>\\n' + message['content'] + "
+    "'<|end|>\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>\\n' }}{% endif %}";
+
+static const struct synth_arch synth_archs[] = {
+    /* name     gguf      base  freqs  bias   qknorm fused  post   tied   caps   keylen swa */
+    {"llama",  "llama",  1e4f, false, false, false, false, false, false, false, false, 0, TMPL_CHATML},
+    {"llama3", "llama",  5e5f, true,  false, false, false, false, false, false, false, 0, TMPL_LLAMA3},
+    {"qwen2",  "qwen2",  1e6f, false, true,  false, false, false, true,  false, false, 0, TMPL_CHATML},
+    {"qwen3",  "qwen3",  1e6f, false, false, true,  false, false, false, false, true,  0, TMPL_CHATML},
+    {"phi3",   "phi3",   1e4f, false, false, false, true,  false, false, false, false, -1, TMPL_PHI3},
+    {"gemma2", "gemma2", 1e4f, false, false, false, false, true,  true,  true,  true,  16, TMPL_GEMMA},
+    {"gemma3", "gemma3", 1e6f, false, false, true,  false, true,  true,  false, true,  16, TMPL_GEMMA},
 };
 
 /* ------------------------------------------------------------------ random numbers */
@@ -171,7 +237,7 @@ static int gen_tensor(const struct synth_tensor *t, int index, const struct synt
     if (t->is_norm) {
         float *f = (float *)buf;
         for (int64_t i = 0; i < t->ne0; i++)
-            f[i] = 1.0f;
+            f[i] = t->data ? t->data[i] : 1.0f;
         return 0;
     }
     struct gen_job j = {
@@ -320,7 +386,9 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: llamachat-synth -o OUT.gguf [options]\n"
-            "Write a random-weight llama GGUF of the given shape.\n"
+            "Write a random-weight GGUF of the given shape and architecture.\n"
+            "  --arch A        llama (default), llama3, qwen2, qwen3, phi3, gemma2 or gemma3\n"
+            "  --head-dim N    attention.key_length (default n-embd / n-head)\n"
             "  --type T        f16, q8_0, q4_0 or q4_1 (default q4_1)\n"
             "  --tinyllama     TinyLlama-1.1B's shape: --n-embd 2048 --n-layer 22 --n-head 32\n"
             "                  --n-head-kv 4 --n-ff 5632 --n-vocab 32000 --ctx 2048\n"
@@ -371,6 +439,7 @@ static void add_tensor(struct synth_tensor *t, enum lc_type type, int64_t ne0, i
     vsnprintf(t->name, sizeof(t->name), fmt, ap);
     va_end(ap);
     t->type = type, t->ne0 = ne0, t->ne1 = ne1, t->is_norm = ne1 == 1;
+    t->is_bias = false, t->data = NULL;
 }
 
 static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -390,7 +459,7 @@ int main(int argc, char **argv)
     struct synth_opts o = {
         .n_embd = 256, .n_layer = 2, .n_head = 4, .n_head_kv = -1, .n_ff = 768,
         .n_vocab = 512, .n_ctx = 2048, .type = LC_TYPE_Q4_1, .output_type = -1, .scale = 0.02f, .seed = 1,
-        .n_threads = sysconf(_SC_NPROCESSORS_ONLN),
+        .n_threads = sysconf(_SC_NPROCESSORS_ONLN), .arch = &synth_archs[0], .head_dim = -1,
     };
     bool vocab_given = false;
     for (int i = 1; i < argc; i++) {
@@ -423,6 +492,17 @@ int main(int argc, char **argv)
             o.output_type = lc_type_from_name(v);
             if (o.output_type != LC_TYPE_Q6_K && ftype_of((enum lc_type)o.output_type) < 1)
                 return fail("--output-type: '%s' is not one of f16, q8_0, q4_0, q4_1, q6_K", v);
+        } else if (!strcmp(a, "--arch")) {
+            o.arch = NULL;
+            for (size_t k = 0; k < sizeof synth_archs / sizeof synth_archs[0]; k++)
+                if (!strcmp(v, synth_archs[k].name))
+                    o.arch = &synth_archs[k];
+            if (!o.arch)
+                return fail("--arch: '%s' is not one of llama, llama3, qwen2, qwen3, phi3, gemma2, "
+                            "gemma3", v);
+        } else if (!strcmp(a, "--head-dim")) {
+            if (parse_long(a, v, 2, 1 << 16, &o.head_dim))
+                return 1;
         } else if (!strcmp(a, "--vocab")) {
             o.vocab_path = v;
             vocab_given = true;
@@ -460,15 +540,19 @@ int main(int argc, char **argv)
         o.n_head_kv = o.n_head;
     if (o.n_threads < 1)
         o.n_threads = 1;
-    if (o.n_embd % o.n_head)
+    const struct synth_arch *A = o.arch;
+    if (o.head_dim < 0 && o.n_embd % o.n_head)
         return fail("--n-embd %ld is not a multiple of --n-head %ld", o.n_embd, o.n_head);
     if (o.n_head % o.n_head_kv)
         return fail("--n-head %ld is not a multiple of --n-head-kv %ld", o.n_head, o.n_head_kv);
-    const long head_dim = o.n_embd / o.n_head;
+    if (o.head_dim > 0 && !A->key_length && o.head_dim * o.n_head != o.n_embd)
+        return fail("--head-dim %ld: %s needs n-head * head-dim = n-embd", o.head_dim, A->name);
+    const long head_dim = o.head_dim > 0 ? o.head_dim : o.n_embd / o.n_head;
+    const long n_q = o.n_head * head_dim;
     if (head_dim % 2)
         return fail("head dimension %ld is odd; RoPE rotates pairs", head_dim);
     const int blck = lc_type_traits(o.type)->blck_size;
-    if (o.n_embd % blck || o.n_ff % blck)
+    if (o.n_embd % blck || o.n_ff % blck || n_q % blck)
         return fail("--n-embd %ld and --n-ff %ld must be multiples of %d, the %s block size",
                     o.n_embd, o.n_ff, blck, lc_type_name(o.type));
 
@@ -498,26 +582,48 @@ int main(int argc, char **argv)
         return fail("out of memory generating the vocabulary");
     }
 
+    /* a copied vocabulary's chat template (the plain llama keeps it) */
+    char *copied_tmpl = NULL;
+    if (o.vocab_path) {
+        struct lc_gguf *vg = lc_gguf_open(o.vocab_path, NULL);
+        const char *t = vg ? lc_gguf_get_str(vg, "tokenizer.chat_template") : NULL;
+        copied_tmpl = t ? strdup(t) : NULL;
+        lc_gguf_free(vg);
+    }
     char name[128];
     if (o.name)
         snprintf(name, sizeof(name), "%s", o.name);
     else
         snprintf(name, sizeof(name), "synth-%ldx%ld-%s", o.n_embd, o.n_layer,
                  lc_type_name(o.type));
-    if (lc_gguf_writer_set_str(w, "general.architecture", "llama") ||
+    char key[128];
+#define KEY(suffix) (snprintf(key, sizeof key, "%s." suffix, A->gguf), key)
+    if (lc_gguf_writer_set_str(w, "general.architecture", A->gguf) ||
         lc_gguf_writer_set_str(w, "general.name", name) ||
         lc_gguf_writer_set_u32(w, "general.file_type", (uint32_t)ftype_of(o.type)) ||
         lc_gguf_writer_set_u32(w, "general.quantization_version", 2) ||
-        lc_gguf_writer_set_u32(w, "llama.context_length", (uint32_t)o.n_ctx) ||
-        lc_gguf_writer_set_u32(w, "llama.embedding_length", (uint32_t)o.n_embd) ||
-        lc_gguf_writer_set_u32(w, "llama.block_count", (uint32_t)o.n_layer) ||
-        lc_gguf_writer_set_u32(w, "llama.feed_forward_length", (uint32_t)o.n_ff) ||
-        lc_gguf_writer_set_u32(w, "llama.attention.head_count", (uint32_t)o.n_head) ||
-        lc_gguf_writer_set_u32(w, "llama.attention.head_count_kv", (uint32_t)o.n_head_kv) ||
-        lc_gguf_writer_set_u32(w, "llama.rope.dimension_count", (uint32_t)head_dim) ||
-        lc_gguf_writer_set_f32(w, "llama.rope.freq_base", 10000.0f) ||
-        lc_gguf_writer_set_f32(w, "llama.attention.layer_norm_rms_epsilon", 1e-5f))
+        lc_gguf_writer_set_u32(w, KEY("context_length"), (uint32_t)o.n_ctx) ||
+        lc_gguf_writer_set_u32(w, KEY("embedding_length"), (uint32_t)o.n_embd) ||
+        lc_gguf_writer_set_u32(w, KEY("block_count"), (uint32_t)o.n_layer) ||
+        lc_gguf_writer_set_u32(w, KEY("feed_forward_length"), (uint32_t)o.n_ff) ||
+        lc_gguf_writer_set_u32(w, KEY("attention.head_count"), (uint32_t)o.n_head) ||
+        lc_gguf_writer_set_u32(w, KEY("attention.head_count_kv"), (uint32_t)o.n_head_kv) ||
+        lc_gguf_writer_set_u32(w, KEY("rope.dimension_count"), (uint32_t)head_dim) ||
+        lc_gguf_writer_set_f32(w, KEY("rope.freq_base"), A->rope_base) ||
+        lc_gguf_writer_set_f32(w, KEY("attention.layer_norm_rms_epsilon"),
+                               A->gguf[0] == 'l' ? 1e-5f : 1e-6f) ||
+        (A->key_length && (lc_gguf_writer_set_u32(w, KEY("attention.key_length"), (uint32_t)head_dim) ||
+                           lc_gguf_writer_set_u32(w, KEY("attention.value_length"), (uint32_t)head_dim))) ||
+        (A->swa && lc_gguf_writer_set_u32(w, KEY("attention.sliding_window"),
+                                          A->swa > 0 ? (uint32_t)A->swa : (uint32_t)o.n_ctx)) ||
+        (A->softcaps && (lc_gguf_writer_set_f32(w, KEY("attn_logit_softcapping"), 50.0f) ||
+                         lc_gguf_writer_set_f32(w, KEY("final_logit_softcapping"), 30.0f))) ||
+        lc_gguf_writer_set_str(w, "tokenizer.chat_template", A->tmpl) ||
+        /* plain llama keeps a copied vocabulary's template, as before --arch */
+        (A == &synth_archs[0] && copied_tmpl && lc_gguf_writer_set_str(w, "tokenizer.chat_template",
+                                                                       copied_tmpl)))
         return fail("cannot set metadata");
+#undef KEY
 
     /* The tensor list, in llama.cpp's order. */
     enum lc_type out_type = o.type;
@@ -528,30 +634,76 @@ int main(int argc, char **argv)
     if (o.n_embd % lc_type_traits(out_type)->blck_size)
         return fail("--n-embd %ld is not a multiple of %d, the %s block size", o.n_embd,
                     lc_type_traits(out_type)->blck_size, lc_type_name(out_type));
-    const int64_t n_tensors = 3 + 9 * (int64_t)o.n_layer;
+    const int64_t n_tensors = 4 + 16 * (int64_t)o.n_layer;
     struct synth_tensor *ts = calloc((size_t)n_tensors, sizeof(*ts));
     if (!ts)
         return fail("out of memory");
     int64_t nt = 0;
     const long n_kv = o.n_head_kv * head_dim;
-    add_tensor(&ts[nt++], o.type, o.n_embd, o.n_vocab, "token_embd.weight");
+    /* Llama 3's RoPE frequency factors, as convert_hf_to_gguf.py computes them (float32) */
+    float *freqs = calloc((size_t)head_dim / 2, sizeof(float));
+    if (!freqs)
+        return fail("out of memory");
+    for (long i = 0; i < head_dim / 2; i++) {
+        const float factor = 8.0f, low = 1.0f, high = 4.0f, orig = 8192.0f;
+        const float freq = 1.0f / powf(A->rope_base, (float)(2 * i) / (float)head_dim);
+        const float wavelen = 2.0f * 3.14159265358979f / freq;
+        if (wavelen < orig / high)
+            freqs[i] = 1.0f;
+        else if (wavelen > orig / low)
+            freqs[i] = factor;
+        else {
+            const float smooth = (orig / wavelen - low) / (high - low);
+            freqs[i] = 1.0f / ((1.0f - smooth) / factor + smooth);
+        }
+    }
+    add_tensor(&ts[nt++], A->tied ? out_type : o.type, o.n_embd, o.n_vocab, "token_embd.weight");
     add_tensor(&ts[nt++], LC_TYPE_F32, o.n_embd, 1, "output_norm.weight");
-    add_tensor(&ts[nt++], out_type, o.n_embd, o.n_vocab, "output.weight");
+    if (!A->tied)
+        add_tensor(&ts[nt++], out_type, o.n_embd, o.n_vocab, "output.weight");
+    if (A->rope_freqs) {
+        add_tensor(&ts[nt], LC_TYPE_F32, head_dim / 2, 1, "rope_freqs.weight");
+        ts[nt++].data = freqs;
+    }
     for (long il = 0; il < o.n_layer; il++) {
         add_tensor(&ts[nt++], LC_TYPE_F32, o.n_embd, 1, "blk.%ld.attn_norm.weight", il);
-        add_tensor(&ts[nt++], o.type, o.n_embd, o.n_embd, "blk.%ld.attn_q.weight", il);
-        add_tensor(&ts[nt++], o.type, o.n_embd, n_kv, "blk.%ld.attn_k.weight", il);
-        add_tensor(&ts[nt++], o.type, o.n_embd, n_kv, "blk.%ld.attn_v.weight", il);
-        add_tensor(&ts[nt++], o.type, o.n_embd, o.n_embd, "blk.%ld.attn_output.weight", il);
+        if (A->fused) {
+            add_tensor(&ts[nt++], o.type, o.n_embd, n_q + 2 * n_kv, "blk.%ld.attn_qkv.weight", il);
+        } else {
+            add_tensor(&ts[nt++], o.type, o.n_embd, n_q, "blk.%ld.attn_q.weight", il);
+            add_tensor(&ts[nt++], o.type, o.n_embd, n_kv, "blk.%ld.attn_k.weight", il);
+            add_tensor(&ts[nt++], o.type, o.n_embd, n_kv, "blk.%ld.attn_v.weight", il);
+        }
+        if (A->qkv_bias) {
+            static const char *const b[] = {"q", "k", "v"};
+            for (int k = 0; k < 3; k++) {
+                add_tensor(&ts[nt], LC_TYPE_F32, k ? n_kv : n_q, 1, "blk.%ld.attn_%s.bias", il, b[k]);
+                ts[nt].is_norm = false, ts[nt++].is_bias = true;
+            }
+        }
+        if (A->qk_norm) {
+            add_tensor(&ts[nt++], LC_TYPE_F32, head_dim, 1, "blk.%ld.attn_q_norm.weight", il);
+            add_tensor(&ts[nt++], LC_TYPE_F32, head_dim, 1, "blk.%ld.attn_k_norm.weight", il);
+        }
+        add_tensor(&ts[nt++], o.type, n_q, o.n_embd, "blk.%ld.attn_output.weight", il);
+        if (A->post_norms)
+            add_tensor(&ts[nt++], LC_TYPE_F32, o.n_embd, 1, "blk.%ld.post_attention_norm.weight", il);
         add_tensor(&ts[nt++], LC_TYPE_F32, o.n_embd, 1, "blk.%ld.ffn_norm.weight", il);
-        add_tensor(&ts[nt++], o.type, o.n_embd, o.n_ff, "blk.%ld.ffn_gate.weight", il);
-        add_tensor(&ts[nt++], o.type, o.n_embd, o.n_ff, "blk.%ld.ffn_up.weight", il);
+        if (A->fused) {
+            add_tensor(&ts[nt++], o.type, o.n_embd, 2 * o.n_ff, "blk.%ld.ffn_up.weight", il);
+        } else {
+            add_tensor(&ts[nt++], o.type, o.n_embd, o.n_ff, "blk.%ld.ffn_gate.weight", il);
+            add_tensor(&ts[nt++], o.type, o.n_embd, o.n_ff, "blk.%ld.ffn_up.weight", il);
+        }
         add_tensor(&ts[nt++], o.type, o.n_ff, o.n_embd, "blk.%ld.ffn_down.weight", il);
+        if (A->post_norms)
+            add_tensor(&ts[nt++], LC_TYPE_F32, o.n_embd, 1, "blk.%ld.post_ffw_norm.weight", il);
     }
     size_t max_bytes = 0, total = 0;
     for (int64_t i = 0; i < nt; i++) {
         const int64_t ne[2] = {ts[i].ne0, ts[i].ne1};
-        if (lc_gguf_writer_add_tensor(w, ts[i].name, ts[i].type, ts[i].is_norm ? 1 : 2, ne))
+        if (lc_gguf_writer_add_tensor(w, ts[i].name, ts[i].type,
+                                      ts[i].is_norm || ts[i].is_bias ? 1 : 2, ne))
             return fail("cannot add tensor %s", ts[i].name);
         size_t b = lc_row_size(ts[i].type, ts[i].ne0) * (size_t)ts[i].ne1;
         max_bytes = b > max_bytes ? b : max_bytes;
@@ -596,6 +748,8 @@ int main(int argc, char **argv)
     free(buf);
     free(tmp);
     free(ts);
+    free(freqs);
+    free(copied_tmpl);
     lc_gguf_writer_free(w);
     return 0;
 }

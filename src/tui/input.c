@@ -11,19 +11,31 @@
  * then it is vi's command mode.  Its redisplay hook only marks the screen dirty; view.c draws
  * rl_display_prompt + rl_line_buffer with the cursor at rl_point.  So emacs keys, ~/.inputrc,
  * Ctrl-R search and history work as in any readline program, inside a curses layout.
+ *
+ * Also here: Tab completion of a command line (readline's completion API: command names,
+ * /set names from config.c's option table, file names after the commands that take one),
+ * the message edited in $VISUAL/$EDITOR (Ctrl-X Ctrl-E, Ctrl-G) and /read FILE.
  */
 #include "internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <readline/history.h>
 #include <unistd.h>
 #include <readline/readline.h>
+#include <readline/tilde.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
+#include "../config.h"
+#include "../fileutil.h"
 #include "../state.h"
+#include "../textsafe.h"
 
 static struct tui *T;
 static unsigned char queue[4096];
@@ -33,8 +45,10 @@ static char *history_path;
 static int history_added;    /* lines this session appended to the file */
 static bool history_failed;  /* a failure to write it was reported */
 static char *restore_text;   /* put back into the line after readline has cleared it */
+static bool editor_pending;  /* Ctrl-X Ctrl-E was read: run the editor once readline returns */
 
 static void drain(struct tui *t);
+static void complete_init(void);
 
 static void q_push(const char *s, size_t n)
 {
@@ -149,6 +163,15 @@ static int accept_or_continue(int count, int key)
     return rl_newline(count, key);
 }
 
+/* Ctrl-X Ctrl-E: the editor runs after readline has returned (drain), not inside it. */
+static int editor_key(int count, int key)
+{
+    (void)count;
+    (void)key;
+    editor_pending = true;
+    return 0;
+}
+
 static int insert_newline(int count, int key)
 {
     (void)count;
@@ -195,6 +218,8 @@ int input_init(struct tui *t)
     rl_bind_keyseq("\033\n", insert_newline);
     rl_bind_keyseq("\033[1;5C", rl_forward_word);
     rl_bind_keyseq("\033[1;5D", rl_backward_word);
+    rl_bind_keyseq("\\C-x\\C-e", editor_key);   /* Ctrl-G: tui.c calls input_ctrl_g */
+    complete_init();
     /* keydec.c collects pastes; readline's paste reader would wait for the end marker */
     rl_variable_bind("enable-bracketed-paste", "off");
     using_history();
@@ -276,6 +301,10 @@ static void drain(struct tui *t)
 {
     while (q_len > 0 && !t->quit) {
         rl_callback_read_char();
+        if (editor_pending) {
+            editor_pending = false;
+            input_edit_external(t);
+        }
         if (restore_text) {
             rl_replace_line(restore_text, 0);
             rl_point = rl_end;
@@ -465,4 +494,363 @@ void input_set_line(struct tui *t, const char *text)
     rl_replace_line(text, 0);
     rl_point = rl_end;
     t->dirty = true;
+}
+
+/* ---------------------------------------------------------------- Tab completion */
+
+/* Commands whose argument is a file name. */
+static const char *const path_commands[] = { "load", "save", "save!", "read", "model" };
+
+enum { C_NONE, C_COMMAND, C_SET, C_PATH };
+static int c_kind;      /* what the attempt completes */
+static size_t c_off;    /* where the completed word starts in the line */
+
+/* The "word" completed is always the whole line up to the cursor (no break characters), so
+ * that a file name may hold spaces as the commands take them (the rest of the line); the
+ * generators below complete its part from c_off and give back whole lines. */
+static char *word_breaks(void)
+{
+    static char none[] = "";
+    return none;
+}
+
+/* A candidate from its name: the line's text before c_off, then name, then suffix. */
+static char *candidate(const char *text, const char *name, const char *suffix)
+{
+    char *m = NULL;
+    if (asprintf(&m, "%.*s%s%s", (int)c_off, text, name, suffix) < 0)
+        return NULL;
+    return m;
+}
+
+static char *command_gen(const char *text, int state)
+{
+    static size_t i;
+    if (!state)
+        i = 0;
+    const char *w = text + c_off;
+    for (const char *name; (name = tui_command_names[i]) != NULL;) {
+        i++;
+        if (strncmp(name, w, strlen(w)) == 0)
+            return candidate(text, name, "");
+    }
+    return NULL;
+}
+
+/* /set names: the settings of config.c's table that /set changes (section [sampling]), with
+ * '-' for '_' as the parameter pane shows them. */
+static char *set_gen(const char *text, int state)
+{
+    static size_t i;
+    if (!state)
+        i = 0;
+    const char *w = text + c_off;
+    for (const struct lc_option_def *d; (d = lc_config_option_at(i)) != NULL;) {
+        i++;
+        if (strcmp(d->section, "sampling") != 0)
+            continue;
+        char name[64];
+        snprintf(name, sizeof(name), "%s", d->key);
+        for (char *c = name; *c; c++)
+            if (*c == '_')
+                *c = '-';
+        if (strncasecmp(name, w, strlen(w)) == 0)
+            return candidate(text, name, "");
+    }
+    return NULL;
+}
+
+/* File names through readline's own generator (~ and ~user understood); a directory gets '/'. */
+static char *path_gen(const char *text, int state)
+{
+    char *name = rl_filename_completion_function(text + c_off, state);
+    if (!name)
+        return NULL;
+    char *full = tilde_expand(name);
+    struct stat st;
+    bool dir = full && stat(full, &st) == 0 && S_ISDIR(st.st_mode);
+    free(full);
+    char *m = candidate(text, name, dir && name[0] && name[strlen(name) - 1] != '/' ? "/" : "");
+    free(name);
+    return m;
+}
+
+/* rl_attempted_completion_function: text is the line up to the cursor. */
+static char **attempt(const char *text, int start, int end)
+{
+    (void)start;
+    (void)end;
+    rl_attempted_completion_over = 1;   /* never readline's default (file names everywhere) */
+    c_kind = C_NONE;
+    if (text[0] != '/')
+        return NULL;
+    size_t cmd_len = strcspn(text + 1, " \t\n");
+    char cmd[32];
+    if (text[1 + cmd_len] == '\0') {   /* still in the command's name */
+        c_kind = C_COMMAND;
+        c_off = 1;
+    } else if (cmd_len < sizeof(cmd)) {
+        memcpy(cmd, text + 1, cmd_len);
+        cmd[cmd_len] = '\0';
+        size_t arg = 1 + cmd_len + strspn(text + 1 + cmd_len, " \t");
+        for (size_t i = 0; i < sizeof(path_commands) / sizeof(path_commands[0]); i++)
+            if (!strcmp(cmd, path_commands[i]))
+                c_kind = C_PATH;
+        if (!strcmp(cmd, "set") && !strpbrk(text + arg, " \t"))
+            c_kind = C_SET;
+        c_off = arg;
+    }
+    char **m = c_kind == C_COMMAND ? rl_completion_matches(text, command_gen)
+               : c_kind == C_SET ? rl_completion_matches(text, set_gen)
+               : c_kind == C_PATH ? rl_completion_matches(text, path_gen) : NULL;
+    /* a whole command or /set name is followed by a space; a file name by nothing (a
+     * directory ends in '/'), and never quoted: the rest of the line is the name */
+    rl_completion_append_character = c_kind == C_PATH ? '\0' : ' ';
+    rl_filename_completion_desired = 0;
+    rl_filename_quoting_desired = 0;
+    return m;
+}
+
+/* More than one match: their names on the message line (readline would print a list to the
+ * terminal, which is curses'). */
+static void show_matches(char **matches, int n, int max_len)
+{
+    (void)max_len;
+    if (!T)
+        return;
+    char buf[240];
+    size_t off = (size_t)snprintf(buf, sizeof(buf), "%d matches:", n);
+    for (int i = 1; i <= n && off < sizeof(buf); i++) {
+        const char *name = matches[i] + c_off;
+        if (c_kind == C_PATH) {   /* the last component, as ls shows it */
+            const char *slash = strrchr(name, '/');
+            if (slash && slash[1])
+                name = slash + 1;
+            else if (slash && slash > name) {
+                const char *p = slash;
+                while (p > name && p[-1] != '/')
+                    p--;
+                name = p;
+            }
+        }
+        off += (size_t)snprintf(buf + off, sizeof(buf) - off, " %s", name);
+    }
+    if (off >= sizeof(buf))
+        snprintf(buf + sizeof(buf) - 5, 5, " ...");
+    tui_message(T, false, "%s", buf);
+}
+
+static void complete_init(void)
+{
+    rl_attempted_completion_function = attempt;
+    rl_completion_word_break_hook = word_breaks;
+    rl_completion_display_matches_hook = show_matches;
+    rl_completer_quote_characters = NULL;
+    rl_variable_bind("show-all-if-ambiguous", "on");   /* the first Tab lists the matches */
+}
+
+bool input_completes(void)
+{
+    return rl_end > 0 && rl_line_buffer[0] == '/';
+}
+
+/* ---------------------------------------------------------------- $EDITOR */
+
+/* Most of a message the editor may give back (bytes). */
+#define EDIT_MAX ((size_t)1 << 20)
+
+/*
+ * Run "$VISUAL" (else "$EDITOR", else vi) on path through /bin/sh, as git does ("$EDITOR"
+ * "$@": the variable may hold arguments), with the terminal given to it.  The chat ignores
+ * SIGINT and SIGQUIT while it waits (as system() does); a Ctrl-Z that stops the editor stops
+ * the chat too, so that the shell gets the terminal back.  Returns the wait status, or -1
+ * (errno set) when no process could be started.
+ */
+static int run_editor(const char *editor, const char *path)
+{
+    char *cmd = NULL;
+    if (asprintf(&cmd, "%s \"$@\"", editor) < 0)
+        return -1;
+    struct sigaction ign, old_int, old_quit, old_tstp;
+    memset(&ign, 0, sizeof(ign));
+    sigemptyset(&ign.sa_mask);
+    ign.sa_handler = SIG_IGN;
+    sigaction(SIGINT, &ign, &old_int);
+    sigaction(SIGQUIT, &ign, &old_quit);
+    sigaction(SIGTSTP, &ign, &old_tstp);
+    pid_t pid = fork();
+    if (pid == 0) {
+        static const int sigs[] = { SIGINT, SIGQUIT, SIGTSTP, SIGTERM, SIGHUP, SIGWINCH, SIGCONT,
+                                    SIGPIPE };
+        for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+            signal(sigs[i], SIG_DFL);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        execl("/bin/sh", "sh", "-c", cmd, "sh", path, (char *)NULL);
+        _exit(127);
+    }
+    int status = -1, saved = errno;
+    while (pid > 0) {
+        pid_t r = waitpid(pid, &status, WUNTRACED);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            status = -1;
+            break;
+        }
+        if (WIFSTOPPED(status)) {   /* Ctrl-Z in the editor: the job stops, fg continues it */
+            kill(getpid(), SIGSTOP);
+            kill(pid, SIGCONT);
+            continue;
+        }
+        break;
+    }
+    if (pid < 0)
+        saved = errno;
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGQUIT, &old_quit, NULL);
+    sigaction(SIGTSTP, &old_tstp, NULL);
+    free(cmd);
+    errno = saved;
+    return status;
+}
+
+void input_edit_external(struct tui *t)
+{
+    const char *editor = getenv("VISUAL");
+    if (!editor || !*editor)
+        editor = getenv("EDITOR");
+    if (!editor || !*editor)
+        editor = "vi";
+    const char *dir = getenv("TMPDIR");
+    char *path = NULL;
+    if (asprintf(&path, "%s/llamachat-message-XXXXXX.md", dir && *dir ? dir : "/tmp") < 0) {
+        tui_message(t, true, "out of memory");
+        return;
+    }
+    int fd = mkstemps(path, 3);   /* 0600, a new file */
+    if (fd < 0) {
+        tui_message(t, true, "cannot make a file for the editor: %s: %s", path, strerror(errno));
+        free(path);
+        return;
+    }
+    /* the message and one final newline (editors add one; it is taken off again) */
+    size_t len = (size_t)rl_end, off = 0;
+    bool ok = true;
+    while (ok && off < len) {
+        ssize_t w = write(fd, rl_line_buffer + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        ok = w > 0;
+        off += w > 0 ? (size_t)w : 0;
+    }
+    ok = ok && write(fd, "\n", 1) == 1;
+    if (close(fd) != 0)
+        ok = false;
+    if (!ok) {
+        tui_message(t, true, "cannot write %s for the editor: %s", path, strerror(errno));
+        unlink(path);
+        free(path);
+        return;
+    }
+    tui_release_terminal(t);
+    int st = run_editor(editor, path);
+    int e = errno;
+    tui_reclaim_terminal(t);
+    char *safe = lc_text_safe(editor);
+    const char *shown = safe ? safe : "the editor";
+    if (st == -1) {
+        tui_message(t, true, "cannot run %s: %s; the message is unchanged", shown, strerror(e));
+    } else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        if (WIFEXITED(st) && WEXITSTATUS(st) == 127)
+            tui_message(t, true, "%s: not found (set VISUAL or EDITOR); the message is unchanged",
+                        shown);
+        else if (WIFEXITED(st))
+            tui_message(t, true, "%s exited with status %d; the message is unchanged", shown,
+                        WEXITSTATUS(st));
+        else
+            tui_message(t, true, "%s ended by signal %d; the message is unchanged", shown,
+                        WTERMSIG(st));
+    } else {
+        size_t n = 0;
+        char *why = NULL;
+        char *text = lc_file_read_small(path, EDIT_MAX, &n, &why);
+        if (!text) {
+            tui_message(t, true, "the edited message: %s; the message is unchanged", why ? why : "?");
+        } else if (memchr(text, '\0', n) || !lc_utf8_valid(text, n)) {
+            tui_message(t, true, "the edited message is not UTF-8 text; the message is unchanged");
+        } else {
+            if (n > 0 && text[n - 1] == '\n')
+                text[--n] = '\0';
+            if (n > 0 && text[n - 1] == '\r')
+                text[--n] = '\0';
+            input_set_line(t, text);
+            tui_message(t, false, "message edited in %s: Enter sends it", shown);
+        }
+        free(text);
+        free(why);
+    }
+    free(safe);
+    unlink(path);
+    free(path);
+    t->dirty = true;
+}
+
+bool input_ctrl_g(struct tui *t)
+{
+    /* inside Ctrl-R search or a key sequence Ctrl-G is readline's abort */
+    if (RL_ISSTATE(RL_STATE_ISEARCH | RL_STATE_NSEARCH | RL_STATE_MULTIKEY | RL_STATE_NUMERICARG))
+        return false;
+    input_edit_external(t);
+    return true;
+}
+
+/* ---------------------------------------------------------------- /read FILE */
+
+void input_read_file(struct tui *t, const char *arg)
+{
+    if (!arg || !*arg) {
+        tui_message(t, true, "usage: /read FILE (its text goes into the input)");
+        return;
+    }
+    char *err = NULL;
+    char *path = lc_path_expand(arg, &err);
+    size_t max = (size_t)(t->o->read_limit_kib > 0 ? t->o->read_limit_kib : 64) << 10;
+    size_t n = 0;
+    char *why = NULL;
+    char *text = path ? lc_file_read_small(path, max, &n, &why) : NULL;
+    const char *fail = !path ? (err ? err : "out of memory") : !text ? (why ? why : "cannot read") : NULL;
+    char *msg = NULL;
+    if (!fail && n == 0)
+        fail = "empty; nothing read";
+    if (!fail && memchr(text, '\0', n))
+        fail = "a binary file (NUL bytes); not read";
+    if (!fail && !lc_utf8_valid(text, n))
+        fail = "not UTF-8 text; not read";
+    if (fail) {
+        bool big = why && strstr(why, "larger than");
+        if (asprintf(&msg, "/read %s: %s%s", arg, fail,
+                     big ? " ([ui] read_limit in ~/.llamachatrc raises it)" : "") >= 0) {
+            tui_add_entry(t, E_ERROR, msg, strlen(msg));
+            tui_message(t, true, "%s", msg);
+        }
+    } else {
+        /* CRLF files: the message gets LF; one final newline is not part of the text */
+        size_t o = 0;
+        for (size_t i = 0; i < n; i++)
+            if (!(text[i] == '\r' && i + 1 < n && text[i + 1] == '\n'))
+                text[o++] = text[i];
+        n = o;
+        if (n > 0 && text[n - 1] == '\n')
+            n--;
+        text[n] = '\0';
+        input_restore(text);
+        tui_message(t, false, "read %zu bytes from %s into the input: Enter sends them", n, arg);
+    }
+    free(msg);
+    free(text);
+    free(why);
+    free(err);
+    free(path);
 }

@@ -30,6 +30,7 @@ enum entry_kind { E_SYSTEM, E_USER, E_ASSISTANT, E_NOTE, E_ERROR };
 struct cell {
     wchar_t ch;
     int8_t w;           /* display columns: 0 (combining), 1 or 2; newline: -1 */
+    uint16_t style;     /* MD_* bits of a reply shown as Markdown (markdown.h); 0: plain */
 };
 
 struct entry {
@@ -42,11 +43,17 @@ struct entry {
     size_t n_cells, cells_cap;
     size_t decoded_len;  /* bytes of text decoded into cells */
     int *line_start;     /* cell index where each wrapped line starts */
+    int *line_margin;    /* per wrapped line: -1, or (a continuation row of a Markdown line
+                            with a margin) the cell index where that line and its margin start */
     int n_lines;
     int wrap_width;      /* width the lines were computed for; 0 = stale */
     int wrap_col0;       /* column the first line started at (a continuation shown inline) */
     int end_col;         /* column after the last cell of the last line */
+    int prefix_col;      /* column of the label / "< 2/3 >" before the text (view.c) */
     bool open;           /* a reply still streaming: an incomplete UTF-8 tail may complete */
+    bool md;             /* the cells are the Markdown rendering of the text (view.c) */
+    unsigned md_opts;    /* ... made with these options (markdown.h MD_OPT_*) */
+    size_t md_len;       /* ... of this many bytes of text */
 };
 
 enum focus { FOCUS_INPUT, FOCUS_PARAMS };
@@ -73,6 +80,8 @@ struct tui {
     bool ascii_text;               /* the locale is not UTF-8: non-ASCII is drawn as '?' */
     bool ascii_lines;              /* lines drawn with - and | (vt100, or not UTF-8) */
     bool plain;                    /* a base model (no chat template): messages run on */
+    bool markdown;                 /* replies shown as Markdown ([ui] markdown; /raw toggles) */
+    bool show_think;               /* thinking parts (<think>) unfolded ([ui] thinking; /think) */
     /* status */
     enum state state;
     char model_desc[192];
@@ -111,6 +120,18 @@ struct tui {
     bool save_failed;              /* a failure to keep the conversation was reported (once) */
     char *state_errors;            /* every failure to keep state, printed on stderr at exit */
     struct lc_state_writer *writer;/* writes the conversation file off this thread, or NULL */
+    /* editing the conversation (tui.c: /undo, /edit, /regen's versions) */
+    int edit_msg;                  /* /edit or Up: the user message whose exchange a send
+                                      replaces, -1 = none */
+    size_t edit_n;                 /* chat->n when the edit began (any change ends it) */
+    struct lc_message regen_old;   /* /regen: the reply being replaced, until the new one
+                                      arrives (then its versions) or none does (then back) */
+    bool regen_pending;
+    /* models and saved chats (library.c) */
+    bool switching;                /* /model: the engine is loading another model */
+    struct tui_job *job;           /* a listing or a chat being read off this thread, or NULL */
+    struct lc_listing *model_list; /* the last /models listing (for /model N), or NULL */
+    struct lc_listing *chat_list;  /* the last /chats listing (for /chats N, /delete N), or NULL */
 };
 
 /* view.c */
@@ -151,17 +172,65 @@ bool input_is_empty(void);
 void input_restore(const char *text);
 /* Replace the input line with text now (outside a key handler: a message given back). */
 void input_set_line(struct tui *t, const char *text);
+/* True when Tab completes (the line is a command: it starts with '/'); else Tab is the
+ * parameter pane's key. */
+bool input_completes(void);
+/*
+ * The message in $VISUAL / $EDITOR (default vi): written to a new 0600 file under $TMPDIR
+ * (default /tmp), the screen given to the editor, and the file's text (one final newline
+ * taken off) put back in the input, not sent.  An editor that fails, or text that is not
+ * UTF-8, leaves the message as it was, with a message saying why.  The file is removed.
+ */
+void input_edit_external(struct tui *t);
+/* Ctrl-G: the editor, unless readline is inside Ctrl-R search or a key sequence (then it is
+ * readline's abort: returns false and the key goes to readline). */
+bool input_ctrl_g(struct tui *t);
+/*
+ * /read FILE: FILE (~ expanded) read without blocking on a FIFO (lc_file_read_small) into the
+ * input line, for the user to edit and send: at most [ui] read_limit KiB (default 64); an
+ * empty, binary (NUL bytes) or non-UTF-8 file is refused with a note; CRLF becomes LF and one
+ * final newline is dropped.
+ */
+void input_read_file(struct tui *t, const char *arg);
 
 /* tui.c */
 void tui_line(struct tui *t, char *line);   /* a line accepted by readline (owned) */
+/* Every command's name without the '/', NULL-terminated (Tab completion in input.c). */
+extern const char *const tui_command_names[];
+/* Give the terminal to another program (endwin, modes restored), and take it back (curses
+ * modes, bracketed paste, everything redrawn), as Ctrl-Z does. */
+void tui_release_terminal(struct tui *t);
+void tui_reclaim_terminal(struct tui *t);
 void tui_message(struct tui *t, bool error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int tui_add_entry(struct tui *t, enum entry_kind k, const char *text, size_t len);
 void tui_append_entry(struct tui *t, int i, const char *text, size_t len);
 void tui_param_change(struct tui *t, int idx, int dir);
 void tui_param_text(const struct tui *t, int idx, char *buf, size_t len);
+/* For library.c: entries from the conversation; a new conversation file from the next save;
+ * refuse a command while busy (the line goes back to the input); parameters changed; save
+ * the conversation now if it changed (force) or when due. */
+void rebuild_entries(struct tui *t);
+void chat_restart(struct tui *t);
+bool refuse_if_busy(struct tui *t, const char *what);
+void params_changed(struct tui *t);
+void autosave(struct tui *t, bool force);
+void chat_touched(struct tui *t, bool urgent);   /* urgent: saved at the next pass */
+void regen_forget(struct tui *t);   /* drop /regen's pending old reply (a new conversation) */
 /* A failure to keep state (history, conversation): err ("PATH: cause") is shown as an error
  * note and on the message line, prefixed with what ("could not keep the input history"), and
  * printed again on stderr at exit.  Callers report each kind of failure once. */
 void tui_state_error(struct tui *t, const char *what, const char *err);
+
+/* library.c: /model, /models, /show, /chats, /rename, /delete (each returns true when line's
+ * command was one of them), and the work they do off the UI thread. */
+bool library_command(struct tui *t, const char *cmd, const char *arg);
+/* The engine ended a model switch (LC_EV_DONE while t->switching). */
+void library_switch_done(struct tui *t, int reason);
+/* The descriptor to poll for the end of the current job, or -1. */
+int library_job_fd(const struct tui *t);
+/* The job's descriptor was readable: take its result. */
+void library_job_finish(struct tui *t);
+/* At exit: stop and wait for the job, free the listings. */
+void library_shutdown(struct tui *t);
 
 #endif

@@ -127,6 +127,22 @@ static void reset_signals(void)
 
 /* ---------------------------------------------------------------- entries */
 
+/* Fill *e (free or zeroed) with a copy of text; false on allocation failure. */
+static bool entry_init(struct entry *e, enum entry_kind k, int msg, const char *text, size_t len)
+{
+    memset(e, 0, sizeof(*e));
+    e->kind = k;
+    e->msg = msg;
+    e->text = malloc(len + 1);
+    if (!e->text)
+        return false;
+    memcpy(e->text, text, len);
+    e->text[len] = '\0';
+    e->len = len;
+    e->cap = len + 1;
+    return true;
+}
+
 static int add_entry_msg(struct tui *t, enum entry_kind k, int msg, const char *text, size_t len)
 {
     if (t->n_entries == t->cap_entries) {
@@ -137,19 +153,38 @@ static int add_entry_msg(struct tui *t, enum entry_kind k, int msg, const char *
         t->entries = e;
         t->cap_entries = cap;
     }
-    struct entry *e = &t->entries[t->n_entries];
-    memset(e, 0, sizeof(*e));
-    e->kind = k;
-    e->msg = msg;
-    e->text = malloc(len + 1);
-    if (!e->text)
+    if (!entry_init(&t->entries[t->n_entries], k, msg, text, len))
         return -1;
-    memcpy(e->text, text, len);
-    e->text[len] = '\0';
-    e->len = len;
-    e->cap = len + 1;
     t->dirty = true;
     return (int)t->n_entries++;
+}
+
+/* The entry of chat message msg shows its text again (a version chosen). */
+static void entry_retext(struct tui *t, int msg)
+{
+    const struct lc_message *m = &t->chat->msgs[msg];
+    for (size_t i = t->n_entries; i-- > 0;)
+        if (t->entries[i].msg == msg) {
+            enum entry_kind k = t->entries[i].kind;
+            entry_free(&t->entries[i]);
+            if (!entry_init(&t->entries[i], k, msg, m->text, m->len))
+                entry_init(&t->entries[i], k, msg, "", 0);
+            break;
+        }
+    t->dirty = true;
+}
+
+/* Remove the entries from the first one of a message >= msg to the end (notes after it too). */
+static void drop_entries_from(struct tui *t, int msg)
+{
+    for (size_t i = 0; i < t->n_entries; i++)
+        if (t->entries[i].msg >= msg) {
+            for (size_t k = i; k < t->n_entries; k++)
+                entry_free(&t->entries[k]);
+            t->n_entries = i;
+            break;
+        }
+    t->dirty = true;
 }
 
 int tui_add_entry(struct tui *t, enum entry_kind k, const char *text, size_t len)
@@ -215,7 +250,7 @@ static void clear_entries(struct tui *t)
 }
 
 /* Entries from the conversation (after /load, /clear, /system). */
-static void rebuild_entries(struct tui *t)
+void rebuild_entries(struct tui *t)
 {
     clear_entries(t);
     for (size_t i = 0; i < t->chat->n; i++) {
@@ -272,7 +307,7 @@ static bool autosave_on(const struct tui *t)
 
 /* The conversation changed; urgent (a turn ended, a command): save at the next pass of the
  * loop, else (reply text streaming) at most once a second. */
-static void chat_touched(struct tui *t, bool urgent)
+void chat_touched(struct tui *t, bool urgent)
 {
     t->chat_changed = true;
     if (urgent)
@@ -280,7 +315,7 @@ static void chat_touched(struct tui *t, bool urgent)
 }
 
 /* A new conversation (/clear, /load): the next save starts a new file. */
-static void chat_restart(struct tui *t)
+void chat_restart(struct tui *t)
 {
     free(t->chat_path);
     t->chat_path = NULL;
@@ -340,7 +375,7 @@ static void autosave_check(struct tui *t)
  * (state.h: temp file, fsync, rename: the file on disk is always a whole transcript), or here
  * through lc_chat_save when there is no thread; a failure is reported once.
  */
-static void autosave(struct tui *t, bool force)
+void autosave(struct tui *t, bool force)
 {
     autosave_check(t);
     if (!autosave_on(t) || !t->chat_changed)
@@ -349,8 +384,8 @@ static void autosave(struct tui *t, bool force)
     if (!force && !t->save_soon && now - t->last_save < 1.0)
         return;
     t->save_soon = false;
-    if (!has_user_message(t->chat))
-        return;
+    if (!has_user_message(t->chat) && !t->chat_path)
+        return;   /* (one kept already is updated: /undo of its only exchange) */
     t->last_save = now;
     char *err = NULL;
     if (!t->chat_path) {
@@ -404,7 +439,7 @@ void tui_param_text(const struct tui *t, int idx, char *buf, size_t len)
     }
 }
 
-static void params_changed(struct tui *t)
+void params_changed(struct tui *t)
 {
     t->chat->params = t->o->sampling;
     t->chat->max_tokens = t->o->n_predict;
@@ -512,7 +547,7 @@ static bool busy(struct tui *t)
 
 /* A command or message that cannot run now: say why, and put the line back in the input
  * (nothing typed is lost). */
-static bool refuse_if_busy(struct tui *t, const char *what)
+bool refuse_if_busy(struct tui *t, const char *what)
 {
     if (busy(t) || t->state == ST_FAILED) {
         if (t->cur_line)
@@ -586,6 +621,8 @@ static void do_save(struct tui *t, const char *name, bool force)
     free(path);
 }
 
+void regen_forget(struct tui *t);
+
 static void do_load(struct tui *t, const char *path)
 {
     if (!path || !*path) {
@@ -604,6 +641,8 @@ static void do_load(struct tui *t, const char *path)
         free(err);
         return;
     }
+    regen_forget(t);
+    t->edit_msg = -1;
     lc_chat_free(t->chat);
     t->chat = c;
     if (c->has_params) {   /* the parameters in force when it was saved */
@@ -619,10 +658,17 @@ static void do_load(struct tui *t, const char *path)
     tui_message(t, false, "loaded %zu messages from %s", c->n, path);
 }
 
+static size_t undo_exchange(struct tui *t);
+static bool edit_active(const struct tui *t);
+
 static void submit(struct tui *t, const char *text)
 {
     if (refuse_if_busy(t, "not sent"))
         return;
+    if (edit_active(t))   /* /edit: the message replaces its exchange */
+        undo_exchange(t);
+    t->edit_msg = -1;
+    regen_forget(t);
     int m = lc_chat_add(t->chat, LC_ROLE_USER, text, strlen(text));
     add_entry_msg(t, E_USER, m, text, strlen(text));
     chat_touched(t, true);
@@ -638,24 +684,48 @@ static void submit(struct tui *t, const char *text)
     turn_start(t);
 }
 
+/* /regen's reply being replaced is not needed any more. */
+void regen_forget(struct tui *t)
+{
+    if (t->regen_pending)
+        lc_message_free(&t->regen_old);
+    t->regen_pending = false;
+}
+
+/* A /regen wrote nothing (stopped at once, an error): the reply it replaced comes back, for the
+ * engine too (with its token ids: lc_engine_set_reply). */
+static void regen_restore(struct tui *t)
+{
+    if (!t->regen_pending)
+        return;
+    t->regen_pending = false;
+    int m = lc_chat_push(t->chat, &t->regen_old);
+    if (m < 0) {
+        lc_message_free(&t->regen_old);
+        return;
+    }
+    const struct lc_message *msg = &t->chat->msgs[m];
+    add_entry_msg(t, E_ASSISTANT, m, msg->text, msg->len);
+    lc_engine_set_reply(t->engine, msg->text);
+    chat_touched(t, true);
+}
+
+/* /regen: a new reply to the last message; the one there (and its earlier versions) is kept as
+ * versions of the new one (lc_chat_add_versions when its first text arrives). */
 static void do_regen(struct tui *t)
 {
     if (refuse_if_busy(t, "/regen"))
         return;
     struct lc_chat *c = t->chat;
+    t->edit_msg = -1;
     if (c->n && c->msgs[c->n - 1].role == LC_ROLE_ASSISTANT) {
-        int m = (int)c->n - 1;
-        for (size_t i = t->n_entries; i-- > 0;)
-            if (t->entries[i].msg == m) {
-                entry_free(&t->entries[i]);
-                memmove(t->entries + i, t->entries + i + 1, (t->n_entries - i - 1) * sizeof(*t->entries));
-                t->n_entries--;
-                break;
-            }
-        lc_chat_truncate(c, c->n - 1);
+        drop_entries_from(t, (int)c->n - 1);
+        regen_forget(t);
+        t->regen_pending = lc_chat_pop(c, &t->regen_old) == 0;
         chat_touched(t, true);
     }
     if (!c->n || c->msgs[c->n - 1].role != LC_ROLE_USER) {
+        regen_restore(t);
         tui_message(t, true, "nothing to regenerate");
         return;
     }
@@ -669,12 +739,230 @@ static void do_regen(struct tui *t)
     t->dirty = true;
 }
 
+/* Index of the last message of the user, or -1. */
+static int last_user_msg(const struct lc_chat *c)
+{
+    for (size_t i = c->n; i-- > 0;)
+        if (c->msgs[i].role == LC_ROLE_USER)
+            return (int)i;
+    return -1;
+}
+
+/* Take the last exchange (the last user message and what follows it) out of the conversation,
+ * the screen and the engine (whose KV cache is rolled back: lc_engine_undo).  Returns the
+ * number of messages removed (0: no message of the user). */
+static size_t undo_exchange(struct tui *t)
+{
+    int lu = last_user_msg(t->chat);
+    if (lu < 0)
+        return 0;
+    size_t n = t->chat->n - (size_t)lu;
+    drop_entries_from(t, lu);
+    lc_chat_truncate(t->chat, (size_t)lu);
+    lc_engine_undo(t->engine);
+    regen_forget(t);
+    t->edit_msg = -1;
+    chat_touched(t, true);
+    t->scroll = 0;
+    return n;
+}
+
+static void do_undo(struct tui *t)
+{
+    if (refuse_if_busy(t, "/undo"))
+        return;
+    size_t n = undo_exchange(t);
+    if (n == 0)
+        tui_message(t, true, "nothing to undo");
+    else
+        tui_message(t, false, "removed the last exchange (%zu message%s)", n, n == 1 ? "" : "s");
+}
+
+/* An /edit (or Up) in progress whose exchange is still the last one. */
+static bool edit_active(const struct tui *t)
+{
+    return t->edit_msg >= 0 && t->edit_n == t->chat->n && (size_t)t->edit_msg < t->chat->n &&
+           t->chat->msgs[t->edit_msg].role == LC_ROLE_USER;
+}
+
+/* /edit, or Up on an empty line after a reply (now: in a key handler): the last message of the
+ * user goes back to the input; sending replaces its exchange (undo_exchange, then the send). */
+static void do_edit(struct tui *t, bool now)
+{
+    if (refuse_if_busy(t, "/edit"))
+        return;
+    int lu = last_user_msg(t->chat);
+    if (lu < 0) {
+        tui_message(t, true, "nothing to edit: no message yet");
+        return;
+    }
+    if (now)
+        input_set_line(t, t->chat->msgs[lu].text);
+    else
+        input_restore(t->chat->msgs[lu].text);
+    t->edit_msg = lu;
+    t->edit_n = t->chat->n;
+    tui_message(t, false, "editing your last message: Enter replaces that exchange (Esc: send as a new one)");
+}
+
+/* Alt-Left / Alt-Right: show the previous or next version of the last reply (/regen keeps
+ * them); the model reads the one shown. */
+static void flip_reply(struct tui *t, int dir)
+{
+    struct lc_chat *c = t->chat;
+    if (busy(t)) {
+        tui_message(t, true, "the model is writing (Esc stops it)");
+        return;
+    }
+    if (!c->n || c->msgs[c->n - 1].role != LC_ROLE_ASSISTANT || !c->msgs[c->n - 1].n_alts) {
+        tui_message(t, true, "the last reply has no other version (/regen writes one)");
+        return;
+    }
+    struct lc_message *m = &c->msgs[c->n - 1];
+    size_t n = m->n_alts + 1;
+    if ((dir < 0 && m->chosen == 0) || (dir > 0 && m->chosen + 1 == n)) {
+        tui_message(t, false, "reply %zu/%zu is the %s", m->chosen + 1, n, dir < 0 ? "first" : "last");
+        return;
+    }
+    lc_chat_choose(c, c->n - 1, dir < 0 ? m->chosen - 1 : m->chosen + 1);
+    entry_retext(t, (int)c->n - 1);
+    lc_engine_set_reply(t->engine, m->text);
+    t->edit_msg = -1;
+    chat_touched(t, true);
+    tui_message(t, false, "reply %zu/%zu (Alt-Left, Alt-Right: the others)", m->chosen + 1, n);
+}
+
+/* The last fenced code block of text (lines between ``` or ~~~ fences, CommonMark's rules: up
+ * to 3 spaces before a fence, a closing fence of the same character at least as long with only
+ * spaces after it; a block left open runs to the end): its content at *off, *n bytes, without
+ * the newline before the closing fence.  false when there is none. */
+static bool last_code_block(const char *text, size_t len, size_t *off, size_t *n)
+{
+    bool found = false, open = false;
+    char fc = 0;
+    size_t flen = 0, start = 0;
+    for (size_t p = 0; p < len;) {
+        size_t e = p, q = p, run = 0;
+        while (e < len && text[e] != '\n')
+            e++;
+        while (q < e && q - p < 3 && text[q] == ' ')
+            q++;
+        char ch = q < e ? text[q] : 0;
+        if (ch == '`' || ch == '~')
+            while (q + run < e && text[q + run] == ch)
+                run++;
+        size_t rest = q + run;
+        while (rest < e && (text[rest] == ' ' || text[rest] == '\t'))
+            rest++;
+        if (!open && run >= 3) {
+            open = true;
+            fc = ch;
+            flen = run;
+            start = e < len ? e + 1 : e;
+        } else if (open && ch == fc && run >= flen && rest == e) {
+            open = false;
+            found = true;
+            *off = start;
+            *n = p > start ? p - 1 - start : 0;
+        }
+        p = e < len ? e + 1 : e;
+    }
+    if (open) {
+        found = true;
+        *off = start;
+        *n = len - start;
+    }
+    return found;
+}
+
+/* Put text on the terminal's clipboard with OSC 52 (xterm's "Manipulate Selection Data":
+ * ESC ] 52 ; c ; BASE64 BEL), written through curses' own output (putp: in order with the
+ * screen's updates, which are flushed by then) and flushed at once.  tmux takes it with `set-clipboard
+ * on` (a paste buffer, and the outer terminal's clipboard); over ssh it reaches the local
+ * terminal.  false on allocation failure. */
+static bool clipboard_copy(const char *text, size_t len)
+{
+    char *b64 = lc_base64_encode(text, len);
+    if (!b64)
+        return false;
+    putp("\033]52;c;");
+    putp(b64);
+    putp("\a");
+    fflush(stdout);   /* putp writes to stdout's buffer, which refresh() does not flush */
+    free(b64);
+    return true;
+}
+
+/* /copy (the last reply), /copy N (the Nth message from the end: 1 = the last, any role),
+ * /copy code (the last fenced code block of the last reply). */
+static void do_copy(struct tui *t, const char *arg)
+{
+    const struct lc_chat *c = t->chat;
+    const char *text = NULL;
+    size_t len = 0;
+    char what[96];
+    if (!*arg || !strcmp(arg, "code")) {
+        int r = -1;
+        for (size_t i = c->n; i-- > 0 && r < 0;)
+            if (c->msgs[i].role == LC_ROLE_ASSISTANT)
+                r = (int)i;
+        if (r < 0) {
+            tui_message(t, true, "nothing to copy: no reply yet");
+            return;
+        }
+        text = c->msgs[r].text;
+        len = c->msgs[r].len;
+        snprintf(what, sizeof(what), "the last reply");
+        if (*arg) {
+            size_t off = 0;
+            if (!last_code_block(text, len, &off, &len)) {
+                tui_message(t, true, "no code block (``` fences) in the last reply");
+                return;
+            }
+            text += off;
+            snprintf(what, sizeof(what), "the last code block of the last reply");
+        }
+    } else {
+        char *end = NULL;
+        long n = strtol(arg, &end, 10);
+        if (*end || n < 1) {
+            tui_message(t, true, "usage: /copy (last reply), /copy N (Nth message from the end, 1 = last), /copy code");
+            return;
+        }
+        if ((size_t)n > c->n) {
+            tui_message(t, true, "/copy %ld: the conversation has %zu message%s", n, c->n, c->n == 1 ? "" : "s");
+            return;
+        }
+        const struct lc_message *m = &c->msgs[c->n - (size_t)n];
+        text = m->text;
+        len = m->len;
+        snprintf(what, sizeof(what), "message %ld from the end, %s", n,
+                 m->role == LC_ROLE_USER ? "yours" : m->role == LC_ROLE_SYSTEM ? "the system prompt" : "a reply");
+    }
+    if (!clipboard_copy(text, len)) {
+        tui_message(t, true, "out of memory");
+        return;
+    }
+    size_t chars = 0;
+    for (size_t i = 0; i < len; i++)
+        chars += ((unsigned char)text[i] & 0xC0) != 0x80;
+    tui_message(t, false, "copied %zu character%s (%s) to the clipboard (OSC 52)", chars,
+                chars == 1 ? "" : "s", what);
+}
+
 static const char *skip_ws(const char *s)
 {
     while (*s == ' ' || *s == '\t')
         s++;
     return s;
 }
+
+/* Every command, for Tab completion (input.c): a new command goes here too. */
+const char *const tui_command_names[] = {
+    "help", "quit", "exit", "save", "save!", "load", "clear", "regen", "system", "set", "models",
+    "params", "read", "undo", "edit", "copy", "model", "show", "chats", "rename", "delete",
+    "delete!", "raw", "think", NULL,
+};
 
 static void command(struct tui *t, const char *line)
 {
@@ -702,7 +990,10 @@ static void command(struct tui *t, const char *line)
     } else if (!strcmp(cmd, "clear")) {
         if (refuse_if_busy(t, "/clear"))
             return;
+        regen_forget(t);
+        t->edit_msg = -1;
         lc_chat_truncate(t->chat, t->chat->n && t->chat->msgs[0].role == LC_ROLE_SYSTEM ? 1 : 0);
+        lc_chat_set_title(t->chat, NULL);   /* a new conversation: /rename named the old one */
         lc_engine_clear(t->engine);
         t->n_past = -1;   /* known when the model has read the next turn */
         t->pp_tps = t->gen_tps = -1;
@@ -711,9 +1002,16 @@ static void command(struct tui *t, const char *line)
         tui_message(t, false, "conversation cleared");
     } else if (!strcmp(cmd, "regen")) {
         do_regen(t);
+    } else if (!strcmp(cmd, "undo")) {
+        do_undo(t);
+    } else if (!strcmp(cmd, "edit")) {
+        do_edit(t, false);
+    } else if (!strcmp(cmd, "copy")) {
+        do_copy(t, arg);
     } else if (!strcmp(cmd, "system")) {
         if (refuse_if_busy(t, "/system"))
             return;
+        t->edit_msg = -1;
         lc_chat_set_system(t->chat, *arg ? arg : NULL);
         lc_engine_set_system(t->engine, arg);
         chat_touched(t, true);
@@ -721,8 +1019,18 @@ static void command(struct tui *t, const char *line)
         tui_message(t, false, *arg ? "system prompt set" : "system prompt removed");
     } else if (!strcmp(cmd, "set")) {
         cmd_set(t, arg);
-    } else if (!strcmp(cmd, "models")) {
-        lc_engine_models(t->engine);
+    } else if (!strcmp(cmd, "read")) {
+        input_read_file(t, arg);
+    } else if (library_command(t, cmd, arg)) {
+        /* /model, /models, /show, /chats, /rename, /delete (library.c) */
+    } else if (!strcmp(cmd, "raw")) {   /* replies as written, or as Markdown (view.c) */
+        t->markdown = !t->markdown;
+        tui_message(t, false, t->markdown ? "replies shown as Markdown (/raw: as written)"
+                                          : "replies shown as written (/raw: as Markdown)");
+    } else if (!strcmp(cmd, "think")) {   /* <think> parts folded or whole (markdown.h) */
+        t->show_think = !t->show_think;
+        tui_message(t, false, t->show_think ? "thinking shown (/think folds it)"
+                                            : "thinking folded (/think shows it)");
     } else if (!strcmp(cmd, "params")) {
         t->show_params = true;
         char b[8][32];
@@ -809,6 +1117,10 @@ static void dispatch_event(struct tui *t, const struct lc_event *ev, const char 
             t->reply_entry = add_entry_msg(t, E_ASSISTANT, t->reply_msg, "", 0);
             if (t->reply_entry >= 0)
                 t->entries[t->reply_entry].open = true;
+            if (t->regen_pending && t->reply_msg >= 0 &&   /* /regen: the replies before */
+                lc_chat_add_versions(t->chat, (size_t)t->reply_msg, &t->regen_old) == 0)
+                t->regen_pending = false;
+            regen_forget(t);
         }
         tui_append_entry(t, t->reply_entry, text, len);
         if (t->reply_msg >= 0)
@@ -842,18 +1154,28 @@ static void dispatch_event(struct tui *t, const struct lc_event *ev, const char 
         break;
     }
     case LC_EV_DONE:
+        if (t->switching) {
+            library_switch_done(t, ev->a);
+            break;
+        }
         if (t->state != ST_FAILED)
             t->state = ST_IDLE;
         /* the generation speed of the turn: the engine's time in decode calls (events may reach
          * us in one batch, so their arrival times say nothing), less any time suspended */
         if (t->turn_phase == 2 && ev->b > 0) {
             double secs = ev->y - (t->suspended_s - t->turn_susp0);
-            if (secs > 0)   /* the last token sampled is not decoded */
+            /* under a millisecond (a remote reply that came in one piece, a one-token reply)
+             * the figure means nothing: the speed shown keeps what it had */
+            if (secs >= 1e-3)   /* the last token sampled is not decoded */
                 t->gen_tps = (ev->b > 1 ? ev->b - 1 : 1) / secs;
-            else if (active_s(t) > t->turn_pp_end)
-                t->gen_tps = ev->b / (active_s(t) - t->turn_pp_end);
         }
         t->turn_phase = 0;
+        if (t->reply_entry < 0 && t->regen_pending && ev->a != LC_DONE_TOO_LONG) {
+            regen_restore(t);   /* /regen wrote nothing: the reply before stays */
+            tui_message(t, false, "no new reply: the one before is kept");
+            break;
+        }
+        regen_forget(t);
         if (ev->a == LC_DONE_STOPPED && t->reply_entry < 0 && stopped_before_reply(t))
             break;
         if (ev->a == LC_DONE_STOPPED)
@@ -868,6 +1190,9 @@ static void dispatch_event(struct tui *t, const struct lc_event *ev, const char 
         if (ev->a == LC_DONE_TOO_LONG)
             give_back_message(t);
         chat_touched(t, true);   /* a turn ended: kept now */
+        if (t->reply_msg >= 0 && t->chat->msgs[t->reply_msg].n_alts && !t->message[0])
+            tui_message(t, false, "reply %zu/%zu: Alt-Left, Alt-Right show the others",
+                        t->chat->msgs[t->reply_msg].chosen + 1, t->chat->msgs[t->reply_msg].n_alts + 1);
         t->reply_entry = -1;
         t->reply_msg = -1;
         break;
@@ -877,7 +1202,7 @@ static void dispatch_event(struct tui *t, const struct lc_event *ev, const char 
     case LC_EV_ERROR:
         tui_add_entry(t, E_ERROR, text, len);
         tui_message(t, true, "%.*s", (int)len, text);
-        if (t->state == ST_LOADING) {
+        if (t->state == ST_LOADING && !t->switching) {
             /* nothing to chat with: close the screen and say why (exit status 1, as -p does) */
             t->state = ST_FAILED;
             free(t->fatal);
@@ -941,7 +1266,7 @@ static void drain_events(struct tui *t)
 
 static void stop_reply(struct tui *t)
 {
-    if (busy(t) && t->state != ST_LOADING) {
+    if (busy(t) && (t->state != ST_LOADING || t->switching)) {   /* a switch can be cancelled */
         lc_engine_stop(t->engine);
         tui_message(t, false, "stopping");
     }
@@ -965,20 +1290,31 @@ static void handle_resize(struct tui *t)
     t->dirty = true;
 }
 
-/* Ctrl-Z / SIGTSTP: give the terminal back, stop, and redraw everything when continued. */
-static void suspend(struct tui *t)
+void tui_release_terminal(struct tui *t)
 {
+    (void)t;
     endwin();
     restore_terminal_raw();
-    double t0 = now_s();
-    kill(0, SIGSTOP);   /* the whole job, as a shell's Ctrl-Z, so the shell sees it stopped */
-    /* continued */
-    t->suspended_s += now_s() - t0;
+}
+
+void tui_reclaim_terminal(struct tui *t)
+{
     curses_on = 1;
     fputs("\033[?2004h", stdout);
     fflush(stdout);
     reset_prog_mode();
     handle_resize(t);
+}
+
+/* Ctrl-Z / SIGTSTP: give the terminal back, stop, and redraw everything when continued. */
+static void suspend(struct tui *t)
+{
+    tui_release_terminal(t);
+    double t0 = now_s();
+    kill(0, SIGSTOP);   /* the whole job, as a shell's Ctrl-Z, so the shell sees it stopped */
+    /* continued */
+    t->suspended_s += now_s() - t0;
+    tui_reclaim_terminal(t);
 }
 
 /* Enter (or a digit) on the parameter pane: the input gets "/set NAME VALUE" with the current
@@ -1075,6 +1411,19 @@ static void handle_key(struct tui *t, int r, wint_t ch)
             t->dirty = true;
             return;
         }
+        if (name && (!strcmp(name, "kLFT3") || !strcmp(name, "kRIT3"))) {   /* Alt-Left/Right */
+            flip_reply(t, !strcmp(name, "kLFT3") ? -1 : 1);
+            return;
+        }
+        if (ch == KEY_UP && input_is_empty() && !busy(t) && t->chat->n &&
+            t->chat->msgs[t->chat->n - 1].role == LC_ROLE_ASSISTANT) {
+            do_edit(t, true);   /* Up right after a reply: the last message, to change */
+            return;
+        }
+        if ((ch == KEY_UP || ch == KEY_DOWN) && t->edit_msg >= 0) {
+            t->edit_msg = -1;   /* readline's history from here: what is sent is a new message */
+            tui_message(t, false, "edit cancelled: history");
+        }
         if ((ch == KEY_HOME || ch == KEY_END) && input_is_empty()) {
             if (ch == KEY_HOME)
                 scroll_by(t, 1 << 28);
@@ -1093,7 +1442,13 @@ static void handle_key(struct tui *t, int r, wint_t ch)
         else
             tui_message(t, false, "Ctrl-D on an empty line or /quit exits");
         return;
-    case '\t':
+    case 7:   /* Ctrl-G: the message in $EDITOR (readline's abort in Ctrl-R search) */
+        if (t->focus == FOCUS_INPUT && input_ctrl_g(t))
+            return;
+        break;
+    case '\t':   /* completes a command line; else the parameter pane */
+        if (t->focus == FOCUS_INPUT && input_completes())
+            break;
         t->focus = t->focus == FOCUS_INPUT ? FOCUS_PARAMS : FOCUS_INPUT;
         t->show_params = true;
         t->dirty = true;
@@ -1148,6 +1503,9 @@ static void handle_esc(struct tui *t)
         t->dirty = true;
     } else if (busy(t)) {
         stop_reply(t);
+    } else if (t->edit_msg >= 0 && !input_vi_mode()) {
+        t->edit_msg = -1;   /* the line stays, as a new message */
+        tui_message(t, false, "edit cancelled: Enter sends the line as a new message");
     } else if (input_vi_mode()) {
         input_key(t, 0, 27);
     }
@@ -1181,6 +1539,8 @@ static void on_key(void *ud, const struct lc_key *k)
         if (t->show_help) {
             t->show_help = false;
             t->dirty = true;
+        } else if (k->len == 6 && (!memcmp(k->text, "\033[1;3D", 6) || !memcmp(k->text, "\033[1;3C", 6))) {
+            flip_reply(t, k->text[5] == 'D' ? -1 : 1);   /* Alt-Left/Right (xterm) not in terminfo */
         } else if (t->focus == FOCUS_INPUT) {
             input_seq(t, k->text, k->len);
         }
@@ -1336,9 +1696,12 @@ int lc_tui_run(struct lc_options *o)
     t->ascii_lines = !utf8 || vt_terminal();
     t->o = o;
     t->reply_entry = t->reply_msg = -1;
+    t->edit_msg = -1;
     t->last_seed = LC_SEED_RANDOM;
     t->pp_tps = t->gen_tps = -1;
     t->show_params = o->show_params;
+    t->markdown = o->markdown;
+    t->show_think = o->show_thinking;
     t->state = ST_LOADING;
     t->chat = lc_chat_new();
     if (!t->chat) {
@@ -1504,10 +1867,11 @@ int lc_tui_run(struct lc_options *o)
         tui_message(t, false, "loading %s ...", model);
     t->dirty = true;
 
-    struct pollfd fds[3] = {
+    struct pollfd fds[4] = {
         { STDIN_FILENO, POLLIN, 0 },
         { lc_engine_fd(t->engine), POLLIN, 0 },
         { sig_pipe[0], POLLIN, 0 },
+        { -1, POLLIN, 0 },   /* a listing or chat being read (library.c); -1: none */
     };
     while (!t->quit) {
         autosave(t, false);
@@ -1527,7 +1891,8 @@ int lc_tui_run(struct lc_options *o)
             timeout = due;
             key_timer = false;
         }
-        int r = poll(fds, 3, timeout);
+        fds[3].fd = library_job_fd(t);
+        int r = poll(fds, 4, timeout);
         if (r < 0) {
             if (errno == EINTR)
                 continue;
@@ -1559,6 +1924,8 @@ int lc_tui_run(struct lc_options *o)
         }
         if (fds[1].revents & POLLIN)
             drain_events(t);
+        if (fds[3].fd >= 0 && (fds[3].revents & POLLIN))
+            library_job_finish(t);
         if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
             read_keys(t, false);
             if ((fds[0].revents & (POLLHUP | POLLERR)) && !(fds[0].revents & POLLIN))
@@ -1566,6 +1933,7 @@ int lc_tui_run(struct lc_options *o)
         }
     }
 
+    library_shutdown(t);
     autosave(t, true);
     char *werr = NULL;
     lc_state_writer_free(t->writer, &werr);   /* waits for the last write */
@@ -1596,6 +1964,7 @@ int lc_tui_run(struct lc_options *o)
     free(t->fatal);
     t->fatal = NULL;
     clear_entries(t);
+    regen_forget(t);
     free(t->entries);
     free(t->ev_text);
     lc_chat_free(t->chat);

@@ -11,8 +11,11 @@
  * Text from the model is untrusted: it is decoded here into cells, and control characters,
  * invalid UTF-8 and non-printable code points become visible placeholders (U+2400 control
  * pictures, U+FFFD), so nothing the model writes reaches the terminal as an escape sequence.
+ * A reply of a chat model is shown as Markdown (markdown.h: styled display text, decoded the
+ * same way), unless /raw or [ui] markdown = off; a base model's text is always shown as it is.
  */
 #include "internal.h"
+#include "markdown.h"
 #include "textsafe.h"
 
 #include <stdio.h>
@@ -20,7 +23,7 @@
 #include <string.h>
 
 enum { PAIR_USER = 1, PAIR_ASSISTANT, PAIR_NOTE, PAIR_ERROR, PAIR_STATUS, PAIR_TITLE, PAIR_SEL,
-       PAIR_SYSTEM };
+       PAIR_SYSTEM, PAIR_CODE };
 
 #define PARAM_PANE_W 22
 #define MIN_COLS 20
@@ -57,6 +60,12 @@ void view_init_colors(struct tui *t)
     init_pair(PAIR_TITLE, light ? COLOR_BLUE : COLOR_GREEN, -1);
     init_pair(PAIR_SEL, COLOR_BLACK, COLOR_YELLOW);
     init_pair(PAIR_SYSTEM, COLOR_GREEN, -1);
+    /* code (Markdown): on a grey background where the terminal has 256 colours, else yellow
+     * (blue on a light theme) */
+    if (COLORS >= 256)
+        init_pair(PAIR_CODE, -1, light ? 254 : 236);
+    else
+        init_pair(PAIR_CODE, light ? COLOR_BLUE : COLOR_YELLOW, -1);
 }
 
 static attr_t attr_of(const struct tui *t, int pair, attr_t extra)
@@ -71,10 +80,11 @@ void entry_free(struct entry *e)
     free(e->text);
     free(e->cells);
     free(e->line_start);
+    free(e->line_margin);
     memset(e, 0, sizeof(*e));
 }
 
-static bool push_cell(struct entry *e, size_t *cap, wchar_t ch, int w)
+static bool push_cell(struct entry *e, size_t *cap, wchar_t ch, int w, uint16_t style)
 {
     if (e->n_cells == *cap) {
         size_t nc = *cap ? *cap * 2 : 64;
@@ -84,53 +94,121 @@ static bool push_cell(struct entry *e, size_t *cap, wchar_t ch, int w)
         e->cells = c;
         *cap = nc;
     }
-    e->cells[e->n_cells++] = (struct cell){ ch, (int8_t)w };
+    e->cells[e->n_cells++] = (struct cell){ ch, (int8_t)w, style };
     return true;
 }
 
-/* Decode the bytes not decoded yet (text only grows while a reply streams). */
-static void entry_decode(struct entry *e)
+/* Decode s[0..n) into cells of the given style; returns the bytes used: n, or less when !final
+ * and s ends inside a character (the rest waits for more bytes). */
+static size_t decode_run(struct entry *e, size_t *cap, const char *text, size_t n, bool final,
+                         uint16_t style)
 {
-    size_t cap = e->cells_cap;
-    size_t i = e->decoded_len;
-    const unsigned char *s = (const unsigned char *)e->text;
-    while (i < e->len) {
+    const unsigned char *s = (const unsigned char *)text;
+    size_t i = 0;
+    while (i < n) {
         unsigned char b = s[i];
         if (b == '\n') {
-            push_cell(e, &cap, L'\n', -1);
+            push_cell(e, cap, L'\n', -1, 0);
             i++;
             continue;
         }
         if (b == '\t') {
             for (int k = 0; k < 4; k++)
-                push_cell(e, &cap, L' ', 1);
+                push_cell(e, cap, L' ', 1, style);
             i++;
             continue;
         }
         /* the one sanitizer (textsafe.h): control pictures, U+FFFD for C1 and invalid bytes */
         uint32_t cp;
         /* final: a reply that ended inside a character shows its bytes (U+FFFD each) */
-        size_t r = lc_text_visible((const char *)s + i, e->len - i, !e->open, &cp);
+        size_t r = lc_text_visible(text + i, n - i, final, &cp);
         if (r == 0)
             break;   /* incomplete: wait for more bytes */
         i += r;
         if ((cp >= 0x2400 && cp <= 0x2421) || cp == 0xFFFD) {
-            push_cell(e, &cap, (wchar_t)cp, 1);   /* placeholders are one column */
+            push_cell(e, cap, (wchar_t)cp, 1, style);   /* placeholders are one column */
             continue;
         }
         int w = wcwidth((wchar_t)cp);
         if (w < 0 || w > 2)
-            push_cell(e, &cap, (wchar_t)0xFFFD, 1);
+            push_cell(e, cap, (wchar_t)0xFFFD, 1, style);
         else if (w == 0 && (e->n_cells == 0 || e->cells[e->n_cells - 1].w <= 0))
             continue;   /* a combining mark with nothing to attach to */
         else
-            push_cell(e, &cap, (wchar_t)cp, w);
+            push_cell(e, cap, (wchar_t)cp, w, style);
     }
-    e->decoded_len = i;
+    return i;
+}
+
+/* Decode the bytes not decoded yet (text only grows while a reply streams). */
+static void entry_decode(struct entry *e)
+{
+    size_t cap = e->cells_cap;
+    e->decoded_len += decode_run(e, &cap, e->text + e->decoded_len, e->len - e->decoded_len,
+                                 !e->open, 0);
     e->cells_cap = cap;
 }
 
-static bool push_line(struct entry *e, int *cap, int start)
+/* Bytes of s[0..n) up to an incomplete UTF-8 character at its end (a reply still streaming). */
+static size_t whole_chars(const char *s, size_t n)
+{
+    for (size_t k = n > 3 ? n - 3 : 0; k < n; k++) {
+        uint32_t cp;
+        if ((unsigned char)s[k] >= 0xC0 &&
+            lc_utf8_decode((const unsigned char *)s + k, n - k, &cp) == LC_UTF8_INCOMPLETE)
+            return k;
+    }
+    return n;
+}
+
+/* The Markdown options of the view now. */
+static unsigned md_opts(const struct tui *t)
+{
+    return (t->ascii_text ? MD_OPT_ASCII : 0) | (t->show_think ? 0 : MD_OPT_FOLD_THINK);
+}
+
+/*
+ * Make e's cells from its text: a chat model's reply as Markdown (re-rendered whole when its
+ * text, or the options, changed), anything else as it is (decoded incrementally).  A change
+ * makes the wrap stale.  If the Markdown cannot be made (out of memory) the text is shown as
+ * it is.
+ */
+static void entry_cells(const struct tui *t, struct entry *e)
+{
+    bool md = t->markdown && !t->plain && e->kind == E_ASSISTANT;
+    if (md) {
+        size_t n = e->open ? whole_chars(e->text, e->len) : e->len;
+        unsigned opts = md_opts(t);
+        if (e->md && e->md_opts == opts && e->md_len == n)
+            return;
+        struct md_doc doc;
+        if (md_render(e->text, n, opts, &doc) == 0) {
+            size_t cap = e->cells_cap;
+            e->n_cells = 0;
+            for (size_t k = 0; k < doc.n_spans; k++)
+                decode_run(e, &cap, doc.text + doc.spans[k].start,
+                           doc.spans[k].end - doc.spans[k].start, true, (uint16_t)doc.spans[k].style);
+            e->cells_cap = cap;
+            md_doc_free(&doc);
+            e->md = true;
+            e->md_opts = opts;
+            e->md_len = n;
+            e->decoded_len = 0;
+            e->wrap_width = 0;
+            return;
+        }
+    }
+    if (e->md) {   /* back to the text as it is */
+        e->md = false;
+        e->n_cells = 0;
+        e->decoded_len = 0;
+    }
+    if (e->decoded_len < e->len)
+        e->wrap_width = 0;
+    entry_decode(e);
+}
+
+static bool push_line(struct entry *e, int *cap, int start, int margin)
 {
     if (e->n_lines == *cap) {
         int nc = *cap ? *cap * 2 : 8;
@@ -138,43 +216,60 @@ static bool push_line(struct entry *e, int *cap, int start)
         if (!l)
             return false;
         e->line_start = l;
+        int *m = realloc(e->line_margin, (size_t)nc * sizeof(*m));
+        if (!m)
+            return false;
+        e->line_margin = m;
         *cap = nc;
     }
-    e->line_start[e->n_lines++] = start;
+    e->line_start[e->n_lines] = start;
+    e->line_margin[e->n_lines] = margin;
+    e->n_lines++;
     return true;
 }
 
 /* Word-wrap the cells to width columns (display width, wide characters count 2); the first
  * line starts at column col0 (a continuation shown inline after the message before it; when
  * its first word does not fit there, that line stays empty).  A line broken at a space does
- * not start with that space. */
-static void entry_wrap(struct entry *e, int width, int col0)
+ * not start with that space.  A Markdown line's margin (MD_MARGIN cells at its start, never a
+ * place to break) is repeated at the start of its continuation rows (line_margin), unless it
+ * would take more than half the width. */
+static void entry_wrap(const struct tui *t, struct entry *e, int width, int col0)
 {
-    if (e->decoded_len < e->len)
-        e->wrap_width = 0;
-    entry_decode(e);
+    entry_cells(t, e);
     if (e->wrap_width == width && e->wrap_col0 == col0)
         return;
     e->n_lines = 0;
     int cap = 0;
     free(e->line_start);
+    free(e->line_margin);
     e->line_start = NULL;
+    e->line_margin = NULL;
     int start = 0, col = col0, last_space = -1;
-    push_line(e, &cap, 0);
+    int lstart = 0;          /* first cell of the current line (between newlines) */
+    int mw = 0;              /* columns of its margin */
+    bool in_margin = true;   /* still in the margin */
+    push_line(e, &cap, 0, -1);
     for (int i = 0; i < (int)e->n_cells; i++) {
         const struct cell *c = &e->cells[i];
         if (c->w < 0) {   /* newline */
             start = i + 1;
             col = 0;
             last_space = -1;
-            push_line(e, &cap, start);
+            lstart = i + 1;
+            mw = 0;
+            in_margin = true;
+            push_line(e, &cap, start, -1);
             continue;
         }
+        bool margin = in_margin && (c->style & MD_MARGIN);
+        in_margin = margin;
+        int cont = mw > 0 && mw * 2 <= width ? mw : 0;   /* margin of a continuation row */
         if (col + c->w > width && col > 0) {
-            if (c->ch == L' ') {   /* the space that does not fit ends the line */
+            if (c->ch == L' ' && !margin) {   /* the space that does not fit ends the line */
                 start = i + 1;
-                push_line(e, &cap, start);
-                col = 0;
+                push_line(e, &cap, start, cont ? lstart : -1);
+                col = cont;
                 last_space = -1;
                 continue;
             }
@@ -184,14 +279,18 @@ static void entry_wrap(struct entry *e, int width, int col0)
                 start = 0;   /* the first word does not fit after col0: the next line */
             else
                 start = i;   /* one word longer than the line: cut it */
-            push_line(e, &cap, start);
-            col = 0;
+            if (margin)
+                cont = 0;    /* the margin alone is wider than the line */
+            push_line(e, &cap, start, cont ? lstart : -1);
+            col = cont;
             for (int k = start; k < i; k++)
                 col += e->cells[k].w;
             last_space = -1;
         }
         col += c->w;
-        if (c->ch == L' ')
+        if (margin)
+            mw += c->w;
+        else if (c->ch == L' ')
             last_space = i;
     }
     e->end_col = col;
@@ -205,22 +304,75 @@ void view_invalidate(struct tui *t)
         t->entries[i].wrap_width = 0;
 }
 
+static void draw_hline(const struct tui *t, int y, int x, int n, attr_t attr);
+
+/* The attributes of a Markdown style (markdown.h) on top of the entry's: bold, italic and
+ * underline work on every theme; colours only where the theme has them (mono: none). */
+static attr_t style_attr(const struct tui *t, attr_t base, unsigned st)
+{
+    if (!st)
+        return base;
+    attr_t a = base;
+    if (st & (MD_CODE | MD_PRE))
+        a = t->mono ? (st & MD_CODE ? A_BOLD : A_NORMAL) : COLOR_PAIR(PAIR_CODE);
+    if (st & MD_STRONG)
+        a |= A_BOLD;
+    if (st & (MD_EMPH | MD_QUOTE))
+        a |= A_ITALIC;
+    if (st & MD_LINK)
+        a |= A_UNDERLINE;
+    if (st & MD_HEADING) {
+        a = attr_of(t, PAIR_TITLE, A_BOLD);
+        if ((st & MD_H1) && !(st & MD_MARK))
+            a |= A_UNDERLINE;
+        return a;
+    }
+    if (st & MD_QBAR)
+        return attr_of(t, PAIR_TITLE, A_NORMAL);
+    if (st & MD_RULE)
+        return attr_of(t, PAIR_TITLE, A_DIM);
+    if (st & MD_THINK)
+        return (a & ~(attr_t)A_BOLD) | A_DIM | (st & MD_MARK ? A_ITALIC : 0);
+    if ((st & MD_MARK) && (st & MD_PRE))
+        return a | A_ITALIC;   /* a code block's language */
+    if (st & MD_MARK)
+        return a | A_DIM;
+    return a;
+}
+
+/* A character with attributes that may include a colour pair (COLOR_PAIR bits): setcchar takes
+ * the pair apart. */
+static void set_cell(cchar_t *cc, wchar_t ch, attr_t attr)
+{
+    wchar_t wc[2] = { ch, 0 };
+    setcchar(cc, wc, attr & ~(attr_t)A_COLOR, (short)PAIR_NUMBER(attr), NULL);
+}
+
 /* Draw cells [a, b) of e at (y, x) within width columns; ascii: a character outside ASCII
- * is drawn as '?' (one per column), for a terminal whose locale is not UTF-8. */
-static void draw_cells(const struct entry *e, int a, int b, int y, int x, int width, attr_t attr,
-                       bool ascii)
+ * is drawn as '?' (one per column), for a terminal whose locale is not UTF-8.  margin: the
+ * cells are a margin repeated on a continuation row: only quote bars are drawn (the rest as
+ * spaces).  Returns the columns drawn. */
+static int draw_cells(const struct tui *t, const struct entry *e, int a, int b, int y, int x,
+                      int width, attr_t base, bool margin)
 {
     int col = 0;
-    attron(attr);
     for (int i = a; i < b; i++) {
         const struct cell *c = &e->cells[i];
         if (c->w < 0)
             break;
+        if (margin && !(c->style & MD_MARGIN))
+            break;
         if (col + c->w > width)
             break;
+        attr_t attr = style_attr(t, base, c->style);
         cchar_t cc;
-        wchar_t wc[2] = { c->ch, 0 };
-        if (ascii && (c->ch >= 0x80 || c->ch < 0x20)) {
+        if (margin && !(c->style & MD_QBAR) && c->w > 0) {
+            for (int k = 0; k < c->w; k++)
+                mvaddch(y, x + col + k, ' ' | attr);
+            col += c->w;
+            continue;
+        }
+        if (t->ascii_text && (c->ch >= 0x80 || c->ch < 0x20)) {
             for (int k = 0; k < c->w; k++)
                 mvaddch(y, x + col + k, '?' | attr);
             col += c->w;
@@ -229,16 +381,49 @@ static void draw_cells(const struct entry *e, int a, int b, int y, int x, int wi
         if (c->w == 0) {
             /* combining: ncurses attaches it to the previous cell */
             if (col > 0) {
-                setcchar(&cc, wc, attr, 0, NULL);
+                set_cell(&cc, c->ch, attr);
                 mvadd_wch(y, x + col - 1, &cc);
             }
             continue;
         }
-        setcchar(&cc, wc, attr, 0, NULL);
+        set_cell(&cc, c->ch, attr);
         mvadd_wch(y, x + col, &cc);
         col += c->w;
     }
-    attroff(attr);
+    return col;
+}
+
+/* One wrapped row of e (line l) at (y, x), within width columns: its repeated margin, its
+ * cells; a code block's row is filled to the width with its background, a thematic break
+ * drawn across it. */
+static void draw_row(const struct tui *t, const struct entry *e, int l, int y, int x, int width,
+                     attr_t base)
+{
+    int a = e->line_start[l];
+    int b = l + 1 < e->n_lines ? e->line_start[l + 1] : (int)e->n_cells;
+    int col = 0;
+    if (e->line_margin && e->line_margin[l] >= 0)
+        col = draw_cells(t, e, e->line_margin[l], a, y, x, width, base, true);
+    int first = e->line_margin && e->line_margin[l] >= 0 ? e->line_margin[l] : a;
+    col += draw_cells(t, e, a, b, y, x + col, width - col, base, false);
+    if (!e->md || first >= (int)e->n_cells)
+        return;
+    /* the style of the row: its first cell after the margin, else (an empty line of a code
+     * block) its margin's */
+    unsigned st = e->cells[first].w >= 0 ? e->cells[first].style : 0;
+    for (int i = a; i < b && e->cells[i].w >= 0; i++)
+        if (!(e->cells[i].style & MD_MARGIN)) {
+            st = e->cells[i].style;
+            break;
+        }
+    if ((st & MD_RULE) && col < width) {
+        draw_hline(t, y, x + col, width - col, style_attr(t, base, st));
+    } else if ((st & MD_PRE) && !t->mono && col < width) {
+        attr_t pa = style_attr(t, base, MD_PRE);
+        attron(pa);
+        mvhline(y, x + col, ' ', width - col);
+        attroff(pa);
+    }
 }
 
 static attr_t entry_attr(const struct tui *t, const struct entry *e)
@@ -266,6 +451,33 @@ static bool joins_previous(const struct tui *t, size_t i)
     return t->plain && i > 0 && is_text_msg(&t->entries[i]) && is_text_msg(&t->entries[i - 1]);
 }
 
+static int str_width(const char *s);
+static void put_str(int y, int x, int width, const char *raw, attr_t attr);
+
+/* What is drawn before a message's text: its role label ([ui] labels; not on a message that
+ * continues the one before on its line) and, for a reply /regen wrote again, "< 2/3 >" (the
+ * version shown).  Returns its display width (0: none). */
+static int entry_prefix(const struct tui *t, size_t i, bool join, char *buf, size_t len)
+{
+    const struct entry *e = &t->entries[i];
+    buf[0] = '\0';
+    if (e->msg < 0 || (size_t)e->msg >= t->chat->n)
+        return 0;
+    const struct lc_message *m = &t->chat->msgs[e->msg];
+    const char *label = NULL;
+    if (t->o->labels && !join)
+        label = e->kind == E_USER ? (t->o->label_user ? t->o->label_user : "you:")
+                : e->kind == E_ASSISTANT ? (t->o->label_model ? t->o->label_model : "model:")
+                : e->kind == E_SYSTEM ? (t->o->label_system ? t->o->label_system : "system:") : NULL;
+    if (label && *label && m->n_alts)
+        snprintf(buf, len, "%s < %zu/%zu >", label, m->chosen + 1, m->n_alts + 1);
+    else if (label && *label)
+        snprintf(buf, len, "%s", label);
+    else if (m->n_alts)
+        snprintf(buf, len, "< %zu/%zu >", m->chosen + 1, m->n_alts + 1);
+    return buf[0] ? str_width(buf) : 0;
+}
+
 /* The transcript in rows [y0, y0+h), columns [0, width).  Entries are separated by a blank
  * line, except one that continues the previous (joins_previous): its first line shares the
  * previous entry's last row. */
@@ -279,9 +491,14 @@ static void draw_transcript(struct tui *t, int y0, int h, int full_width)
         bool join = joins_previous(t, i);
         int width = is_text_msg(&t->entries[i]) || t->entries[i].kind == E_SYSTEM ? text_w : full_width;
         int col0 = join ? t->entries[i - 1].end_col : 0;
+        char pre[160];
+        int pw = entry_prefix(t, i, join, pre, sizeof(pre));
+        t->entries[i].prefix_col = col0;
+        if (pw > 0)
+            col0 += (col0 > 0) + pw + 1;   /* " < 2/3 > text" after a continued line */
         if (col0 >= width)
             col0 = width;
-        entry_wrap(&t->entries[i], width, col0);
+        entry_wrap(t, &t->entries[i], width, col0);
         total += t->entries[i].n_lines - (join ? 1 : 0) + (i > 0 && !join ? 1 : 0);
     }
     /* Scrolled back: keep the same text in view while new lines arrive. */
@@ -306,16 +523,20 @@ static void draw_transcript(struct tui *t, int y0, int h, int full_width)
         if (vline - first >= h)
             return;
         attr_t attr = entry_attr(t, e);
+        char pre[160];
+        if (entry_prefix(t, i, join, pre, sizeof(pre)) > 0 && vline - first >= 0) {
+            int px = e->prefix_col + (e->prefix_col > 0);
+            if (px < e->wrap_width)
+                put_str(y0 + vline - first, px, e->wrap_width - px, pre, attr | A_BOLD);
+        }
         for (int l = 0; l < e->n_lines; l++) {
             int row = vline + l - first;
             if (row < 0)
                 continue;
             if (row >= h)
                 return;
-            int a = e->line_start[l];
-            int b = l + 1 < e->n_lines ? e->line_start[l + 1] : (int)e->n_cells;
             int x = l == 0 ? e->wrap_col0 : 0;
-            draw_cells(e, a, b, y0 + row, x, e->wrap_width - x, attr, t->ascii_text);
+            draw_row(t, e, l, y0 + row, x, e->wrap_width - x, attr);
         }
     }
 }
@@ -328,7 +549,8 @@ static void draw_hline(const struct tui *t, int y, int x, int n, attr_t attr)
 {
     cchar_t cc;
     wchar_t wc[2] = { t->ascii_lines ? L'-' : (wchar_t)0x2500, 0 };
-    setcchar(&cc, wc, attr, 0, NULL);
+    /* setcchar takes the colour pair apart: the pair inside attr would be replaced by 0 */
+    setcchar(&cc, wc, attr & ~A_COLOR, (short)PAIR_NUMBER(attr), NULL);
     mvhline_set(y, x, &cc, n);
 }
 
@@ -336,7 +558,7 @@ static void draw_vline(const struct tui *t, int y, int x, int n, attr_t attr)
 {
     cchar_t cc;
     wchar_t wc[2] = { t->ascii_lines ? L'|' : (wchar_t)0x2502, 0 };
-    setcchar(&cc, wc, attr, 0, NULL);
+    setcchar(&cc, wc, attr & ~A_COLOR, (short)PAIR_NUMBER(attr), NULL);
     mvvline_set(y, x, &cc, n);
 }
 
@@ -566,13 +788,18 @@ static const char *const help_lines[] = {
     "Home/End      top/bottom (empty line)",
     "Ctrl-Home/End top/bottom (any time)",
     "Mouse wheel   scroll",
-    "Tab           parameters: edit here",
-    "Shift-Tab     the same",
+    "Shift-drag    select text (terminal)",
+    "Tab           complete a /command line",
+    "Shift-Tab     parameters (Tab on text)",
+    "Ctrl-X Ctrl-E edit in $EDITOR (Ctrl-G)",
     "F2            show/hide parameters",
     "Ctrl-S        save (transcripts dir)",
     "Ctrl-R        search the history",
     "Ctrl-L        redraw the screen",
     "Ctrl-Z        suspend (fg continues)",
+    "Up (empty)    edit your last message",
+    "Alt-Left/Right the reply's versions",
+    "              (< 2/3 >, kept by /regen)",
     "F1            this help",
     "",
     "Parameter pane (Tab)",
@@ -583,15 +810,26 @@ static const char *const help_lines[] = {
     "",
     "Commands",
     "/help /quit /clear /regen /params",
+    "/regen        a new reply; keeps the old",
+    "/undo         take back the last exchange",
+    "/edit         change your last message",
+    "/copy         the last reply to the",
+    "              clipboard (OSC 52)",
+    "/copy N       message N from the end",
+    "/copy code    its last ``` code block",
     "/save [FILE]  Markdown, or JSON (.json)",
     "/save! FILE   replace an existing file",
     "/load FILE    continue a JSON transcript",
     "/system TEXT  set the system prompt",
+    "/read FILE    put a text file in input",
     "/set NAME VAL e.g. /set temp 0.7",
-    "/models       the server's models (--remote)",
+    "/raw          replies as written / Markdown",
+    "/think        thinking shown / folded",
     "  names: temp top-k top-p min-p",
     "  repeat-penalty repeat-last-n",
     "  max-tokens seed",
+    "/models /model PATH|N  list, switch",
+    "/show /chats [N] /rename T /delete [N]",
     "//text        send a line starting with /",
     "",
     "Up/Down/PgUp/PgDn scroll this help;",

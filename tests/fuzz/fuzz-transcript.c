@@ -29,8 +29,13 @@ static void same(const struct lc_chat *a, const struct lc_chat *b)
     for (size_t i = 0; i < a->n; i++) {
         const struct lc_message *x = &a->msgs[i], *y = &b->msgs[i];
         if (x->role != y->role || x->len != y->len || memcmp(x->text, y->text, x->len) != 0 ||
-            x->text[x->len] != '\0' || y->text[y->len] != '\0' || x->time != y->time)
+            x->text[x->len] != '\0' || y->text[y->len] != '\0' || x->time != y->time ||
+            x->n_alts != y->n_alts || x->chosen != y->chosen)
             abort();
+        for (size_t k = 0; k < x->n_alts; k++)   /* /regen's versions round-trip too */
+            if (x->alts[k].len != y->alts[k].len || x->alts[k].time != y->alts[k].time ||
+                memcmp(x->alts[k].text, y->alts[k].text, x->alts[k].len) != 0)
+                abort();
     }
     if (!a->model != !b->model)
         abort();

@@ -53,6 +53,7 @@ chat-template|4096|src/llm/chat_template.c src/llm/jinja.c src/llm/strbuf.c
 transcript|8192|src/chat.c src/textsafe.c src/fileutil.c src/llm/sampler.c src/llm/strbuf.c JSONC -lm
 config|4096|src/config.c src/fileutil.c src/llm/chat_template.c src/llm/jinja.c src/llm/sampler.c src/llm/strbuf.c -liniparser -lm
 keydec|4096|src/tui/keydec.c
+markdown|8192|src/tui/markdown.c -lcmark
 jinja|4096|src/llm/chat_template.c src/llm/jinja.c src/llm/strbuf.c
 "
 flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE

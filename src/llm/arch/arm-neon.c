@@ -12,6 +12,12 @@
  * exactly as scalar.c does it, so these kernels, with or without sdot, the GEMM tiles included,
  * give scalar.c's (and llama.cpp-on-x86's) results bit for bit.  Activation quantizers round like
  * scalar.c (ggml's x86 SIMD: id = 127/amax, half-to-even via vcvtnq_s32_f32).
+ *
+ * Types: vec_dot and GEMM tiles for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL (its tiles in tinyBLAS's
+ * order, as scalar.c's gemm), Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS.  Not llama.cpp's ARM order
+ * (ggml's NEON kernels sum in other orders): the references these must reproduce come from x86,
+ * so one order everywhere keeps every ISA on the same tokens.  No x16 layout here (x16_native 0):
+ * decode runs vec_dot row by row; Q8_K activations use scalar.c's quantizer.
  */
 #include <arm_neon.h>
 #include <math.h>
@@ -140,6 +146,44 @@ INLINE struct wblk q8_0_x(const lc_block_q8_0 *x)
     return (struct wblk){vld1q_s8(x->qs), vld1q_s8(x->qs + 16)};
 }
 
+/* bit j of a 32-bit qh -> 0x10 in byte j of (lo, hi): the fifth bit of the Q5 quants */
+INLINE void q5_high_bits(const uint8_t qh[4], uint8x16_t *lo, uint8x16_t *hi)
+{
+    static const uint8_t bit[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
+    const uint8x16_t m = vld1q_u8(bit), b4 = vdupq_n_u8(0x10);
+    *lo = vandq_u8(vtstq_u8(vcombine_u8(vdup_n_u8(qh[0]), vdup_n_u8(qh[1])), m), b4);
+    *hi = vandq_u8(vtstq_u8(vcombine_u8(vdup_n_u8(qh[2]), vdup_n_u8(qh[3])), m), b4);
+}
+
+INLINE struct wblk q5_1_x(const lc_block_q5_1 *x)
+{
+    const uint8x16_t q = vld1q_u8(x->qs);
+    uint8x16_t hl, hh;
+    q5_high_bits(x->qh, &hl, &hh);
+    return (struct wblk){vreinterpretq_s8_u8(vorrq_u8(vandq_u8(q, vdupq_n_u8(0x0F)), hl)),
+                         vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(q, 4), hh))};
+}
+
+INLINE struct wblk q5_0_x(const lc_block_q5_0 *x)
+{
+    const uint8x16_t q = vld1q_u8(x->qs);
+    uint8x16_t hl, hh;
+    q5_high_bits(x->qh, &hl, &hh);
+    const int8x16_t sixteen = vdupq_n_s8(16);
+    return (struct wblk){
+        vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(vandq_u8(q, vdupq_n_u8(0x0F)), hl)), sixteen),
+        vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(q, 4), hh)), sixteen)};
+}
+
+/* IQ4_NL: the nibbles index the 16 non-linear levels (a table lookup) */
+INLINE struct wblk iq4nl_x(const lc_block_iq4_nl *x)
+{
+    const int8x16_t kv = vld1q_s8(lc_kvalues_iq4nl);
+    const uint8x16_t q = vld1q_u8(x->qs);
+    return (struct wblk){vqtbl1q_s8(kv, vandq_u8(q, vdupq_n_u8(0x0F))),
+                         vqtbl1q_s8(kv, vshrq_n_u8(q, 4))};
+}
+
 /*
  * The integer products of a weight block with 32 activations, summed in ggml's x86 lanes:
  * lane j = elements 4j .. 4j+3 (lanes 0-3 from the first 16 elements, 4-7 from the last 16).
@@ -193,11 +237,23 @@ INLINE float hsum8(const float32x4_t acc[2])
  * scalar.c's order of float operations; the Q4_1 m_x * s_y terms are summed apart in block order.
  */
 #define HAS_M_q4_1 1
+#define HAS_M_q5_1 1
 #define HAS_M_q4_0 0
 #define HAS_M_q8_0 0
+#define HAS_M_q5_0 0
+#define HAS_M_iq4nl 0
+/* the m_x * s_y term of a block (types with a min; 0 for the others, never used) */
+#define MS_q4_1(x, y) (h2f((x)->m) * h2f((y)->s))
+#define MS_q5_1(x, y) (h2f((x)->m) * h2f((y)->s))
+#define MS_q4_0(x, y) ((void)(x), (void)(y), 0.0f)
+#define MS_q8_0(x, y) ((void)(x), (void)(y), 0.0f)
+#define MS_q5_0(x, y) ((void)(x), (void)(y), 0.0f)
+#define MS_iq4nl(x, y) ((void)(x), (void)(y), 0.0f)
 
 #define DEFINE_KERNELS(NAME, WT, AT, PATH, ATTR)                                                  \
-    ATTR static void vec_dot_##NAME##_##PATH(int n, float *s, const void *vx, const void *vy)     \
+    ATTR __attribute__((unused)) static void vec_dot_##NAME##_##PATH(int n, float *s,             \
+                                                                     const void *vx,              \
+                                                                     const void *vy)              \
     {                                                                                             \
         const WT *x = vx;                                                                         \
         const AT *y = vy;                                                                         \
@@ -206,8 +262,7 @@ INLINE float hsum8(const float32x4_t acc[2])
         float summs = 0.0f;                                                                       \
         for (int i = 0; i < nb; i++) {                                                            \
             if (HAS_M_##NAME)                                                                     \
-                summs += h2f(((const lc_block_q4_1 *)vx)[i].m) *                                  \
-                         h2f(((const lc_block_q8_1 *)vy)[i].s);                                   \
+                summs += MS_##NAME(x + i, y + i);                                                 \
             acc_lanes(acc, idot_##PATH(NAME##_x(x + i), y[i].qs), h2f(x[i].d) * h2f(y[i].d));     \
         }                                                                                         \
         *s = HAS_M_##NAME ? hsum8(acc) + summs : hsum8(acc);                                      \
@@ -242,10 +297,9 @@ INLINE float hsum8(const float32x4_t acc[2])
             for (int i = 0; i < nb; i++)                                                          \
                 _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++)                              \
                 {                                                                                 \
-                    const float m =                                                               \
-                        h2f(((const lc_block_q4_1 *)(const void *)(w + r * w_stride))[i].m);      \
+                    const WT *x = (const WT *)(const void *)(w + r * w_stride) + i;               \
                     _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++) ms[r][c] +=              \
-                        m * h2f(((const lc_block_q8_1 *)(const void *)(a + c * a_stride))[i].s);  \
+                        MS_##NAME(x, (const AT *)(const void *)(a + c * a_stride) + i);           \
                 }                                                                                 \
         _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++)                                      \
             _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++) s[c * ld_s + r] =                \
@@ -279,31 +333,78 @@ INLINE float hsum8(const float32x4_t acc[2])
     }
 
 #define NO_ATTR
-DEFINE_KERNELS(q4_1, lc_block_q4_1, lc_block_q8_1, nodp, NO_ATTR)
-DEFINE_KERNELS(q4_0, lc_block_q4_0, lc_block_q8_0, nodp, NO_ATTR)
-DEFINE_KERNELS(q8_0, lc_block_q8_0, lc_block_q8_0, nodp, NO_ATTR)
+#define DEFINE_ALL_KERNELS(PATH, ATTR)                                                            \
+    DEFINE_KERNELS(q4_1, lc_block_q4_1, lc_block_q8_1, PATH, ATTR)                                \
+    DEFINE_KERNELS(q4_0, lc_block_q4_0, lc_block_q8_0, PATH, ATTR)                                \
+    DEFINE_KERNELS(q8_0, lc_block_q8_0, lc_block_q8_0, PATH, ATTR)                                \
+    DEFINE_KERNELS(q5_0, lc_block_q5_0, lc_block_q8_0, PATH, ATTR)                                \
+    DEFINE_KERNELS(q5_1, lc_block_q5_1, lc_block_q8_1, PATH, ATTR)                                \
+    /* IQ4_NL: the tiles are tinyBLAS's order (one accumulator); vec_dot is below */              \
+    DEFINE_KERNELS(iq4nl, lc_block_iq4_nl, lc_block_q8_0, PATH, ATTR)
+DEFINE_ALL_KERNELS(nodp, NO_ATTR)
 #ifndef LC_NEON_NO_DOTPROD
-DEFINE_KERNELS(q4_1, lc_block_q4_1, lc_block_q8_1, dp, DOTPROD)
-DEFINE_KERNELS(q4_0, lc_block_q4_0, lc_block_q8_0, dp, DOTPROD)
-DEFINE_KERNELS(q8_0, lc_block_q8_0, lc_block_q8_0, dp, DOTPROD)
+DEFINE_ALL_KERNELS(dp, DOTPROD)
 #else /* never called: dotprod() is 0 */
 #define vec_dot_q4_1_dp vec_dot_q4_1_nodp
 #define vec_dot_q4_0_dp vec_dot_q4_0_nodp
 #define vec_dot_q8_0_dp vec_dot_q8_0_nodp
+#define vec_dot_q5_0_dp vec_dot_q5_0_nodp
+#define vec_dot_q5_1_dp vec_dot_q5_1_nodp
 #define gemm_q4_1_dp gemm_q4_1_nodp
 #define gemm_q4_0_dp gemm_q4_0_nodp
 #define gemm_q8_0_dp gemm_q8_0_nodp
+#define gemm_q5_0_dp gemm_q5_0_nodp
+#define gemm_q5_1_dp gemm_q5_1_nodp
+#define gemm_iq4nl_dp gemm_iq4nl_nodp
+#endif
+
+/*
+ * IQ4_NL . Q8_0 for one token, as ggml's AVX2 ggml_vec_dot_iq4_nl_q8_0 (scalar.c): blocks in
+ * pairs, even ones into acc1, odd ones into acc2, hsum8(acc1 + acc2), then a last odd block as
+ * sumf = fma(dy * dx, float(integer sum), sumf).
+ */
+#define DEFINE_IQ4_NL_DOT(PATH, ATTR)                                                             \
+    ATTR static void vec_dot_iq4_nl_##PATH(int n, float *s, const void *vx, const void *vy)       \
+    {                                                                                             \
+        const lc_block_iq4_nl *x = vx;                                                            \
+        const lc_block_q8_0 *y = vy;                                                              \
+        const int nb = n / LC_QK4_NL;                                                             \
+        float32x4_t acc1[2] = {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)};                             \
+        float32x4_t acc2[2] = {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)};                             \
+        int ib = 0;                                                                               \
+        for (; ib + 1 < nb; ib += 2) {                                                            \
+            acc_lanes(acc1, idot_##PATH(iq4nl_x(x + ib), y[ib].qs),                               \
+                      h2f(y[ib].d) * h2f(x[ib].d));                                               \
+            acc_lanes(acc2, idot_##PATH(iq4nl_x(x + ib + 1), y[ib + 1].qs),                       \
+                      h2f(y[ib + 1].d) * h2f(x[ib + 1].d));                                       \
+        }                                                                                         \
+        acc1[0] = vaddq_f32(acc1[0], acc2[0]);                                                    \
+        acc1[1] = vaddq_f32(acc1[1], acc2[1]);                                                    \
+        float sumf = hsum8(acc1);                                                                 \
+        for (; ib < nb; ib++) {                                                                   \
+            const struct lanes l = idot_##PATH(iq4nl_x(x + ib), y[ib].qs);                        \
+            const int isum = vaddvq_s32(vaddq_s32(l.lo, l.hi));                                   \
+            sumf = fmaf(h2f(y[ib].d) * h2f(x[ib].d), (float)isum, sumf);                          \
+        }                                                                                         \
+        *s = sumf;                                                                                \
+    }
+DEFINE_IQ4_NL_DOT(nodp, NO_ATTR)
+#ifndef LC_NEON_NO_DOTPROD
+DEFINE_IQ4_NL_DOT(dp, DOTPROD)
+#else
+#define vec_dot_iq4_nl_dp vec_dot_iq4_nl_nodp
 #endif
 
 /* Entry points: pick the integer path from the hwcaps (one predictable branch per call). */
-#define DEFINE_ENTRIES(NAME)                                                                      \
+#define DEFINE_DOT_ENTRY(NAME)                                                                    \
     static void vec_dot_##NAME(int n, float *s, const void *x, const void *y)                     \
     {                                                                                             \
         if (dotprod())                                                                            \
             vec_dot_##NAME##_dp(n, s, x, y);                                                      \
         else                                                                                      \
             vec_dot_##NAME##_nodp(n, s, x, y);                                                    \
-    }                                                                                             \
+    }
+#define DEFINE_GEMM_ENTRY(NAME)                                                                   \
     static void gemm_##NAME(int n, float *s, size_t ld_s, const void *w, size_t w_stride,         \
                             int nr, const void *a, size_t a_stride, int nc)                       \
     {                                                                                             \
@@ -312,9 +413,357 @@ DEFINE_KERNELS(q8_0, lc_block_q8_0, lc_block_q8_0, dp, DOTPROD)
         else                                                                                      \
             gemm_##NAME##_nodp(n, s, ld_s, w, w_stride, nr, a, a_stride, nc);                     \
     }
+#define DEFINE_ENTRIES(NAME) DEFINE_DOT_ENTRY(NAME) DEFINE_GEMM_ENTRY(NAME)
 DEFINE_ENTRIES(q4_1)
 DEFINE_ENTRIES(q4_0)
 DEFINE_ENTRIES(q8_0)
+DEFINE_ENTRIES(q5_0)
+DEFINE_ENTRIES(q5_1)
+DEFINE_DOT_ENTRY(iq4_nl)
+DEFINE_GEMM_ENTRY(iq4nl)
+
+/* ---------------------------------------------------------------- K-quants and IQ4_XS */
+
+/*
+ * Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS . Q8_K in scalar.c's order (ggml's AVX2 kernels): the
+ * integer products of a super-block, times their sub-block scale, summed exactly in 8 int32
+ * lanes (lane k: weights 32g + 4k .. 32g + 4k + 3 of every group g of 32 activations), then
+ * acc[k] = fma(d, lane, acc[k]) with d = dy * dx, hsum8 at the end; the mins as scalar.c
+ * takes them (Q2_K into acc first, Q4_K in a 4-lane accumulator, Q5_K as one float sum).
+ *
+ * A super-block is first unpacked into 16 vectors of 16 signed quants in activation order
+ * (vector v: activations 16v .. 16v+15, lanes 0-3 for even v, 4-7 for odd v) with one integer
+ * scale each, so one loop does the integer part of every type, and a GEMM tile unpacks a weight
+ * block once for several activation columns.
+ */
+struct kunp {
+    int8x16_t q[16];
+    int32_t sc[16];
+    int16_t mn[16]; /* Q2_K: 16 mins (per 16 weights); Q4_K / Q5_K: 8 (per 32) */
+    float d, dmin;
+};
+
+enum { KQ2, KQ3, KQ4, KQ5, KQ6, KIQ4XS };
+
+INLINE int8x16_t u2s(uint8x16_t v)
+{
+    return vreinterpretq_s8_u8(v);
+}
+
+INLINE void unpack_q2_K(const lc_block_q2_K *x, struct kunp *u)
+{
+    const uint8x16_t m3 = vdupq_n_u8(3);
+    for (int h = 0; h < 2; h++) {
+        const uint8x16_t b0 = vld1q_u8(x->qs + 32 * h), b1 = vld1q_u8(x->qs + 32 * h + 16);
+        for (int v = 0; v < 4; v++) {
+            const int8x16_t sh = vdupq_n_s8((int8_t)(-2 * v));
+            u->q[8 * h + 2 * v] = u2s(vandq_u8(vshlq_u8(b0, sh), m3));
+            u->q[8 * h + 2 * v + 1] = u2s(vandq_u8(vshlq_u8(b1, sh), m3));
+        }
+    }
+    for (int j = 0; j < 16; j++) {
+        u->sc[j] = x->scales[j] & 0x0F;
+        u->mn[j] = (int16_t)(x->scales[j] >> 4);
+    }
+    u->d = h2f(x->d);
+    u->dmin = h2f(x->dmin);
+}
+
+INLINE void unpack_q3_K(const lc_block_q3_K *x, struct kunp *u)
+{
+    const uint8x16_t m3 = vdupq_n_u8(3), four = vdupq_n_u8(4);
+    const uint8x16_t hm0 = vld1q_u8(x->hmask), hm1 = vld1q_u8(x->hmask + 16);
+    for (int h = 0; h < 2; h++) {
+        const uint8x16_t b0 = vld1q_u8(x->qs + 32 * h), b1 = vld1q_u8(x->qs + 32 * h + 16);
+        for (int v = 0; v < 4; v++) {
+            const int8x16_t sh = vdupq_n_s8((int8_t)(-2 * v));
+            const uint8x16_t bit = vdupq_n_u8((uint8_t)(1u << (4 * h + v)));
+            /* minus 4 where the high bit is clear */
+            u->q[8 * h + 2 * v] = vsubq_s8(u2s(vandq_u8(vshlq_u8(b0, sh), m3)),
+                                           u2s(vbicq_u8(four, vtstq_u8(hm0, bit))));
+            u->q[8 * h + 2 * v + 1] = vsubq_s8(u2s(vandq_u8(vshlq_u8(b1, sh), m3)),
+                                               u2s(vbicq_u8(four, vtstq_u8(hm1, bit))));
+        }
+    }
+    int8_t sc[16];
+    lc_q3_K_scales(x->scales, sc);
+    for (int j = 0; j < 16; j++)
+        u->sc[j] = sc[j];
+    u->d = h2f(x->d);
+}
+
+/* Q4_K / Q5_K: the 8 scales and 8 mins of the 12 packed bytes (ggml's kmask unpacking) */
+INLINE void k4_scales_mins(const uint8_t packed[12], struct kunp *u)
+{
+    uint32_t t[4];
+    memcpy(t, packed, 12);
+    const uint32_t kmask1 = 0x3f3f3f3f, kmask2 = 0x0f0f0f0f, kmask3 = 0x03030303;
+    t[3] = ((t[2] >> 4) & kmask2) | (((t[1] >> 6) & kmask3) << 4);
+    const uint32_t m = t[1] & kmask1;
+    t[1] = (t[2] & kmask2) | (((t[0] >> 6) & kmask3) << 4);
+    t[2] = m;
+    t[0] &= kmask1;
+    uint8_t b[16];
+    memcpy(b, t, 16); /* b[0..7] scales, b[8..15] mins */
+    for (int g = 0; g < 8; g++) {
+        u->sc[2 * g] = u->sc[2 * g + 1] = b[g];
+        u->mn[g] = b[8 + g];
+    }
+}
+
+/* group g of a Q4_K / Q5_K block: nibble g & 1 of qs[32 (g >> 1) .. + 31] (+ bit g of qh) */
+INLINE void unpack_q45_K(const uint8_t *qs, const uint8_t *qh, struct kunp *u)
+{
+    const uint8x16_t m4 = vdupq_n_u8(0x0F), b4 = vdupq_n_u8(0x10);
+    const uint8x16_t h0 = qh ? vld1q_u8(qh) : vdupq_n_u8(0), h1 = qh ? vld1q_u8(qh + 16) : h0;
+    for (int j = 0; j < 4; j++) {
+        const uint8x16_t b0 = vld1q_u8(qs + 32 * j), b1 = vld1q_u8(qs + 32 * j + 16);
+        uint8x16_t l0 = vandq_u8(b0, m4), l1 = vandq_u8(b1, m4);
+        uint8x16_t u0 = vshrq_n_u8(b0, 4), u1 = vshrq_n_u8(b1, 4);
+        if (qh) {
+            const uint8x16_t bl = vdupq_n_u8((uint8_t)(1u << (2 * j)));
+            const uint8x16_t bh = vdupq_n_u8((uint8_t)(2u << (2 * j)));
+            l0 = vorrq_u8(l0, vandq_u8(vtstq_u8(h0, bl), b4));
+            l1 = vorrq_u8(l1, vandq_u8(vtstq_u8(h1, bl), b4));
+            u0 = vorrq_u8(u0, vandq_u8(vtstq_u8(h0, bh), b4));
+            u1 = vorrq_u8(u1, vandq_u8(vtstq_u8(h1, bh), b4));
+        }
+        u->q[4 * j] = u2s(l0);
+        u->q[4 * j + 1] = u2s(l1);
+        u->q[4 * j + 2] = u2s(u0);
+        u->q[4 * j + 3] = u2s(u1);
+    }
+}
+
+INLINE void unpack_q4_K(const lc_block_q4_K *x, struct kunp *u)
+{
+    unpack_q45_K(x->qs, NULL, u);
+    k4_scales_mins(x->scales, u);
+    u->d = h2f(x->d);
+    u->dmin = h2f(x->dmin);
+}
+
+INLINE void unpack_q5_K(const lc_block_q5_K *x, struct kunp *u)
+{
+    unpack_q45_K(x->qs, x->qh, u);
+    k4_scales_mins(x->scales, u);
+    u->d = h2f(x->d);
+    u->dmin = h2f(x->dmin);
+}
+
+/* Q6_K: group 4h + v takes the low (v < 2) or high nibbles of ql[64h + 32 (v & 1) + l] and
+ * bits 2v, 2v+1 of qh[32h + l] above them, minus 32; a scale per 16 weights */
+INLINE void unpack_q6_K(const lc_block_q6_K *x, struct kunp *u)
+{
+    const uint8x16_t m4 = vdupq_n_u8(0x0F), m3 = vdupq_n_u8(3);
+    const int8x16_t m32 = vdupq_n_s8(32);
+    for (int h = 0; h < 2; h++)
+        for (int half = 0; half < 2; half++) {
+            const uint8x16_t qh = vld1q_u8(x->qh + 32 * h + 16 * half);
+            const uint8x16_t l0 = vld1q_u8(x->ql + 64 * h + 16 * half);
+            const uint8x16_t l1 = vld1q_u8(x->ql + 64 * h + 32 + 16 * half);
+            const uint8x16_t nib[4] = {vandq_u8(l0, m4), vandq_u8(l1, m4), vshrq_n_u8(l0, 4),
+                                       vshrq_n_u8(l1, 4)};
+            for (int v = 0; v < 4; v++) {
+                const uint8x16_t hb = vandq_u8(vshlq_u8(qh, vdupq_n_s8((int8_t)(-2 * v))), m3);
+                u->q[8 * h + 2 * v + half] = vsubq_s8(u2s(vorrq_u8(nib[v], vshlq_n_u8(hb, 4))), m32);
+            }
+        }
+    for (int j = 0; j < 16; j++)
+        u->sc[j] = x->scales[j];
+    u->d = h2f(x->d);
+}
+
+/* IQ4_XS: group g = the low then the high nibbles of qs[16g .. 16g+15] as IQ4_NL levels;
+ * its 6-bit scale minus 32 */
+INLINE void unpack_iq4_xs(const lc_block_iq4_xs *x, struct kunp *u)
+{
+    const int8x16_t kv = vld1q_s8(lc_kvalues_iq4nl);
+    for (int g = 0; g < 8; g++) {
+        const uint8x16_t b = vld1q_u8(x->qs + 16 * g);
+        u->q[2 * g] = vqtbl1q_s8(kv, vandq_u8(b, vdupq_n_u8(0x0F)));
+        u->q[2 * g + 1] = vqtbl1q_s8(kv, vshrq_n_u8(b, 4));
+        u->sc[2 * g] = u->sc[2 * g + 1] =
+            (((x->scales_l[g / 2] >> 4 * (g % 2)) & 0xf) | (((x->scales_h >> 2 * g) & 3) << 4)) - 32;
+    }
+    u->d = h2f(x->d);
+}
+
+/* the float state of one dot: 8 lanes, Q4_K's 4 lanes of mins, Q5_K's sum of mins */
+struct kacc {
+    float32x4_t acc[2], accm;
+    float summs;
+};
+
+INLINE void kacc_init(struct kacc *k)
+{
+    k->acc[0] = k->acc[1] = k->accm = vdupq_n_f32(0.0f);
+    k->summs = 0.0f;
+}
+
+/* the mins of one super-block (before its scales, as scalar.c) */
+INLINE void kmins(int kind, struct kacc *k, const struct kunp *u, const lc_block_q8_K *y)
+{
+    if (kind == KQ2) {
+        const float dmin = -y->d * u->dmin;
+        const int16x8_t m0 = vld1q_s16(u->mn), m1 = vld1q_s16(u->mn + 8);
+        const int16x8_t s0 = vld1q_s16(y->bsums), s1 = vld1q_s16(y->bsums + 8);
+        /* lane k: mn[2k] * bsums[2k] + mn[2k+1] * bsums[2k+1] */
+        const int32x4_t lo = vpaddq_s32(vmull_s16(vget_low_s16(m0), vget_low_s16(s0)),
+                                        vmull_high_s16(m0, s0));
+        const int32x4_t hi = vpaddq_s32(vmull_s16(vget_low_s16(m1), vget_low_s16(s1)),
+                                        vmull_high_s16(m1, s1));
+        k->acc[0] = vfmaq_n_f32(k->acc[0], vcvtq_f32_s32(lo), dmin);
+        k->acc[1] = vfmaq_n_f32(k->acc[1], vcvtq_f32_s32(hi), dmin);
+    } else if (kind == KQ4 || kind == KQ5) {
+        const float dmin = -y->d * u->dmin;
+        /* S[j] = bsums[2j] + bsums[2j+1]: the 32 activations of group j */
+        const int32x4_t s03 = vpaddlq_s16(vld1q_s16(y->bsums));
+        const int32x4_t s47 = vpaddlq_s16(vld1q_s16(y->bsums + 8));
+        const int32x4_t p0 = vmulq_s32(vmovl_s16(vld1_s16(u->mn)), s03);
+        const int32x4_t p1 = vmulq_s32(vmovl_s16(vld1_s16(u->mn + 4)), s47);
+        if (kind == KQ4) /* lane m: mn[2m] S[2m] + mn[2m+1] S[2m+1] */
+            k->accm = vfmaq_n_f32(k->accm, vcvtq_f32_s32(vpaddq_s32(p0, p1)), dmin);
+        else
+            k->summs = fmaf(dmin, (float)vaddvq_s32(vaddq_s32(p0, p1)), k->summs);
+    }
+}
+
+INLINE float kfinal(int kind, const struct kacc *k)
+{
+    const float h = hsum8(k->acc);
+    if (kind == KQ4) {
+        const float32x4_t m = k->accm;
+        return h + ((vgetq_lane_f32(m, 0) + vgetq_lane_f32(m, 2)) +
+                    (vgetq_lane_f32(m, 1) + vgetq_lane_f32(m, 3)));
+    }
+    return kind == KQ5 ? h + k->summs : h;
+}
+
+/* 16 signed byte products -> 4 lanes of 4 consecutive */
+#ifndef LC_NEON_NO_DOTPROD
+DOTPROD INLINE int32x4_t d16_dp(int8x16_t w, int8x16_t a)
+{
+    return vdotq_s32(vdupq_n_s32(0), w, a);
+}
+#endif
+INLINE int32x4_t d16_nodp(int8x16_t w, int8x16_t a)
+{
+    return quad_sums(w, a);
+}
+
+/*
+ * Per integer path: one super-block into a kacc; vec_dot; a GEMM tile of RM rows x CN columns
+ * that unpacks each weight block once; the GEMM over tiles of 2 x 4.
+ */
+#define DEFINE_KBLOCK(PATH, ATTR)                                                                 \
+    ATTR INLINE void kblock_##PATH(int kind, struct kacc *k, const struct kunp *u,                \
+                                   const lc_block_q8_K *y)                                        \
+    {                                                                                             \
+        kmins(kind, k, u, y);                                                                     \
+        int32x4_t lo = vdupq_n_s32(0), hi = vdupq_n_s32(0);                                       \
+        _Pragma("GCC unroll 8") for (int g = 0; g < 8; g++)                                       \
+        {                                                                                         \
+            lo = vmlaq_n_s32(lo, d16_##PATH(u->q[2 * g], vld1q_s8(y->qs + 32 * g)),               \
+                             u->sc[2 * g]);                                                       \
+            hi = vmlaq_n_s32(hi, d16_##PATH(u->q[2 * g + 1], vld1q_s8(y->qs + 32 * g + 16)),      \
+                             u->sc[2 * g + 1]);                                                   \
+        }                                                                                         \
+        const float d = y->d * u->d;                                                              \
+        k->acc[0] = vfmaq_n_f32(k->acc[0], vcvtq_f32_s32(lo), d);                                 \
+        k->acc[1] = vfmaq_n_f32(k->acc[1], vcvtq_f32_s32(hi), d);                                 \
+    }
+
+#define DEFINE_KQ(NAME, WT, KIND, PATH, ATTR)                                                     \
+    ATTR static void vec_dot_##NAME##_##PATH(int n, float *s, const void *vx, const void *vy)     \
+    {                                                                                             \
+        const WT *x = vx;                                                                         \
+        const lc_block_q8_K *y = vy;                                                              \
+        struct kacc k;                                                                            \
+        kacc_init(&k);                                                                            \
+        for (int i = 0; i < n / LC_QK_K; i++) {                                                   \
+            struct kunp u;                                                                        \
+            unpack_##NAME(x + i, &u);                                                             \
+            kblock_##PATH(KIND, &k, &u, y + i);                                                   \
+        }                                                                                         \
+        *s = kfinal(KIND, &k);                                                                    \
+    }                                                                                             \
+    ATTR INLINE void NAME##_tile_##PATH(int nb, float *s, size_t ld_s, const uint8_t *w,          \
+                                        size_t w_stride, const uint8_t *a, size_t a_stride,       \
+                                        const int RM, const int CN)                               \
+    {                                                                                             \
+        struct kacc k[2][4];                                                                      \
+        for (int r = 0; r < RM; r++)                                                              \
+            for (int c = 0; c < CN; c++)                                                          \
+                kacc_init(&k[r][c]);                                                              \
+        for (int i = 0; i < nb; i++) {                                                            \
+            struct kunp u[2];                                                                     \
+            for (int r = 0; r < RM; r++)                                                          \
+                unpack_##NAME((const WT *)(const void *)(w + r * w_stride) + i, &u[r]);           \
+            for (int c = 0; c < CN; c++) {                                                        \
+                const lc_block_q8_K *y = (const lc_block_q8_K *)(const void *)(a + c * a_stride) + i; \
+                for (int r = 0; r < RM; r++)                                                      \
+                    kblock_##PATH(KIND, &k[r][c], &u[r], y);                                      \
+            }                                                                                     \
+        }                                                                                         \
+        for (int c = 0; c < CN; c++)                                                              \
+            for (int r = 0; r < RM; r++)                                                          \
+                s[c * ld_s + r] = kfinal(KIND, &k[r][c]);                                         \
+    }                                                                                             \
+    ATTR static void gemm_##NAME##_##PATH(int n, float *s, size_t ld_s, const void *vw,           \
+                                          size_t w_stride, int nr, const void *va,                \
+                                          size_t a_stride, int nc)                                \
+    {                                                                                             \
+        const uint8_t *w = vw, *a = va;                                                           \
+        const int nb = n / LC_QK_K;                                                               \
+        int r = 0;                                                                                \
+        for (; r < nr; r += 2) {                                                                  \
+            const int rm = nr - r >= 2 ? 2 : 1;                                                   \
+            int c = 0;                                                                            \
+            for (; c + 4 <= nc; c += 4)                                                           \
+                if (rm == 2)                                                                      \
+                    NAME##_tile_##PATH(nb, s + c * ld_s + r, ld_s, w + r * w_stride, w_stride,    \
+                                       a + c * a_stride, a_stride, 2, 4);                         \
+                else                                                                              \
+                    NAME##_tile_##PATH(nb, s + c * ld_s + r, ld_s, w + r * w_stride, w_stride,    \
+                                       a + c * a_stride, a_stride, 1, 4);                         \
+            for (; c < nc; c++)                                                                   \
+                NAME##_tile_##PATH(nb, s + c * ld_s + r, ld_s, w + r * w_stride, w_stride,        \
+                                   a + c * a_stride, a_stride, rm, 1);                            \
+        }                                                                                         \
+    }
+
+#define DEFINE_ALL_KQ(PATH, ATTR)                                                                 \
+    DEFINE_KBLOCK(PATH, ATTR)                                                                     \
+    DEFINE_KQ(q2_K, lc_block_q2_K, KQ2, PATH, ATTR)                                               \
+    DEFINE_KQ(q3_K, lc_block_q3_K, KQ3, PATH, ATTR)                                               \
+    DEFINE_KQ(q4_K, lc_block_q4_K, KQ4, PATH, ATTR)                                               \
+    DEFINE_KQ(q5_K, lc_block_q5_K, KQ5, PATH, ATTR)                                               \
+    DEFINE_KQ(q6_K, lc_block_q6_K, KQ6, PATH, ATTR)                                               \
+    DEFINE_KQ(iq4_xs, lc_block_iq4_xs, KIQ4XS, PATH, ATTR)
+DEFINE_ALL_KQ(nodp, NO_ATTR)
+#ifndef LC_NEON_NO_DOTPROD
+DEFINE_ALL_KQ(dp, DOTPROD)
+#else
+#define vec_dot_q2_K_dp vec_dot_q2_K_nodp
+#define vec_dot_q3_K_dp vec_dot_q3_K_nodp
+#define vec_dot_q4_K_dp vec_dot_q4_K_nodp
+#define vec_dot_q5_K_dp vec_dot_q5_K_nodp
+#define vec_dot_q6_K_dp vec_dot_q6_K_nodp
+#define vec_dot_iq4_xs_dp vec_dot_iq4_xs_nodp
+#define gemm_q2_K_dp gemm_q2_K_nodp
+#define gemm_q3_K_dp gemm_q3_K_nodp
+#define gemm_q4_K_dp gemm_q4_K_nodp
+#define gemm_q5_K_dp gemm_q5_K_nodp
+#define gemm_q6_K_dp gemm_q6_K_nodp
+#define gemm_iq4_xs_dp gemm_iq4_xs_nodp
+#endif
+DEFINE_ENTRIES(q2_K)
+DEFINE_ENTRIES(q3_K)
+DEFINE_ENTRIES(q4_K)
+DEFINE_ENTRIES(q5_K)
+DEFINE_ENTRIES(q6_K)
+DEFINE_ENTRIES(iq4_xs)
 
 /*
  * Q4_0 in the order of llama.cpp's repacked Q4_0x8 kernels (see scalar.c): the block's integer
@@ -461,6 +910,15 @@ const struct lc_kernels lc_kernels_neon = {
         [LC_TYPE_Q4_0] = vec_dot_q4_0,
         [LC_TYPE_Q4_1] = vec_dot_q4_1,
         [LC_TYPE_Q8_0] = vec_dot_q8_0,
+        [LC_TYPE_Q5_0] = vec_dot_q5_0,
+        [LC_TYPE_Q5_1] = vec_dot_q5_1,
+        [LC_TYPE_IQ4_NL] = vec_dot_iq4_nl,
+        [LC_TYPE_Q2_K] = vec_dot_q2_K,
+        [LC_TYPE_Q3_K] = vec_dot_q3_K,
+        [LC_TYPE_Q4_K] = vec_dot_q4_K,
+        [LC_TYPE_Q5_K] = vec_dot_q5_K,
+        [LC_TYPE_Q6_K] = vec_dot_q6_K,
+        [LC_TYPE_IQ4_XS] = vec_dot_iq4_xs,
     },
     .quantize_row = {
         [LC_TYPE_F16] = quantize_row_f16,
@@ -473,6 +931,15 @@ const struct lc_kernels lc_kernels_neon = {
         [LC_TYPE_Q4_0] = gemm_q4_0,
         [LC_TYPE_Q4_1] = gemm_q4_1,
         [LC_TYPE_Q8_0] = gemm_q8_0,
+        [LC_TYPE_Q5_0] = gemm_q5_0,
+        [LC_TYPE_Q5_1] = gemm_q5_1,
+        [LC_TYPE_IQ4_NL] = gemm_iq4nl,
+        [LC_TYPE_Q2_K] = gemm_q2_K,
+        [LC_TYPE_Q3_K] = gemm_q3_K,
+        [LC_TYPE_Q4_K] = gemm_q4_K,
+        [LC_TYPE_Q5_K] = gemm_q5_K,
+        [LC_TYPE_Q6_K] = gemm_q6_K,
+        [LC_TYPE_IQ4_XS] = gemm_iq4_xs,
     },
     .vec_dot_q4_0x8 = vec_dot_q4_0x8,
     .rms_norm = rms_norm,
