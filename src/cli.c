@@ -24,6 +24,7 @@
 #include "llm/context.h"
 #include "llm/model.h"
 #include "llm/sampler.h"
+#include "llm/spec.h"
 #include "llm/tokenizer.h"
 #include "textsafe.h"
 
@@ -88,6 +89,7 @@ int lc_cli_run(const struct lc_options *o)
     struct lc_context *ctx = NULL;
     struct lc_sampler *smp = NULL;
     int32_t *toks = NULL;
+    struct lc_spec spec = { 0 };
     if (!m) {
         lc_text_fprintf(stderr, "llamachat: %s\n", err ? err : "cannot load the model");
         goto out;
@@ -146,7 +148,16 @@ int lc_cli_run(const struct lc_options *o)
         goto out;
     }
     smp = lc_sampler_new(&o->sampling, m->hp.n_vocab);
-    if (!smp) {
+    /* speculative decoding is exact for greedy choices only (spec.h) */
+    const bool use_spec = o->spec && o->sampling.temp <= 0.0f;
+    if (o->spec && !use_spec)
+        fprintf(stderr, "llamachat: note: --spec %s is used with --temp 0 only; decoding one "
+                "token at a time\n", o->spec);
+    /* toks grows to hold the generated tokens too: the lookup's history */
+    int32_t *all = realloc(toks, (size_t)n_ctx * sizeof(*toks));
+    if (all)
+        toks = all;
+    if (!smp || !all || lc_spec_init(&spec, use_spec ? o->draft_max : 0) != 0) {
         fprintf(stderr, "llamachat: out of memory\n");
         goto out;
     }
@@ -172,7 +183,7 @@ int lc_cli_run(const struct lc_options *o)
     for (;;) {
         if (o->n_predict >= 0 && n_gen >= o->n_predict)
             break;
-        int32_t tok = lc_sampler_sample(smp, lc_context_logits(ctx, -1));
+        int32_t tok = lc_sampler_sample(smp, lc_spec_logits(&spec, ctx));
         if (lc_vocab_is_eog(v, tok)) {
             why = "end of text";
             break;
@@ -198,7 +209,9 @@ int lc_cli_run(const struct lc_options *o)
             why = "context full";
             break;
         }
-        if (lc_context_decode(ctx, &tok, 1, pos, false, &err) != 0) {
+        toks[pos] = tok;
+        if (lc_spec_step(&spec, ctx, toks, tok, pos,
+                         o->n_predict >= 0 ? o->n_predict - n_gen : -1, use_spec, &err) != 0) {
             lc_text_fprintf(stderr, "\nllamachat: %s\n", err ? err : "decode failed");
             goto out;
         }
@@ -220,6 +233,15 @@ int lc_cli_run(const struct lc_options *o)
             st.t_prompt_s > 0 ? (double)st.n_prompt_tokens / st.t_prompt_s : 0.0, n_gen,
             (long long)st.n_gen_tokens, st.t_gen_s,
             st.t_gen_s > 0 ? (double)st.n_gen_tokens / st.t_gen_s : 0.0);
+    if (use_spec)
+        fprintf(stderr,
+                "llamachat: speculative (lookup): %d tokens in %.3f s (%.1f t/s); %lld drafted in "
+                "%lld batches, %lld accepted (%.0f %%)\n",
+                n_gen, st.t_gen_s, st.t_gen_s > 0 ? (double)n_gen / st.t_gen_s : 0.0,
+                (long long)spec.n_drafted, (long long)spec.n_batches,
+                (long long)spec.n_accepted,
+                spec.n_drafted > 0 ? 100.0 * (double)spec.n_accepted / (double)spec.n_drafted
+                                   : 0.0);
     /* The seed in use, so that a reply sampled with a random seed can be reproduced. */
     const unsigned long long seed = (unsigned long long)lc_sampler_seed(smp);
     if (o->sampling.seed == LC_SEED_RANDOM)
@@ -232,6 +254,7 @@ out:
     free(err);
     free(toks);
     lc_sampler_free(smp);
+    lc_spec_free(&spec);
     lc_context_free(ctx);
     lc_model_free(m);
     return status;

@@ -57,6 +57,8 @@ static const struct setting settings[] = {
     { "model", "context_size", "ctx-size", 'c', K_INT, 0, 1 << 24, OFF(n_ctx), "an integer from 0 (model's) to 16777216" },
     { "model", "batch", "batch-size", 'b', K_INT, 1, 1 << 16, OFF(n_batch), "an integer from 1 to 65536" },
     { "model", "isa", "isa", 0, K_STR, 0, 0, OFF(isa), "auto, scalar, avx2, avx512 or neon" },
+    { "model", "speculative", "spec", 0, K_STR, 0, 0, OFF(spec), "lookup or off" },
+    { "model", "draft_max", "draft-max", 0, K_INT, 1, 64, OFF(draft_max), "an integer from 1 to 64" },
     { "model", "dirs", NULL, 0, K_STR, 0, 0, OFF(model_dirs), "directories separated by ':'" },
     { "sampling", "temp", "temp", 0, K_FLOAT, 0, 100, OFF(sampling.temp), "a number from 0 to 100" },
     { "sampling", "top_k", "top-k", 0, K_INT, 0, INT32_MAX, OFF(sampling.top_k), "an integer >= 0 (0 = off)" },
@@ -128,6 +130,7 @@ void lc_config_defaults(struct lc_options *o)
     o->n_threads = 0;
     o->n_ctx = 0;
     o->n_batch = 512;
+    o->draft_max = 8;
     o->sampling = lc_sampler_default_params();
     o->n_predict = -1;
     o->history = true;
@@ -144,7 +147,7 @@ void lc_config_free(struct lc_options *o)
                       &o->prompt, &o->prompt_file, &o->resume_path, &o->save_format, &o->log_path,
                       &o->chat_template_text, &o->remote_url, &o->remote_model,
                       &o->remote_api_key_env, &o->transcripts_dir, &o->label_user,
-                      &o->label_model, &o->label_system, &o->model_dirs };
+                      &o->label_model, &o->label_system, &o->model_dirs, &o->spec };
     for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
         free(*strs[i]);
         *strs[i] = NULL;
@@ -362,6 +365,11 @@ int lc_config_set(struct lc_options *o, const char *section, const char *key, co
             rc = -1;
             break;
         }
+        if (strcmp(st->key, "speculative") == 0 && strcmp(value, "lookup") &&
+            strcmp(value, "off")) {
+            rc = -1;
+            break;
+        }
         char *v = NULL;
         const char *home = getenv("HOME");
         if (strcmp(st->key, "path") == 0 && strncmp(value, "~/", 2) == 0 && home && *home) {
@@ -378,7 +386,8 @@ int lc_config_set(struct lc_options *o, const char *section, const char *key, co
         char **slot = field;
         free(*slot);
         *slot = v;
-        if (strcmp(st->key, "isa") == 0 && strcmp(v, "auto") == 0) {
+        if ((strcmp(st->key, "isa") == 0 && strcmp(v, "auto") == 0) ||
+            (strcmp(st->key, "speculative") == 0 && strcmp(v, "off") == 0)) {
             free(*slot);
             *slot = NULL;
         }

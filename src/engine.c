@@ -31,6 +31,7 @@
 #include "llm/gguf.h"
 #include "llm/model.h"
 #include "llm/sampler.h"
+#include "llm/spec.h"
 #include "llm/tokenizer.h"
 #include "remote/remote.h"
 #include "ring.h"
@@ -73,6 +74,7 @@ struct lc_engine {
     struct lc_model *model;
     struct lc_context *ctx;
     struct lc_sampler *smp;
+    struct lc_spec spec;      /* speculative decoding when greedy (spec.n_draft 0: off) */
     int tmpl;                 /* chat template id; LC_CHAT_TEMPLATE_NONE = plain continuation */
     struct lc_chat_tmpl *ct;  /* the template that renders: the model's Jinja or tmpl's family */
     const char *const *stops; /* stop strings of the template */
@@ -1189,6 +1191,7 @@ static void reply(struct lc_engine *e)
     }
     struct holdback hb = { 0 };
     const struct lc_vocab *v = e->model->vocab;
+    lc_spec_reset(&e->spec);   /* the logits are sync_prompt's */
     emit_stats(e);
     for (;;) {
         pick_up_params(e);
@@ -1200,7 +1203,7 @@ static void reply(struct lc_engine *e)
             reason = LC_DONE_LIMIT;
             break;
         }
-        int32_t tok = lc_sampler_sample(e->smp, lc_context_logits(e->ctx, -1));
+        int32_t tok = lc_sampler_sample(e->smp, lc_spec_logits(&e->spec, e->ctx));
         if (lc_vocab_is_eog(v, tok)) {
             reason = LC_DONE_EOG;
             break;
@@ -1235,6 +1238,7 @@ static void reply(struct lc_engine *e)
             size_t held = hb.len;
             e->mt[msg].bytes = e->conv->msgs[msg].len;
             r = sync_prompt(e, n_ctx / 4 > 0 ? n_ctx / 4 : 1);
+            lc_spec_reset(&e->spec);
             /* earlier messages may be gone: the reply is the last one */
             msg = (int)e->conv->n - 1;
             if (e->conv->msgs[msg].len >= held)
@@ -1255,7 +1259,11 @@ static void reply(struct lc_engine *e)
         char *err = NULL;
         int32_t pos = e->n_cache;
         log_tokens(e, "reply", &tok, 1, pos);
-        int dr = lc_context_decode(e->ctx, &tok, 1, pos, false, &err);
+        /* one token, or (greedy, spec.h) tok with drafted ones in one batch, or nothing when
+         * tok was drafted and verified already: the same tokens either way */
+        const bool greedy = lc_sampler_params(e->smp)->temp <= 0.0f;
+        int dr = lc_spec_step(&e->spec, e->ctx, e->cache, tok, pos,
+                              e->n_predict >= 0 ? e->n_predict - n_gen : -1, greedy, &err);
         if (dr == 1) {   /* the progress callback saw the stop flag; the token is not cached */
             reason = LC_DONE_STOPPED;
             break;
@@ -1271,6 +1279,9 @@ static void reply(struct lc_engine *e)
             emit_stats(e);
     }
     hb_flush(e, &hb, (size_t)msg);
+    /* drafted tokens verified but not chosen: out of the cache (n_cache is what it holds) */
+    lc_context_truncate(e->ctx, e->n_cache);
+    lc_spec_reset(&e->spec);
     e->mt[msg].bytes = e->conv->msgs[msg].len;
     /* No text at all (stopped at once, or an immediate end of turn): no empty reply is kept,
      * as the UI adds a reply only when text arrives. */
@@ -1784,6 +1795,10 @@ struct lc_engine *lc_engine_start(const struct lc_engine_config *cfg, char **err
     if (cfg->n_batch > 0)
         e->cparams.n_batch = cfg->n_batch;
     e->cparams.kv_type = cfg->kv_f32 ? LC_TYPE_F32 : LC_TYPE_F16;
+    if (lc_spec_init(&e->spec, cfg->spec_draft) != 0) {
+        *err = xasprintf("out of memory");
+        goto fail;
+    }
     e->params = cfg->sampling;
     e->user_seed = cfg->sampling.seed;   /* pick_up_params re-seeds only on a change */
     e->n_predict = cfg->n_predict;
@@ -1871,6 +1886,7 @@ void lc_engine_free(struct lc_engine *e)
         lc_chat_free(c->conv);
         free(c);
     }
+    lc_spec_free(&e->spec);
     lc_sampler_free(e->smp);
     lc_context_free(e->ctx);
     lc_model_free(e->model);

@@ -32,6 +32,8 @@ struct lc_engine_config {
     const char *model_path;
     int32_t n_ctx, n_threads, n_batch;
     bool kv_f32;
+    int32_t spec_draft;            /* speculative decoding (llm/spec.h) when greedy: most drafted
+                                      tokens per step; 0 = off */
     struct lc_sampler_params sampling;
     int32_t n_predict;             /* max reply tokens, -1 = until end of turn / no limit */
     const char *system_prompt;     /* may be NULL */

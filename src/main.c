@@ -24,7 +24,8 @@ enum {
     OPT_TEMP = 1000, OPT_TOP_K, OPT_TOP_P, OPT_MIN_P, OPT_REPEAT_PENALTY, OPT_REPEAT_LAST_N,
     OPT_SEED, OPT_PRINT_IDS, OPT_TOKENIZE, OPT_NO_BOS, OPT_ISA, OPT_VERSION, OPT_CHAT_TEMPLATE,
     OPT_SYSTEM, OPT_RESUME, OPT_CONTINUE, OPT_FORMAT, OPT_KV_F32, OPT_SPECIAL, OPT_VERBOSE_PROMPT,
-    OPT_LOG_FILE, OPT_CHAT_TEMPLATE_FILE, OPT_REMOTE, OPT_REMOTE_MODEL, OPT_CHAT,
+    OPT_LOG_FILE, OPT_CHAT_TEMPLATE_FILE, OPT_REMOTE, OPT_REMOTE_MODEL, OPT_CHAT, OPT_SPEC,
+    OPT_DRAFT_MAX,
 };
 
 static const struct option long_opts[] = {
@@ -53,6 +54,8 @@ static const struct option long_opts[] = {
     {"continue", no_argument, NULL, OPT_CONTINUE},
     {"format", required_argument, NULL, OPT_FORMAT},
     {"kv-f32", no_argument, NULL, OPT_KV_F32},
+    {"spec", required_argument, NULL, OPT_SPEC},
+    {"draft-max", required_argument, NULL, OPT_DRAFT_MAX},
     {"special", no_argument, NULL, OPT_SPECIAL},
     {"verbose-prompt", no_argument, NULL, OPT_VERBOSE_PROMPT},
     {"log-file", required_argument, NULL, OPT_LOG_FILE},
@@ -79,6 +82,10 @@ static void usage(FILE *f)
             "  -b, --batch-size N       prompt batch size (default 512)\n"
             "      --isa NAME           force kernels: scalar, avx2, avx512, neon, auto\n"
             "      --kv-f32             keep the KV cache in f32 instead of f16\n"
+            "      --spec lookup|off    speculative decoding when greedy (--temp 0): drafts\n"
+            "                           from earlier text, verified in one batch; same tokens\n"
+            "                           (default off)\n"
+            "      --draft-max N        most drafted tokens per step (default 8)\n"
             "Sampling:\n"
             "  -n, --n-predict N        tokens to generate (-1: until end of text or context)\n"
             "      --temp T             temperature, 0 = greedy (default 0.8)\n"
@@ -136,6 +143,7 @@ static void options_defaults(struct lc_options *o)
     o->sampling = lc_sampler_default_params();
     o->n_predict = -1;
     o->n_batch = 512;
+    o->draft_max = 8;
     o->history = true;
     o->autosave = true;
     o->show_params = true;
@@ -160,6 +168,7 @@ static void options_free(struct lc_options *o)
     free(o->remote_model);
     free(o->remote_api_key_env);
     free(o->transcripts_dir);
+    free(o->spec);
     free(o->label_user);
     free(o->label_model);
     free(o->label_system);

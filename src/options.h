@@ -59,6 +59,9 @@ struct lc_options {
     char *save_format;         /* "md" or "json" */
     char *transcripts_dir;     /* [ui] transcripts: where /save and Ctrl-S put unnamed saves */
     bool kv_f32;               /* KV cache in f32 (default f16, as llama.cpp) */
+    char *spec;                /* --spec: "lookup" = speculative decoding with prompt-lookup
+                                  drafts when greedy (llm/spec.h); NULL = off */
+    int32_t draft_max;         /* --draft-max: most drafted tokens per step (8) */
 };
 
 #endif

@@ -81,6 +81,7 @@ struct lc_context {
     int32_t n_logits_cap;     /* rows of logits allocated */
     int32_t n_logits;         /* rows valid after the last decode */
     bool logits_all;
+    bool exact;               /* this batch as n single-token decodes, bit for bit (verify) */
 
     lc_progress_fn progress;
     void *progress_user;
@@ -266,6 +267,7 @@ void lc_context_free(struct lc_context *c)
 
 int32_t lc_context_n_ctx(const struct lc_context *c) { return c->n_ctx; }
 int32_t lc_context_n_past(const struct lc_context *c) { return c->n_past; }
+int32_t lc_context_n_batch(const struct lc_context *c) { return c->n_batch; }
 int32_t lc_context_n_threads(const struct lc_context *c) { return lc_threadpool_n_threads(c->tp); }
 const struct lc_model *lc_context_model(const struct lc_context *c) { return c->model; }
 
@@ -350,26 +352,44 @@ struct ffn_mid_task {
     int blk;              /* elements per block of type */
 };
 
+/* row r, blocks [b0, b1) */
+static void ffn_mid_span(const struct lc_context *c, const struct ffn_mid_task *t, int r, int b0,
+                         int b1)
+{
+    const size_t bsize = lc_type_traits(t->type)->type_size;
+    const size_t off = (size_t)r * (size_t)t->n + (size_t)b0 * (size_t)t->blk;
+    const int len = (b1 - b0) * t->blk;
+    if (c->model->hp.arch->act == LC_FFN_GELU)
+        geglu(c->hg + off, c->hg + off, c->hu + off, len);
+    else
+        c->k->swiglu(c->hg + off, c->hg + off, c->hu + off, len);
+    c->k->quantize_row[t->type](c->hg + off,
+                                (uint8_t *)c->act + (size_t)r * c->act_stride + (size_t)b0 * bsize,
+                                len);
+}
+
 static void ffn_mid_rows(void *arg, int ith, int nth)
 {
     const struct ffn_mid_task *t = arg;
     const struct lc_context *c = t->c;
     const int per_row = t->n / t->blk;
-    const size_t bsize = lc_type_traits(t->type)->type_size;
     int lo, hi;
+    if (c->exact) {
+        /* verification: each row split between the threads as one token's is, so that every
+         * element goes through the same lane of the same kernel call (a SIMD body and its
+         * scalar tail may round differently: F32 ffn_down, one element per block) */
+        for (int r = 0; r < t->rows; r++) {
+            lc_split_range(per_row, ith, nth, &lo, &hi);
+            if (lo < hi)
+                ffn_mid_span(c, t, r, lo, hi);
+        }
+        return;
+    }
     lc_split_range(t->rows * per_row, ith, nth, &lo, &hi);
     while (lo < hi) {
         const int r = lo / per_row, b0 = lo % per_row;
         const int b1 = hi - r * per_row < per_row ? hi - r * per_row : per_row;
-        const size_t off = (size_t)r * (size_t)t->n + (size_t)b0 * (size_t)t->blk;
-        const int len = (b1 - b0) * t->blk;
-        if (c->model->hp.arch->act == LC_FFN_GELU)
-            geglu(c->hg + off, c->hg + off, c->hu + off, len);
-        else
-            c->k->swiglu(c->hg + off, c->hg + off, c->hu + off, len);
-        c->k->quantize_row[t->type](c->hg + off,
-                                    (uint8_t *)c->act + (size_t)r * c->act_stride + (size_t)b0 * bsize,
-                                    len);
+        ffn_mid_span(c, t, r, b0, b1);
         lo = r * per_row + b1;
     }
 }
@@ -412,20 +432,46 @@ static void matmul_rows(void *arg, int ith, int nth)
     lc_gemm_fn gemm = w->q4_0x8 ? k->gemm_q4_0x8 : k->gemm[w->type];
     if (t->c->no_tinyblas && (w->type == LC_TYPE_F16 || w->type == LC_TYPE_F32))
         gemm = NULL; /* vec_dot row by row (quantized gemms have vec_dot's bits anyway) */
+    lc_gemv_fn gemv = w->q4_0x8 ? k->gemv_q4_0x8 : k->gemv[w->type];
+    lc_vec_dot_fn dot = w->q4_0x8 ? k->vec_dot_q4_0x8 : k->vec_dot[w->type];
+    /* gemm entries with vec_dot's bits (kernels.h; test-kernels checks it): the quantized
+     * ones except IQ4_NL's, which follows tinyBLAS's order as F16/F32's do */
+    const bool gemm_exact = w->q4_0x8 || w->type == LC_TYPE_Q4_0 || w->type == LC_TYPE_Q4_1 ||
+                            w->type == LC_TYPE_Q8_0;
+    if (t->c->exact && t->rows_act > 1 && !gemm_exact) {
+        /* Verification (lc_context_verify): every token gets the one-token product instead:
+         * gemv (same bits as vec_dot) over chunks of rows small enough to stay in cache
+         * while each token of the batch reads them, so the weights come from memory once.
+         * (The x16 entries have vec_dot's bits too: used as they are, above.) */
+        enum { CHUNK = 32 };
+        for (int r0 = lo; r0 < hi; r0 += CHUNK) {
+            const int nr = hi - r0 < CHUNK ? hi - r0 : CHUNK;
+            const uint8_t *wc = wd + (size_t)r0 * w->row_bytes;
+            for (int i = 0; i < t->rows_act; i++) {
+                float *d = t->dst + (size_t)i * t->ld + r0;
+                const uint8_t *ai = act + (size_t)i * as;
+                if (gemv) {
+                    gemv(n, d, wc, w->row_bytes, nr, ai);
+                } else {
+                    for (int r = 0; r < nr; r++)
+                        dot(n, &d[r], wc + (size_t)r * w->row_bytes, ai);
+                }
+            }
+        }
+        return;
+    }
     if (gemm && t->rows_act > 1) {
         /* s[c * ld + r] layout: dst row = token, column = output row */
         gemm(n, t->dst + lo, t->ld, wd + (size_t)lo * w->row_bytes, w->row_bytes, hi - lo, act,
              as, t->rows_act);
         return;
     }
-    lc_gemv_fn gemv = w->q4_0x8 ? k->gemv_q4_0x8 : k->gemv[w->type];
     if (gemv) {
         for (int i = 0; i < t->rows_act; i++)
             gemv(n, t->dst + (size_t)i * t->ld + lo, wd + (size_t)lo * w->row_bytes, w->row_bytes,
                  hi - lo, act + (size_t)i * as);
         return;
     }
-    lc_vec_dot_fn dot = w->q4_0x8 ? k->vec_dot_q4_0x8 : k->vec_dot[w->type];
     for (int r = lo; r < hi; r++) {
         const uint8_t *wr = wd + (size_t)r * w->row_bytes;
         for (int i = 0; i < t->rows_act; i++) {
@@ -668,8 +714,10 @@ static void attention_heads(void *arg, int ith, int nth)
     const int group = hp->n_head / hp->n_head_kv;
     const float scale = hp->kq_scale, cap = hp->attn_softcap, inv_cap = cap > 0.0f ? 1.0f / cap : 0.0f;
     const size_t layer_off = (size_t)t->layer * (size_t)c->n_ctx * (size_t)c->n_kv;
-    const bool batch = t->n_tok > 1 && !c->no_tinyblas;
-    const int n_kv = kv_len_padded(c, t->pos + t->n_tok);
+    /* verification (c->exact): each token as if decoded alone -- vec_dot's order and its own
+     * padded length -- so that its logits have the bits of a one-token decode */
+    const bool batch = t->n_tok > 1 && !c->exact && !c->no_tinyblas;
+    const int n_kv_batch = kv_len_padded(c, t->pos + t->n_tok);
     float *scores = c->scores + (size_t)ith * (size_t)c->n_ctx;
     lc_fp16 *q16 = c->q16 + (size_t)ith * (size_t)(hd > c->n_ctx ? hd : c->n_ctx);
     const struct lc_kernels *k = c->k;
@@ -679,6 +727,7 @@ static void attention_heads(void *arg, int ith, int nth)
         const int i = job / n_head, h = job % n_head;
         const int kvh = h / group;
         const int n_keys = t->pos + i + 1; /* causal: keys 0 .. pos+i */
+        const int n_kv = c->exact ? kv_len_padded(c, n_keys) : n_kv_batch;
         /* the window: key pk is seen by query pq = n_keys - 1 iff pq - pk < n_swa */
         const int k0 = n_swa > 0 && n_keys > n_swa ? n_keys - n_swa : 0;
         const float *q = c->q + (size_t)i * (size_t)hp->n_q + (size_t)h * (size_t)hd;
@@ -879,8 +928,8 @@ static int eval_batch(struct lc_context *c, const int32_t *tokens, int n_tok, in
     return 0;
 }
 
-int lc_context_decode(struct lc_context *c, const int32_t *tokens, int32_t n, int32_t pos,
-                      bool all_logits, char **err)
+static int decode(struct lc_context *c, const int32_t *tokens, int32_t n, int32_t pos,
+                  bool all_logits, bool verify, char **err)
 {
     if (err)
         *err = NULL;
@@ -909,18 +958,29 @@ int lc_context_decode(struct lc_context *c, const int32_t *tokens, int32_t n, in
         c->n_logits_cap = n;
     }
     const double t0 = now_s();
+    c->exact = verify;
+    /* a verification is one step of generation for the progress callback: (0, 1), (1, 1) */
+    const int32_t total = verify ? 1 : n;
     for (int32_t done = 0; done < n;) {
-        if (c->progress && c->progress(c->progress_user, done, n)) {
+        if (c->progress && c->progress(c->progress_user, done, total)) {
+            c->exact = false;
             return 1;
         }
         const int32_t nb = n - done < c->n_batch ? n - done : c->n_batch;
-        if (eval_batch(c, tokens + done, nb, pos + done, all_logits, err))
+        if (eval_batch(c, tokens + done, nb, pos + done, all_logits, err)) {
+            c->exact = false;
             return -1;
+        }
         done += nb;
         c->n_past = pos + done;
     }
+    c->exact = false;
     const double dt = now_s() - t0;
-    if (n > 1) {
+    if (verify) {
+        c->stats.n_verify++;
+        c->stats.n_verify_tokens += n;
+        c->stats.t_gen_s += dt;
+    } else if (n > 1) {
         c->stats.n_prompt_tokens += n;
         c->stats.t_prompt_s += dt;
     } else {
@@ -928,6 +988,29 @@ int lc_context_decode(struct lc_context *c, const int32_t *tokens, int32_t n, in
         c->stats.t_gen_s += dt;
     }
     if (c->progress)
-        c->progress(c->progress_user, n, n);
+        c->progress(c->progress_user, total, total);
     return 0;
+}
+
+int lc_context_decode(struct lc_context *c, const int32_t *tokens, int32_t n, int32_t pos,
+                      bool all_logits, char **err)
+{
+    return decode(c, tokens, n, pos, all_logits, false, err);
+}
+
+int lc_context_verify(struct lc_context *c, const int32_t *tokens, int32_t n, int32_t pos,
+                      char **err)
+{
+    if (n > c->n_batch) {
+        if (err)
+            *err = NULL;
+        set_err(err, "%d tokens to verify exceed the batch of %d", n, c->n_batch);
+        return -1;
+    }
+    return decode(c, tokens, n, pos, true, true, err);
+}
+
+void lc_context_add_gen_tokens(struct lc_context *c, int32_t n)
+{
+    c->stats.n_gen_tokens += n;
 }

@@ -43,6 +43,7 @@ void lc_context_free(struct lc_context *c);
 
 int32_t lc_context_n_ctx(const struct lc_context *c);
 int32_t lc_context_n_past(const struct lc_context *c);
+int32_t lc_context_n_batch(const struct lc_context *c);
 int32_t lc_context_n_threads(const struct lc_context *c);
 const struct lc_model *lc_context_model(const struct lc_context *c);
 
@@ -56,6 +57,22 @@ const struct lc_model *lc_context_model(const struct lc_context *c);
  */
 int lc_context_decode(struct lc_context *c, const int32_t *tokens, int32_t n, int32_t pos,
                       bool all_logits, char **err);
+/*
+ * Verification of drafted tokens (speculative decoding, src/llm/spec.h): evaluate n tokens
+ * (1 <= n <= n_batch) at positions pos .. pos+n-1 as lc_context_decode with all_logits, but
+ * with the numerics of n one-token decodes -- the logits of token i have the same bits as
+ * lc_context_decode(tokens + i, 1, pos + i) after decoding tokens 0 .. i-1 one by one -- so
+ * that greedy output does not change.  The weights are still read from memory once for the
+ * n tokens (the gemm entries with vec_dot's bits, or one-token products over small chunks of
+ * rows).  Afterwards n_past = pos + n; drop the rejected tail with lc_context_truncate or by
+ * decoding at an earlier pos.  The time counts as generation time (t_gen_s), the tokens as
+ * n_verify_tokens, not as n_gen_tokens: the caller adds the tokens it keeps with
+ * lc_context_add_gen_tokens.  The progress callback sees one step: (0, 1) before, (1, 1) after.  Returns as lc_context_decode; -1 also when n > n_batch.
+ */
+int lc_context_verify(struct lc_context *c, const int32_t *tokens, int32_t n, int32_t pos,
+                      char **err);
+/* Add n generated tokens to the statistics (n_gen_tokens), for speculative decoding. */
+void lc_context_add_gen_tokens(struct lc_context *c, int32_t n);
 /* Logits (n_vocab floats) of token i of the last decode (i = -1: the last token).  NULL if not kept. */
 const float *lc_context_logits(const struct lc_context *c, int32_t i);
 /*
@@ -96,6 +113,8 @@ struct lc_context_stats {
     double t_prompt_s;
     int64_t n_gen_tokens;     /* tokens evaluated one at a time */
     double t_gen_s;
+    int64_t n_verify;         /* lc_context_verify calls ... */
+    int64_t n_verify_tokens;  /* ... and the tokens they evaluated (time in t_gen_s) */
 };
 void lc_context_stats(const struct lc_context *c, struct lc_context_stats *out);
 void lc_context_reset_stats(struct lc_context *c);

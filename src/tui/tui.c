@@ -1659,6 +1659,7 @@ static struct lc_engine *start_engine(struct tui *t, const char *model, char **e
         .n_threads = t->o->n_threads,
         .n_batch = t->o->n_batch,
         .kv_f32 = t->o->kv_f32,
+        .spec_draft = t->o->spec ? t->o->draft_max : 0,
         .sampling = t->o->sampling,
         .n_predict = t->o->n_predict,
         .system_prompt = t->o->system_prompt,
