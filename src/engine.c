@@ -1465,7 +1465,8 @@ struct lc_engine *lc_engine_start(const struct lc_engine_config *cfg, char **err
     e->cparams.n_threads = cfg->n_threads;
     if (cfg->n_batch > 0)
         e->cparams.n_batch = cfg->n_batch;
-    e->cparams.kv_type = cfg->kv_f32 ? LC_TYPE_F32 : LC_TYPE_F16;
+    e->cparams.kv_type = cfg->kv_f32 ? LC_TYPE_F32 : cfg->kv_q8_0 ? LC_TYPE_Q8_0 : LC_TYPE_F16;
+    e->cparams.flash_attn = cfg->flash_attn;
     e->params = cfg->sampling;
     e->user_seed = cfg->sampling.seed;   /* pick_up_params re-seeds only on a change */
     e->n_predict = cfg->n_predict;

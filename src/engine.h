@@ -32,6 +32,7 @@ struct lc_engine_config {
     const char *model_path;
     int32_t n_ctx, n_threads, n_batch;
     bool kv_f32;
+    bool kv_q8_0, flash_attn;      /* --cache-type q8_0, -fa (struct lc_context_params) */
     struct lc_sampler_params sampling;
     int32_t n_predict;             /* max reply tokens, -1 = until end of turn / no limit */
     const char *system_prompt;     /* may be NULL */

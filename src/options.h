@@ -49,6 +49,9 @@ struct lc_options {
     char *save_format;         /* "md" or "json" */
     char *transcripts_dir;     /* [ui] transcripts: where /save and Ctrl-S put unnamed saves */
     bool kv_f32;               /* KV cache in f32 (default f16, as llama.cpp) */
+    bool kv_q8_0;              /* KV cache in q8_0 blocks (--cache-type q8_0, -ctk/-ctv); implies
+                                  flash_attn.  Command line only: the context is built once */
+    bool flash_attn;           /* fused attention, llama.cpp's -fa (context.h) */
 };
 
 #endif
