@@ -23,7 +23,8 @@
 enum {
     OPT_TEMP = 1000, OPT_TOP_K, OPT_TOP_P, OPT_MIN_P, OPT_REPEAT_PENALTY, OPT_REPEAT_LAST_N,
     OPT_SEED, OPT_PRINT_IDS, OPT_TOKENIZE, OPT_NO_BOS, OPT_ISA, OPT_VERSION, OPT_CHAT_TEMPLATE,
-    OPT_SYSTEM, OPT_RESUME, OPT_CONTINUE, OPT_FORMAT, OPT_KV_F32, OPT_SPECIAL, OPT_VERBOSE_PROMPT,
+    OPT_SYSTEM, OPT_RESUME, OPT_CONTINUE, OPT_FORMAT, OPT_KV_F32, OPT_CACHE_TYPE, OPT_CACHE_TYPE_K,
+    OPT_CACHE_TYPE_V, OPT_FLASH_ATTN, OPT_SPECIAL, OPT_VERBOSE_PROMPT,
     OPT_LOG_FILE, OPT_CHAT_TEMPLATE_FILE, OPT_REMOTE, OPT_REMOTE_MODEL, OPT_CHAT, OPT_SPEC,
     OPT_DRAFT_MAX,
 };
@@ -56,6 +57,10 @@ static const struct option long_opts[] = {
     {"kv-f32", no_argument, NULL, OPT_KV_F32},
     {"spec", required_argument, NULL, OPT_SPEC},
     {"draft-max", required_argument, NULL, OPT_DRAFT_MAX},
+    {"cache-type", required_argument, NULL, OPT_CACHE_TYPE},
+    {"cache-type-k", required_argument, NULL, OPT_CACHE_TYPE_K},
+    {"cache-type-v", required_argument, NULL, OPT_CACHE_TYPE_V},
+    {"flash-attn", no_argument, NULL, OPT_FLASH_ATTN},
     {"special", no_argument, NULL, OPT_SPECIAL},
     {"verbose-prompt", no_argument, NULL, OPT_VERBOSE_PROMPT},
     {"log-file", required_argument, NULL, OPT_LOG_FILE},
@@ -86,6 +91,10 @@ static void usage(FILE *f)
             "                           from earlier text, verified in one batch; same tokens\n"
             "                           (default off)\n"
             "      --draft-max N        most drafted tokens per step (default 8)\n"
+            "      --cache-type TYPE    KV cache type: f16 (default), f32 or q8_0 (half the memory\n"
+            "                           of f16; implies --flash-attn); -ctk/-ctv TYPE (llama.cpp's\n"
+            "                           spellings) must name the same type\n"
+            "  -fa, --flash-attn        fused attention, llama.cpp's -fa order (last bits differ)\n"
             "Sampling:\n"
             "  -n, --n-predict N        tokens to generate (-1: until end of text or context)\n"
             "      --temp T             temperature, 0 = greedy (default 0.8)\n"
@@ -184,6 +193,13 @@ static int parse_args(struct lc_options *o, int argc, char **argv)
     for (int i = 1; i < argc; i++)   /* llama.cpp's spelling of --special */
         if (!strcmp(argv[i], "-sp"))
             argv[i] = (char *)"--special";
+        else if (!strcmp(argv[i], "-ctk"))
+            argv[i] = (char *)"--cache-type-k";
+        else if (!strcmp(argv[i], "-ctv"))
+            argv[i] = (char *)"--cache-type-v";
+        else if (!strcmp(argv[i], "-fa"))
+            argv[i] = (char *)"--flash-attn";
+    const char *ctk = NULL, *ctv = NULL;   /* --cache-type[-k|-v] as given */
     while ((c = getopt_long(argc, argv, ":m:p:f:n:t:c:b:vh", long_opts, &li)) != -1) {
         /* the option's own name for messages: "--temp", or "-n" */
         char name[64];
@@ -235,7 +251,11 @@ static int parse_args(struct lc_options *o, int argc, char **argv)
             }
             replace_str(&o->save_format, optarg);
             break;
-        case OPT_KV_F32: o->kv_f32 = true; break;
+        case OPT_KV_F32: ctk = ctv = "f32"; break;
+        case OPT_CACHE_TYPE: ctk = ctv = optarg; break;
+        case OPT_CACHE_TYPE_K: ctk = optarg; break;
+        case OPT_CACHE_TYPE_V: ctv = optarg; break;
+        case OPT_FLASH_ATTN: o->flash_attn = true; break;
         case OPT_SPECIAL: o->special = true; break;
         case OPT_VERBOSE_PROMPT: o->verbose_prompt = true; break;
         case OPT_LOG_FILE: replace_str(&o->log_path, optarg); break;
@@ -261,6 +281,22 @@ static int parse_args(struct lc_options *o, int argc, char **argv)
             fprintf(stderr, "llamachat: unknown option %s (see --help)\n", name);
             return -1;
         }
+    }
+    if (ctk || ctv) {
+        /* one type for K and V (context.h); llama.cpp's default for the one not given is f16 */
+        const char *k = ctk ? ctk : "f16", *v = ctv ? ctv : "f16";
+        if (strcmp(k, v) != 0) {
+            lc_text_fprintf(stderr, "llamachat: KV cache types differ (K %s, V %s): llamachat keeps "
+                            "K and V in one type; give --cache-type TYPE or the same -ctk and -ctv\n",
+                            k, v);
+            return -1;
+        }
+        if (strcmp(k, "f16") && strcmp(k, "f32") && strcmp(k, "q8_0")) {
+            lc_text_fprintf(stderr, "llamachat: --cache-type: '%s' is not f16, f32 or q8_0\n", k);
+            return -1;
+        }
+        o->kv_f32 = !strcmp(k, "f32");
+        o->kv_q8_0 = !strcmp(k, "q8_0");
     }
     if (o->continue_last && o->resume_path) {
         fprintf(stderr, "llamachat: --continue and --resume: give one of them\n");

@@ -62,6 +62,9 @@ struct lc_options {
     char *spec;                /* --spec: "lookup" = speculative decoding with prompt-lookup
                                   drafts when greedy (llm/spec.h); NULL = off */
     int32_t draft_max;         /* --draft-max: most drafted tokens per step (8) */
+    bool kv_q8_0;              /* KV cache in q8_0 blocks (--cache-type q8_0, -ctk/-ctv); implies
+                                  flash_attn.  Command line only: the context is built once */
+    bool flash_attn;           /* fused attention, llama.cpp's -fa (context.h) */
 };
 
 #endif

@@ -31,6 +31,11 @@
  * q.K and the softmax weights are rounded to F16 before the weighted sum of V, as ggml's
  * mul_mat does with F16 operands.  Every scaling is one float multiply as ggml_scale, the
  * soft-caps are its scale, tanh, scale, and GELU goes through ggml's F16 table.
+ *
+ * With flash_attn (or a q8_0 cache) the attention is attention_fused, ggml's flash_attn_ext
+ * order (llama.cpp -fa), and V is cached by rows like K; see there.  The default order's
+ * one-token q.K dots go 16 keys at a time through dot_f16_rows where the ISA has it (the same
+ * bits as dot_f16).
  */
 #include "context.h"
 
@@ -54,10 +59,14 @@ struct lc_context {
     enum lc_type kv_type;
     bool no_tinyblas;         /* lc_context_params.no_tinyblas */
     int32_t kv_pad;           /* attention length granularity (lc_context_params.kv_pad) */
-    size_t kv_elt;            /* bytes per KV element */
+    size_t kv_elt;            /* bytes per KV element (F16/F32; 0 for Q8_0) */
+    size_t kv_row;            /* bytes per cache row of n_kv elements (any kv_type) */
+    bool fa;                  /* fused attention (V cached by rows) */
     int32_t n_kv;             /* n_head_kv * head_dim */
 
-    void *k_cache, *v_cache;  /* (n_layer, n_ctx, n_kv) each */
+    void *k_cache, *v_cache;  /* (n_layer, n_ctx, n_kv) each; V (n_layer, n_kv, n_ctx) unless fa */
+    void *fa_scratch;         /* fused attention: fa_scratch_bytes per thread */
+    size_t fa_scratch_bytes;
 
     /* scratch for one batch of up to n_batch tokens */
     float *x;                 /* (n_batch, n_embd) residual stream */
@@ -91,6 +100,7 @@ struct lc_context {
     void *observer_user;
 };
 
+static size_t fa_scratch_size(int g, int hd);
 static void set_err(char **err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void set_err(char **err, const char *fmt, ...)
 {
@@ -182,11 +192,25 @@ struct lc_context *lc_context_new(const struct lc_model *m, const struct lc_cont
     c->n_batch = p->n_batch > 0 ? p->n_batch : 512;
     if (c->n_batch > c->n_ctx)
         c->n_batch = c->n_ctx;
-    c->kv_type = p->kv_type == LC_TYPE_F32 ? LC_TYPE_F32 : LC_TYPE_F16;
+    if (p->kv_type != LC_TYPE_F16 && p->kv_type != LC_TYPE_F32 && p->kv_type != LC_TYPE_Q8_0) {
+        set_err(err, "KV cache type %s is not supported (f16, f32 or q8_0)",
+                lc_type_name(p->kv_type));
+        free(c);
+        return NULL;
+    }
+    if (p->kv_type == LC_TYPE_Q8_0 && hp->head_dim % LC_QK8_0) {
+        set_err(err, "a q8_0 KV cache needs a head size that is a multiple of %d (this model's "
+                "is %d); use f16", LC_QK8_0, hp->head_dim);
+        free(c);
+        return NULL;
+    }
+    c->kv_type = p->kv_type;
+    c->fa = p->flash_attn || c->kv_type == LC_TYPE_Q8_0;
+    c->kv_elt = c->kv_type == LC_TYPE_F32 ? sizeof(float) : c->kv_type == LC_TYPE_F16 ? sizeof(lc_fp16) : 0;
     c->no_tinyblas = p->no_tinyblas;
     c->kv_pad = p->kv_pad > 0 ? p->kv_pad : 32;
-    c->kv_elt = c->kv_type == LC_TYPE_F32 ? sizeof(float) : sizeof(lc_fp16);
     c->n_kv = hp->n_head_kv * hp->head_dim;
+    c->kv_row = lc_row_size(c->kv_type, c->n_kv);
     int n_threads = p->n_threads > 0 ? p->n_threads : lc_n_cpus();
     c->tp = lc_threadpool_new(n_threads, err);
     if (!c->tp) {
@@ -195,9 +219,13 @@ struct lc_context *lc_context_new(const struct lc_model *m, const struct lc_cont
     }
     bool ok = true;
     const size_t B = (size_t)c->n_batch, E = (size_t)hp->n_embd, F = (size_t)hp->n_ff;
-    const size_t kvsize = (size_t)hp->n_layer * (size_t)c->n_ctx * (size_t)c->n_kv;
-    c->k_cache = xcalloc(kvsize, c->kv_elt, &ok);
-    c->v_cache = xcalloc(kvsize, c->kv_elt, &ok);
+    const size_t kvrows = (size_t)hp->n_layer * (size_t)c->n_ctx;
+    c->k_cache = xcalloc(kvrows, c->kv_row, &ok);
+    c->v_cache = xcalloc(kvrows, c->kv_row, &ok);
+    if (c->fa) {
+        c->fa_scratch_bytes = fa_scratch_size(hp->n_head / hp->n_head_kv, hp->head_dim);
+        c->fa_scratch = xcalloc((size_t)n_threads, c->fa_scratch_bytes, &ok);
+    }
     c->x = xcalloc(B * E, sizeof(float), &ok);
     c->xb = xcalloc(B * E, sizeof(float), &ok);
     const size_t Q = (size_t)hp->n_q;
@@ -232,7 +260,7 @@ struct lc_context *lc_context_new(const struct lc_model *m, const struct lc_cont
     if (!ok) {
         lc_context_free(c);
         set_err(err, "out of memory allocating a context of %d tokens (KV cache %.1f MiB)",
-                c->n_ctx, (double)(2 * kvsize * c->kv_elt) / (1024.0 * 1024.0));
+                c->n_ctx, (double)(2 * kvrows * c->kv_row) / (1024.0 * 1024.0));
         return NULL;
     }
     c->act_type = LC_TYPE_COUNT;
@@ -248,6 +276,7 @@ void lc_context_free(struct lc_context *c)
     lc_threadpool_free(c->tp);
     free(c->k_cache);
     free(c->v_cache);
+    free(c->fa_scratch);
     free(c->x);
     free(c->xb);
     free(c->q);
@@ -592,7 +621,7 @@ int lc_context_shift(struct lc_context *c, int32_t keep, int32_t n_discard)
     const struct lc_hparams *hp = &c->model->hp;
     const enum lc_rope_kind kind = hp->arch->rope;
     const int32_t n_move = c->n_past - keep - n_discard;
-    const size_t es = c->kv_elt, nkv = (size_t)c->n_kv, nctx = (size_t)c->n_ctx;
+    const size_t es = c->kv_elt, nkv = (size_t)c->n_kv, nctx = (size_t)c->n_ctx, rb = c->kv_row;
     float *cs = malloc((size_t)(hp->n_rot > 0 ? hp->n_rot : 1) * sizeof(float));
     float *row = malloc(nkv * sizeof(float));
     if (!cs || !row) {
@@ -610,13 +639,17 @@ int lc_context_shift(struct lc_context *c, int32_t keep, int32_t n_discard)
             cs_base = L->rope_base;
             cs_scale = L->rope_scale;
         }
-        const size_t lo = (size_t)layer * nctx * nkv;
-        char *k = (char *)c->k_cache + lo * es;
-        memmove(k + (size_t)keep * nkv * es, k + (size_t)(keep + n_discard) * nkv * es,
-                (size_t)n_move * nkv * es);
+        const size_t lo = (size_t)layer * nctx;   /* rows */
+        char *k = (char *)c->k_cache + lo * rb;
+        memmove(k + (size_t)keep * rb, k + (size_t)(keep + n_discard) * rb, (size_t)n_move * rb);
         for (int32_t p = keep; p < keep + n_move; p++) {
-            char *kr = k + (size_t)p * nkv * es;
-            if (c->kv_type == LC_TYPE_F16) {
+            char *kr = k + (size_t)p * c->kv_row;
+            if (c->kv_type == LC_TYPE_Q8_0) {
+                /* as ggml ropes a quantized cache: to floats, rotate, quantize again */
+                lc_dequantize_row_q8_0((const lc_block_q8_0 *)kr, row, (int64_t)nkv);
+                rope(row, hp->n_head_kv, hp->head_dim, hp->n_rot, kind, cs);
+                c->k->quantize_row[LC_TYPE_Q8_0](row, kr, (int64_t)nkv);
+            } else if (c->kv_type == LC_TYPE_F16) {
                 const lc_fp16 *h = (const lc_fp16 *)kr;
                 for (size_t d = 0; d < nkv; d++)
                     row[d] = lc_fp16_to_fp32(h[d]);
@@ -628,7 +661,12 @@ int lc_context_shift(struct lc_context *c, int32_t keep, int32_t n_discard)
                 rope((float *)kr, hp->n_head_kv, hp->head_dim, hp->n_rot, kind, cs);
             }
         }
-        char *v = (char *)c->v_cache + lo * es;   /* transposed: (n_kv, n_ctx) */
+        char *v = (char *)c->v_cache + lo * rb;
+        if (c->fa) {   /* by rows, as K */
+            memmove(v + (size_t)keep * rb, v + (size_t)(keep + n_discard) * rb, (size_t)n_move * rb);
+            continue;
+        }
+        /* transposed: (n_kv, n_ctx) */
         for (size_t d = 0; d < nkv; d++) {
             char *vr = v + d * nctx * es;
             memmove(vr + (size_t)keep * es, vr + (size_t)(keep + n_discard) * es, (size_t)n_move * es);
@@ -680,6 +718,10 @@ static void dots16(const struct lc_kernels *k, bool batch, float *s, const lc_fp
 {
     if (batch && k->gemm[LC_TYPE_F16]) {
         k->gemm[LC_TYPE_F16](n, s, 1, x, x_stride * sizeof *x, nr, y, 0, 1);
+        return;
+    }
+    if (!batch && k->dot_f16_rows) {  /* the same bits, 16 rows at a time */
+        k->dot_f16_rows(s, x, x_stride, nr, y, n);
         return;
     }
     for (int r = 0; r < nr; r++)
@@ -766,6 +808,146 @@ static void attention_heads(void *arg, int ith, int nth)
     }
 }
 
+/*
+ * Fused attention (llama.cpp's -fa): per query and head, one pass over the keys it sees with an
+ * online softmax, in the order of ggml_compute_forward_flash_attn_ext_f16 on the CPU (ggml-cpu
+ * ops.cpp, Dao et al., "FlashAttention", 2022, and Milakov & Gimelshein, "Online normalizer
+ * calculation for softmax", 2018):
+ *
+ *   q converted to K's vec_dot type (F16 for F16 K, Q8_0 for Q8_0 K, F32 for F32 K);
+ *   M = -inf, S = 0, acc = 0 (acc in F16 when V is F16, else F32); for each key j seen:
+ *     s = dot(K_j, q) * kq_scale  (softcap c: kq_scale / c, then c * tanh(s))
+ *     if s > M: ms = exp(M_old - s), M = s, acc *= ms, vs = 1   else: ms = 1, vs = exp(s - M)
+ *     acc += vs * V_j  (V_j converted to F32 first when V is quantized);  S = S * ms + vs
+ *   out = f32(acc) * (1 / S)
+ *
+ * Masked keys (past the query, outside the window) are skipped as ggml skips -inf mask entries,
+ * so the cache padding does not matter.  One job is a (token, KV head) pair: the heads sharing a
+ * KV head (GQA) walk the keys together, so each K and V row is read once per group; every head
+ * still does exactly its own sequence of operations, so the results do not depend on the
+ * grouping or the thread split.  Keys are taken in chunks of FA_CHUNK: first the scores of the
+ * chunk for every head, then the softmax and V updates.
+ */
+#define FA_CHUNK 64
+
+/* Per-thread scratch: for each of g heads, q in K's vec_dot type (<= hd floats), the F32
+ * accumulator, the F16 accumulator, the chunk's scores; then one V row in F32. */
+static size_t fa_scratch_size(int g, int hd)
+{
+    const size_t per_head = (size_t)hd * sizeof(float) * 2 + (size_t)hd * sizeof(lc_fp16) +
+                            FA_CHUNK * sizeof(float) + 64;
+    return (size_t)g * per_head + (size_t)hd * sizeof(float) + 64;
+}
+
+static void attention_fused(void *arg, int ith, int nth)
+{
+    const struct attn_task *t = arg;
+    struct lc_context *c = t->c;
+    const struct lc_hparams *hp = &c->model->hp;
+    const struct lc_kernels *k = c->k;
+    const int hd = hp->head_dim, n_hkv = hp->n_head_kv, n_swa = c->model->layers[t->layer].n_swa;
+    const int group = hp->n_head / hp->n_head_kv;
+    const float cap = hp->attn_softcap;
+    const float scale = cap > 0.0f ? hp->kq_scale / cap : hp->kq_scale;
+    const enum lc_type kt = c->kv_type;
+    const size_t head_bytes = lc_row_size(kt, hd);          /* one head's slice of a row */
+    const char *kbase = (const char *)c->k_cache + (size_t)t->layer * (size_t)c->n_ctx * c->kv_row;
+    const char *vbase = (const char *)c->v_cache + (size_t)t->layer * (size_t)c->n_ctx * c->kv_row;
+    /* scratch layout (fa_scratch_size) */
+    char *sp = (char *)c->fa_scratch + (size_t)ith * c->fa_scratch_bytes;
+    float *qv[group], *acc32[group], *sc[group];
+    lc_fp16 *acc16[group];
+    float M[group], S[group];
+    for (int g = 0; g < group; g++) {
+        qv[g] = (float *)sp, sp += (size_t)hd * sizeof(float);
+        acc32[g] = (float *)sp, sp += (size_t)hd * sizeof(float);
+        sc[g] = (float *)sp, sp += FA_CHUNK * sizeof(float);
+        acc16[g] = (lc_fp16 *)sp, sp += ((size_t)hd * sizeof(lc_fp16) + 63) / 64 * 64;
+    }
+    float *v32 = (float *)sp;
+
+    int lo, hi;
+    lc_split_range(t->n_tok * n_hkv, ith, nth, &lo, &hi);
+    for (int job = lo; job < hi; job++) {
+        const int i = job / n_hkv, kvh = job % n_hkv;
+        const int n_keys = t->pos + i + 1;
+        const int k0 = n_swa > 0 && n_keys > n_swa ? n_keys - n_swa : 0;
+        for (int g = 0; g < group; g++) {
+            const float *q = c->q + (size_t)i * (size_t)hp->n_q + (size_t)(kvh * group + g) * (size_t)hd;
+            if (kt == LC_TYPE_F32)
+                memcpy(qv[g], q, (size_t)hd * sizeof(float));
+            else
+                k->quantize_row[kt](q, qv[g], hd);
+            M[g] = -INFINITY;
+            S[g] = 0.0f;
+            if (kt == LC_TYPE_F16)
+                memset(acc16[g], 0, (size_t)hd * sizeof(lc_fp16));
+            else
+                memset(acc32[g], 0, (size_t)hd * sizeof(float));
+        }
+        const size_t hoff = (size_t)kvh * head_bytes;
+        for (int j0 = k0; j0 < n_keys; j0 += FA_CHUNK) {
+            const int nj = n_keys - j0 < FA_CHUNK ? n_keys - j0 : FA_CHUNK;
+            /* scores of the chunk */
+            const char *kc = kbase + (size_t)j0 * c->kv_row + hoff;
+            for (int g = 0; g < group; g++) {
+                if (kt == LC_TYPE_F16) {
+                    dots16(k, false, sc[g], (const lc_fp16 *)kc, c->kv_row / sizeof(lc_fp16), nj,
+                           (const lc_fp16 *)qv[g], hd);
+                } else {
+                    for (int j = 0; j < nj; j++) {
+                        const char *kr = kc + (size_t)j * c->kv_row;
+                        if (kt == LC_TYPE_F32)
+                            sc[g][j] = k->dot_f32((const float *)kr, qv[g], hd);
+                        else
+                            k->vec_dot[kt](hd, &sc[g][j], kr, qv[g]);
+                    }
+                }
+                for (int j = 0; j < nj; j++) {
+                    float s = sc[g][j] * scale;
+                    if (cap > 0.0f)
+                        s = cap * tanhf(s);
+                    sc[g][j] = s;
+                }
+            }
+            /* online softmax and the V sums */
+            for (int j = 0; j < nj; j++) {
+                const char *vr = vbase + (size_t)(j0 + j) * c->kv_row + hoff;
+                if (kt == LC_TYPE_Q8_0)
+                    lc_dequantize_row_q8_0((const lc_block_q8_0 *)vr, v32, hd);
+                for (int g = 0; g < group; g++) {
+                    const float s = sc[g][j], Mold = M[g];
+                    float ms = 1.0f, vs = 1.0f;
+                    if (s > Mold) {
+                        M[g] = s;
+                        ms = expf(Mold - s);
+                        if (kt == LC_TYPE_F16)
+                            k->scale_f16(acc16[g], ms, hd);
+                        else
+                            for (int d = 0; d < hd; d++)
+                                acc32[g][d] *= ms;
+                    } else {
+                        vs = expf(s - Mold);
+                    }
+                    if (kt == LC_TYPE_F16)
+                        k->mad_f16(acc16[g], vs, (const lc_fp16 *)vr, hd);
+                    else
+                        k->mad_f32(acc32[g], vs, kt == LC_TYPE_Q8_0 ? v32 : (const float *)vr, hd);
+                    S[g] = S[g] * ms + vs;
+                }
+            }
+        }
+        for (int g = 0; g < group; g++) {
+            float *out = c->att + (size_t)i * (size_t)hp->n_q + (size_t)(kvh * group + g) * (size_t)hd;
+            const float s_inv = 1.0f / S[g];
+            for (int d = 0; d < hd; d++) {
+                const float a = kt == LC_TYPE_F16 ? lc_fp16_to_fp32(acc16[g][d]) : acc32[g][d];
+                out[d] = a * s_inv;
+            }
+        }
+    }
+}
+
 /* ---------------------------------------------------------------- one batch */
 
 /* Write the batch's k rows (one per position) and v columns (V is stored transposed). */
@@ -774,6 +956,18 @@ static void store_kv(struct lc_context *c, int layer, int n_tok, int pos)
     const size_t lo = (size_t)layer * (size_t)c->n_ctx * (size_t)c->n_kv;
     const size_t koff = lo + (size_t)pos * (size_t)c->n_kv;
     const size_t nk = (size_t)n_tok * (size_t)c->n_kv;
+    if (c->fa) {
+        /* K and V by rows, converted as ggml_cpy does (the CPU from_float of the type) */
+        const size_t off = ((size_t)layer * (size_t)c->n_ctx + (size_t)pos) * c->kv_row;
+        if (c->kv_type == LC_TYPE_F32) {
+            memcpy((char *)c->k_cache + off, c->kb, nk * sizeof(float));
+            memcpy((char *)c->v_cache + off, c->vb, nk * sizeof(float));
+        } else {
+            c->k->quantize_row[c->kv_type](c->kb, (char *)c->k_cache + off, (int64_t)nk);
+            c->k->quantize_row[c->kv_type](c->vb, (char *)c->v_cache + off, (int64_t)nk);
+        }
+        return;
+    }
     if (c->kv_type == LC_TYPE_F16) {
         lc_fp16 *kc = (lc_fp16 *)c->k_cache + koff, *vc = (lc_fp16 *)c->v_cache + lo;
         c->k->quantize_row[LC_TYPE_F16](c->kb, kc, (int64_t)nk);
@@ -852,7 +1046,7 @@ static void attention_block(struct lc_context *c, int il, int n_tok, int pos)
             c->q[j] *= hp->q_scale;
     store_kv(c, il, n_tok, pos);
     struct attn_task at = {c, il, n_tok, pos};
-    lc_threadpool_run(c->tp, attention_heads, &at);
+    lc_threadpool_run(c->tp, c->fa ? attention_fused : attention_heads, &at);
     c->act_type = LC_TYPE_COUNT;
     matmul(c, &L->wo, c->att, (size_t)Q, n_tok, c->xb, (size_t)E);
     if (a->post_norms)

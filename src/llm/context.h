@@ -18,7 +18,14 @@ struct lc_context_params {
     int32_t n_ctx;        /* KV cache size in tokens; 0 = min(n_ctx_train, 4096) */
     int32_t n_batch;      /* tokens per forward batch for prompts (default 512) */
     int32_t n_threads;    /* 0 = number of CPUs */
-    enum lc_type kv_type; /* LC_TYPE_F16 (default, as llama.cpp) or LC_TYPE_F32 */
+    enum lc_type kv_type; /* LC_TYPE_F16 (default, as llama.cpp), LC_TYPE_F32, or LC_TYPE_Q8_0
+                             (K and V in Q8_0 blocks of 32: head_dim must be a multiple of 32;
+                             implies flash_attn, as llama.cpp's quantized V cache needs -fa) */
+    bool flash_attn;      /* false (default): llama.cpp's order without -fa: all scores, softmax,
+                             then the V product (V cached transposed).  true: one fused pass per
+                             query and head over the cache with an online softmax, in the order of
+                             ggml's flash_attn_ext on the CPU (V cached by rows) -- llama.cpp's
+                             -fa; the last bits of the logits differ from the default order */
     /*
      * The float order of a llama.cpp other than b4748 (for tests against references it made;
      * the defaults follow b4748's x86 build).  no_tinyblas: products of a batch with F16/F32

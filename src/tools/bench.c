@@ -11,8 +11,13 @@
  * repetitions' t/s.  Random token ids come from a fixed seed, so runs are comparable: the
  * content of the tokens does not change the work done.
  *
- * Usage: llamachat-bench -m MODEL [-p 512] [-n 128] [-t N] [-r REPS] [--isa NAME]
- * Several -m, -p, -n or -t values may be given as comma-separated lists, as in llama-bench;
+ * With -d D (llama-bench's --n-depth, ik_llama.cpp's sweep-bench), each test starts from a
+ * cache already holding D random tokens (filled untimed in prompt batches): tg128 @ d2048 is
+ * the decode speed with 2048 to 2175 tokens of context, the cost of attention over a long chat.
+ *
+ * Usage: llamachat-bench -m MODEL [-p 512] [-n 128] [-d 0] [-t N] [-r REPS] [--isa NAME]
+ *                        [-ctk TYPE] [-ctv TYPE] [-fa 0|1]
+ * Several -m, -p, -n, -d or -t values may be given as comma-separated lists, as in llama-bench;
  * each combination is a row.  -p 0 or -n 0 skips that test.
  */
 #include <errno.h>
@@ -49,10 +54,15 @@ static void usage(FILE *f)
             "  -m, --model FILES    GGUF model(s), comma-separated\n"
             "  -p, --n-prompt N     prompt tokens for the pp test (default 512, 0 = skip)\n"
             "  -n, --n-gen N        generated tokens for the tg test (default 128, 0 = skip)\n"
+            "  -d, --n-depth N      tokens already in the KV cache when a test starts (default 0)\n"
             "  -t, --threads N      threads (default: all CPUs)\n"
             "  -r, --repetitions N  timed repetitions per test (default 5)\n"
             "      --isa NAME       force kernels: scalar, avx2, avx512, neon, auto\n"
             "      --kv-f32         keep the KV cache in f32 (default f16)\n"
+            "  -ctk, -ctv, --cache-type TYPE\n"
+            "                       KV cache type: f16 (default), f32, q8_0 (K and V alike)\n"
+            "  -fa, --flash-attn 0|1\n"
+            "                       fused one-pass attention (default 0; q8_0 implies 1)\n"
             "      --cpu-time       add a column: process CPU time per token (median), ms; with\n"
             "                       -t 1 this is the cost of a token however busy the machine is\n"
             "  -h, --help\n"
@@ -116,21 +126,28 @@ static double cpu_s(void)
  * from an empty cache.  Returns the elapsed seconds (and the process CPU seconds in *cpu), or a
  * negative value after printing the error.
  */
-static double run_test(struct lc_context *ctx, int32_t *toks, int n_prompt, int n_gen,
+static double run_test(struct lc_context *ctx, int32_t *toks, int depth, int n_prompt, int n_gen,
                        int32_t n_vocab, uint64_t *rng, double *cpu)
 {
     char *err = NULL;
-    lc_context_truncate(ctx, 0);
     const int n = n_prompt ? n_prompt : n_gen;
+    /* the depth: filled once per context (the cache keeps it), then truncated back to it */
+    if (lc_context_n_past(ctx) < depth) {
+        for (int i = 0; i < depth; i++)
+            toks[i] = (int32_t)(rand_u32(rng) % (uint32_t)n_vocab);
+        if (lc_context_decode(ctx, toks, depth, 0, false, &err))
+            goto fail;
+    }
+    lc_context_truncate(ctx, depth);
     for (int i = 0; i < n; i++)
         toks[i] = (int32_t)(rand_u32(rng) % (uint32_t)n_vocab);
     double c0 = cpu_s(), t0 = now_s();
     if (n_prompt) {
-        if (lc_context_decode(ctx, toks, n_prompt, 0, false, &err))
+        if (lc_context_decode(ctx, toks, n_prompt, depth, false, &err))
             goto fail;
     } else {
         for (int i = 0; i < n_gen; i++)
-            if (lc_context_decode(ctx, &toks[i], 1, i, false, &err))
+            if (lc_context_decode(ctx, &toks[i], 1, depth + i, false, &err))
                 goto fail;
     }
     double dt = now_s() - t0;
@@ -169,9 +186,11 @@ static void human_size(uint64_t bytes, char *buf, size_t len)
 int main(int argc, char **argv)
 {
     const char *models = NULL, *isa = NULL;
-    struct int_list n_prompt = {1, {512}}, n_gen = {1, {128}}, threads = {0, {0}};
+    struct int_list n_prompt = {1, {512}}, n_gen = {1, {128}}, threads = {0, {0}},
+                    depths = {1, {0}};
     long reps = 5;
-    bool kv_f32 = false, cpu_time = false;
+    bool cpu_time = false, flash_attn = false;
+    enum lc_type kv_type = LC_TYPE_F16;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -179,7 +198,7 @@ int main(int argc, char **argv)
             return 0;
         }
         if (!strcmp(a, "--kv-f32")) {
-            kv_f32 = true;
+            kv_type = LC_TYPE_F32;
             continue;
         }
         if (!strcmp(a, "--cpu-time")) {
@@ -202,6 +221,25 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "-n") || !strcmp(a, "--n-gen")) {
             if (parse_list(a, v, 0, 1 << 20, &n_gen))
                 return 2;
+        } else if (!strcmp(a, "-d") || !strcmp(a, "--n-depth")) {
+            if (parse_list(a, v, 0, 1 << 20, &depths))
+                return 2;
+        } else if (!strcmp(a, "-ctk") || !strcmp(a, "-ctv") || !strcmp(a, "--cache-type") ||
+                   !strcmp(a, "--cache-type-k") || !strcmp(a, "--cache-type-v")) {
+            if (!strcmp(v, "f16"))
+                kv_type = LC_TYPE_F16;
+            else if (!strcmp(v, "f32"))
+                kv_type = LC_TYPE_F32;
+            else if (!strcmp(v, "q8_0"))
+                kv_type = LC_TYPE_Q8_0;
+            else {
+                fprintf(stderr, "llamachat-bench: %s: '%s' is not f16, f32 or q8_0\n", a, v);
+                return 2;
+            }
+        } else if (!strcmp(a, "-fa") || !strcmp(a, "--flash-attn")) {
+            if (parse_list(a, v, 0, 1, &one) || one.n != 1)
+                return 2;
+            flash_attn = one.v[0] != 0;
         } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
             if (parse_list(a, v, 1, 1024, &threads))
                 return 2;
@@ -261,12 +299,14 @@ int main(int argc, char **argv)
                 "weights read per generated token\n",
                 path, t_load, (unsigned long long)m->n_bytes,
                 (unsigned long long)bytes_per_token(m));
-        long max_p = 0, max_n = 0;
+        long max_p = 0, max_n = 0, max_d = 0;
+        for (int i = 0; i < depths.n; i++)
+            max_d = depths.v[i] > max_d ? depths.v[i] : max_d;
         for (int i = 0; i < n_prompt.n; i++)
             max_p = n_prompt.v[i] > max_p ? n_prompt.v[i] : max_p;
         for (int i = 0; i < n_gen.n; i++)
             max_n = n_gen.v[i] > max_n ? n_gen.v[i] : max_n;
-        int32_t *toks = malloc((size_t)(max_p + max_n + 1) * sizeof(*toks));
+        int32_t *toks = malloc((size_t)(max_p + max_n + max_d + 1) * sizeof(*toks));
         double *tps = malloc((size_t)reps * sizeof(*tps));
         double *cms = malloc((size_t)reps * sizeof(*cms));
         if (!toks || !tps || !cms) {
@@ -276,11 +316,12 @@ int main(int argc, char **argv)
         for (int it = 0; it < threads.n; it++) {
             struct lc_context_params cp = lc_context_default_params();
             cp.n_threads = (int32_t)threads.v[it];
-            cp.n_ctx = (int32_t)(max_p > max_n ? max_p : max_n);
+            cp.n_ctx = (int32_t)(max_d + (max_p > max_n ? max_p : max_n));
             if (cp.n_ctx < 16)
                 cp.n_ctx = 16;
-            cp.n_batch = (int32_t)(max_p > 0 ? max_p : 1);
-            cp.kv_type = kv_f32 ? LC_TYPE_F32 : LC_TYPE_F16;
+            cp.n_batch = (int32_t)(max_p > 0 ? max_p : 512);
+            cp.kv_type = kv_type;
+            cp.flash_attn = flash_attn;
             struct lc_context *ctx = lc_context_new(m, &cp, &err);
             if (!ctx) {
                 fprintf(stderr, "llamachat-bench: %s: %s\n", path, err ? err : "no context");
@@ -289,8 +330,11 @@ int main(int argc, char **argv)
                 continue;
             }
             uint64_t rng = 0x853c49e6748fea9bull;
-            /* Each (test, size) pair: pp rows first, then tg rows, as llama-bench orders them. */
+            /* Each (depth, test, size): pp rows first, then tg rows, as llama-bench orders them. */
+            for (int id = 0; id < depths.n; id++)
             for (int kind = 0; kind < 2; kind++) {
+                const int depth = (int)depths.v[id];
+                lc_context_truncate(ctx, 0);
                 const struct int_list *sizes = kind == 0 ? &n_prompt : &n_gen;
                 for (int is = 0; is < sizes->n; is++) {
                     const int n = (int)sizes->v[is];
@@ -298,15 +342,15 @@ int main(int argc, char **argv)
                         continue;
                     const int np = kind == 0 ? n : 0, ng = kind == 0 ? 0 : n;
                     /* Warm-up: a short batch or one token; either reads every weight once. */
-                    if (run_test(ctx, toks, np < 32 ? np : 32, kind == 0 ? 0 : 1, m->hp.n_vocab,
-                                 &rng, NULL) < 0) {
+                    if (run_test(ctx, toks, depth, np < 32 ? np : 32, kind == 0 ? 0 : 1,
+                                 m->hp.n_vocab, &rng, NULL) < 0) {
                         status = 1;
                         break;
                     }
                     int ok = 1;
                     for (long r = 0; r < reps && ok; r++) {
                         double cpu = 0;
-                        double dt = run_test(ctx, toks, np, ng, m->hp.n_vocab, &rng, &cpu);
+                        double dt = run_test(ctx, toks, depth, np, ng, m->hp.n_vocab, &rng, &cpu);
                         if (dt < 0)
                             ok = 0;
                         else
@@ -318,9 +362,12 @@ int main(int argc, char **argv)
                     }
                     qsort(tps, (size_t)reps, sizeof(*tps), cmp_double);
                     qsort(cms, (size_t)reps, sizeof(*cms), cmp_double);
-                    printf("| %s | %s | %s | %d | %s | %s%d | %.2f | %.2f - %.2f |", name, size,
+                    char depth_s[32] = "";
+                    if (depth)
+                        snprintf(depth_s, sizeof(depth_s), " @ d%d", depth);
+                    printf("| %s | %s | %s | %d | %s | %s%d%s | %.2f | %.2f - %.2f |", name, size,
                            lc_type_name(m->ftype), lc_context_n_threads(ctx), isa_name,
-                           kind == 0 ? "pp" : "tg", n, median(tps, reps), tps[0],
+                           kind == 0 ? "pp" : "tg", n, depth_s, median(tps, reps), tps[0],
                            tps[reps - 1]);
                     if (cpu_time)
                         printf(" %.2f |", median(cms, reps));

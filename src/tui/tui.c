@@ -1660,6 +1660,8 @@ static struct lc_engine *start_engine(struct tui *t, const char *model, char **e
         .n_batch = t->o->n_batch,
         .kv_f32 = t->o->kv_f32,
         .spec_draft = t->o->spec ? t->o->draft_max : 0,
+        .kv_q8_0 = t->o->kv_q8_0,
+        .flash_attn = t->o->flash_attn,
         .sampling = t->o->sampling,
         .n_predict = t->o->n_predict,
         .system_prompt = t->o->system_prompt,

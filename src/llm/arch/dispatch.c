@@ -160,6 +160,9 @@ static void merge(struct lc_kernels *t, int from)
     MERGE(dot_f16);
     MERGE(axpy_f16);
     MERGE(axpy_f32);
+    MERGE(mad_f16);
+    MERGE(scale_f16);
+    MERGE(mad_f32);
 }
 
 /*

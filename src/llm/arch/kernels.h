@@ -93,6 +93,25 @@ struct lc_kernels {
     void (*axpy_f16)(float *y, float a, const lc_fp16 *x, int n);
     /* y[i] += a * x[i] */
     void (*axpy_f32)(float *y, float a, const float *x, int n);
+    /*
+     * The element-wise steps of ggml's fused attention (flash_attn_ext on the CPU; context.c's
+     * attention_fused), y and x n elements, each element rounded as ggml rounds it:
+     *   mad_f16:   y[i] = f16(fma(f32(x[i]), v, f32(y[i])))   (ggml_vec_mad_f16)
+     *   scale_f16: y[i] = f16(f32(y[i]) * v)                  (ggml_vec_scale_f16)
+     *   mad_f32:   y[i] = fma(x[i], v, y[i])                   (ggml_vec_mad_f32)
+     */
+    void (*mad_f16)(lc_fp16 *y, float v, const lc_fp16 *x, int n);
+    /*
+     * s[r] = dot_f16(x + r * x_stride, y, n) for r in [0, nr), with the same bits as dot_f16 of
+     * this ISA: the keys of one attention head against its query (x_stride in elements).  Only
+     * where it is faster than nr calls (AVX-512: 16 rows share one transposed reduction); NULL
+     * elsewhere, and callers then loop over dot_f16 -- it is never merged from another ISA,
+     * whose dot_f16 may sum in another order.
+     */
+    void (*dot_f16_rows)(float *s, const lc_fp16 *x, size_t x_stride, int nr, const lc_fp16 *y,
+                         int n);
+    void (*scale_f16)(lc_fp16 *y, float v, int n);
+    void (*mad_f32)(float *y, float v, const float *x, int n);
 };
 
 /* The scalar reference table (always complete). */

@@ -834,6 +834,24 @@ static void axpy_f32(float *y, float a, const float *x, int n)
         y[i] += a * x[i];
 }
 
+static void mad_f16(lc_fp16 *y, float v, const lc_fp16 *x, int n)
+{
+    for (int i = 0; i < n; i++)
+        y[i] = lc_fp32_to_fp16(fmaf(LC_FP16_TO_FP32(x[i]), v, LC_FP16_TO_FP32(y[i])));
+}
+
+static void scale_f16(lc_fp16 *y, float v, int n)
+{
+    for (int i = 0; i < n; i++)
+        y[i] = lc_fp32_to_fp16(LC_FP16_TO_FP32(y[i]) * v);
+}
+
+static void mad_f32(float *y, float v, const float *x, int n)
+{
+    for (int i = 0; i < n; i++)
+        y[i] = fmaf(x[i], v, y[i]);
+}
+
 /* ---------------------------------------------------------------- the table */
 
 const struct lc_kernels lc_kernels_scalar = {
@@ -887,4 +905,7 @@ const struct lc_kernels lc_kernels_scalar = {
     .dot_f16 = dot_f16,
     .axpy_f16 = axpy_f16,
     .axpy_f32 = axpy_f32,
+    .mad_f16 = mad_f16,
+    .scale_f16 = scale_f16,
+    .mad_f32 = mad_f32,
 };

@@ -568,6 +568,38 @@ static void axpy_f16(float *y, float a, const lc_fp16 *x, int n)
         y[i] += a * h2f(x[i]);
 }
 
+/* The fused-attention steps (kernels.h): per element, so any width gives the same bits. */
+static void mad_f16(lc_fp16 *y, float v, const lc_fp16 *x, int n)
+{
+    const __m256 vv = _mm256_set1_ps(v);
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(y + i),
+                         _mm256_cvtps_ph(_mm256_fmadd_ps(load_h8(x + i), vv, load_h8(y + i)), 0));
+    for (; i < n; i++)
+        y[i] = _cvtss_sh(fmaf(h2f(x[i]), v, h2f(y[i])), 0);
+}
+
+static void scale_f16(lc_fp16 *y, float v, int n)
+{
+    const __m256 vv = _mm256_set1_ps(v);
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(y + i), _mm256_cvtps_ph(_mm256_mul_ps(load_h8(y + i), vv), 0));
+    for (; i < n; i++)
+        y[i] = _cvtss_sh(h2f(y[i]) * v, 0);
+}
+
+static void mad_f32(float *y, float v, const float *x, int n)
+{
+    const __m256 vv = _mm256_set1_ps(v);
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(_mm256_loadu_ps(x + i), vv, _mm256_loadu_ps(y + i)));
+    for (; i < n; i++)
+        y[i] = fmaf(x[i], v, y[i]);
+}
+
 const struct lc_kernels lc_kernels_avx2 = {
     .isa = "avx2",
     .vec_dot = {
@@ -618,4 +650,7 @@ const struct lc_kernels lc_kernels_avx2 = {
     .dot_f16 = dot_f16,
     .axpy_f16 = axpy_f16,
     .axpy_f32 = axpy_f32,
+    .mad_f16 = mad_f16,
+    .scale_f16 = scale_f16,
+    .mad_f32 = mad_f32,
 };

@@ -729,6 +729,91 @@ DEFINE_FLOAT_DOT(tiny_dot_f16, lc_fp16, load_h16, LEFTOVER_F16, 1)
 
 #include "float-rows.h"
 
+/*
+ * dot_f16_rows (kernels.h): for n a multiple of 64, each row's four accumulators are summed as
+ * dot_f16 sums them into one 16-lane vector; then 16 rows are reduced at once by a transposing
+ * network that performs, lane for lane, the additions of _mm512_reduce_add_ps as GCC expands
+ * it (256-bit halves, 128-bit halves, (0+2, 1+3), then the last two) -- the same bits as 16
+ * dot_f16 calls, with 15 shuffles + adds per 16 rows instead of 16 serial reductions.  Other
+ * n, and the last nr % 16 rows, go through dot_f16.
+ */
+static inline __m512 dot_f16_vec(const lc_fp16 *x, const lc_fp16 *y, int n)
+{
+    __m512 v0 = _mm512_setzero_ps(), v1 = v0, v2 = v0, v3 = v0;
+    for (int i = 0; i < n; i += 64) {
+        v0 = _mm512_fmadd_ps(load_h16(x + i), load_h16(y + i), v0);
+        v1 = _mm512_fmadd_ps(load_h16(x + i + 16), load_h16(y + i + 16), v1);
+        v2 = _mm512_fmadd_ps(load_h16(x + i + 32), load_h16(y + i + 32), v2);
+        v3 = _mm512_fmadd_ps(load_h16(x + i + 48), load_h16(y + i + 48), v3);
+    }
+    return _mm512_add_ps(_mm512_add_ps(v0, v2), _mm512_add_ps(v1, v3));
+}
+
+static void dot_f16_rows(float *s, const lc_fp16 *x, size_t x_stride, int nr, const lc_fp16 *y,
+                         int n)
+{
+    int r = 0;
+    if (n % 64 == 0) {
+        /* out lane 4l + j of the last step holds row 4j + l (see below) */
+        const __m512i perm = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+        for (; r + 16 <= nr; r += 16) {
+            __m512 a[16], s1[8], s2[4], s3[2];
+            for (int i = 0; i < 16; i++)
+                a[i] = dot_f16_vec(x + (size_t)(r + i) * x_stride, y, n);
+            /* 1: lanes i + (i + 8) of rows 2k (low half) and 2k + 1 (high half) */
+            for (int k = 0; k < 8; k++)
+                s1[k] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * k], a[2 * k + 1], 0x44),
+                                      _mm512_shuffle_f32x4(a[2 * k], a[2 * k + 1], 0xEE));
+            /* 2: lanes i + (i + 4); quarter q of s2[m] = row 4m + q */
+            for (int m = 0; m < 4; m++)
+                s2[m] = _mm512_add_ps(_mm512_shuffle_f32x4(s1[2 * m], s1[2 * m + 1], 0x88),
+                                      _mm512_shuffle_f32x4(s1[2 * m], s1[2 * m + 1], 0xDD));
+            /* 3: (0+2, 1+3) per quarter; quarter q of s3[t] = rows 8t + q (lanes 0-1), 8t + 4 + q */
+            for (int t = 0; t < 2; t++)
+                s3[t] = _mm512_add_ps(_mm512_shuffle_ps(s2[2 * t], s2[2 * t + 1], 0x44),
+                                      _mm512_shuffle_ps(s2[2 * t], s2[2 * t + 1], 0xEE));
+            /* 4: lane 0 + lane 1; quarter q = rows q, 4 + q, 8 + q, 12 + q */
+            const __m512 fin = _mm512_add_ps(_mm512_shuffle_ps(s3[0], s3[1], 0x88),
+                                             _mm512_shuffle_ps(s3[0], s3[1], 0xDD));
+            _mm512_storeu_ps(s + r, _mm512_permutexvar_ps(perm, fin));
+        }
+    }
+    for (; r < nr; r++)
+        s[r] = dot_f16(x + (size_t)r * x_stride, y, n);
+}
+
+/* The fused-attention steps (kernels.h): per element, so any width gives the same bits. */
+static void mad_f16(lc_fp16 *y, float v, const lc_fp16 *x, int n)
+{
+    const __m512 vv = _mm512_set1_ps(v);
+    int i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm256_storeu_si256((__m256i *)(y + i),
+                            _mm512_cvtps_ph(_mm512_fmadd_ps(load_h16(x + i), vv, load_h16(y + i)), 0));
+    for (; i < n; i++)
+        y[i] = _cvtss_sh(fmaf(_cvtsh_ss(x[i]), v, _cvtsh_ss(y[i])), 0);
+}
+
+static void scale_f16(lc_fp16 *y, float v, int n)
+{
+    const __m512 vv = _mm512_set1_ps(v);
+    int i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm256_storeu_si256((__m256i *)(y + i), _mm512_cvtps_ph(_mm512_mul_ps(load_h16(y + i), vv), 0));
+    for (; i < n; i++)
+        y[i] = _cvtss_sh(_cvtsh_ss(y[i]) * v, 0);
+}
+
+static void mad_f32(float *y, float v, const float *x, int n)
+{
+    const __m512 vv = _mm512_set1_ps(v);
+    int i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(y + i, _mm512_fmadd_ps(_mm512_loadu_ps(x + i), vv, _mm512_loadu_ps(y + i)));
+    for (; i < n; i++)
+        y[i] = fmaf(x[i], v, y[i]);
+}
+
 const struct lc_kernels lc_kernels_avx512 = {
     .isa = "avx512",
     .vec_dot = {
@@ -774,4 +859,8 @@ const struct lc_kernels lc_kernels_avx512 = {
                   (1u << LC_TYPE_Q8_0),
     .dot_f32 = dot_f32,
     .dot_f16 = dot_f16,
+    .mad_f16 = mad_f16,
+    .dot_f16_rows = dot_f16_rows,
+    .scale_f16 = scale_f16,
+    .mad_f32 = mad_f32,
 };
