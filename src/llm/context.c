@@ -42,6 +42,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "arch/ggml-order-avx2.h"
 #include "arch/kernels.h"
 #include "repack.h"
 #include "threadpool.h"
@@ -54,6 +55,7 @@ struct lc_context {
     enum lc_type kv_type;
     bool no_tinyblas;         /* lc_context_params.no_tinyblas */
     int32_t kv_pad;           /* attention length granularity (lc_context_params.kv_pad) */
+    struct lc_kernels k_order; /* the kernel table with LC_ORDER_GGML_AVX2's entries (k points here) */
     size_t kv_elt;            /* bytes per KV element */
     int32_t n_kv;             /* n_head_kv * head_dim */
 
@@ -183,6 +185,21 @@ struct lc_context *lc_context_new(const struct lc_model *m, const struct lc_cont
         c->n_batch = c->n_ctx;
     c->kv_type = p->kv_type == LC_TYPE_F32 ? LC_TYPE_F32 : LC_TYPE_F16;
     c->no_tinyblas = p->no_tinyblas;
+    if (p->order == LC_ORDER_GGML_AVX2) {
+        /* the float kernels in AVX2's order, row by row (no gemm/gemv entries) */
+        c->k_order = *c->k;
+        struct lc_kernels *ko = &c->k_order;
+        ko->vec_dot[LC_TYPE_F16] = o8_vec_dot_f16;
+        ko->vec_dot[LC_TYPE_F32] = o8_vec_dot_f32;
+        ko->gemm[LC_TYPE_F16] = ko->gemm[LC_TYPE_F32] = NULL;
+        ko->gemv[LC_TYPE_F16] = ko->gemv[LC_TYPE_F32] = NULL;
+        ko->dot_f16 = o8_dot_f16;
+        ko->dot_f32 = o8_dot_f32;
+        ko->softmax = o8_softmax;
+        ko->swiglu = o8_swiglu;
+        c->k = ko;
+        c->no_tinyblas = true;
+    }
     c->kv_pad = p->kv_pad > 0 ? p->kv_pad : 32;
     c->kv_elt = c->kv_type == LC_TYPE_F32 ? sizeof(float) : sizeof(lc_fp16);
     c->n_kv = hp->n_head_kv * hp->head_dim;
