@@ -47,6 +47,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "arch/ggml-order-avx2.h"
 #include "arch/kernels.h"
 #include "repack.h"
 #include "threadpool.h"
@@ -59,6 +60,7 @@ struct lc_context {
     enum lc_type kv_type;
     bool no_tinyblas;         /* lc_context_params.no_tinyblas */
     int32_t kv_pad;           /* attention length granularity (lc_context_params.kv_pad) */
+    struct lc_kernels k_order; /* the kernel table with LC_ORDER_GGML_AVX2's entries (k points here) */
     size_t kv_elt;            /* bytes per KV element (F16/F32; 0 for Q8_0) */
     size_t kv_row;            /* bytes per cache row of n_kv elements (any kv_type) */
     bool fa;                  /* fused attention (V cached by rows) */
@@ -208,6 +210,22 @@ struct lc_context *lc_context_new(const struct lc_model *m, const struct lc_cont
     c->fa = p->flash_attn || c->kv_type == LC_TYPE_Q8_0;
     c->kv_elt = c->kv_type == LC_TYPE_F32 ? sizeof(float) : c->kv_type == LC_TYPE_F16 ? sizeof(lc_fp16) : 0;
     c->no_tinyblas = p->no_tinyblas;
+    if (p->order == LC_ORDER_GGML_AVX2) {
+        /* the float kernels in AVX2's order, row by row (no gemm/gemv entries) */
+        c->k_order = *c->k;
+        struct lc_kernels *ko = &c->k_order;
+        ko->vec_dot[LC_TYPE_F16] = o8_vec_dot_f16;
+        ko->vec_dot[LC_TYPE_F32] = o8_vec_dot_f32;
+        ko->gemm[LC_TYPE_F16] = ko->gemm[LC_TYPE_F32] = NULL;
+        ko->gemv[LC_TYPE_F16] = ko->gemv[LC_TYPE_F32] = NULL;
+        ko->dot_f16 = o8_dot_f16;
+        ko->dot_f16_rows = NULL;   /* the 16-row kernel is dot_f16's AVX-512 order */
+        ko->dot_f32 = o8_dot_f32;
+        ko->softmax = o8_softmax;
+        ko->swiglu = o8_swiglu;
+        c->k = ko;
+        c->no_tinyblas = true;
+    }
     c->kv_pad = p->kv_pad > 0 ? p->kv_pad : 32;
     c->n_kv = hp->n_head_kv * hp->head_dim;
     c->kv_row = lc_row_size(c->kv_type, c->n_kv);

@@ -14,6 +14,12 @@
 
 #include "model.h"
 
+/* The float order of the dots, softmax and SwiGLU (lc_context_params.order). */
+enum lc_order {
+    LC_ORDER_DEFAULT = 0, /* the kernels' own: b4748's AVX-512 order (tinyBLAS for batches) */
+    LC_ORDER_GGML_AVX2,   /* llama.cpp 0.7.0's AVX2 ("haswell") backend without tinyBLAS */
+};
+
 struct lc_context_params {
     int32_t n_ctx;        /* KV cache size in tokens; 0 = min(n_ctx_train, 4096) */
     int32_t n_batch;      /* tokens per forward batch for prompts (default 512) */
@@ -33,10 +39,13 @@ struct lc_context_params {
      * tinyBLAS's (llama.cpp built without llamafile, as Debian's 0.7.0 is).  kv_pad: attention
      * runs over the used KV cells rounded up to this many (0 = 32, b4748's; 0.7.0 pads to 256),
      * which moves where vec_dot's SIMD blocks end in p.V.  Neither changes what is computed,
-     * only the last bits.
+     * only the last bits.  order: LC_ORDER_GGML_AVX2 (implies no_tinyblas) takes the F16/F32
+     * dots of matrix products and attention, the softmax and SwiGLU in the order of llama.cpp's
+     * AVX2 backend (8 float lanes; arch/ggml-order-avx2.h), emulated on every ISA.
      */
     bool no_tinyblas;
     int32_t kv_pad;
+    enum lc_order order;
 };
 
 struct lc_context_params lc_context_default_params(void);
