@@ -9,6 +9,9 @@
  *     the q8_0 rounding only move the last bits / the third decimal), and the greedy token of
  *     each step the same while the default's top-2 margin is not a near-tie.
  *  3. A q8_0 cache on a model whose head size is not a multiple of 32 is refused with a message.
+ *  4. A prompt batch consults the progress callback between its layers (Esc while a long batch
+ *     is read): asked to stop there, decode returns 1 with n_past before the batch, and decoding
+ *     again gives exactly a fresh context's logits.
  */
 #include <math.h>
 #include <stdio.h>
@@ -181,6 +184,68 @@ static void test_refused(void)
     lc_model_free(m);
 }
 
+
+struct stop_probe {
+    int calls, mid;        /* callback calls; those inside a batch (0 < done < total) */
+    int32_t first_mid;     /* done of the first call inside the batch */
+    bool stop;             /* ask to stop at the first call inside the batch */
+};
+
+static bool probe_progress(void *user, int32_t done, int32_t total)
+{
+    struct stop_probe *p = user;
+    p->calls++;
+    if (done > 0 && done < total) {
+        if (p->mid++ == 0)
+            p->first_mid = done;
+        return p->stop;
+    }
+    return false;
+}
+
+static void test_stop_mid_batch(void)
+{
+    char path[512];
+    char *err = NULL;
+    struct lc_model *m = lc_model_load(tu_shared("models/stories260K-ff192-f32.gguf", path, sizeof path), false, &err);
+    CHECK(m != NULL, "%s: %s", path, err ? err : "?");
+    free(err);
+    if (!m)
+        return;
+    struct lc_context_params cp = lc_context_default_params();
+    cp.n_ctx = 128;
+    cp.n_threads = 1;
+    err = NULL;
+    struct lc_context *c = lc_context_new(m, &cp, &err), *f = lc_context_new(m, &cp, &err);
+    CHECK(c && f, "contexts: %s", err ? err : "?");
+    int32_t toks[40];
+    for (int i = 0; i < 40; i++)
+        toks[i] = 1 + (i * 37) % 500;
+    struct stop_probe p = {0, 0, 0, true};
+    if (c && f) {
+        lc_context_set_progress(c, probe_progress, &p);
+        const int r = lc_context_decode(c, toks, 40, 0, false, &err);
+        const int n_layer = m->hp.n_layer;
+        CHECK(r == 1, "asked to stop inside the batch: returned %d", r);
+        CHECK(p.mid == 1 && p.first_mid == 40 / n_layer,
+              "stopped at the first layer boundary: %d calls inside, first at %d (want %d)",
+              p.mid, p.first_mid, 40 / n_layer);
+        CHECK(lc_context_n_past(c) == 0, "n_past %d after the stop", lc_context_n_past(c));
+        p.stop = false;
+        p.mid = 0;
+        CHECK(lc_context_decode(c, toks, 40, 0, false, &err) == 0, "decode again");
+        CHECK(p.mid == n_layer - 1, "%d progress calls inside the batch, want %d", p.mid,
+              n_layer - 1);
+        CHECK(lc_context_decode(f, toks, 40, 0, false, &err) == 0, "fresh decode");
+        const int nv = m->hp.n_vocab;
+        CHECK(memcmp(lc_context_logits(c, -1), lc_context_logits(f, -1), (size_t)nv * sizeof(float)) == 0,
+              "logits after a stopped batch differ from a fresh context's");
+    }
+    lc_context_free(c);
+    lc_context_free(f);
+    lc_model_free(m);
+}
+
 int main(void)
 {
     test_rows_kernel();
@@ -195,5 +260,6 @@ int main(void)
                                          {LC_TYPE_Q8_0, true, "q8_0", 0.4f}};
     test_logits("models/synth-small-f16.gguf", LC_TYPE_F16, f16, 2);
     test_refused();
+    test_stop_mid_batch();
     return tu_finish("test-kvcache");
 }

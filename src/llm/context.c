@@ -1097,8 +1097,13 @@ static void ffn_block(struct lc_context *c, int il, int n_tok)
     add_rows(c->x, c->xb, (size_t)n_tok * (size_t)E);
 }
 
+/* One batch of n_tok tokens at pos.  done/total: the progress of the whole decode before this
+ * batch, for the progress callback, which a prompt batch also consults between layers (a
+ * 512-token batch of a large model takes seconds): when it asks to stop, returns 1 with the
+ * batch unfinished (the caller keeps n_past before it; the cache rows it wrote are overwritten
+ * later).  0 when done, -1 with *err. */
 static int eval_batch(struct lc_context *c, const int32_t *tokens, int n_tok, int pos,
-                      bool all_logits, char **err)
+                      bool all_logits, int32_t done, int32_t total, char **err)
 {
     const struct lc_model *m = c->model;
     const struct lc_hparams *hp = &m->hp;
@@ -1119,6 +1124,10 @@ static int eval_batch(struct lc_context *c, const int32_t *tokens, int n_tok, in
     c->act_type = LC_TYPE_COUNT;
 
     for (int il = 0; il < hp->n_layer; il++) {
+        if (il > 0 && n_tok > 1 && !c->exact && c->progress &&
+            c->progress(c->progress_user, done + (int32_t)((int64_t)n_tok * il / hp->n_layer),
+                        total))
+            return 1;
         attention_block(c, il, n_tok, pos);
         ffn_block(c, il, n_tok);
     }
@@ -1179,9 +1188,10 @@ static int decode(struct lc_context *c, const int32_t *tokens, int32_t n, int32_
             return 1;
         }
         const int32_t nb = n - done < c->n_batch ? n - done : c->n_batch;
-        if (eval_batch(c, tokens + done, nb, pos + done, all_logits, err)) {
+        const int r = eval_batch(c, tokens + done, nb, pos + done, all_logits, done, total, err);
+        if (r != 0) {
             c->exact = false;
-            return -1;
+            return r;
         }
         done += nb;
         c->n_past = pos + done;

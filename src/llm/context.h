@@ -66,9 +66,10 @@ const struct lc_model *lc_context_model(const struct lc_context *c);
 /*
  * Evaluate n tokens at positions pos .. pos+n-1 (pos <= n_past; the cache is truncated to pos
  * first).  Splits into batches of n_batch.  all_logits keeps the logits of every token (for
- * perplexity); otherwise only the last token's.  Between batches the abort callback (if set)
- * is consulted; when it returns true the call stops and returns 1 with n_past at the end of the
- * last finished batch.  Returns 0 on success, -1 with *err (malloc'd) when pos + n > n_ctx or a
+ * perplexity); otherwise only the last token's.  Between batches, and between the layers of a
+ * batch of more than one token, the progress callback (if set) is consulted (done counts the
+ * layers' share of a batch); when it returns true the call stops and returns 1 with n_past at
+ * the end of the last finished batch.  Returns 0 on success, -1 with *err (malloc'd) when pos + n > n_ctx or a
  * token id is out of range; nothing is written past the KV cache.
  */
 int lc_context_decode(struct lc_context *c, const int32_t *tokens, int32_t n, int32_t pos,
