@@ -241,8 +241,9 @@ fi
 # the only line on stderr: where the conversation is kept (quitting by mistake loses nothing)
 # (its autosaved file is the newest in chats/, so --continue reopens it: that is the hint)
 kept="$tmp/home/.local/state/llamachat/last-chat.json"
-auto=$(ls "$tmp"/home/.local/state/llamachat/chats/*.json 2>/dev/null | head -1)
-if [ -n "$auto" ] && [ "$(cat "$tmp/stderr")" = "llamachat: conversation kept in $auto (llamachat --continue continues it)" ]; then
+auto=$(sed -n 's/^llamachat: conversation kept in \(.*\) (llamachat --continue continues it)$/\1/p' "$tmp/stderr")
+if [ -f "$auto" ] && [ "$(dirname "$auto")" = "$tmp/home/.local/state/llamachat/chats" ] &&
+    [ "$(cat "$tmp/stderr")" = "llamachat: conversation kept in $auto (llamachat --continue continues it)" ]; then
     ok "stderr: only where the conversation is kept, and llamachat --continue"
 else
     bad "stderr: only where the conversation is kept"; sed 's/^/  | /' "$tmp/stderr" | head -40
