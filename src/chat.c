@@ -64,6 +64,7 @@ void lc_chat_free(struct lc_chat *c)
     lc_chat_truncate(c, 0);
     free(c->msgs);
     free(c->model);
+    free(c->model_path);
     free(c->title);
     free(c);
 }
@@ -220,6 +221,12 @@ void lc_chat_set_model(struct lc_chat *c, const char *name)
     c->model = name ? strdup(name) : NULL;
 }
 
+void lc_chat_set_model_path(struct lc_chat *c, const char *path)
+{
+    free(c->model_path);
+    c->model_path = path && *path ? strdup(path) : NULL;
+}
+
 void lc_chat_set_title(struct lc_chat *c, const char *title)
 {
     free(c->title);
@@ -259,10 +266,11 @@ static json_object *json_float(float f)
     return json_object_new_double_s((double)f, buf);
 }
 
-/* The seed to save: the one asked for, or the one the sampler picked for "random" (if known). */
-static uint64_t seed_to_save(const struct lc_chat *c)
+/* With seed "random", the seed the sampler picked for the replies (saved as "seed_used", for
+ * reproducing them; loading keeps the seed random), or LC_SEED_RANDOM if not known. */
+static uint64_t seed_drawn(const struct lc_chat *c)
 {
-    return c->params.seed == LC_SEED_RANDOM ? c->seed_used : c->params.seed;
+    return c->params.seed == LC_SEED_RANDOM ? c->seed_used : LC_SEED_RANDOM;
 }
 
 /* Append s[0..n) with each byte that is not valid UTF-8 replaced by U+FFFD (JSON strings must
@@ -408,6 +416,8 @@ char *lc_chat_to_json(const struct lc_chat *c)
     json_object_object_add(root, "version", json_object_new_int(1));
     if (c->model)
         json_object_object_add(root, "model", json_lossy_string(c->model, strlen(c->model)));
+    if (c->model_path)
+        json_object_object_add(root, "model_path", json_lossy_string(c->model_path, strlen(c->model_path)));
     if (c->title)
         json_object_object_add(root, "title", json_lossy_string(c->title, strlen(c->title)));
     json_object_object_add(root, "saved", json_object_new_string(ts));
@@ -419,10 +429,12 @@ char *lc_chat_to_json(const struct lc_chat *c)
     json_object_object_add(p, "repeat_penalty", json_float(c->params.repeat_penalty));
     json_object_object_add(p, "repeat_last_n", json_object_new_int(c->params.repeat_last_n));
     json_object_object_add(p, "max_tokens", json_object_new_int(c->max_tokens));
-    if (seed_to_save(c) == LC_SEED_RANDOM)
+    if (c->params.seed == LC_SEED_RANDOM)
         json_object_object_add(p, "seed", json_object_new_string("random"));
     else
-        json_object_object_add(p, "seed", json_object_new_uint64(seed_to_save(c)));
+        json_object_object_add(p, "seed", json_object_new_uint64(c->params.seed));
+    if (seed_drawn(c) != LC_SEED_RANDOM)
+        json_object_object_add(p, "seed_used", json_object_new_uint64(seed_drawn(c)));
     json_object_object_add(root, "parameters", p);
     json_object *msgs = json_object_new_array();
     bool ok = true;
@@ -482,10 +494,12 @@ char *lc_chat_to_markdown(const struct lc_chat *c)
     b_float(&b, "repeat_penalty", c->params.repeat_penalty);
     lc_strbuf_printf(&b, ", repeat_last_n %d, max_tokens %d, seed ", c->params.repeat_last_n,
              c->max_tokens);
-    if (seed_to_save(c) == LC_SEED_RANDOM)
-        lc_strbuf_printf(&b, "random\n");
+    if (c->params.seed != LC_SEED_RANDOM)
+        lc_strbuf_printf(&b, "%llu\n", (unsigned long long)c->params.seed);
+    else if (seed_drawn(c) != LC_SEED_RANDOM)
+        lc_strbuf_printf(&b, "random (drawn: %llu)\n", (unsigned long long)seed_drawn(c));
     else
-        lc_strbuf_printf(&b, "%llu\n", (unsigned long long)seed_to_save(c));
+        lc_strbuf_printf(&b, "random\n");
     for (size_t i = 0; i < c->n; i++) {
         const struct lc_message *m = &c->msgs[i];
         iso_time(m->time, ts, sizeof(ts));
@@ -743,6 +757,11 @@ struct lc_chat *lc_chat_from_json(const char *text, size_t len, const char *name
         goto fail;
     if (model)
         lc_chat_set_model(c, json_object_get_string(model));
+    json_object *mpath = get_field(root, "model_path", json_type_string, false, name, "", err);
+    if (*err)
+        goto fail;
+    if (mpath)
+        lc_chat_set_model_path(c, json_object_get_string(mpath));
     json_object *title = get_field(root, "title", json_type_string, false, name, "", err);
     if (*err)
         goto fail;
@@ -782,6 +801,11 @@ struct lc_chat *lc_chat_from_json(const char *text, size_t len, const char *name
                 goto fail;
             }
         }
+        /* the seed a random one drew (for reproducing the replies): kept as a record only */
+        if (json_object_object_get_ex(p, "seed_used", &seed) && seed &&
+            json_object_is_type(seed, json_type_int) && !(json_object_get_int64(seed) < 0) &&
+            c->params.seed == LC_SEED_RANDOM)
+            c->seed_used = json_object_get_uint64(seed);
     }
     json_object *msgs = get_field(root, "messages", json_type_array, true, name, "", err);
     if (!msgs)

@@ -4,10 +4,11 @@
  * A transcript is saved as Markdown (for people; not read back) or JSON (read back by /load and
  * --resume).  The JSON layout, version 1:
  *   { "format": "llamachat-transcript", "version": 1,
- *     "model": "stories260K", "title": "Pirate tales", "saved": "2026-11-29T21:00:00Z",
+ *     "model": "stories260K", "model_path": "/models/stories260K.gguf",   (optional)
+ *     "title": "Pirate tales", "saved": "2026-11-29T21:00:00Z",
  *     "parameters": { "temp": 0.8, "top_k": 40, "top_p": 0.95, "min_p": 0.05,
  *                     "repeat_penalty": 1, "repeat_last_n": 64, "max_tokens": -1,
- *                     "seed": 1234 | "random" },
+ *                     "seed": 1234 | "random", "seed_used": 5678 },
  *     "messages": [ { "role": "system" | "user" | "assistant", "content": "...",
  *                     "content_base64": "5Q==",   (only when the content is not valid UTF-8)
  *                     "time": "2026-11-29T20:59:01Z",
@@ -15,8 +16,11 @@
  *                                         "time": "..." }, ... ],   (only with /regen)
  *                     "chosen": 2 }, ... ] }
  *
- * "seed" is the seed that produced the replies: the one set, or, when it was random, the one
- * the sampler picked (lc_chat.seed_used); "random" only when that is not known.
+ * "seed" is the seed set (--seed, /set seed), or "random"; loading restores it, so a random
+ * seed stays random (and /regen differs) after reopening.  "seed_used" (only with "random",
+ * when known) records the seed the sampler drew for the replies (lc_chat.seed_used), for
+ * reproducing them with --seed; it is never applied.  Files of earlier versions saved the
+ * drawn seed as "seed"; they load, with that seed fixed.
  *
  * A reply regenerated with /regen keeps its earlier versions: "content" is the version shown (the
  * one the model reads), "alternatives" the others in the order they were written, and "chosen"
@@ -76,12 +80,14 @@ struct lc_chat {
     struct lc_message *msgs;
     size_t n, cap;
     char *model;                       /* model name for the transcript, or NULL */
+    char *model_path;                  /* the model's file (absolute), or NULL: --continue
+                                          and --resume open it when no model is configured */
     char *title;                       /* the user's name for it (/rename), or NULL; saved as
                                           "title" only when set */
     struct lc_sampler_params params;   /* parameters in force (saved with the transcript) */
     int32_t max_tokens;
     uint64_t seed_used;                /* when params.seed is LC_SEED_RANDOM: the seed the
-                                          sampler picked (lc_sampler_seed), saved as "seed";
+                                          sampler picked (lc_sampler_seed), saved as "seed_used";
                                           LC_SEED_RANDOM (the default) if not known */
     bool has_params;                   /* loaded from a file that had "parameters" */
 };
@@ -127,6 +133,8 @@ int lc_chat_set_system(struct lc_chat *c, const char *text);
 void lc_chat_set_title(struct lc_chat *c, const char *title);
 /* Set the model name (copied; NULL clears). */
 void lc_chat_set_model(struct lc_chat *c, const char *name);
+/* The model's file, saved as "model_path" (NULL or "": none). */
+void lc_chat_set_model_path(struct lc_chat *c, const char *path);
 
 /*
  * Save to path.  fmt LC_CHAT_AUTO picks JSON for a name ending in ".json", else Markdown.

@@ -159,19 +159,43 @@ const char *lc_config_last_warnings(void)
     return last_warnings;
 }
 
+/* $XDG_CONFIG_HOME/llamachat/llamachatrc ($HOME/.config when XDG_CONFIG_HOME is unset or not
+ * absolute, as the XDG Base Directory spec says), malloc'd; NULL without a place. */
+static char *xdg_config_path(void)
+{
+    const char *x = getenv("XDG_CONFIG_HOME");
+    const char *home = getenv("HOME");
+    char *p = NULL;
+    if (x && x[0] == '/') {
+        if (asprintf(&p, "%s/llamachat/llamachatrc", x) < 0)
+            p = NULL;
+    } else if (home && *home) {
+        if (asprintf(&p, "%s/.config/llamachat/llamachatrc", home) < 0)
+            p = NULL;
+    }
+    return p;
+}
+
+static char *home_config_path(void)
+{
+    const char *home = getenv("HOME");
+    char *p = NULL;
+    if (home && *home && asprintf(&p, "%s/.llamachatrc", home) < 0)
+        p = NULL;
+    return p;
+}
+
 char *lc_config_path(void)
 {
     const char *e = getenv("LLAMACHATRC");
     if (e && *e)
         return strdup(e);
-    const char *home = getenv("HOME");
-    if (!home || !*home)
-        return NULL;
-    size_t n = strlen(home) + sizeof("/.llamachatrc");
-    char *p = malloc(n);
-    if (p)
-        snprintf(p, n, "%s/.llamachatrc", home);
-    return p;
+    /* the XDG file when it exists, else ~/.llamachatrc (read when present) */
+    char *x = xdg_config_path();
+    if (x && access(x, F_OK) == 0)
+        return x;
+    free(x);
+    return home_config_path();
 }
 
 /* ---------------------------------------------------------------- value parsing */
@@ -584,6 +608,10 @@ int lc_config_load(struct lc_options *o, const char *path, char **warnings)
         path = own;
         if (!path)
             return 0;
+        char *home = optional ? home_config_path() : NULL;
+        if (home && strcmp(home, path) != 0 && access(home, F_OK) == 0)   /* both exist */
+            warn_at(&wl, 0, "%s is not read: %s is (the XDG one wins; move the settings there)", home, path);
+        free(home);
     }
     size_t len = 0;
     char *why = NULL;

@@ -136,7 +136,7 @@ static void usage(FILE *f)
             "  -v, --verbose            more figures on stderr\n"
             "  -h, --help               this help\n"
             "      --version            version and kernels\n"
-            "\nConfiguration: ~/.llamachatrc (or $LLAMACHATRC); see llamachatrc(5).\n",
+            "\nConfiguration: ~/.config/llamachat/llamachatrc or ~/.llamachatrc (or $LLAMACHATRC); see llamachatrc(5).\n",
             LC_DEFAULT_MODEL);
 }
 

@@ -39,6 +39,7 @@ static struct lc_chat *sample_chat(void)
 {
     struct lc_chat *c = lc_chat_new();
     lc_chat_set_model(c, "stories260K");
+    lc_chat_set_model_path(c, "/m/stories260K.gguf");
     c->params.temp = 0.5f;
     c->params.top_k = 12;
     c->params.seed = 77;
@@ -96,6 +97,7 @@ static void test_json_round_trip(void)
         CHECK(memcmp(&d->params, &c->params, sizeof(c->params)) == 0, "params differ");
         CHECK(d->max_tokens == 100, "max_tokens");
         CHECK(d->model && strcmp(d->model, "stories260K") == 0, "model");
+        CHECK(d->model_path && strcmp(d->model_path, "/m/stories260K.gguf") == 0, "model_path");
         /* saving the loaded conversation gives the same file (apart from "saved") */
         const char *p2 = path_in("t2.json");
         CHECK(lc_chat_save(d, p2, LC_CHAT_JSON, &err) == 0, "save 2");
@@ -297,7 +299,7 @@ static void test_markdown_controls(void)
     c->msgs[0].time = c->msgs[1].time = 1764450000;
     char *md = lc_chat_to_markdown(c);
     CHECK(md && strstr(md, "- model: x\xE2\x90\x9B]52;c;aGk=\xE2\x90\x87y\n"), "md model:\n%s", md ? md : "(null)");
-    CHECK(md && strstr(md, "max_tokens -1, seed 1234567\n"), "md seed:\n%s", md ? md : "(null)");
+    CHECK(md && strstr(md, "max_tokens -1, seed random (drawn: 1234567)\n"), "md seed:\n%s", md ? md : "(null)");
     const char *want = "\n## Assistant (2025-11-29T21:00:00Z)\n\n"
                        "\xE2\x90\x9B[2J\tx\xE2\x90\x8D\n\xE2\x90\xA1 \xEF\xBF\xBD \xEF\xBF\xBD "
                        "\xE6\x97\xA5 \xEF\xBF\xBD\n";
@@ -306,10 +308,19 @@ static void test_markdown_controls(void)
     for (const unsigned char *u = (const unsigned char *)md; u && *u; u++)
         CHECK(*u >= 0x20 || *u == '\n' || *u == '\t', "md raw control 0x%02x", *u);
     char *js = lc_chat_to_json(c);
-    CHECK(js && strstr(js, "\"seed\": 1234567"), "json seed: %s", js ? js : "(null)");
+    /* a random seed stays random when reopened (else /regen repeats the reply); the drawn
+     * one is recorded as "seed_used" */
+    CHECK(js && strstr(js, "\"seed\": \"random\"") && strstr(js, "\"seed_used\": 1234567"),
+          "json seed: %s", js ? js : "(null)");
     char *err = NULL;
     struct lc_chat *d = js ? lc_chat_from_json(js, strlen(js), "mem", &err) : NULL;
-    CHECK(d && d->params.seed == 1234567, "seed read back");
+    CHECK(d && d->params.seed == LC_SEED_RANDOM && d->seed_used == 1234567, "seed read back");
+    /* an explicitly set seed is restored; a file of an earlier version loads with its seed */
+    const char *old = "{\"format\":\"llamachat-transcript\",\"version\":1,"
+                      "\"parameters\":{\"seed\":42},\"messages\":[]}";
+    struct lc_chat *o = lc_chat_from_json(old, strlen(old), "old", &err);
+    CHECK(o && o->params.seed == 42 && o->seed_used == LC_SEED_RANDOM, "set seed read back");
+    lc_chat_free(o);
     lc_chat_free(d);
     free(err);
     free(js);

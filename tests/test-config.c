@@ -184,6 +184,48 @@ static void test_missing_and_env(void)
     lc_config_free(&o);
 }
 
+/* $XDG_CONFIG_HOME/llamachat/llamachatrc (default ~/.config/...): read when present, over
+ * ~/.llamachatrc, which is then named in a warning; $LLAMACHATRC still wins. */
+static void test_xdg(void)
+{
+    struct lc_options o;
+    lc_config_defaults(&o);
+    char xdg[512], home[512], want[1200];
+    snprintf(home, sizeof(home), "%s/xh", dir);
+    snprintf(xdg, sizeof(xdg), "%s/xh/.config/llamachat", dir);
+    unsetenv("LLAMACHATRC");
+    unsetenv("XDG_CONFIG_HOME");
+    setenv("HOME", home, 1);
+    CHECK(mkdir(home, 0700) == 0 && mkdir(strcat(strcpy(want, home), "/.config"), 0700) == 0 &&
+          mkdir(xdg, 0700) == 0, "mkdir %s", xdg);
+    write_file("xh/.config/llamachat/llamachatrc", "[sampling]\ntop_k = 33\n");
+    char *cp = lc_config_path();
+    snprintf(want, sizeof(want), "%s/llamachatrc", xdg);
+    CHECK(cp && strcmp(cp, want) == 0, "default XDG path %s", cp ? cp : "(null)");
+    free(cp);
+    char *w = (char *)1;
+    int n = lc_config_load(&o, NULL, &w);
+    CHECK(n == 0 && w == NULL && o.sampling.top_k == 33, "XDG rc: %d top_k %d", n, o.sampling.top_k);
+    /* both: the XDG one is read, the other named */
+    write_file("xh/.llamachatrc", "[sampling]\ntop_k = 44\n");
+    n = lc_config_load(&o, NULL, &w);
+    snprintf(want, sizeof(want), "%s/.llamachatrc is not read: %s/llamachatrc is (the XDG one wins; "
+             "move the settings there)\n", home, xdg);
+    CHECK(n == 1 && o.sampling.top_k == 33 && w && strcmp(w, want) == 0, "both: %d top_k %d '%s'",
+          n, o.sampling.top_k, w ? w : "(null)");
+    free(w);
+    /* $XDG_CONFIG_HOME elsewhere without the file: ~/.llamachatrc */
+    setenv("XDG_CONFIG_HOME", dir, 1);
+    n = lc_config_load(&o, NULL, NULL);
+    CHECK(n == 0 && o.sampling.top_k == 44, "XDG elsewhere: top_k %d", o.sampling.top_k);
+    snprintf(want, sizeof(want), "%s/xh/.config", dir);
+    setenv("XDG_CONFIG_HOME", want, 1);
+    n = lc_config_load(&o, NULL, NULL);
+    CHECK(o.sampling.top_k == 33, "XDG_CONFIG_HOME: top_k %d", o.sampling.top_k);
+    unsetenv("XDG_CONFIG_HOME");
+    lc_config_free(&o);
+}
+
 static void test_syntax_and_outside(void)
 {
     const char *p = write_file("syn.rc", "stray = 1\n[ui]\nhistory = on\n");
@@ -431,6 +473,7 @@ int main(void)
     test_every_key();
     test_bad_values();
     test_missing_and_env();
+    test_xdg();
     test_syntax_and_outside();
     test_continued();
     test_set();

@@ -174,7 +174,7 @@ if wait_for 'seed \(random\) +[0-9]+' 20; then
     ok "the random seed is shown ($seed)"
     type_line "/save $tmp/f.json"
     wait_for 'saved' 10 >/dev/null
-    grep -Eq "\"seed\": *$seed([^0-9]|$)" "$tmp/f.json" && ok "the seed is saved" || { bad "seed $seed not in the transcript"; grep seed "$tmp/f.json"; }
+    grep -Eq "\"seed_used\": *$seed([^0-9]|$)" "$tmp/f.json" && grep -Eq '"seed": *"random"' "$tmp/f.json" && ok "the drawn seed is saved, the seed stays random" || { bad "seed $seed not in the transcript"; grep seed "$tmp/f.json"; }
     reply1=$(grep '^reply pos' "$tmp/f.log" | sed 's/^reply pos=[0-9]* n=1: //' | tr '\n' ' ')
     chat "$tmp/g.log" -m "$BASE" --temp 1 -n 12 --seed "$seed"
     ask "$tmp/g.log" 'Once upon a time'

@@ -76,6 +76,12 @@ $T send-keys -t lc C-u "/load su" Tab
 check "Tab: a directory (with a space) gets /" '^> /load sub dir/ *$' 10
 $T send-keys -t lc "chat-t" Tab
 check "Tab: a file name in it" '^> /load sub dir/chat-two\.json *$' 10
+$T send-keys -t lc C-u "/copy c" Tab
+check "Tab: /copy's argument" '^> /copy code *$' 10
+$T send-keys -t lc C-u "/" Tab
+check "Tab: many matches: as many as fit, and how to see the rest" '24 matches: chats .* \.\.\. \(Tab: more\)' 10
+$T send-keys -t lc Tab
+check "Tab again: the rest" '24 matches \(from [0-9]+\): params' 10
 $T send-keys -t lc C-u "/read ~/no" Tab
 check "Tab: ~ in a file name" '^> /read ~/notes/ *$' 10
 $T send-keys -t lc "s" Tab

@@ -82,6 +82,7 @@ wait_json '"chosen": 2' && ok "regen: the autosaved JSON keeps both versions" \
     || { bad "regen: the autosaved JSON keeps both versions"; cat "$(chatfile)"; }
 $T send-keys -t lc M-Left
 check "flip: Alt-Left shows version 1 of 2" '< 1/2 >'
+check "flip: the context figure is not the other version's" 'ctx -/2048'
 wait_json '"chosen": 1' && ok "flip: the autosaved JSON says version 1 is shown" \
     || { bad "flip: the autosaved JSON says version 1 is shown"; cat "$(chatfile)"; }
 $T send-keys -t lc M-Left
@@ -163,6 +164,29 @@ $T send-keys -t lc C-u
 $T send-keys -t lc "/undo" Enter
 check "undo: back to one exchange" 'removed the last exchange'
 
+# 6b. after a command, Up is history (a shell habit does not edit); the message sent again
+# unchanged (Up, Enter) is a /regen: the reply before is kept as version 1
+$T send-keys -t lc "Then she sat" Enter
+idle
+$T send-keys -t lc "/xyz" Enter
+check "a command typed" 'unknown command /xyz'
+$T send-keys -t lc Up
+check "Up after a command: the command from history" '^> /xyz *$'
+if screen | grep -q 'Enter replaces that exchange'; then bad "Up after a command: no edit"; else ok "Up after a command: no edit"; fi
+$T send-keys -t lc C-u "Then she sat" Enter
+idle
+$T send-keys -t lc Up
+check "Up after a message: the edit" 'Enter replaces that exchange'
+$T send-keys -t lc Enter
+idle
+check "Up, Enter unchanged: the reply before kept" 'Then she sat < 2/2 >'
+count=$(screen | grep -o 'Then she sat' | wc -l | tr -d ' ')
+[ "$count" = 2 ] && ok "Up, Enter unchanged: the message is not sent again" || { bad "Up, Enter unchanged: the message is not sent again ($count)"; screen; }
+wait_json '"chosen": 2' && ok "Up, Enter unchanged: the autosaved JSON keeps both replies" \
+    || { bad "Up, Enter unchanged: the autosaved JSON keeps both replies"; cat "$(chatfile)"; }
+$T send-keys -t lc "/undo" Enter "/undo" Enter
+check "undo: back to one exchange" 'removed the last exchange'
+
 # 7. refused while the model writes, the line kept
 $T send-keys -t lc "/set max-tokens -1" Enter
 $T send-keys -t lc "Once upon a time" Enter
@@ -211,6 +235,26 @@ i=0; while [ $i -lt 30 ] && ! $T show-buffer >/dev/null 2>&1; do sleep 0.1; i=$(
 buf=$($T show-buffer 2>/dev/null)
 [ "$buf" = "No." ] && ok "copy: tmux's buffer holds version 1" || bad "copy: tmux's buffer holds '$buf'"
 
+# 9b. /copy takes the reply as seen: no folded thinking part, no white space around it, no
+# control characters (an ESC or BEL pasted into a shell could drive it); the note counts them
+cat >"$tmp/think.json" <<'JSON'
+{ "format": "llamachat-transcript", "version": 1, "messages": [
+  { "role": "user", "content": "Hi" },
+  { "role": "assistant", "content": " <think>plan\n</think>\n\n Yes\u001b\u0007 ok. \n" } ] }
+JSON
+$T send-keys -t lc "/load $tmp/think.json" Enter
+check "load: the chat with a thinking part" 'loaded 2 messages'
+$T delete-buffer 2>/dev/null
+$T send-keys -t lc "/copy" Enter
+check "copy: the visible answer, the controls counted" 'copied 7 characters \(the last reply; 2 control characters left out\)'
+i=0; while [ $i -lt 30 ] && ! $T show-buffer >/dev/null 2>&1; do sleep 0.1; i=$((i + 1)); done
+buf=$($T show-buffer 2>/dev/null)
+[ "$buf" = "Yes ok." ] && ok "copy: tmux's buffer holds the answer only" || bad "copy: tmux's buffer holds '$buf'"
+$T send-keys -t lc "/think" Enter "/copy 1" Enter
+check "copy with /think: the thinking part too" 'copied 30 characters \(message 1 from the end, a reply; 2 control'
+$T delete-buffer 2>/dev/null
+$T send-keys -t lc "/think" Enter
+
 $T send-keys -t lc "/quit" Enter
 check "exits with status 0" '^EXIT=0'
 if grep -q 'AddressSanitizer\|runtime error\|LeakSanitizer' "$tmp/err"; then
@@ -238,4 +282,35 @@ check "chatml: exits with status 0" '^EXIT=0'
 if grep -q 'AddressSanitizer\|runtime error\|LeakSanitizer' "$tmp/err2"; then
     bad "chatml: no sanitizer report"; sed 's/^/  | /' "$tmp/err2" | head -30
 fi
+# 11. the chat's model file is saved with it ("model_path"); --resume without a configured model
+# (no -m, no [model] path) opens it; a file that is gone: a note, and the default model
+$T kill-session -t lc
+grep -v '^path = ' "$tmp/rc" >"$tmp/rc3"
+Q8="$S/models/stories260K-ff192-q8_0.gguf"
+case $Q8 in /*) ;; *) Q8="$(pwd)/$Q8" ;; esac
+Q8=$(realpath "$Q8")
+for mp in "$Q8" "$tmp/gone.gguf"; do
+    cat >"$tmp/mp.json" <<JSON
+{ "format": "llamachat-transcript", "version": 1, "model": "stories260K", "model_path": "$mp",
+  "messages": [ { "role": "user", "content": "Hi" }, { "role": "assistant", "content": "Yo." } ] }
+JSON
+    rm -rf "$tmp/home3"; mkdir -p "$tmp/home3"
+    $T -f /dev/null new-session -d -s lc -x 160 -y 30 \
+        "env HOME='$tmp/home3' LLAMACHATRC='$tmp/rc3' LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=tmux-256color '$LC' --resume '$tmp/mp.json' 2>'$tmp/err3'; echo EXIT=\$?; sleep 60"
+    idle || { bad "model_path: the chat did not start"; screen; }
+    if [ "$mp" != "$Q8" ]; then
+        check "model_path gone: a note" "the chat's model $tmp/gone.gguf is not there"
+    fi
+    $T send-keys -t lc "Then" Enter
+    idle
+    $T send-keys -t lc "/quit" Enter
+    check "model_path: exits with status 0" '^EXIT=0'
+    kept="$tmp/home3/.local/state/llamachat/last-chat.json"
+    want=$Q8
+    [ "$mp" = "$Q8" ] || want=$(realpath "$S/models/stories260K-ff192-q4_1.gguf")
+    got=$(sed -n 's/^ *"model_path": "\(.*\)",*$/\1/p' "$kept" 2>/dev/null)
+    [ "$got" = "$want" ] && ok "model_path: the chat ran on and saved $(basename "$want")" \
+        || bad "model_path: saved '$got', want '$want'"
+    $T kill-session -t lc
+done
 exit $fail

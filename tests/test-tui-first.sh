@@ -134,6 +134,11 @@ if grep -q 'The cat sat' "$tmp/s2.json"; then bad "status: the stopped message i
 # narrow: the context and the speeds stay
 $T resize-window -t lc -x 60 -y 24
 check "status: narrow keeps ctx and speeds" '^ idle \| .*ctx [-0-9]+/2048 \| pp [-0-9.]+ t/s \| gen [-0-9.]+ t/s'
+# narrower: whole fields go (the prompt speed, then the generation speed), none is cut in half
+$T resize-window -t lc -x 40 -y 24
+check "status: 40 columns: pp dropped whole" '^ idle \| ctx [-0-9]+/2048 \| gen [-0-9.]+ t/s *$'
+$T resize-window -t lc -x 24 -y 24
+check "status: 24 columns: the state and ctx" '^ idle \| ctx [-0-9]+/2048 *$'
 $T resize-window -t lc -x 80 -y 24
 quit status
 
@@ -177,6 +182,8 @@ quit paths
 # --resume ~/FILE
 $T send-keys -t lc "clear; env '$LC' --resume '~/a.json' 2>'$tmp/resume.err'; echo EXIT=\$?" Enter
 check "paths: --resume ~/a.json" "^Once upon a time, there was"
+wait_for '^ idle \|' 30 >/dev/null
+check "resume: the context is not known until the model reads the chat" 'ctx -/2048 \| pp - t/s'
 quit resume
 # [ui] transcripts = ~/tr
 sed 's/^history = off$/history = off\ntranscripts = ~\/tr/' "$tmp/rc" >"$tmp/rc.tr"

@@ -239,9 +239,12 @@ else
     bad "terminal modes restored (stty -g)"
 fi
 # the only line on stderr: where the conversation is kept (quitting by mistake loses nothing)
+# (its autosaved file is the newest in chats/, so --continue reopens it: that is the hint)
 kept="$tmp/home/.local/state/llamachat/last-chat.json"
-if [ "$(cat "$tmp/stderr")" = "llamachat: conversation kept in $kept (llamachat --resume $kept continues it)" ]; then
-    ok "stderr: only where the conversation is kept"
+auto=$(sed -n 's/^llamachat: conversation kept in \(.*\) (llamachat --continue continues it)$/\1/p' "$tmp/stderr")
+if [ -f "$auto" ] && [ "$(dirname "$auto")" = "$tmp/home/.local/state/llamachat/chats" ] &&
+    [ "$(cat "$tmp/stderr")" = "llamachat: conversation kept in $auto (llamachat --continue continues it)" ]; then
+    ok "stderr: only where the conversation is kept, and llamachat --continue"
 else
     bad "stderr: only where the conversation is kept"; sed 's/^/  | /' "$tmp/stderr" | head -40
 fi

@@ -501,7 +501,7 @@ void input_set_line(struct tui *t, const char *text)
 /* Commands whose argument is a file name. */
 static const char *const path_commands[] = { "load", "save", "save!", "read", "model" };
 
-enum { C_NONE, C_COMMAND, C_SET, C_PATH };
+enum { C_NONE, C_COMMAND, C_SET, C_PATH, C_WORD };
 static int c_kind;      /* what the attempt completes */
 static size_t c_off;    /* where the completed word starts in the line */
 
@@ -560,6 +560,26 @@ static char *set_gen(const char *text, int state)
     return NULL;
 }
 
+/* Commands with fixed words as their argument (completed as /set names are). */
+static const struct { const char *cmd; const char *const words[4]; } word_args[] = {
+    { "copy", { "code", NULL } },
+};
+static const char *const *c_words;   /* C_WORD: the words of the command */
+
+static char *word_gen(const char *text, int state)
+{
+    static size_t i;
+    if (!state)
+        i = 0;
+    const char *w = text + c_off;
+    for (const char *name; c_words && (name = c_words[i]) != NULL;) {
+        i++;
+        if (strncmp(name, w, strlen(w)) == 0)
+            return candidate(text, name, "");
+    }
+    return NULL;
+}
+
 /* File names through readline's own generator (~ and ~user understood); a directory gets '/'. */
 static char *path_gen(const char *text, int state)
 {
@@ -598,11 +618,17 @@ static char **attempt(const char *text, int start, int end)
                 c_kind = C_PATH;
         if (!strcmp(cmd, "set") && !strpbrk(text + arg, " \t"))
             c_kind = C_SET;
+        for (size_t i = 0; i < sizeof(word_args) / sizeof(word_args[0]); i++)
+            if (!strcmp(cmd, word_args[i].cmd) && !strpbrk(text + arg, " \t")) {
+                c_kind = C_WORD;
+                c_words = word_args[i].words;
+            }
         c_off = arg;
     }
     char **m = c_kind == C_COMMAND ? rl_completion_matches(text, command_gen)
                : c_kind == C_SET ? rl_completion_matches(text, set_gen)
-               : c_kind == C_PATH ? rl_completion_matches(text, path_gen) : NULL;
+               : c_kind == C_PATH ? rl_completion_matches(text, path_gen)
+               : c_kind == C_WORD ? rl_completion_matches(text, word_gen) : NULL;
     /* a whole command or /set name is followed by a space; a file name by nothing (a
      * directory ends in '/'), and never quoted: the rest of the line is the name */
     rl_completion_append_character = c_kind == C_PATH ? '\0' : ' ';
@@ -612,15 +638,30 @@ static char **attempt(const char *text, int start, int end)
 }
 
 /* More than one match: their names on the message line (readline would print a list to the
- * terminal, which is curses'). */
+ * terminal, which is curses').  As many as fit the line; when some do not, the line says so
+ * and the next Tab (the same matches) shows the ones after, then from the first again. */
 static void show_matches(char **matches, int n, int max_len)
 {
     (void)max_len;
     if (!T)
         return;
-    char buf[240];
-    size_t off = (size_t)snprintf(buf, sizeof(buf), "%d matches:", n);
-    for (int i = 1; i <= n && off < sizeof(buf); i++) {
+    static char *last_first;   /* the matches shown last: their first, their number */
+    static int last_n, next;   /* where the next Tab goes on */
+    if (!last_first || strcmp(last_first, matches[1]) != 0 || last_n != n)
+        next = 1;
+    free(last_first);
+    last_first = strdup(matches[1]);
+    last_n = n;
+    int room = COLS - 4;   /* the message line's "- " before and a column after */
+    if (room > 400)
+        room = 400;
+    char buf[512];
+    int from = next;
+    size_t off = (size_t)snprintf(buf, sizeof(buf), from > 1 ? "%d matches (from %d):" : "%d matches:",
+                                  n, from);
+    const char *more = " ... (Tab: more)";
+    int i = from;
+    for (; i <= n; i++) {
         const char *name = matches[i] + c_off;
         if (c_kind == C_PATH) {   /* the last component, as ls shows it */
             const char *slash = strrchr(name, '/');
@@ -633,10 +674,21 @@ static void show_matches(char **matches, int n, int max_len)
                 name = p;
             }
         }
+        size_t need = 1 + strlen(name) + (i < n ? strlen(more) : 0);
+        if (off + need > (size_t)room && i > from)
+            break;
         off += (size_t)snprintf(buf + off, sizeof(buf) - off, " %s", name);
+        if (off >= sizeof(buf) - 32) {
+            i++;
+            break;
+        }
     }
-    if (off >= sizeof(buf))
-        snprintf(buf + sizeof(buf) - 5, 5, " ...");
+    if (i <= n) {
+        snprintf(buf + off, sizeof(buf) - off, "%s", more);
+        next = i;
+    } else {
+        next = 1;
+    }
     tui_message(T, false, "%s", buf);
 }
 

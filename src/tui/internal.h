@@ -86,6 +86,9 @@ struct tui {
     enum state state;
     char model_desc[192];
     char model_name[128];
+    char *model_path;              /* the model's file (absolute when known), saved with the
+                                      chat as "model_path"; NULL for a remote model */
+    char *switch_path;             /* /model: the file being loaded, until it is done */
     char isa[32];
     char template_name[48];
     int n_threads;
@@ -96,6 +99,8 @@ struct tui {
      * (tui.c: time the process was suspended does not count) */
     double pp_tps, gen_tps;
     int turn_phase;                /* 0 idle, 1 reading the prompt, 2 writing */
+    bool ctx_unread;               /* a reopened chat (--continue, --resume) the model has not
+                                      read yet: its context figure is "-" until a turn */
     double turn_t0, turn_pp_end;   /* active-clock times of the turn's start, end of prompt */
     double turn_susp0;             /* suspended_s when the turn started */
     int32_t turn_pp_tokens;        /* prompt tokens read this turn (last PROGRESS total) */
@@ -124,6 +129,8 @@ struct tui {
     int edit_msg;                  /* /edit or Up: the user message whose exchange a send
                                       replaces, -1 = none */
     size_t edit_n;                 /* chat->n when the edit began (any change ends it) */
+    bool last_line_sent;           /* the last line entered was sent as a message (not a
+                                      command): only then does Up on an empty line edit it */
     struct lc_message regen_old;   /* /regen: the reply being replaced, until the new one
                                       arrives (then its versions) or none does (then back) */
     bool regen_pending;

@@ -230,6 +230,10 @@ static void cmd_model(struct tui *t, const char *arg)
     }
     t->switching = true;
     t->state = ST_LOADING;
+    free(t->switch_path);
+    t->switch_path = realpath(path, NULL);
+    if (!t->switch_path)
+        t->switch_path = strdup(path);
     char *line = NULL;
     if (asprintf(&line, "loading %s (the conversation is kept) ...", path) >= 0)
         tui_add_entry(t, E_NOTE, line, strlen(line));
@@ -242,6 +246,13 @@ void library_switch_done(struct tui *t, int reason)
 {
     t->switching = false;
     t->state = ST_IDLE;
+    if (reason == LC_DONE_EOG && t->switch_path) {   /* saved with the chat from now on */
+        free(t->model_path);
+        t->model_path = t->switch_path;
+        t->switch_path = NULL;
+    }
+    free(t->switch_path);
+    t->switch_path = NULL;
     if (reason != LC_DONE_EOG) {
         if (reason == LC_DONE_STOPPED)
             tui_message(t, false, "model switch cancelled: still %s", t->model_name);

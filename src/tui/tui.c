@@ -37,6 +37,7 @@
 #include "../state.h"
 #include "../textsafe.h"
 #include "keydec.h"
+#include "markdown.h"
 #include "tui.h"
 
 /* ---------------------------------------------------------------- terminal restore */
@@ -293,6 +294,7 @@ static double active_s(const struct tui *t)
 static void turn_start(struct tui *t)
 {
     t->turn_phase = 1;
+    t->ctx_unread = false;
     t->turn_t0 = active_s(t);
     t->turn_susp0 = t->suspended_s;
     t->turn_pp_tokens = 0;
@@ -329,9 +331,12 @@ static void chat_fill_meta(struct tui *t)
 {
     t->chat->params = t->o->sampling;
     t->chat->max_tokens = t->o->n_predict;
-    t->chat->seed_used = t->last_seed;   /* with seed "random": the one the replies used */
+    if (t->last_seed != LC_SEED_RANDOM)   /* with seed "random": the one the replies used */
+        t->chat->seed_used = t->last_seed;   /* (else the one a reopened file recorded) */
     if (t->model_name[0])
         lc_chat_set_model(t->chat, t->model_name);
+    if (t->model_path)
+        lc_chat_set_model_path(t->chat, t->model_path);
 }
 
 static bool has_user_message(const struct lc_chat *c)
@@ -660,15 +665,26 @@ static void do_load(struct tui *t, const char *path)
 
 static size_t undo_exchange(struct tui *t);
 static bool edit_active(const struct tui *t);
+static void do_regen(struct tui *t);
 
 static void submit(struct tui *t, const char *text)
 {
     if (refuse_if_busy(t, "not sent"))
         return;
+    if (edit_active(t) && !strcmp(t->chat->msgs[t->edit_msg].text, text)) {
+        /* sent unchanged (Up, Enter): a new reply, the old one kept as a version */
+        t->edit_msg = -1;
+        t->last_line_sent = true;
+        do_regen(t);
+        if (t->state == ST_READING)
+            tui_message(t, false, "the same message: a new reply (/regen; Alt-Left shows the one before)");
+        return;
+    }
     if (edit_active(t))   /* /edit: the message replaces its exchange */
         undo_exchange(t);
     t->edit_msg = -1;
     regen_forget(t);
+    t->last_line_sent = true;
     int m = lc_chat_add(t->chat, LC_ROLE_USER, text, strlen(text));
     add_entry_msg(t, E_USER, m, text, strlen(text));
     chat_touched(t, true);
@@ -828,6 +844,7 @@ static void flip_reply(struct tui *t, int dir)
     entry_retext(t, (int)c->n - 1);
     lc_engine_set_reply(t->engine, m->text);
     t->edit_msg = -1;
+    t->n_past = -1;   /* the version shown is read with the next message */
     chat_touched(t, true);
     tui_message(t, false, "reply %zu/%zu (Alt-Left, Alt-Right: the others)", m->chosen + 1, n);
 }
@@ -893,8 +910,59 @@ static bool clipboard_copy(const char *text, size_t len)
     return true;
 }
 
+/* What /copy puts on the clipboard: text[0..len) without white space at both ends (with trim)
+ * and without control characters other than newline and tab (C0, DEL, C1) and bytes that are
+ * not valid UTF-8, which could drive the terminal it is pasted into; *dropped counts them.
+ * NULL on allocation failure. */
+static char *copy_clean(const char *text, size_t len, bool trim, size_t *dropped)
+{
+    *dropped = 0;
+    if (trim) {
+        while (len && (*text == ' ' || *text == '\t' || *text == '\n' || *text == '\r')) {
+            text++;
+            len--;
+        }
+        while (len && (text[len - 1] == ' ' || text[len - 1] == '\t' || text[len - 1] == '\n' ||
+                       text[len - 1] == '\r'))
+            len--;
+    }
+    char *out = malloc(len + 1);
+    if (!out)
+        return NULL;
+    size_t o = 0;
+    for (size_t i = 0; i < len;) {
+        uint32_t cp = 0;
+        size_t k = lc_utf8_decode((const unsigned char *)text + i, len - i, &cp);
+        if (k == LC_UTF8_INVALID || k == LC_UTF8_INCOMPLETE) {
+            (*dropped)++;
+            i++;
+            continue;
+        }
+        if ((cp < 0x20 && cp != '\n' && cp != '\t') || (cp >= 0x7F && cp <= 0x9F))
+            (*dropped)++;
+        else {
+            memcpy(out + o, text + i, k);
+            o += k;
+        }
+        i += k;
+    }
+    out[o] = '\0';
+    return out;
+}
+
+/* A reply as /copy takes it: without a complete thinking part while it is folded (/think). */
+static void copy_visible_reply(const struct tui *t, const char **text, size_t *len)
+{
+    size_t body, body_len, rest;
+    bool closed;
+    if (!t->show_think && md_think_split(*text, *len, &body, &body_len, &rest, &closed) && closed) {
+        *text += rest;
+        *len -= rest;
+    }
+}
+
 /* /copy (the last reply), /copy N (the Nth message from the end: 1 = the last, any role),
- * /copy code (the last fenced code block of the last reply). */
+ * /copy code (the last fenced code block of the last reply): the text as shown (copy_clean). */
 static void do_copy(struct tui *t, const char *arg)
 {
     const struct lc_chat *c = t->chat;
@@ -912,6 +980,7 @@ static void do_copy(struct tui *t, const char *arg)
         }
         text = c->msgs[r].text;
         len = c->msgs[r].len;
+        copy_visible_reply(t, &text, &len);
         snprintf(what, sizeof(what), "the last reply");
         if (*arg) {
             size_t off = 0;
@@ -936,18 +1005,29 @@ static void do_copy(struct tui *t, const char *arg)
         const struct lc_message *m = &c->msgs[c->n - (size_t)n];
         text = m->text;
         len = m->len;
+        if (m->role == LC_ROLE_ASSISTANT)
+            copy_visible_reply(t, &text, &len);
         snprintf(what, sizeof(what), "message %ld from the end, %s", n,
                  m->role == LC_ROLE_USER ? "yours" : m->role == LC_ROLE_SYSTEM ? "the system prompt" : "a reply");
     }
-    if (!clipboard_copy(text, len)) {
+    size_t dropped = 0;
+    /* a code block keeps its indentation; a message loses the white space around it */
+    char *clean = copy_clean(text, len, strcmp(arg, "code") != 0, &dropped);
+    if (!clean || !clipboard_copy(clean, strlen(clean))) {
+        free(clean);
         tui_message(t, true, "out of memory");
         return;
     }
     size_t chars = 0;
-    for (size_t i = 0; i < len; i++)
-        chars += ((unsigned char)text[i] & 0xC0) != 0x80;
-    tui_message(t, false, "copied %zu character%s (%s) to the clipboard (OSC 52)", chars,
-                chars == 1 ? "" : "s", what);
+    for (const char *p = clean; *p; p++)
+        chars += ((unsigned char)*p & 0xC0) != 0x80;
+    free(clean);
+    if (dropped)
+        tui_message(t, false, "copied %zu character%s (%s; %zu control character%s left out) to the clipboard (OSC 52)",
+                    chars, chars == 1 ? "" : "s", what, dropped, dropped == 1 ? "" : "s");
+    else
+        tui_message(t, false, "copied %zu character%s (%s) to the clipboard (OSC 52)", chars,
+                    chars == 1 ? "" : "s", what);
 }
 
 static const char *skip_ws(const char *s)
@@ -1051,6 +1131,8 @@ void tui_line(struct tui *t, char *line)
         input_history_added(t, line);
     }
     t->cur_line = line;
+    if (*line)
+        t->last_line_sent = false;   /* submit() sets it when the line is sent */
     if (line[0] == '/' && line[1] != '/')
         command(t, line);
     else if (*line)
@@ -1139,8 +1221,10 @@ static void dispatch_event(struct tui *t, const struct lc_event *ev, const char 
     case LC_EV_STATS: {
         /* the engine's figures are averages over the session, on a clock that runs while the
          * process is stopped: the speeds of the turn are measured here instead */
-        t->n_past = ev->a;
         t->n_ctx = ev->b;
+        if (t->ctx_unread && t->turn_phase == 0)   /* the model has not read the chat yet */
+            break;
+        t->n_past = ev->a;
         double now = active_s(t);
         if (t->turn_phase == 1) {   /* the first figures of a turn: the prompt is read */
             t->turn_phase = 2;
@@ -1415,9 +1499,11 @@ static void handle_key(struct tui *t, int r, wint_t ch)
             flip_reply(t, !strcmp(name, "kLFT3") ? -1 : 1);
             return;
         }
-        if (ch == KEY_UP && input_is_empty() && !busy(t) && t->chat->n &&
+        if (ch == KEY_UP && input_is_empty() && !busy(t) && t->chat->n && t->last_line_sent &&
             t->chat->msgs[t->chat->n - 1].role == LC_ROLE_ASSISTANT) {
-            do_edit(t, true);   /* Up right after a reply: the last message, to change */
+            /* Up right after a reply to the line just sent: that message, to change (after a
+             * command, or in a chat just opened, Up is readline's history) */
+            do_edit(t, true);
             return;
         }
         if ((ch == KEY_UP || ch == KEY_DOWN) && t->edit_msg >= 0) {
@@ -1595,9 +1681,25 @@ static void keep_conversation(struct tui *t)
         return;
     }
     free(dir);
-    if (lc_state_private_file(path, &err) == 0 && lc_chat_save(t->chat, path, LC_CHAT_JSON, &err) == 0)
-        lc_text_fprintf(stderr, "llamachat: conversation kept in %s (llamachat --resume %s continues it)\n",
-                path, path);
+    chat_fill_meta(t);
+    /* when --continue reopens this very chat (its autosaved file is the newest), say that */
+    bool newest = false;
+    if (t->chat_path && !t->chat_changed) {
+        char *lerr = NULL, *cdir = lc_state_dir("chats", &lerr), *latest = NULL;
+        newest = cdir && lc_state_latest_chat(cdir, &latest, &lerr) == 1 && latest &&
+                 !strcmp(latest, t->chat_path);
+        free(lerr);
+        free(latest);
+        free(cdir);
+    }
+    if (lc_state_private_file(path, &err) == 0 && lc_chat_save(t->chat, path, LC_CHAT_JSON, &err) == 0) {
+        if (newest)
+            lc_text_fprintf(stderr, "llamachat: conversation kept in %s (llamachat --continue continues it)\n",
+                            t->chat_path);
+        else
+            lc_text_fprintf(stderr, "llamachat: conversation kept in %s (llamachat --resume %s continues it)\n",
+                            path, path);
+    }
     else
         lc_text_fprintf(stderr, "llamachat: could not keep the conversation: %s\n", err ? err : "?");
     free(err);
@@ -1774,6 +1876,20 @@ int lc_tui_run(struct lc_options *o)
     install_signals();
 
     const char *model = o->model_path ? o->model_path : lc_default_model_path();
+    /* --continue, --resume: the chat's own model, when none is configured (-m, [model] path) */
+    char *model_note = NULL;
+    if (opened && !o->model_path && t->chat->model_path && !o->remote_url) {
+        struct stat mst;
+        if (stat(t->chat->model_path, &mst) == 0 && S_ISREG(mst.st_mode))
+            model = t->chat->model_path;
+        else if (asprintf(&model_note, "the chat's model %s is not there (%s): using %s",
+                          t->chat->model_path, strerror(errno == 0 ? ENOENT : errno), model) < 0)
+            model_note = NULL;
+    }
+    if (!o->remote_url) {
+        char *abs = realpath(model, NULL);
+        t->model_path = abs ? abs : strdup(model);
+    }
     char *err = NULL;
     /* With --resume the engine starts without the system prompt: the transcript has its own. */
     char *sys = o->system_prompt;
@@ -1787,11 +1903,16 @@ int lc_tui_run(struct lc_options *o)
         reset_signals();
         lc_chat_free(t->chat);
         free(t->chat_path);
+        free(t->model_path);
         free(continue_note);
+        free(model_note);
         return 1;
     }
-    if (opened)
+    if (opened) {
         lc_engine_set_conversation(t->engine, t->chat);
+        t->n_past = -1;
+        t->ctx_unread = t->chat->n > 0;
+    }
     if (autosave_on(t)) {   /* with our signals blocked, as the engine */
         sigset_t block, old;
         sigemptyset(&block);
@@ -1808,7 +1929,9 @@ int lc_tui_run(struct lc_options *o)
         reset_signals();
         lc_chat_free(t->chat);
         free(t->chat_path);
+        free(t->model_path);
         free(continue_note);
+        free(model_note);
         return 1;
     }
     save_restore_strings();
@@ -1839,6 +1962,12 @@ int lc_tui_run(struct lc_options *o)
     if (t->chat_path) {
         note(t, E_NOTE, "--continue: %zu messages from %s", t->chat->n, t->chat_path);
         tui_message(t, false, "continued %zu messages from %s", t->chat->n, t->chat_path);
+    }
+    if (model_note) {
+        tui_add_entry(t, E_NOTE, model_note, strlen(model_note));
+        tui_message(t, true, "%s", model_note);
+        free(model_note);
+        model_note = NULL;
     }
     if (continue_note) {
         tui_add_entry(t, E_NOTE, continue_note, strlen(continue_note));
@@ -1963,6 +2092,9 @@ int lc_tui_run(struct lc_options *o)
     t->state_errors = NULL;
     free(t->chat_path);
     t->chat_path = NULL;
+    free(t->model_path);
+    free(t->switch_path);
+    t->model_path = t->switch_path = NULL;
     free(t->fatal);
     t->fatal = NULL;
     clear_entries(t);

@@ -689,14 +689,15 @@ static void draw_status(struct tui *t, int y, int width)
         snprintf(gen, sizeof(gen), "%.1f", t->gen_tps);
     else
         snprintf(gen, sizeof(gen), "-");
-    /* narrow: the ISA, then the model's name, then its description make room; the state,
-     * the context and the speeds stay */
+    /* narrow: whole fields make room, never part of one: the ISA, the model's name, its
+     * description, then the prompt speed, the generation speed and the context; the state
+     * stays */
     char name[48], isa[48];
     snprintf(name, sizeof(name), "%.40s", t->model_name);
     snprintf(isa, sizeof(isa), "%s %dt", t->isa[0] ? t->isa : "-", t->n_threads);
     const char *desc = t->model_desc[0] ? t->model_desc : "-";
-    for (int drop = 0; drop < 4; drop++) {
-        char mid[256] = "";
+    for (int drop = 0; drop < 7; drop++) {
+        char mid[256] = "", tail[128] = "";
         size_t k = 0;
         if (drop < 3)
             k += (size_t)snprintf(mid + k, sizeof(mid) - k, "%s | ", desc);
@@ -704,8 +705,16 @@ static void draw_status(struct tui *t, int y, int width)
             k += (size_t)snprintf(mid + k, sizeof(mid) - k, "%s | ", name);
         if (drop < 1)
             snprintf(mid + k, sizeof(mid) - k, "%s | ", isa);
-        snprintf(line, sizeof(line), " %s | %sctx %s | pp %s t/s | gen %s t/s",
-                 state_text(t, st, sizeof(st)), mid, ctx, pp, gen);
+        k = 0;
+        if (drop < 6)
+            k += (size_t)snprintf(tail + k, sizeof(tail) - k, " | ctx %s", ctx);
+        if (drop < 4)
+            k += (size_t)snprintf(tail + k, sizeof(tail) - k, " | pp %s t/s", pp);
+        if (drop < 5)
+            snprintf(tail + k, sizeof(tail) - k, " | gen %s t/s", gen);
+        snprintf(line, sizeof(line), " %s | %s", state_text(t, st, sizeof(st)), mid);
+        line[strlen(line) - 3] = '\0';   /* mid's last " | ": the tail has its own */
+        snprintf(line + strlen(line), sizeof(line) - strlen(line), "%s", tail);
         if (str_width(line) <= width)
             break;
     }
