@@ -254,10 +254,12 @@ static int parse_iso_time(const char *s, time_t *out)
     return 0;
 }
 
-/* A float as the shortest decimal that reads back as the same float (0.8f -> "0.8"). */
+/* A float as the shortest decimal that reads back as the same float (0.8f -> "0.8"; -0 as 0). */
 static json_object *json_float(float f)
 {
     char buf[32];
+    if (f == 0.0f)   /* -0 would be written "-0", which reads back as the integer 0 */
+        f = 0.0f;
     for (int prec = 1; prec <= 9; prec++) {
         snprintf(buf, sizeof(buf), "%.*g", prec, (double)f);
         if (strtof(buf, NULL) == f)
