@@ -114,8 +114,9 @@ head30=$(printf '%s' "$partial" | head -c 30)
 check "partial reply on screen" "$(printf '%s' "$head30" | sed 's/[][\\.*^$()+?{}|]/\\&/g')"
 $T send-keys -t lc End
 $T send-keys -t lc "/set max-tokens 8" Enter
+c0=$(ctx_now)
 $T send-keys -t lc "Lily saw a cat" Enter
-check "second reply finished" '^ idle .*ctx [1-9]'
+check_answered "second reply finished" "$c0"
 sleep 0.3
 kill9 "after the turn"
 if [ "$(ls "$chats" | wc -l)" = 1 ] && [ "$(json "$f" 'len(m)')" = 4 ] &&

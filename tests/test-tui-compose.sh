@@ -6,35 +6,9 @@
 # text is put back, not sent; a failing editor changes nothing); /read FILE puts a text file in
 # the input (~ expanded; too large, binary, non-UTF-8 and FIFOs refused with a note).
 set -u
-command -v tmux >/dev/null 2>&1 || { echo "SKIP: tmux not installed"; exit 77; }
-B=${LC_BUILDDIR:-.}
-S=${LC_SHARED:-../shared}
-LC="$B/llamachat"
-case $LC in /*) ;; *) LC="$(pwd)/$LC" ;; esac
-MODEL="$S/models/stories260K-ff192-q4_1.gguf"
-case $MODEL in /*) ;; *) MODEL="$(pwd)/$MODEL" ;; esac
-[ -f "$MODEL" ] || { echo "SKIP: $MODEL missing"; exit 77; }
-[ -x "$LC" ] || { echo "FAIL: $LC not built"; exit 1; }
-
 . "$(dirname "$0")/tui-lib.sh"
+tui_lib_paths
 tui_lib_init lc-tui-compose
-not_on_screen() {
-    if screen | grep -Eq -- "$2"; then bad "$1"; screen | sed 's/^/  | /'; else ok "$1"; fi
-}
-# start NAME ENV...: llamachat in the window's shell, from $tmp/cwd, stderr to $tmp/NAME.err
-start() {
-    name=$1; shift
-    $T send-keys -t lc "clear; env $* '$LC' 2>'$tmp/$name.err'; echo EXIT=\$?" Enter
-    wait_for '^ idle \|' 30 >/dev/null || { bad "$name: chat started"; return 1; }
-}
-quit() {
-    $T send-keys -t lc C-e C-u C-d
-    check "$1: exits with status 0" '^EXIT=0'
-    if grep -q 'AddressSanitizer\|runtime error' "$tmp/$1.err"; then
-        bad "$1: no sanitizer report"; sed 's/^/  | /' "$tmp/$1.err" | head -30
-    fi
-    wait_for '^\$ *$' 10 >/dev/null
-}
 
 mkdir -p "$tmp/home/notes" "$tmp/cwd/sub dir"
 cat >"$tmp/rc" <<RC

@@ -7,17 +7,8 @@
 # replaces its exchange; /copy through OSC 52 into tmux's paste buffer; the autosaved JSON
 # follows (versions kept, an undone exchange gone).
 set -u
-command -v tmux >/dev/null 2>&1 || { echo "SKIP: tmux not installed"; exit 77; }
-B=${LC_BUILDDIR:-.}
-S=${LC_SHARED:-../shared}
-LC="$B/llamachat"
-case $LC in /*) ;; *) LC="$(pwd)/$LC" ;; esac
-MODEL="$S/models/stories260K-ff192-q4_1.gguf"
-case $MODEL in /*) ;; *) MODEL="$(pwd)/$MODEL" ;; esac
-[ -f "$MODEL" ] || { echo "SKIP: $MODEL missing"; exit 77; }
-[ -x "$LC" ] || { echo "FAIL: $LC not built"; exit 1; }
-
 . "$(dirname "$0")/tui-lib.sh"
+tui_lib_paths
 tui_lib_init lc-tui-edit
 log="$tmp/edit.log"
 # prompts: the number of "prompt pos=" lines in the token log

@@ -5,37 +5,9 @@
 # reads it; the status bar after /clear, /load, /regen and Esc; paths; commands refused while
 # the model writes keep the line; help; privacy; small ones.
 set -u
-command -v tmux >/dev/null 2>&1 || { echo "SKIP: tmux not installed"; exit 77; }
-B=${LC_BUILDDIR:-.}
-S=${LC_SHARED:-../shared}
-LC="$B/llamachat"
-case $LC in /*) ;; *) LC="$(pwd)/$LC" ;; esac
-MODEL="$S/models/stories260K-ff192-q4_1.gguf"
-case $MODEL in /*) ;; *) MODEL="$(pwd)/$MODEL" ;; esac
-[ -f "$MODEL" ] || { echo "SKIP: $MODEL missing"; exit 77; }
-[ -x "$LC" ] || { echo "FAIL: $LC not built"; exit 1; }
-
 . "$(dirname "$0")/tui-lib.sh"
+tui_lib_paths
 tui_lib_init lc-tui-first
-# not_on_screen NAME EXTENDED-REGEX: the screen, as it is now, does not match
-not_on_screen() {
-    if screen | grep -Eq -- "$2"; then bad "$1"; screen | sed 's/^/  | /'; else ok "$1"; fi
-}
-# start NAME ENV...: llamachat in the window's shell, stderr to $tmp/NAME.err
-start() {
-    name=$1; shift
-    $T send-keys -t lc "clear; env $* '$LC' 2>'$tmp/$name.err'; echo EXIT=\$?" Enter
-    wait_for '^ idle \|' 30 >/dev/null || { bad "$name: chat started"; return 1; }
-}
-# quit NAME: an empty line, Ctrl-D; the exit status line must appear
-quit() {
-    $T send-keys -t lc C-e C-u C-d
-    check "$1: exits with status 0" '^EXIT=0'
-    if grep -q 'AddressSanitizer\|runtime error' "$tmp/$1.err"; then
-        bad "$1: no sanitizer report"; sed 's/^/  | /' "$tmp/$1.err" | head -30
-    fi
-    wait_for '^\$ *$' 10 >/dev/null
-}
 # json_has FILE TEXT: FILE holds "content": "TEXT" (TEXT as json-c escapes it)
 json_has() { grep -Fq "\"content\": \"$2\"" "$1"; }
 

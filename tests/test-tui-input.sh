@@ -5,24 +5,9 @@
 # bad ones become U+FFFD, the UI never freezes); Esc never edits the message (emacs), and is
 # vi's command mode with "editing-mode vi".
 set -u
-command -v tmux >/dev/null 2>&1 || { echo "SKIP: tmux not installed"; exit 77; }
-B=${LC_BUILDDIR:-.}
-S=${LC_SHARED:-../shared}
-LC="$B/llamachat"
-case $LC in /*) ;; *) LC="$(pwd)/$LC" ;; esac
-MODEL="$S/models/stories260K-ff192-q4_1.gguf"
-case $MODEL in /*) ;; *) MODEL="$(pwd)/$MODEL" ;; esac
-[ -f "$MODEL" ] || { echo "SKIP: $MODEL missing"; exit 77; }
-[ -x "$LC" ] || { echo "FAIL: $LC not built"; exit 1; }
-
 . "$(dirname "$0")/tui-lib.sh"
+tui_lib_paths
 tui_lib_init lc-tui-input
-# start NAME ENV...: llamachat in the window's shell, from $tmp/cwd, stderr to $tmp/NAME.err
-start() {
-    name=$1; shift
-    $T send-keys -t lc "clear; env $* '$LC' 2>'$tmp/$name.err'; echo EXIT=\$?" Enter
-    wait_for '^ idle \|' 30 >/dev/null || { bad "$name: chat started"; return 1; }
-}
 # quit: Ctrl-E Ctrl-U (an empty line), Ctrl-D; the exit status line must appear
 quit() {
     $T send-keys -t lc C-e C-u C-d

@@ -80,21 +80,10 @@ check_a() {
     done
     bad "$1"; screen_attrs | sed 's/^/  | /'
 }
-not_on_screen() {
-    if screen | grep -Eq -- "$2"; then bad "$1"; screen | sed 's/^/  | /'; else ok "$1"; fi
-}
 # start NAME ENV ARGS: llamachat with the environment ENV and arguments ARGS (shell words)
 start() {
     $T send-keys -t lc "clear; env $2 '$LC' $3 2>'$tmp/$1.err'; echo EXIT=\$?" Enter
     wait_for '^ idle \|' 30 >/dev/null || { bad "$name: chat started"; return 1; }
-}
-quit() {
-    $T send-keys -t lc C-e C-u C-d
-    check "$1: exits with status 0" '^EXIT=0'
-    if grep -q 'AddressSanitizer\|runtime error' "$tmp/$1.err"; then
-        bad "$1: no sanitizer report"; sed 's/^/  | /' "$tmp/$1.err" | head -30
-    fi
-    wait_for '^\$ *$' 10 >/dev/null
 }
 
 mkdir -p "$tmp/home"

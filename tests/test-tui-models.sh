@@ -24,9 +24,6 @@ done
 
 . "$(dirname "$0")/tui-lib.sh"
 tui_lib_init lc-tui-models
-not_on_screen() {
-    if screen | grep -Eq -- "$2"; then bad "$1"; screen | sed 's/^/  | /'; else ok "$1"; fi
-}
 # wait_log FILE REGEX: poll FILE until a line matches (10 s)
 wait_log() {
     i=0
@@ -35,11 +32,6 @@ wait_log() {
         sleep 0.1; i=$((i + 1))
     done
     return 1
-}
-start() {
-    name=$1; shift
-    $T send-keys -t lc "clear; env $* '$LC' 2>'$tmp/$name.err'; echo EXIT=\$?" Enter
-    wait_for '^ idle \|' 30 >/dev/null || { bad "$name: chat started"; return 1; }
 }
 quit() {
     $T send-keys -t lc C-e C-u C-d

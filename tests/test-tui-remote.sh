@@ -6,33 +6,11 @@
 # shows the fields it got); /models lists the server's model; /save keeps the transcript; the
 # key is in no file the chat writes nor on its stderr.
 set -u
-command -v tmux >/dev/null 2>&1 || { echo "SKIP: tmux not installed"; exit 77; }
-B=${LC_BUILDDIR:-.}
-S=${LC_SHARED:-../shared}
-LC="$B/llamachat"
-MODEL="$S/models/stories260K-ff192-q4_1.gguf"
-[ -f "$MODEL" ] || { echo "SKIP: $MODEL missing"; exit 77; }
-
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/lc-tuir.XXXXXX") || exit 99
-T="tmux -S $tmp/sock"
+. "$(dirname "$0")/tui-lib.sh"
+tui_lib_paths
+tui_lib_init lc-tuir
 srv=
-cleanup() { $T kill-server >/dev/null 2>&1; [ -n "$srv" ] && kill "$srv" 2>/dev/null; rm -rf "$tmp"; }
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
-fail=0
-ok() { echo "ok   $1"; }
-bad() { echo "FAIL $1"; fail=1; }
-screen() { $T capture-pane -t lc -p; }
-wait_for() {
-    limit=$(( ${2:-30} * 10 )); i=0
-    while [ $i -lt $limit ]; do
-        if screen | grep -Eq -- "$1"; then return 0; fi
-        sleep 0.1; i=$((i + 1))
-    done
-    echo "  timed out waiting for /$1/; the screen was:"; screen | sed 's/^/  | /'
-    return 1
-}
-check() { if wait_for "$2" "${3:-30}"; then ok "$1"; else bad "$1"; fi; }
+tui_cleanup() { $T kill-server >/dev/null 2>&1; [ -n "$srv" ] && kill "$srv" 2>/dev/null; rm -rf "$tmp"; }
 json_escape() { printf '%s' "$1" | sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's|/|\\/|g'; }
 
 KEY="sk-tui-Remote-secret-4242"
@@ -67,8 +45,9 @@ wait_for '^\$' 10 || { echo "FAIL: no shell prompt"; exit 1; }
 $T send-keys -t lc "$LC --remote $URL 2>$tmp/stderr; echo EXIT=\$?" Enter
 
 check "connected: the server's model in the status" 'idle .*stories260K-ff192-q4_1'
+c0=$(ctx_now)
 $T send-keys -t lc "$PROMPT" Enter
-check "reply finished" '^ idle'
+check_answered "reply finished" "$c0"
 first=$(printf '%s' "$cont" | cut -c1-40)
 check "continuation on screen" "$first"
 # the speed is the server's time from first to last token, not the arrival of events that came
@@ -90,8 +69,9 @@ fi
 # /set applies to the next request
 $T send-keys -t lc "/set temp 0.5" Enter
 $T send-keys -t lc "/set top-k 9" Enter
+c0=$(ctx_now)
 $T send-keys -t lc "Tom went" Enter
-check "second reply" '^ idle'
+check_answered "second reply" "$c0"
 sleep 0.3
 if tail -n 3 "$tmp/srv.err" | grep -q 'temperature 0.50 top_k 9 .*max_tokens 24'; then
     ok "/set went into the next request"

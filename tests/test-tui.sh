@@ -6,34 +6,10 @@
 # resize to 20x6 (and smaller) and back leaves a working screen; Ctrl-D exits and leaves the
 # terminal as it found it.  Every wait polls the screen with a timeout (no fixed sleeps).
 set -u
-command -v tmux >/dev/null 2>&1 || { echo "SKIP: tmux not installed"; exit 77; }
-B=${LC_BUILDDIR:-.}
-S=${LC_SHARED:-../shared}
-LC="$B/llamachat"
-MODEL="$S/models/stories260K-ff192-q4_1.gguf"
-[ -f "$MODEL" ] || { echo "SKIP: $MODEL missing"; exit 77; }
-[ -x "$LC" ] || { echo "FAIL: $LC not built"; exit 1; }
+. "$(dirname "$0")/tui-lib.sh"
+tui_lib_paths
+tui_lib_init lc-tui
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/lc-tui.XXXXXX") || exit 99
-T="tmux -S $tmp/sock"
-cleanup() { $T kill-server >/dev/null 2>&1; rm -rf "$tmp"; }
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
-
-fail=0
-ok() { echo "ok   $1"; }
-bad() { echo "FAIL $1"; fail=1; }
-screen() { $T capture-pane -t lc -p; }
-# wait_for EXTENDED-REGEX [seconds]: poll the screen until it matches.
-wait_for() {
-    limit=$(( ${2:-30} * 10 )); i=0
-    while [ $i -lt $limit ]; do
-        if screen | grep -Eq -- "$1"; then return 0; fi
-        sleep 0.1; i=$((i + 1))
-    done
-    echo "  timed out waiting for /$1/; the screen was:"; screen | sed 's/^/  | /'
-    return 1
-}
 # wait_gone EXTENDED-REGEX [seconds]: poll until the screen no longer matches.
 wait_gone() {
     limit=$(( ${2:-30} * 10 )); i=0
@@ -43,7 +19,6 @@ wait_gone() {
     done
     return 1
 }
-check() { if wait_for "$2" "${3:-30}"; then ok "$1"; else bad "$1"; fi; }
 # pids whose parent is $1 (from /proc: pgrep may not be installed)
 child_of() {
     for d in /proc/[0-9]*; do
@@ -157,8 +132,9 @@ check "cleared again" 'conversation cleared'
 $T send-keys -t lc "/set max-tokens 2" Enter
 $T send-keys -t lc "line one" M-Enter "line two\\" Enter "line three" 
 check "input shows three lines" '^line three'
+c0=$(ctx_now)
 $T send-keys -t lc Enter
-check "multi-line message answered" '^ idle .*ctx [1-9]'
+check_answered "multi-line message answered" "$c0"
 $T send-keys -t lc "/save $tmp/m.json" Enter
 check "saved m" "saved $tmp/m.json"
 if grep -Fq '"content": "line one\nline two\nline three"' "$tmp/m.json"; then ok "message kept its newlines"; else bad "message kept its newlines"; grep content "$tmp/m.json"; fi
@@ -168,8 +144,9 @@ $T set-buffer -b lcpaste "pasted one
 pasted two"
 $T paste-buffer -p -d -b lcpaste -t lc
 check "paste shows two lines" '^pasted two'
+c0=$(ctx_now)
 $T send-keys -t lc Enter
-check "pasted message answered" '^ idle .*ctx [1-9]'
+check_answered "pasted message answered" "$c0"
 $T send-keys -t lc "/save $tmp/p.json" Enter
 check "saved p" "saved $tmp/p.json"
 if grep -Fq '"content": "pasted one\npasted two"' "$tmp/p.json"; then ok "paste kept its newline"; else bad "paste kept its newline"; grep content "$tmp/p.json"; fi
