@@ -161,7 +161,8 @@ $T send-keys -t lc "Then she sat" Enter
 idle
 $T send-keys -t lc "/xyz" Enter
 check "a command typed" 'unknown command /xyz'
-$T send-keys -t lc Up
+check "unknown command: the line comes back for correction" '^> /xyz *$'
+$T send-keys -t lc C-u Up
 check "Up after a command: the command from history" '^> /xyz *$'
 if screen | grep -q 'Enter replaces that exchange'; then bad "Up after a command: no edit"; else ok "Up after a command: no edit"; fi
 $T send-keys -t lc C-u "Then she sat" Enter

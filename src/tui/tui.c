@@ -1119,7 +1119,10 @@ static void command(struct tui *t, const char *line)
         tui_message(t, false, "temp %s, top-k %s, top-p %s, min-p %s, repeat-penalty %s, repeat-last-n %s, max-tokens %s, seed %s",
                     b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]);
     } else {
-        tui_message(t, true, "unknown command /%s (F1 for help)", cmd);
+        /* a typo must not cost the typed text: the line comes back for correction */
+        if (t->cur_line)
+            input_restore(t->cur_line);
+        tui_message(t, true, "unknown command /%s (F1 for help; // sends a line starting with /)", cmd);
     }
     t->dirty = true;
 }
