@@ -302,6 +302,12 @@ static int parse_args(struct lc_options *o, int argc, char **argv)
         fprintf(stderr, "llamachat: --continue and --resume: give one of them\n");
         return -1;
     }
+    if ((o->continue_last || o->resume_path) && (o->mode == LC_MODE_ONESHOT || o->mode == LC_MODE_TOKENIZE)) {
+        /* a saved chat opens in the full-screen chat; a one-shot run would silently ignore it */
+        fprintf(stderr, "llamachat: %s opens a saved chat in the full-screen chat: leave out "
+                "-p, -f and --tokenize\n", o->continue_last ? "--continue" : "--resume");
+        return -1;
+    }
     if (optind < argc) {
         fprintf(stderr, "llamachat: unexpected argument '%s' (a prompt goes after -p)\n",
                 argv[optind]);

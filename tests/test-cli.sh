@@ -194,6 +194,8 @@ err "--chat --print-token-ids" "--chat prints text: --log-file FILE records the 
 err "--chat: missing model" "No such file" "$LC" --chat -m /nonexistent.gguf -p hi
 out=$("$LC" --chat -p "Once upon a time there was a big dog and a cat and" -c 16 2>&1 >/dev/null); rc=$?
 check "--chat: prompt too long" "$rc: $out" "1: llamachat: message not sent: with it the prompt is 16 tokens, and 2 more are kept for the reply; the context holds 16 (-c)"
+err "-p with --continue" "llamachat: --continue opens a saved chat in the full-screen chat: leave out -p, -f and --tokenize" "$LC" -p hi --continue
+err "--resume with --tokenize" "llamachat: --resume opens a saved chat in the full-screen chat: leave out -p, -f and --tokenize" "$LC" --resume x.json --tokenize -p hi
 err "bad isa" "LLAMACHAT_ISA" env LLAMACHAT_ISA=sparc "$LC" --version
 "$LC" --help | grep -q -- "--print-token-ids" && echo "ok   help" || { echo "FAIL help"; fail=1; }
 "$LC" --version | grep -q "^llamachat " && echo "ok   version" || { echo "FAIL version"; fail=1; }
