@@ -129,12 +129,12 @@ static const char *main_type(const struct lc_gguf *g)
     return lc_gguf_n_tensors(g) && name ? name : "no tensors";
 }
 
-/* One line of the listing. */
-static void describe(struct lc_strbuf *b, size_t no, const char *path, size_t shown)
+/* One line of the listing; in_use: the file the chat has loaded. */
+static void describe(struct lc_strbuf *b, size_t no, const char *path, size_t shown, bool in_use)
 {
     char *err = NULL;
     char *name = lc_text_safe(path + shown);
-    lc_strbuf_printf(b, "\n%2zu. %s", no, name ? name : "?");
+    lc_strbuf_printf(b, "\n%2zu. %s%s", no, name ? name : "?", in_use ? " (in use)" : "");
     free(name);
     struct lc_gguf *g = lc_gguf_open(path, &err);
     if (!g) {
@@ -160,8 +160,10 @@ static void describe(struct lc_strbuf *b, size_t no, const char *path, size_t sh
     lc_gguf_free(g);
 }
 
-struct lc_listing *lc_models_list(const char *dirs, const atomic_int *stop)
+struct lc_listing *lc_models_list(const char *dirs, const char *current, const atomic_int *stop)
 {
+    struct stat cur;
+    const bool have_cur = current && stat(current, &cur) == 0;
     struct lc_listing *l = calloc(1, sizeof(*l));
     struct found f = { 0 };
     struct lc_strbuf head = { 0 }, missing = { 0 }, body = { 0 };
@@ -207,7 +209,10 @@ struct lc_listing *lc_models_list(const char *dirs, const atomic_int *stop)
         }
     }
     for (size_t i = 0; i < f.n && !(stop && atomic_load(stop)); i++) {
-        describe(&body, i + 1, f.paths[i], f.shown[i]);
+        struct stat st;
+        const bool in_use = have_cur && stat(f.paths[i], &st) == 0 && st.st_dev == cur.st_dev &&
+                            st.st_ino == cur.st_ino;
+        describe(&body, i + 1, f.paths[i], f.shown[i], in_use);
         l->n = i + 1;
     }
     struct lc_strbuf b = { 0 };

@@ -26,9 +26,10 @@ char *lc_models_dirs(const char *configured);
  * common type of the blk.* matrices (by elements, as lc_model_desc), or "N. NAME  not usable:
  * WHY" for a file that does not parse.  A directory that does not exist is named in the
  * heading (" (not found: /x)").  stop (may be NULL) is checked between files: when it becomes true
- * the listing ends there.  Opens every file: call it off the UI thread.  Returns the listing
- * (state.h), or NULL on allocation failure.
+ * the listing ends there.  current (may be NULL): the path of the loaded model; the entry that
+ * is the same file (device and inode, so also through a link) ends in " (in use)".  Opens every
+ * file: call it off the UI thread.  Returns the listing (state.h), or NULL on allocation failure.
  */
-struct lc_listing *lc_models_list(const char *dirs, const atomic_int *stop);
+struct lc_listing *lc_models_list(const char *dirs, const char *current, const atomic_int *stop);
 
 #endif

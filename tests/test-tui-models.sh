@@ -120,6 +120,10 @@ check "/show: tensor types" '^tensors: 12 \(f32 10, f16 2\)$'
 check "/show: context" '^context: [0-9]+ tokens in use, [0-9]+ trained$'
 check "/show: template and its source" "^template: jinja \(from the model's tokenizer\.chat_template\)$"
 check "/show: special tokens" "^special tokens: bos 1 '<s>', eos 2 '</s>', eot 32001 '<\|im_end\|>'"
+# /models marks the model in use (the same file, found through LLAMACHAT_MODELS)
+$T send-keys -t lc "/models" Enter
+check "/models: the model in use is marked" '^ 4\. chatml\.gguf \(in use\)  [0-9.]+ [KM]iB  llama F32  chatml-markov$'
+not_on_screen "/models: only that one" '^ [1-3]\. .*\(in use\)'
 # back to a base model by path (~ expanded)
 $T send-keys -t lc "/model ~/models/stories260K.gguf" Enter
 check "/model PATH: switched back to a base model" 'now using llama \(llama [0-9]+K F32, plain chat template\)'

@@ -155,7 +155,7 @@ static bool all_digits(const char *s)
 
 static void *models_run(struct tui_job *j)
 {
-    return lc_models_list(j->arg, &j->stop);
+    return lc_models_list(j->arg, j->arg2, &j->stop);
 }
 
 static void models_done(struct tui *t, struct tui_job *j)
@@ -175,7 +175,7 @@ static void cmd_models(struct tui *t)
         tui_message(t, true, "out of memory");
         return;
     }
-    if (job_start(t, models_run, models_done, dirs, NULL))
+    if (job_start(t, models_run, models_done, dirs, t->model_path))
         tui_message(t, false, "looking for models ...");
     free(dirs);
 }
