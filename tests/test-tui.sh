@@ -180,8 +180,15 @@ $T resize-window -t lc -x 20 -y 6
 check "20x6: input and status" '^ idle \|'
 $T resize-window -t lc -x 12 -y 3
 check "12x3: too small" 'terminal too'
+# keys typed on a screen too small to show them are dropped: nothing is sent blindly
+$T send-keys -t lc "blind words" Enter
+$T resize-window -t lc -x 30 -y 4
+check "30x4: too small, it says to enlarge" '^30x4: enlarge it'
+$T send-keys -t lc "more" Enter
 $T resize-window -t lc -x 100 -y 30
 check "back to 100x30" 'Parameters'
+check "typed while too small: the input line is empty" '^> *$'
+not_on_screen "typed while too small: nothing sent" 'blind words|more'
 $T send-keys -t lc "/set top-k 7" Enter
 check "working after resize" 'top-k +7$|top-k +7 '
 # typing while the parameter pane has the focus: the text goes to the input, nothing changes

@@ -145,6 +145,8 @@ struct tui {
 #define VIEW_PANE_MIN_COLS 60   /* the parameter pane is shown from this width */
 void view_init_colors(struct tui *t);
 void view_draw(struct tui *t);
+/* The terminal is below the chat's minimum size (20x5): only "too small" is drawn. */
+bool view_too_small(void);
 int view_transcript_height(void);
 int view_help_count(void);
 void entry_free(struct entry *e);

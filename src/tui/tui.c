@@ -1606,6 +1606,13 @@ static void on_key(void *ud, const struct lc_key *k)
     struct tui *t = ud;
     if (t->quit)
         return;
+    /* Too small to show anything: typing would edit (and Enter send) a line nobody can see.
+     * Esc still stops the model, Ctrl-D still quits from an empty line, a paste still lands in
+     * the input line, a resize is seen; every other key is dropped. */
+    if (view_too_small() && !(k->type == LC_KEY_ESC || k->type == LC_KEY_PASTE ||
+                              (k->type == LC_KEY_CHAR && k->ch == 4) ||
+                              (k->type == LC_KEY_CODE && k->ch == KEY_RESIZE)))
+        return;
     switch (k->type) {
     case LC_KEY_CHAR:
         handle_key(t, OK, (wint_t)k->ch);

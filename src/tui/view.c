@@ -892,6 +892,11 @@ static void draw_help(struct tui *t, int rows, int cols)
         put_str(y0 + h - 1, x0 + w - 5, 6, t->ascii_lines ? " vvv " : " \xe2\x86\x93\xe2\x86\x93\xe2\x86\x93 ", a | A_BOLD);
 }
 
+bool view_too_small(void)
+{
+    return LINES < MIN_ROWS || COLS < MIN_COLS;
+}
+
 int view_transcript_height(void)
 {
     return LINES - 3 > 1 ? LINES - 3 : 1;
@@ -902,12 +907,13 @@ void view_draw(struct tui *t)
     int rows = LINES, cols = COLS;
     ascii_text = t->ascii_text;
     erase();
-    if (rows < MIN_ROWS || cols < MIN_COLS) {
+    if (view_too_small()) {
+        /* keys wait (tui.c on_key): only Esc, Ctrl-D and a paste act on a screen nobody sees */
         const char *msg = cols >= 12 ? "terminal too small" : "too small";
         put_str(0, 0, cols, msg, A_BOLD);
         if (rows > 1) {
-            char b[32];
-            snprintf(b, sizeof(b), "%dx%d", cols, rows);
+            char b[48];
+            snprintf(b, sizeof(b), cols >= 19 ? "%dx%d: enlarge it" : "%dx%d", cols, rows);
             put_str(1, 0, cols, b, A_NORMAL);
         }
         move(0, 0);
