@@ -814,6 +814,86 @@ static void mad_f32(float *y, float v, const float *x, int n)
         y[i] = fmaf(x[i], v, y[i]);
 }
 
+/*
+ * ggml_v_expf on AVX-512 (ggml-cpu vec.h), 16 lanes: the arithmetic ggml-order-ew.h's v_expf
+ * does lane by lane -- n = round(x / ln 2), b = x - n ln 2 in two fused steps, a degree-5
+ * polynomial, scaled by 2^n with one rounding (vscalefps); |n| > 192 gives +inf or 0 -- so the
+ * bits equal scalar.c's.
+ */
+INLINE __m512 v_expf16(__m512 x)
+{
+    const __m512 r = _mm512_set1_ps(0x1.8p23f);
+    const __m512 z = _mm512_fmadd_ps(x, _mm512_set1_ps(0x1.715476p+0f), r);
+    const __m512 n = _mm512_sub_ps(z, r);
+    const __m512 b = _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.7f7d1cp-20f),
+                                      _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.62e4p-1f), x));
+    const __mmask16 d = _mm512_cmp_ps_mask(_mm512_abs_ps(n), _mm512_set1_ps(192.0f), _CMP_GT_OQ);
+    const __mmask16 bad = d | _mm512_cmp_ps_mask(n, n, _CMP_UNORD_Q);
+    const __m512 u = _mm512_mul_ps(b, b);
+    const __m512 j = _mm512_fmadd_ps(
+        _mm512_fmadd_ps(_mm512_fmadd_ps(_mm512_set1_ps(0x1.0e4020p-7f), b, _mm512_set1_ps(0x1.573e2ep-5f)),
+                        u, _mm512_fmadd_ps(_mm512_set1_ps(0x1.555e66p-3f), b, _mm512_set1_ps(0x1.fffdb6p-2f))),
+        u, _mm512_fmadd_ps(_mm512_set1_ps(0x1.ffffecp-1f), b, _mm512_set1_ps(1.0f)));
+    const __m512 res = _mm512_scalef_ps(j, n);
+    if (!bad)
+        return res;
+    /* saturated (and NaN, as the scalar version: 0) lanes */
+    const __mmask16 pos = _mm512_cmp_ps_mask(n, _mm512_setzero_ps(), _CMP_GT_OQ);
+    const __m512 alt = _mm512_mask_blend_ps(pos, _mm512_setzero_ps(), _mm512_set1_ps(INFINITY));
+    return _mm512_mask_blend_ps(bad, res, alt);
+}
+
+/* ew_softmax (ggml-order-ew.h) with 16 lanes at a time: the same max, the same blocks of 16
+ * summed by the same reduction into a double, libm expf for the tail: the same bits. */
+static void softmax(float *x, int n)
+{
+    __m512 vmax = _mm512_set1_ps(-INFINITY);
+    int i = 0;
+    for (; i + 16 <= n; i += 16)
+        vmax = _mm512_max_ps(vmax, _mm512_loadu_ps(x + i));
+    float max = _mm512_reduce_max_ps(vmax);
+    for (; i < n; i++)
+        max = max > x[i] ? max : x[i];
+    if (max == -INFINITY) {
+        memset(x, 0, (size_t)n * sizeof(float));
+        return;
+    }
+    const __m512 vm = _mm512_set1_ps(max);
+    double sum = 0.0;
+    for (i = 0; i + 16 <= n; i += 16) {
+        const __m512 e = v_expf16(_mm512_sub_ps(_mm512_loadu_ps(x + i), vm));
+        _mm512_storeu_ps(x + i, e);
+        sum += (double)_mm512_reduce_add_ps(e);
+    }
+    for (; i < n; i++) {
+        const float v = expf(x[i] - max);
+        sum += (double)v;
+        x[i] = v;
+    }
+    const __m512 vs = _mm512_set1_ps((float)(1.0 / sum));
+    for (i = 0; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(x + i, _mm512_mul_ps(_mm512_loadu_ps(x + i), vs));
+    const float scale = (float)(1.0 / sum);
+    for (; i < n; i++)
+        x[i] *= scale;
+}
+
+/* ew_swiglu (ggml-order-ew.h): (g / (1 + v_expf(0 - g))) * u, 16 lanes at a time; libm expf for
+ * the tail.  The same bits. */
+static void swiglu(float *y, const float *g, const float *u, int n)
+{
+    const __m512 one = _mm512_set1_ps(1.0f), zero = _mm512_setzero_ps();
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m512 gv = _mm512_loadu_ps(g + i);
+        const __m512 e = v_expf16(_mm512_sub_ps(zero, gv));
+        _mm512_storeu_ps(y + i, _mm512_mul_ps(_mm512_div_ps(gv, _mm512_add_ps(one, e)),
+                                              _mm512_loadu_ps(u + i)));
+    }
+    for (; i < n; i++)
+        y[i] = (g[i] / (1.0f + expf(-g[i]))) * u[i];
+}
+
 const struct lc_kernels lc_kernels_avx512 = {
     .isa = "avx512",
     .vec_dot = {
@@ -863,4 +943,6 @@ const struct lc_kernels lc_kernels_avx512 = {
     .dot_f16_rows = dot_f16_rows,
     .scale_f16 = scale_f16,
     .mad_f32 = mad_f32,
+    .softmax = softmax,
+    .swiglu = swiglu,
 };
