@@ -139,7 +139,9 @@ INLINE void pk_tile(enum pk_kind kind, int nb, const struct pk_rows *R, const st
  * pass reads the group from L1/L2 (16 rows: 18 KB for a Q4_1 n = 2048, 56 KB for 5632), so
  * memory still sees one sequential stream.  The integer lanes come from vpmaddubsw (u8 x s8
  * pairs, exact for these types) and vpmaddwd (by ones, or Q4_K/Q5_K's sub-block scale), so the
- * float operations are those of the AVX-512 x16 kernels and of vec_dot: same bits.
+ * float operations are those of the AVX-512 x16 kernels and of vec_dot: same bits.  Q4_0 (the
+ * Q4_0x8 order: one float per row) takes a group in one pass.  All seven x16 types have their
+ * own kernels here (x16_native), so LLAMACHAT_ISA=avx2 repacks every one of them.
  */
 INLINE int32_t ld_i32(const void *p)
 {
@@ -158,6 +160,19 @@ INLINE __m256 x16_hsum8(const __m256 acc[8])
         _mm256_add_ps(_mm256_add_ps(acc[1], acc[5]), _mm256_add_ps(acc[3], acc[7])));
 }
 
+#ifndef X16_PF
+#define X16_PF 4096
+#endif
+/* first pass over a group: prefetch the len bytes at pos + X16_PF of the stream at G (left
+ * bytes to the end of the rows: nothing past them) into L1.  One thread from DRAM on this
+ * Xeon (bench-gemv 131072 5, loaded machine): Q6_K x16 2.6 GB/s without, 7.1-7.3 with 4 or
+ * 12 KB ahead; Q4_1 4.9 without, 5.1-5.6 with (see BENCHMARKS.md) */
+INLINE void x16_prefetch(const uint8_t *G, size_t pos, size_t len, size_t left)
+{
+    for (size_t o = pos + X16_PF; o < pos + X16_PF + len && o < left; o += 64)
+        _mm_prefetch((const char *)G + o, _MM_HINT_T0);
+}
+
 static void gemv_x16_q4_1(int n, float *s, const void *vw, size_t w_stride, int nr,
                           const void *va)
 {
@@ -173,12 +188,15 @@ static void gemv_x16_q4_1(int n, float *s, const void *vw, size_t w_stride, int 
     for (int g = 0; g < nr / 16; g++)
         for (int h = 0; h < 2; h++) {
             const uint8_t *G = (const uint8_t *)vw + (size_t)g * 16 * w_stride;
+            const size_t left = (size_t)(nr / 16 - g) * 16 * w_stride;
             __m256 acc[8];
             _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) acc[k] = _mm256_setzero_ps();
             __m256 msum = _mm256_setzero_ps();
             for (int i = 0; i < nb; i++) {
                 const float dy = pre ? ds[i][0] : h2f(y[i].d), sy = pre ? ds[i][1] : h2f(y[i].s);
                 const uint8_t *sc = G + (size_t)i * 320; /* lc_x16_sc_off, lc_x16_qs_off */
+                if (X16_PF && h == 0)
+                    x16_prefetch(G, (size_t)i * 320, 320, left);
                 const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(sc + 16 * h)));
                 const __m256 mx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(sc + 32 + 16 * h)));
                 const __m256 d = _mm256_mul_ps(dx, _mm256_set1_ps(dy));
@@ -331,12 +349,337 @@ static void gemv_x16_q5_K(int n, float *s, const void *vw, size_t w_stride, int 
     gemv_x16_k45(1, n, s, vw, w_stride, nr, va);
 }
 
+/*
+ * Q4_0 over x16 groups in the Q4_0x8 order (vec_dot_q4_0x8_q8_0, which the x16 Q4_0 matrices
+ * follow): per block and row the exact integer sum(q * y) - 8 * sum(y), then acc =
+ * fma(float(isum), dx * dy, acc).  One float accumulator per row, so a group is one pass (rows
+ * 0..7 from the first 32 bytes of every chunk, rows 8..15 from the second).  A block's 8
+ * vpmaddubsw results (4 chunks, low and high nibbles; each 16-bit pair |q0 y0 + q1 y1| <=
+ * 2 * 15 * 128 = 3840) are added as 16-bit values (at most 30720: exact) before one vpmaddwd.
+ */
+struct x16_q8_0 {
+    float d;
+    int32_t bias; /* -8 * sum(y) */
+};
+
+INLINE struct x16_q8_0 x16_q8_0_of(const lc_block_q8_0 *y)
+{
+    const __m256i yv = _mm256_loadu_si256((const __m256i *)y->qs);
+    const int ysum = hsum_epi32(dot_us8_acc(_mm256_setzero_si256(), _mm256_set1_epi8(1), yv));
+    return (struct x16_q8_0){h2f(y->d), -8 * ysum};
+}
+
+/* one Q4_0 block of 16 rows (d16: 16 fp16, q: 4 chunks of 64 bytes) into acc[0] (rows 0..7)
+ * and acc[1] (rows 8..15) */
+INLINE void x16_q4_0_block(__m256 acc[2], const uint8_t *d16, const uint8_t *q,
+                           const lc_block_q8_0 *y, struct x16_q8_0 ys)
+{
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256i p[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+    _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
+        const __m256i ylo = _mm256_set1_epi32(ld_i32(y->qs + 4 * k));
+        const __m256i yhi = _mm256_set1_epi32(ld_i32(y->qs + 16 + 4 * k));
+        _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
+            const __m256i v = _mm256_loadu_si256((const __m256i *)(q + 64 * k + 32 * h));
+            p[h] = _mm256_add_epi16(p[h], _mm256_maddubs_epi16(_mm256_and_si256(v, m4), ylo));
+            p[h] = _mm256_add_epi16(
+                p[h], _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), yhi));
+        }
+    }
+    const __m256 dy = _mm256_set1_ps(ys.d);
+    _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
+        const __m256i isum = _mm256_add_epi32(_mm256_madd_epi16(p[h], _mm256_set1_epi16(1)),
+                                              _mm256_set1_epi32(ys.bias));
+        const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(d16 + 16 * h)));
+        acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dx, dy), acc[h]);
+    }
+}
+
+static void gemv_x16_q4_0(int n, float *s, const void *vw, size_t w_stride, int nr,
+                          const void *va)
+{
+    const int nb = n / 32;
+    const lc_block_q8_0 *y = va;
+    struct x16_q8_0 yb[X16_YB_MAX];
+    const bool pre = nb <= X16_YB_MAX;
+    for (int i = 0; pre && i < nb; i++)
+        yb[i] = x16_q8_0_of(y + i);
+#define YB(i) (pre ? yb[i] : x16_q8_0_of(y + (i)))
+    for (int g = 0; g < nr / 16; g++) {
+        const uint8_t *G = (const uint8_t *)vw + (size_t)g * 16 * w_stride;
+        const size_t left = (size_t)(nr / 16 - g) * 16 * w_stride;
+        __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+        int i = 0;
+        for (; i + 2 <= nb; i += 2) { /* a pair: [d d | qs | qs], 576 bytes (repack.h) */
+            const uint8_t *P = G + (size_t)i * 288;
+            if (X16_PF)
+                x16_prefetch(G, (size_t)i * 288, 576, left);
+            x16_q4_0_block(acc, P, P + 64, y + i, YB(i));
+            x16_q4_0_block(acc, P + 32, P + 320, y + i + 1, YB(i + 1));
+        }
+        if (i < nb) /* an odd last block: [d | qs] */
+            x16_q4_0_block(acc, G + (size_t)i * 288, G + (size_t)i * 288 + 32, y + i, YB(i));
+        _mm256_storeu_ps(s + 16 * g, acc[0]);
+        _mm256_storeu_ps(s + 16 * g + 8, acc[1]);
+    }
+#undef YB
+}
+
+/*
+ * Q8_0 over x16 groups, vec_dot_q8_0_q8_0's order (x86-qdot.h dot_ss8, ggml's AVX2
+ * mul_sum_i8_pairs_float): per block lane k = the 4 products 4k .. 4k+3, as |x| (vpsignb x, x)
+ * times y with x's sign (vpsignb y, x) through vpmaddubsw + vpmaddwd; acc[k] = fma(dx * dy,
+ * float(lane k), acc[k]); hsum_float_8 lane-wise.  The same byte pairs meet in the same
+ * instructions as in vec_dot, so the lanes are the same integers for every x and y.  Two passes
+ * per group, as gemv_x16_q4_1.
+ */
+static void gemv_x16_q8_0(int n, float *s, const void *vw, size_t w_stride, int nr,
+                          const void *va)
+{
+    const int nb = n / 32;
+    const lc_block_q8_0 *y = va;
+    const __m256i ones = _mm256_set1_epi16(1);
+    float dys[X16_YB_MAX];
+    const bool pre = nb <= X16_YB_MAX;
+    for (int i = 0; pre && i < nb; i++)
+        dys[i] = h2f(y[i].d);
+    for (int g = 0; g < nr / 16; g++)
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *G = (const uint8_t *)vw + (size_t)g * 16 * w_stride;
+            const size_t left = (size_t)(nr / 16 - g) * 16 * w_stride;
+            __m256 acc[8];
+            _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) acc[k] = _mm256_setzero_ps();
+            for (int i = 0; i < nb; i++) {
+                const uint8_t *B = G + lc_x16_part_off(LC_TYPE_Q8_0, i, LC_X16_P_D);
+                if (X16_PF && h == 0)
+                    x16_prefetch(G, (size_t)i * 544, 544, left);
+                const __m256 d = _mm256_mul_ps(
+                    _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(B + 16 * h))),
+                    _mm256_set1_ps(pre ? dys[i] : h2f(y[i].d)));
+                _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) {
+                    const __m256i v = _mm256_loadu_si256((const __m256i *)(B + 32 + 64 * k + 32 * h));
+                    const __m256i yk = _mm256_set1_epi32(ld_i32(y[i].qs + 4 * k));
+                    const __m256i lane = _mm256_madd_epi16(
+                        _mm256_maddubs_epi16(_mm256_sign_epi8(v, v), _mm256_sign_epi8(yk, v)), ones);
+                    acc[k] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(lane), acc[k]);
+                }
+            }
+            _mm256_storeu_ps(s + 16 * g + 8 * h, x16_hsum8(acc));
+        }
+}
+
+/*
+ * Q5_1 over x16 groups: gemv_x16_q4_1 with the fifth bits (vec_dot_q5_1_q8_1's lanes: the
+ * nibble plus 16 where the bit is set).  Chunk k's low nibbles are weights 4k + t (t = 0..3),
+ * whose fifth bits are bits 4 * (k & 1) + t of byte k / 2 of each row's qh dword; the high
+ * nibbles' (weights 16 + 4k + t) the same bits of byte 2 + k / 2.  That byte is copied to the
+ * four bytes of its dword (vpshufb, once per pair of chunks), and-ed with 1 << (4 * (k & 1) + t)
+ * in byte t, compared (vpcmpeqb), and 0x10 taken where equal: blk_q5_1's bytes.
+ */
+static void gemv_x16_q5_1(int n, float *s, const void *vw, size_t w_stride, int nr,
+                          const void *va)
+{
+    const int nb = n / 32;
+    const lc_block_q8_1 *y = va;
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m10 = _mm256_set1_epi8(0x10);
+    const __m256i ones = _mm256_set1_epi16(1);
+    const __m256i bit_lo = _mm256_set1_epi32(0x08040201), bit_hi = _mm256_set1_epi32((int)0x80402010);
+    /* vpshufb: byte 4d of its 128-bit lane to every byte of dword d (plus the byte wanted) */
+    const __m256i dw = _mm256_setr_epi32(0, 0x04040404, 0x08080808, 0x0C0C0C0C, 0, 0x04040404,
+                                         0x08080808, 0x0C0C0C0C);
+    float ds[X16_YB_MAX][2];
+    const bool pre = nb <= X16_YB_MAX;
+    for (int i = 0; pre && i < nb; i++) {
+        ds[i][0] = h2f(y[i].d);
+        ds[i][1] = h2f(y[i].s);
+    }
+    for (int g = 0; g < nr / 16; g++)
+        for (int hf = 0; hf < 2; hf++) {
+            const uint8_t *G = (const uint8_t *)vw + (size_t)g * 16 * w_stride;
+            const size_t left = (size_t)(nr / 16 - g) * 16 * w_stride;
+            __m256 acc[8];
+            _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) acc[k] = _mm256_setzero_ps();
+            __m256 msum = _mm256_setzero_ps();
+            for (int i = 0; i < nb; i++) {
+                const float dy = pre ? ds[i][0] : h2f(y[i].d), sy = pre ? ds[i][1] : h2f(y[i].s);
+                const uint8_t *B = G + lc_x16_part_off(LC_TYPE_Q5_1, i, LC_X16_P_D);
+                if (X16_PF && hf == 0)
+                    x16_prefetch(G, (size_t)i * 384, 384, left);
+                const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(B + 16 * hf)));
+                const __m256 mx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(B + 32 + 16 * hf)));
+                const __m256 d = _mm256_mul_ps(dx, _mm256_set1_ps(dy));
+                msum = _mm256_add_ps(msum, _mm256_mul_ps(mx, _mm256_set1_ps(sy)));
+                const __m256i qh = _mm256_loadu_si256((const __m256i *)(B + 64 + 32 * hf));
+                const uint8_t *q = B + 128 + 32 * hf;
+                _Pragma("GCC unroll 2") for (int pr = 0; pr < 2; pr++) {
+                    const __m256i hl = _mm256_shuffle_epi8(qh, _mm256_add_epi8(dw, _mm256_set1_epi8((char)pr)));
+                    const __m256i hh = _mm256_shuffle_epi8(qh, _mm256_add_epi8(dw, _mm256_set1_epi8((char)(2 + pr))));
+                    _Pragma("GCC unroll 2") for (int kk = 0; kk < 2; kk++) {
+                        const int k = 2 * pr + kk;
+                        const __m256i bits = kk ? bit_hi : bit_lo;
+                        const __m256i v = _mm256_loadu_si256((const __m256i *)(q + 64 * k));
+                        const __m256i lo = _mm256_or_si256(
+                            _mm256_and_si256(v, m4),
+                            _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hl, bits), bits), m10));
+                        const __m256i hi = _mm256_or_si256(
+                            _mm256_and_si256(_mm256_srli_epi16(v, 4), m4),
+                            _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hh, bits), bits), m10));
+                        const __m256i ilo = _mm256_madd_epi16(
+                            _mm256_maddubs_epi16(lo, _mm256_set1_epi32(ld_i32(y[i].qs + 4 * k))), ones);
+                        const __m256i ihi = _mm256_madd_epi16(
+                            _mm256_maddubs_epi16(hi, _mm256_set1_epi32(ld_i32(y[i].qs + 16 + 4 * k))), ones);
+                        acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ilo), d, acc[k]);
+                        acc[4 + k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ihi), d, acc[4 + k]);
+                    }
+                }
+            }
+            _mm256_storeu_ps(s + 16 * g + 8 * hf, _mm256_add_ps(x16_hsum8(acc), msum));
+        }
+}
+
+/*
+ * Q6_K over x16 groups (the output matrix of most quantized models, half of Q4_K_M's
+ * ffn_down), vec_dot_q6_K_q8_K's order: per super-block and row 8 exact integer lanes, acc[k] =
+ * fma(d, float(lane k), acc[k]) with d = dy * dx, hsum_float_8.  Lane k sums, over the halves h
+ * and quarters v, the rows' 6-bit q (one ql chunk, one qh chunk) against the broadcast
+ * activation dword 128h + 32v + 4k by vpmaddubsw, minus 32 * (the same activations) in 16-bit
+ * pairs (precomputed once per call), times the quarter's scale of that lane in both 16-bit
+ * halves of each row's dword by vpmaddwd: the 16-bit pairs of vec_dot, each times the same
+ * scale, so the same integers.  k outermost, so that a lane is finished in one register; two
+ * passes per group (8 rows each), as gemv_x16_q4_1.
+ */
+/* dword 32h + 8v + k of a super-block's bias: 32 * (the pairs of activations 128h + 32v + 4k ..
+ * + 3) as two 16-bit sums, vec_dot's maddubs(32, y) */
+INLINE void x16_q6_K_bias(int32_t bias[64], const int8_t *q8)
+{
+    _Pragma("GCC unroll 8") for (int t = 0; t < 8; t++) _mm256_storeu_si256(
+        (__m256i *)(bias + 8 * t),
+        _mm256_maddubs_epi16(_mm256_set1_epi8(32), _mm256_loadu_si256((const __m256i *)(q8 + 32 * t))));
+}
+
+#define Q6_BIAS_NB 128 /* super-blocks (n <= 32768) whose biases are computed once per call */
+
+static void gemv_x16_q6_K(int n, float *s, const void *vw, size_t w_stride, int nr,
+                          const void *va)
+{
+    const int nb = n / LC_QK_K;
+    const lc_block_q8_K *y = va;
+    const bool pre = nb <= Q6_BIAS_NB;
+    int32_t all_bias[Q6_BIAS_NB * 64] __attribute__((aligned(32)));
+    for (int i = 0; pre && i < nb; i++)
+        x16_q6_K_bias(all_bias + 64 * i, y[i].qs);
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
+    /* vpshufb: the low 16 bits of every dword to both halves */
+    const __m256i dup16 = _mm256_broadcastsi128_si256(
+        _mm_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13));
+    for (int g = 0; g < nr / 16; g++)
+        for (int hf = 0; hf < 2; hf++) {
+            const uint8_t *G = (const uint8_t *)vw + (size_t)g * 16 * w_stride;
+            const size_t left = (size_t)(nr / 16 - g) * 16 * w_stride;
+            __m256 acc[8];
+            _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) acc[k] = _mm256_setzero_ps();
+            for (int i = 0; i < nb; i++) {
+                if (X16_PF && hf == 0)
+                    x16_prefetch(G, (size_t)i * 3360, 3360, left);
+                const uint8_t *ql = G + lc_x16_q6_K_off(nb, i, LC_X16_QL) + 32 * hf;
+                const uint8_t *qh = G + lc_x16_q6_K_off(nb, i, LC_X16_QH) + 32 * hf;
+                const int8_t *sc = (const int8_t *)(G + lc_x16_q6_K_off(nb, i, LC_X16_SC)) + 8 * hf;
+                const int8_t *q8 = y[i].qs;
+                const int32_t *bias = all_bias + 64 * (pre ? i : 0);
+                if (!pre)
+                    x16_q6_K_bias(all_bias, q8);
+                /* scale j of the 8 rows, sign-extended to 16 bits, in both halves of a dword */
+                __m256i scl[16];
+                _Pragma("GCC unroll 16") for (int j = 0; j < 16; j++) scl[j] = _mm256_shuffle_epi8(
+                    _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(sc + 16 * j))), dup16);
+                const __m256 d = _mm256_mul_ps(
+                    _mm256_set1_ps(y[i].d),
+                    _mm256_cvtph_ps(_mm_loadu_si128(
+                        (const __m128i *)(G + lc_x16_q6_K_off(nb, i, LC_X16_D) + 16 * hf))));
+                _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) {
+                    __m256i lane = _mm256_setzero_si256();
+                    _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
+                        const __m256i bh = _mm256_loadu_si256((const __m256i *)(qh + 64 * (8 * h + k)));
+                        const __m256i b0 = _mm256_loadu_si256((const __m256i *)(ql + 64 * (16 * h + k)));
+                        const __m256i b1 = _mm256_loadu_si256((const __m256i *)(ql + 64 * (16 * h + 8 + k)));
+                        _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) {
+                            const __m256i b = v & 1 ? b1 : b0;
+                            const __m256i lo4 = v < 2 ? b : _mm256_srli_epi16(b, 4);
+                            /* qh bits 2v, 2v+1 moved to bits 4, 5 */
+                            const __m256i hi2 = v == 0   ? _mm256_slli_epi16(bh, 4)
+                                                : v == 1 ? _mm256_slli_epi16(bh, 2)
+                                                : v == 2 ? bh
+                                                         : _mm256_srli_epi16(bh, 2);
+                            const __m256i q = _mm256_or_si256(_mm256_and_si256(lo4, m4),
+                                                              _mm256_and_si256(hi2, m30));
+                            const int o = 32 * h + 8 * v + k;
+                            const __m256i p = _mm256_sub_epi16(
+                                _mm256_maddubs_epi16(q, _mm256_set1_epi32(ld_i32(q8 + 4 * o))),
+                                _mm256_set1_epi32(bias[o]));
+                            lane = _mm256_add_epi32(lane, _mm256_madd_epi16(p, scl[8 * h + 2 * v + (k >= 4)]));
+                        }
+                    }
+                    acc[k] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(lane), acc[k]);
+                }
+            }
+            _mm256_storeu_ps(s + 16 * g + 8 * hf, x16_hsum8(acc));
+        }
+}
+
 DEFINE_PK_GEMM(q4_1, PK_Q4_1, gemm_q4_1)
 DEFINE_PK_GEMM(q4_0, PK_Q4_0, gemm_q4_0)
 DEFINE_PK_GEMM(q4_0x8, PK_Q4_0X8, gemm_q4_0x8_by_columns)
 DEFINE_X16_GEMM(q4_1, PK_Q4_1)
 DEFINE_X16_GEMM_BY_GROUP(q4_K)
 DEFINE_X16_GEMM_BY_GROUP(q5_K)
+DEFINE_X16_GEMM(q4_0, PK_Q4_0X8)
+DEFINE_X16_GEMM_Q6_K()
+DEFINE_X16_GEMM_BY_GROUP(q5_1)
+DEFINE_X16_GEMM_BY_GROUP(q8_0)
+
+/*
+ * Q8_0 prompt batches from the x16 layout: each group of 16 rows is rebuilt in ggml's layout
+ * (a 4 x 4 dword transpose per 4 rows and 16 bytes) in a buffer of 16 rows, then multiplied by
+ * x86-qdot.h's tiles (gemm_q8_0, ggml's layout's kernel: its bits, its speed, which the GEMV per
+ * column does not reach); AVX2's pk tile cannot take Q8_0 (x + 128 overflows vpmaddubsw's
+ * pairs).  Without memory for the buffer (16 * w_stride bytes from malloc: 34 KB for n = 2048),
+ * group by group through the GEMV, same results.
+ */
+static void gemm_x16_q8_0_unpacked(int n, float *s, size_t ld_s, const void *w, size_t w_stride,
+                                   int nr, const void *a, size_t a_stride, int nc)
+{
+    const int nb = n / 32;
+    uint8_t *buf = malloc(16 * w_stride);
+    if (!buf) {
+        gemm_x16_q8_0(n, s, ld_s, w, w_stride, nr, a, a_stride, nc);
+        return;
+    }
+    for (int g = 0; g < nr / 16; g++) {
+        const uint8_t *G = (const uint8_t *)w + (size_t)g * 16 * w_stride;
+        for (int i = 0; i < nb; i++) {
+            const uint8_t *B = G + lc_x16_part_off(LC_TYPE_Q8_0, i, LC_X16_P_D);
+            for (int sub = 0; sub < 16; sub += 4) {
+                const uint8_t *q = B + 32 + 4 * sub;
+                __m128i lo[4], hi[4];
+                pk_transpose4(_mm_loadu_si128((const __m128i *)q), _mm_loadu_si128((const __m128i *)(q + 64)),
+                              _mm_loadu_si128((const __m128i *)(q + 128)),
+                              _mm_loadu_si128((const __m128i *)(q + 192)), lo);
+                pk_transpose4(_mm_loadu_si128((const __m128i *)(q + 256)),
+                              _mm_loadu_si128((const __m128i *)(q + 320)),
+                              _mm_loadu_si128((const __m128i *)(q + 384)),
+                              _mm_loadu_si128((const __m128i *)(q + 448)), hi);
+                for (int r = 0; r < 4; r++) {
+                    lc_block_q8_0 *x = (lc_block_q8_0 *)(void *)(buf + (size_t)(sub + r) * w_stride) + i;
+                    memcpy(&x->d, B + 2 * (sub + r), sizeof x->d);
+                    _mm_storeu_si128((__m128i *)x->qs, lo[r]);
+                    _mm_storeu_si128((__m128i *)(x->qs + 16), hi[r]);
+                }
+            }
+        }
+        gemm_q8_0(n, s + 16 * g, ld_s, buf, w_stride, 16, a, a_stride, nc);
+    }
+    free(buf);
+}
 
 /* ---------------------------------------------------------------- activation quantizers */
 
@@ -641,11 +984,17 @@ const struct lc_kernels lc_kernels_avx2 = {
     .vec_dot_q4_0x8 = vec_dot_q4_0x8_q8_0,
     .gemm_q4_0x8 = pk_gemm_q4_0x8,
     .gemv_q4_0x8 = gemv_q4_0x8,
-    .gemv_x16 = {[LC_TYPE_Q4_1] = gemv_x16_q4_1, [LC_TYPE_Q4_K] = gemv_x16_q4_K,
-                 [LC_TYPE_Q5_K] = gemv_x16_q5_K},
-    .gemm_x16 = {[LC_TYPE_Q4_1] = gemm_x16_q4_1, [LC_TYPE_Q4_K] = gemm_x16_q4_K,
-                 [LC_TYPE_Q5_K] = gemm_x16_q5_K},
-    .x16_native = (1u << LC_TYPE_Q4_1) | (1u << LC_TYPE_Q4_K) | (1u << LC_TYPE_Q5_K),
+    .gemv_x16 = {[LC_TYPE_Q4_0] = gemv_x16_q4_0, [LC_TYPE_Q4_1] = gemv_x16_q4_1,
+                 [LC_TYPE_Q6_K] = gemv_x16_q6_K, [LC_TYPE_Q4_K] = gemv_x16_q4_K,
+                 [LC_TYPE_Q5_K] = gemv_x16_q5_K, [LC_TYPE_Q5_1] = gemv_x16_q5_1,
+                 [LC_TYPE_Q8_0] = gemv_x16_q8_0},
+    .gemm_x16 = {[LC_TYPE_Q4_0] = gemm_x16_q4_0, [LC_TYPE_Q4_1] = gemm_x16_q4_1,
+                 [LC_TYPE_Q6_K] = gemm_x16_q6_K, [LC_TYPE_Q4_K] = gemm_x16_q4_K,
+                 [LC_TYPE_Q5_K] = gemm_x16_q5_K, [LC_TYPE_Q5_1] = gemm_x16_q5_1,
+                 [LC_TYPE_Q8_0] = gemm_x16_q8_0_unpacked},
+    .x16_native = (1u << LC_TYPE_Q4_0) | (1u << LC_TYPE_Q4_1) | (1u << LC_TYPE_Q6_K) |
+                  (1u << LC_TYPE_Q4_K) | (1u << LC_TYPE_Q5_K) | (1u << LC_TYPE_Q5_1) |
+                  (1u << LC_TYPE_Q8_0),
     .dot_f32 = dot_f32,
     .dot_f16 = dot_f16,
     .axpy_f16 = axpy_f16,
