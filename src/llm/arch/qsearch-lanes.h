@@ -37,7 +37,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#ifndef QS_NSTEP
 #define QS_NSTEP 4
+#endif
 #define QS_ZERO ((qs_vf){0})
 
 /* true when any lane of the mask m is set */
