@@ -20,6 +20,8 @@
  *      falls, then try the F16 neighbours (one ulp either way) of d and of m;
  *   4. the reference block is computed too, and kept when the search did not beat it, so the
  *      result is never worse than llama.cpp's quantizer in the weighted error.
+ * Q4_1 and Q5_1 run this search in the kernel table (arch/qsearch-lanes.h, several blocks per
+ * vector, the same bits on every ISA); Q4_0, Q5_0 and Q8_0 run the code below block by block.
  * The weights w[j] default to 1 (plain squared error); with an importance matrix they are the
  * mean squared activations of the block's input columns, so that E estimates the error of the
  * matrix product rather than of the weights.
