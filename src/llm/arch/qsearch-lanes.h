@@ -2,12 +2,12 @@
  * qsearch-lanes.h - the Q4_1 / Q5_1 block search of quant_search.c, VL blocks at a time.
  *
  * Included by scalar.c (VL 4), x86-avx2.c (VL 8) and x86-avx512.c (VL 16) after they define
- *   VL                                    blocks per vector (lanes)
- *   qs_vf, qs_vi                          GCC vectors of VL floats / VL int32
- *   qs_vf qs_sqrt(qs_vf)                        IEEE square root of each lane
- *   qs_vf qs_gather32(const float *p)     p[32 k] in lane k
- *   qs_vf qs_round_f16(qs_vf v, qs_vi *bits)       v rounded to F16 (to nearest even, overflow to inf,
- *                                         as lc_fp32_to_fp16), its bits in *bits
+ *   VL                                        blocks per vector (lanes)
+ *   qs_vf, qs_vi                              GCC vectors of VL floats / VL int32
+ *   qs_vf qs_sqrt(qs_vf)                      IEEE square root of each lane
+ *   qs_vf qs_gather32(const float *p)         p[32 k] in lane k
+ *   qs_vf qs_round_f16(qs_vf v, qs_vi *bits)  v rounded to F16 (to nearest even, subnormals,
+ *                                             overflow to inf: lc_fp32_to_fp16), bits in *bits
  * and give qsearch_asym, the lc_kernels entry (kernels.h has its contract).
  *
  * Why lanes hold blocks.  Each lane of a vector is one block, and the loops run over the 32
@@ -37,9 +37,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#ifndef QS_NSTEP
-#define QS_NSTEP 4
-#endif
+#define QS_NSTEP 4 /* 5 candidate steps: 3 cost stories260K 12 % of KLD (bench/QUANTIZE.md) */
 #define QS_ZERO ((qs_vf){0})
 
 /* true when any lane of the mask m is set */
