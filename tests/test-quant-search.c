@@ -22,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "arch/kernels.h"
 #include "gguf.h"
 #include "imatrix.h"
 #include "quant.h"
@@ -138,6 +139,67 @@ static void test_blocks(void)
     /* bad arguments */
     CHECK(lc_quantize_row_search(LC_TYPE_Q4_K, x, ys, N, NULL) == -1, "Q4_K is not searched");
     CHECK(lc_quantize_row_search(LC_TYPE_Q4_1, x, ys, 48, NULL) == -1, "48 is not a row of blocks");
+}
+
+/*
+ * The Q4_1 / Q5_1 search kernel of every ISA this CPU has gives the scalar table's bits (blocks
+ * in vector lanes, qsearch-lanes.h): 37 blocks (a partial last vector) of each kind of data,
+ * weights given (some zero, some all-zero blocks), sqrt(sigma2 + x^2), and 1; so does
+ * lc_quantize_row_search's whole row.
+ */
+static void test_isas(void)
+{
+    enum { NBK = 37, NX = NBK * 32 };
+    static float x[NX], w[NX];
+    static lc_fp16 d0[NBK], m0[NBK], d1[NBK], m1[NBK];
+    static uint8_t L0[NX], L1[NX], y0[NX], y1[NX];
+    static const char *const isas[] = {"avx2", "avx512", "neon"};
+    int compared = 0;
+    for (int kind = 0; kind < 7; kind++)
+        for (int si = 0; si < 3; si++) {
+            const float scale = si == 0 ? 1.0f : si == 1 ? 0.02f : 3e-6f;
+            for (int j = 0; j < NX; j++) {
+                const float v = kind == 0 ? grand() : kind == 1 ? (float)(2 * urand() - 1) :
+                                kind == 2 ? grand() * grand() * grand() :
+                                kind == 3 ? grand() + (j % 32 == 5 ? 12.0f : 0.0f) :
+                                kind == 4 ? 0.75f : kind == 5 ? (j < 64 ? 0.0f : grand()) :
+                                (float)(urand() * 3 + 1);
+                x[j] = v * scale;
+                w[j] = j % 7 == 3 || (j >= 96 && j < 128) ? 0.0f : (float)(urand() * urand() * 10);
+            }
+            for (int mode = 0; mode < 3; mode++)
+                for (int nmax = 15; nmax <= 31; nmax += 16) {
+                    const float *wp = mode == 0 ? w : NULL;
+                    const float s2 = mode == 1 ? 1e-4f * scale * scale : -1.0f;
+                    char *err = NULL;
+                    CHECK(lc_kernels_select("scalar", &err) == 0, "select scalar");
+                    lc_kernels()->qsearch_asym(x, wp, s2, NBK, nmax, d0, m0, L0);
+                    const enum lc_type t = nmax == 15 ? LC_TYPE_Q4_1 : LC_TYPE_Q5_1;
+                    CHECK(lc_quantize_row_search(t, x, y0, NX, wp) == 0, "row");
+                    int bad_levels = 0;
+                    for (int j = 0; j < NX; j++)
+                        bad_levels += L0[j] > nmax;
+                    CHECK(bad_levels == 0, "%d levels above %d", bad_levels, nmax);
+                    for (size_t i = 0; i < sizeof(isas) / sizeof(isas[0]); i++) {
+                        if (!lc_kernels_isa_available(isas[i]))
+                            continue;
+                        CHECK(lc_kernels_select(isas[i], &err) == 0, "select %s", isas[i]);
+                        memset(L1, 0xee, sizeof(L1));
+                        lc_kernels()->qsearch_asym(x, wp, s2, NBK, nmax, d1, m1, L1);
+                        CHECK(memcmp(d0, d1, sizeof(d0)) == 0 && memcmp(m0, m1, sizeof(m0)) == 0 &&
+                                  memcmp(L0, L1, sizeof(L0)) == 0,
+                              "%s: kind %d scale %g mode %d nmax %d: not the scalar bits", isas[i],
+                              kind, (double)scale, mode, nmax);
+                        CHECK(lc_quantize_row_search(t, x, y1, NX, wp) == 0, "row");
+                        CHECK(memcmp(y0, y1, lc_row_size(t, NX)) == 0,
+                              "%s: kind %d mode %d: another row", isas[i], kind, mode);
+                        compared++;
+                    }
+                }
+        }
+    char *err = NULL;
+    CHECK(lc_kernels_select("auto", &err) == 0, "select auto");
+    fprintf(stderr, "search kernels: %d comparisons with the scalar bits\n", compared);
 }
 
 static void test_imatrix_files(void)
@@ -400,6 +462,7 @@ int main(int argc, char **argv)
         return tu_finish("test-quant-search (files)");
     }
     test_blocks();
+    test_isas();
     test_imatrix_files();
     test_gptq();
     test_imatrix_cov();

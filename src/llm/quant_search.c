@@ -20,11 +20,15 @@
  *      falls, then try the F16 neighbours (one ulp either way) of d and of m;
  *   4. the reference block is computed too, and kept when the search did not beat it, so the
  *      result is never worse than llama.cpp's quantizer in the weighted error.
+ * Q4_1 and Q5_1 run this search in the kernel table (arch/qsearch-lanes.h, several blocks per
+ * vector, the same bits on every ISA); Q4_0, Q5_0 and Q8_0 run the code below block by block.
  * The weights w[j] default to 1 (plain squared error); with an importance matrix they are the
  * mean squared activations of the block's input columns, so that E estimates the error of the
  * matrix product rather than of the weights.
  */
 #include "quant_search.h"
+
+#include "arch/kernels.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -136,115 +140,6 @@ static lc_fp16 sym_search(const float *x, const float *w, int qlo, int qhi, int8
     return best_h;
 }
 
-/* ---------------------------------------------------------------- asymmetric: x ~ d q + m */
-
-/* Levels of x for the stored (d, m) (nearest in [0, nmax]); returns the weighted error.
- * Written in 8 lanes, all in float, so that compilers vectorize it (the hot loop). */
-static float asym_quant(const float *x, const float *w, float d, float m, int nmax, float *L)
-{
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    const float top = (float)nmax;
-    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    for (int j0 = 0; j0 < QB; j0 += 8)
-        for (int k = 0; k < 8; k++) {
-            const int j = j0 + k;
-            float v = (x[j] - m) * id;
-            v = v > 0.0f ? v : 0.0f;
-            v = v < top ? v : top;
-            const float l = (float)(int)(v + 0.5f); /* v >= 0: truncation is floor */
-            L[j] = l;
-            const float r = d * l + m - x[j];
-            acc[k] += w[j] * r * r;
-        }
-    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-}
-
-/* Weighted least squares (d, m) for the levels L; false when L is constant (no fit). */
-static bool asym_fit(const float *x, const float *w, const float *L, float *d, float *m)
-{
-    float sw = 0, sl = 0, sll = 0, sx = 0, slx = 0;
-    for (int j = 0; j < QB; j++) {
-        const float l = L[j];
-        sw += w[j];
-        sl += w[j] * l;
-        sll += w[j] * l * l;
-        sx += w[j] * x[j];
-        slx += w[j] * l * x[j];
-    }
-    const float det = sw * sll - sl * sl;
-    if (!(det > 0.0f))
-        return false;
-    *d = (sw * slx - sl * sx) / det;
-    *m = (sll * sx - sl * slx) / det;
-    return *d >= 0.0f && isfinite(*d) && isfinite(*m);
-}
-
-struct asym_best {
-    lc_fp16 d, m;
-    float e;
-    float L[QB];
-};
-
-/* Try the stored pair (hd, hm): keep it when finite, d >= 0 and the error is smaller. */
-static void asym_try(const float *x, const float *w, lc_fp16 hd, lc_fp16 hm, int nmax,
-                     struct asym_best *b)
-{
-    if (!fp16_finite(hd) || !fp16_finite(hm) || (hd & 0x8000u))
-        return;
-    float Lt[QB];
-    const float e = asym_quant(x, w, LC_FP16_TO_FP32(hd), LC_FP16_TO_FP32(hm), nmax, Lt);
-    if (e < b->e) {
-        b->e = e;
-        b->d = hd;
-        b->m = hm;
-        memcpy(b->L, Lt, sizeof(Lt));
-    }
-}
-
-/* The search for one block of Q4_1 (nmax 15) or Q5_1 (nmax 31); the result in *b. */
-static void asym_search(const float *x, const float *w, int nmax, struct asym_best *b)
-{
-    float min = x[0], max = x[0];
-    for (int j = 1; j < QB; j++) {
-        min = x[j] < min ? x[j] : min;
-        max = x[j] > max ? x[j] : max;
-    }
-    b->e = INFINITY;
-    /* the reference pair: d = (max - min) / nmax, m = min (also the answer for a flat block) */
-    asym_try(x, w, lc_fp32_to_fp16((max - min) / (float)nmax), lc_fp32_to_fp16(min), nmax, b);
-    if (max == min)
-        return;
-    for (int k = 0; k <= NSTEP; k++) {
-        const float iscale = ((float)nmax - 1.0f + 2.0f * (float)k / NSTEP) / (max - min);
-        float L[QB];
-        for (int j = 0; j < QB; j++) {
-            float v = iscale * (x[j] - min);
-            v = v < (float)nmax ? v : (float)nmax;
-            L[j] = (float)(int)(v + 0.5f);
-        }
-        float d, m;
-        if (asym_fit(x, w, L, &d, &m))
-            asym_try(x, w, lc_fp32_to_fp16(d), lc_fp32_to_fp16(m), nmax, b);
-    }
-    for (int it = 0; it < 2; it++) {
-        const lc_fp16 d0 = b->d, m0 = b->m;
-        float d, m;
-        if (!asym_fit(x, w, b->L, &d, &m))
-            break;
-        asym_try(x, w, lc_fp32_to_fp16(d), lc_fp32_to_fp16(m), nmax, b);
-        if (b->d == d0 && b->m == m0)
-            break;
-    }
-    /* the F16 neighbours: d one ulp up or down, then m */
-    const lc_fp16 d0 = b->d;
-    asym_try(x, w, (lc_fp16)(d0 + 1), b->m, nmax, b);
-    if (d0 != 0)
-        asym_try(x, w, (lc_fp16)(d0 - 1), b->m, nmax, b);
-    const lc_fp16 m0 = b->m;
-    asym_try(x, w, b->d, (lc_fp16)(m0 + 1), nmax, b);
-    asym_try(x, w, b->d, (lc_fp16)(m0 - 1), nmax, b);
-}
-
 /* ---------------------------------------------------------------- packing, rows */
 
 static void pack_block(enum lc_type t, const float *x, const float *w, void *out)
@@ -280,32 +175,6 @@ static void pack_block(enum lc_type t, const float *x, const float *w, void *out
         memcpy(y->qs, L, QB);
         break;
     }
-    case LC_TYPE_Q4_1: {
-        lc_block_q4_1 *y = out;
-        struct asym_best b;
-        asym_search(x, w, 15, &b);
-        y->d = b.d;
-        y->m = b.m;
-        for (int j = 0; j < QB / 2; j++)
-            y->qs[j] = (uint8_t)((int)b.L[j] | ((int)b.L[j + QB / 2] << 4));
-        break;
-    }
-    case LC_TYPE_Q5_1: {
-        lc_block_q5_1 *y = out;
-        struct asym_best b;
-        asym_search(x, w, 31, &b);
-        y->d = b.d;
-        y->m = b.m;
-        uint32_t qh = 0;
-        for (int j = 0; j < QB / 2; j++) {
-            const unsigned u0 = (unsigned)b.L[j], u1 = (unsigned)b.L[j + QB / 2];
-            y->qs[j] = (uint8_t)((u0 & 0x0f) | ((u1 & 0x0f) << 4));
-            qh |= ((u0 >> 4) & 1u) << j;
-            qh |= ((u1 >> 4) & 1u) << (j + QB / 2);
-        }
-        memcpy(y->qh, &qh, sizeof(qh));
-        break;
-    }
     default: break;
     }
 }
@@ -324,34 +193,112 @@ static float block_error(const struct lc_type_traits *tt, const float *x, const 
     return e;
 }
 
-int lc_quantize_row_search(enum lc_type t, const float *x, void *y, int64_t n, const float *w)
+/* Q4_1 / Q5_1: the lanes kernel (qsearch-lanes.h) on chunks of the row, then packed. */
+static void search_asym(enum lc_type t, const float *x, void *y, int64_t n, const float *w,
+                        float sigma2)
 {
-    if (!lc_quant_search_supported(t) || n % QB != 0)
-        return -1;
-    lc_quant_init();
+    enum { CH = 64 };
+    const int nmax = t == LC_TYPE_Q4_1 ? 15 : 31;
+    const struct lc_kernels *k = lc_kernels();
+    lc_fp16 d[CH], m[CH];
+    uint8_t L[CH * QB];
+    for (int64_t b0 = 0; b0 < n / QB; b0 += CH) {
+        const int64_t nb = n / QB - b0 < CH ? n / QB - b0 : CH;
+        k->qsearch_asym(x + b0 * QB, w ? w + b0 * QB : NULL, sigma2, nb, nmax, d, m, L);
+        for (int64_t i = 0; i < nb; i++) {
+            const uint8_t *l = L + i * QB;
+            if (t == LC_TYPE_Q4_1) {
+                lc_block_q4_1 *yb = (lc_block_q4_1 *)y + b0 + i;
+                yb->d = d[i];
+                yb->m = m[i];
+                for (int j = 0; j < QB / 2; j++)
+                    yb->qs[j] = (uint8_t)(l[j] | (l[j + QB / 2] << 4));
+            } else {
+                lc_block_q5_1 *yb = (lc_block_q5_1 *)y + b0 + i;
+                yb->d = d[i];
+                yb->m = m[i];
+                uint32_t qh = 0;
+                for (int j = 0; j < QB / 2; j++) {
+                    const unsigned u0 = l[j], u1 = l[j + QB / 2];
+                    yb->qs[j] = (uint8_t)((u0 & 0x0f) | ((u1 & 0x0f) << 4));
+                    qh |= ((u0 >> 4) & 1u) << j;
+                    qh |= ((u1 >> 4) & 1u) << (j + QB / 2);
+                }
+                memcpy(yb->qh, &qh, sizeof(qh));
+            }
+        }
+    }
+}
+
+/* The symmetric types, block by block: the search, then the reference block when the search
+ * did not beat it.  w NULL: sqrt(sigma2 + x^2) when sigma2 >= 0, else 1. */
+static void search_sym(enum lc_type t, const float *x, void *y, int64_t n, const float *w,
+                       float sigma2)
+{
     const struct lc_type_traits *tt = lc_type_traits((int)t);
     const size_t bs = tt->type_size;
-    uint8_t ref[sizeof(lc_block_q8_0)]; /* the largest of the five */
+    uint8_t ref[sizeof(lc_block_q8_0)]; /* the largest of the three */
     uint8_t *out = y;
     static const float ones[QB] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
                                    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    float wr[QB];
     for (int64_t i = 0; i < n / QB; i++) {
         const float *xb = x + i * QB;
         const float *wb = ones;
         if (w) {
-            float sw = 0.0f;
+            wb = w + i * QB;
+        } else if (sigma2 >= 0.0f) {
             for (int j = 0; j < QB; j++)
-                sw += w[i * QB + j];
-            if (sw > 0.0f && isfinite(sw))
-                wb = w + i * QB;
+                wr[j] = sqrtf(sigma2 + xb[j] * xb[j]);
+            wb = wr;
         }
+        float sw = 0.0f;
+        for (int j = 0; j < QB; j++)
+            sw += wb[j];
+        if (!(sw > 0.0f && isfinite(sw)))
+            wb = ones;
         uint8_t *blk = out + (size_t)i * bs;
         pack_block(t, xb, wb, blk);
         tt->from_float_ref(xb, ref, QB);
         if (block_error(tt, xb, ref, wb) <= block_error(tt, xb, blk, wb))
             memcpy(blk, ref, bs);
     }
+}
+
+static int search_row(enum lc_type t, const float *x, void *y, int64_t n, const float *w,
+                      float sigma2)
+{
+    if (!lc_quant_search_supported(t) || n % QB != 0)
+        return -1;
+    lc_quant_init();
+    if (t == LC_TYPE_Q4_1 || t == LC_TYPE_Q5_1)
+        search_asym(t, x, y, n, w, sigma2);
+    else
+        search_sym(t, x, y, n, w, sigma2);
     return 0;
+}
+
+int lc_quantize_row_search(enum lc_type t, const float *x, void *y, int64_t n, const float *w)
+{
+    return search_row(t, x, y, n, w, -1.0f);
+}
+
+float lc_quant_search_sigma2(const float *x, int64_t n)
+{
+    /* four partial sums (a fixed order: the same on every machine), added at the end */
+    double s[4] = {0.0, 0.0, 0.0, 0.0};
+    int64_t j = 0;
+    for (; j + 4 <= n; j += 4)
+        for (int k = 0; k < 4; k++)
+            s[k] += (double)x[j + k] * (double)x[j + k];
+    for (; j < n; j++)
+        s[0] += (double)x[j] * (double)x[j];
+    return n > 0 ? (float)(((s[0] + s[1]) + (s[2] + s[3])) / (double)n) : 0.0f;
+}
+
+int lc_quantize_row_search_rms(enum lc_type t, const float *x, void *y, int64_t n)
+{
+    return search_row(t, x, y, n, NULL, lc_quant_search_sigma2(x, n));
 }
 
 double lc_quant_row_error(enum lc_type t, const float *x, const void *y, int64_t n,

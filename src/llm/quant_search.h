@@ -31,6 +31,17 @@ bool lc_quant_search_supported(enum lc_type t);
  */
 int lc_quantize_row_search(enum lc_type t, const float *x, void *y, int64_t n, const float *w);
 
+/*
+ * lc_quantize_row_search with ggml's weights for a search without an importance matrix (its
+ * quantize_row_q4_1_impl / q5_1): w[j] = sqrt(sigma2 + x[j]^2), sigma2 = the row's mean square
+ * (lc_quant_search_sigma2), which favours the large weights a little.  What llamachat-quantize
+ * --method search uses without --imatrix.  Returns as lc_quantize_row_search.
+ */
+int lc_quantize_row_search_rms(enum lc_type t, const float *x, void *y, int64_t n);
+
+/* The mean square of the n floats x (summed in double, in a fixed order); 0 when n is 0. */
+float lc_quant_search_sigma2(const float *x, int64_t n);
+
 /* The weighted squared error E of one row quantized as the blocks y (type t, n floats): for
  * tests and --stats.  w may be NULL.  Returns -1 for a type without a dequantizer. */
 double lc_quant_row_error(enum lc_type t, const float *x, const void *y, int64_t n,

@@ -478,22 +478,6 @@ struct job {
     const struct lc_gptq *gptq; /* GPTQ's statistics of this matrix (quant_gptq.h), or NULL */
 };
 
-/*
- * The search's weights without an importance matrix: w[j] = sqrt(sigma2 + x[j]^2), sigma2 the
- * row's mean square -- ggml's heuristic for its imatrix-less Q4_1/Q5 paths, which favours the
- * large weights a little.  On stories260K and TinyStories-656K it gives a lower KL divergence
- * than w = 1 (plain squared error; bench/QUANTIZE.md).
- */
-static void search_weights(const float *x, float *w, int64_t n)
-{
-    double s2 = 0.0;
-    for (int64_t j = 0; j < n; j++)
-        s2 += (double)x[j] * (double)x[j];
-    const float sigma2 = (float)(s2 / (double)n);
-    for (int64_t j = 0; j < n; j++)
-        w[j] = sqrtf(sigma2 + x[j] * x[j]);
-}
-
 /* Convert rows [lo, hi) of the source tensor: to float, then the reference quantizer (or the
  * search, quant_search.h). */
 static void *convert_rows(void *arg)
@@ -507,20 +491,20 @@ static void *convert_rows(void *arg)
     int64_t lo = j->ith * per + (j->ith < rem ? j->ith : rem);
     int64_t hi = lo + per + (j->ith < rem ? 1 : 0);
     float *row = xmalloc((size_t)j->ncols * sizeof(float));
-    float *w = j->search && !j->weights ? xmalloc((size_t)j->ncols * sizeof(float)) : NULL;
     for (int64_t r = lo; r < hi; r++) {
         ts->to_float((const uint8_t *)j->src->data + (size_t)r * src_row, row, j->ncols);
         void *out = (uint8_t *)j->dst + (size_t)r * dst_row;
         if (j->gptq && lc_quantize_row_gptq(j->type, row, out, j->gptq) == 0)
             continue;
-        if (w)
-            search_weights(row, w, j->ncols);
-        if (!j->search ||
-            lc_quantize_row_search(j->type, row, out, j->ncols, w ? w : j->weights) != 0)
+        /* without an importance matrix ggml's weights sqrt(sigma2 + x^2), which give a lower
+         * KL divergence than w = 1 on stories260K and TinyStories-656K (bench/QUANTIZE.md) */
+        const int rc = !j->search ? -1
+                       : j->weights ? lc_quantize_row_search(j->type, row, out, j->ncols, j->weights)
+                                    : lc_quantize_row_search_rms(j->type, row, out, j->ncols);
+        if (rc != 0)
             td->from_float_ref(row, out, j->ncols);
     }
     free(row);
-    free(w);
     return NULL;
 }
 

@@ -163,6 +163,7 @@ static void merge(struct lc_kernels *t, int from)
     MERGE(mad_f16);
     MERGE(scale_f16);
     MERGE(mad_f32);
+    MERGE(qsearch_asym);
 }
 
 /*

@@ -112,6 +112,15 @@ struct lc_kernels {
                          int n);
     void (*scale_f16)(lc_fp16 *y, float v, int n);
     void (*mad_f32)(float *y, float v, const float *x, int n);
+    /*
+     * The Q4_1 / Q5_1 block search of lc_quantize_row_search (qsearch-lanes.h has the
+     * algorithm): nb blocks of 32 floats x; weights w (32 nb, non-negative) or, when w is NULL,
+     * w[j] = sqrt(sigma2 + x[j]^2) (sigma2 >= 0) or 1 (sigma2 < 0); nmax 15 (Q4_1) or 31
+     * (Q5_1).  Out: d[nb], m[nb] the F16 bits of each block's pair, L[32 nb] its levels in
+     * [0, nmax].  Every ISA gives the same bits (blocks in vector lanes, sums in the same order).
+     */
+    void (*qsearch_asym)(const float *x, const float *w, float sigma2, int64_t nb, int nmax,
+                         lc_fp16 *d, lc_fp16 *m, uint8_t *L);
 };
 
 /* The scalar reference table (always complete). */

@@ -854,6 +854,43 @@ static void mad_f32(float *y, float v, const float *x, int n)
 
 /* ---------------------------------------------------------------- the table */
 
+
+/* ---------------------------------------------------------------- quantizer search (Q4_1/Q5_1) */
+
+/* qsearch-lanes.h with 4 blocks a vector: plain C lanes (SSE2 on x86-64), F16 rounding and
+ * square roots one lane at a time with the library's own functions. */
+#define VL 4
+typedef float qs_vf __attribute__((vector_size(4 * VL)));
+typedef int32_t qs_vi __attribute__((vector_size(4 * VL)));
+
+static inline qs_vf qs_sqrt(qs_vf v)
+{
+    for (int k = 0; k < VL; k++)
+        v[k] = sqrtf(v[k]);
+    return v;
+}
+
+static inline qs_vf qs_gather32(const float *p)
+{
+    qs_vf v;
+    for (int k = 0; k < VL; k++)
+        v[k] = p[32 * k];
+    return v;
+}
+
+static inline qs_vf qs_round_f16(qs_vf v, qs_vi *bits)
+{
+    for (int k = 0; k < VL; k++) {
+        const lc_fp16 h = lc_fp32_to_fp16(v[k]);
+        (*bits)[k] = h;
+        v[k] = LC_FP16_TO_FP32(h);
+    }
+    return v;
+}
+
+#include "qsearch-lanes.h"
+#undef VL
+
 const struct lc_kernels lc_kernels_scalar = {
     .isa = "scalar",
     .vec_dot = {
@@ -908,4 +945,5 @@ const struct lc_kernels lc_kernels_scalar = {
     .mad_f16 = mad_f16,
     .scale_f16 = scale_f16,
     .mad_f32 = mad_f32,
+    .qsearch_asym = qsearch_asym,
 };

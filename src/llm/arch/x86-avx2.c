@@ -943,6 +943,35 @@ static void mad_f32(float *y, float v, const float *x, int n)
         y[i] = fmaf(x[i], v, y[i]);
 }
 
+
+/* ---------------------------------------------------------------- quantizer search (Q4_1/Q5_1) */
+
+/* qsearch-lanes.h with 8 blocks a vector; F16C rounds to F16 as lc_fp32_to_fp16 does (to
+ * nearest even, subnormals, overflow to inf), so the lanes give scalar.c's bits. */
+#define VL 8
+typedef float qs_vf __attribute__((vector_size(4 * VL)));
+typedef int32_t qs_vi __attribute__((vector_size(4 * VL)));
+
+static inline qs_vf qs_sqrt(qs_vf v)
+{
+    return (qs_vf)_mm256_sqrt_ps((__m256)v);
+}
+
+static inline qs_vf qs_gather32(const float *p)
+{
+    return (qs_vf)_mm256_i32gather_ps(p, _mm256_setr_epi32(0, 32, 64, 96, 128, 160, 192, 224), 4);
+}
+
+static inline qs_vf qs_round_f16(qs_vf v, qs_vi *bits)
+{
+    const __m128i h = _mm256_cvtps_ph((__m256)v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    *bits = (qs_vi)_mm256_cvtepu16_epi32(h);
+    return (qs_vf)_mm256_cvtph_ps(h);
+}
+
+#include "qsearch-lanes.h"
+#undef VL
+
 const struct lc_kernels lc_kernels_avx2 = {
     .isa = "avx2",
     .vec_dot = {
@@ -1002,4 +1031,5 @@ const struct lc_kernels lc_kernels_avx2 = {
     .mad_f16 = mad_f16,
     .scale_f16 = scale_f16,
     .mad_f32 = mad_f32,
+    .qsearch_asym = qsearch_asym,
 };

@@ -894,6 +894,35 @@ static void swiglu(float *y, const float *g, const float *u, int n)
         y[i] = (g[i] / (1.0f + expf(-g[i]))) * u[i];
 }
 
+
+/* ---------------------------------------------------------------- quantizer search (Q4_1/Q5_1) */
+
+/* qsearch-lanes.h with 16 blocks a vector; F16C rounds to F16 as lc_fp32_to_fp16 does (to
+ * nearest even, subnormals, overflow to inf), so the lanes give scalar.c's bits. */
+#define VL 16
+typedef float qs_vf __attribute__((vector_size(4 * VL)));
+typedef int32_t qs_vi __attribute__((vector_size(4 * VL)));
+
+static inline qs_vf qs_sqrt(qs_vf v)
+{
+    return (qs_vf)_mm512_sqrt_ps((__m512)v);
+}
+
+static inline qs_vf qs_gather32(const float *p)
+{
+    return (qs_vf)_mm512_i32gather_ps(_mm512_setr_epi32(0, 32, 64, 96, 128, 160, 192, 224, 256, 288, 320, 352, 384, 416, 448, 480), p, 4);
+}
+
+static inline qs_vf qs_round_f16(qs_vf v, qs_vi *bits)
+{
+    const __m256i h = _mm512_cvtps_ph((__m512)v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    *bits = (qs_vi)_mm512_cvtepu16_epi32(h);
+    return (qs_vf)_mm512_cvtph_ps(h);
+}
+
+#include "qsearch-lanes.h"
+#undef VL
+
 const struct lc_kernels lc_kernels_avx512 = {
     .isa = "avx512",
     .vec_dot = {
@@ -945,4 +974,5 @@ const struct lc_kernels lc_kernels_avx512 = {
     .mad_f32 = mad_f32,
     .softmax = softmax,
     .swiglu = swiglu,
+    .qsearch_asym = qsearch_asym,
 };
