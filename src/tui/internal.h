@@ -235,6 +235,8 @@ void tui_state_error(struct tui *t, const char *what, const char *err);
 bool library_command(struct tui *t, const char *cmd, const char *arg);
 /* The engine ended a model switch (LC_EV_DONE while t->switching). */
 void library_switch_done(struct tui *t, int reason);
+/* A saved chat is being read (/chats N): what would change the conversation waits. */
+bool library_opening(const struct tui *t);
 /* The descriptor to poll for the end of the current job, or -1. */
 int library_job_fd(const struct tui *t);
 /* The job's descriptor was readable: take its result. */

@@ -545,18 +545,25 @@ static void cmd_set(struct tui *t, const char *args)
 
 /* ---------------------------------------------------------------- commands */
 
+/* A reply, a model load, or (should the UI's state ever lag the engine's) any command the
+ * engine has not finished. */
 static bool busy(struct tui *t)
 {
-    return t->state == ST_READING || t->state == ST_WRITING || t->state == ST_LOADING;
+    return t->state == ST_READING || t->state == ST_WRITING || t->state == ST_LOADING ||
+           lc_engine_busy(t->engine);
 }
 
 /* A command or message that cannot run now: say why, and put the line back in the input
  * (nothing typed is lost). */
 bool refuse_if_busy(struct tui *t, const char *what)
 {
-    if (busy(t) || t->state == ST_FAILED) {
+    if (busy(t) || t->state == ST_FAILED || library_opening(t)) {
         if (t->cur_line)
             input_restore(t->cur_line);
+    }
+    if (library_opening(t)) {   /* meant for the chat being opened, or for this one? */
+        tui_message(t, true, "%s: a saved chat is being opened", what);
+        return true;
     }
     if (t->state == ST_LOADING) {
         tui_message(t, true, "the model is still loading");
@@ -721,7 +728,17 @@ static void regen_restore(struct tui *t)
         return;
     }
     const struct lc_message *msg = &t->chat->msgs[m];
-    add_entry_msg(t, E_ASSISTANT, m, msg->text, msg->len);
+    int e = add_entry_msg(t, E_ASSISTANT, m, msg->text, msg->len);
+    /* back where it was, right after the message it answers (the turn's notes after it) */
+    size_t at = 0;
+    for (size_t i = 0; e > 0 && i < (size_t)e; i++)
+        if (t->entries[i].msg >= 0 && t->entries[i].msg < m)
+            at = i + 1;
+    if (e > 0 && at < (size_t)e) {
+        struct entry moved = t->entries[e];
+        memmove(t->entries + at + 1, t->entries + at, ((size_t)e - at) * sizeof(*t->entries));
+        t->entries[at] = moved;
+    }
     lc_engine_set_reply(t->engine, msg->text);
     chat_touched(t, true);
 }
@@ -745,7 +762,11 @@ static void do_regen(struct tui *t)
         tui_message(t, true, "nothing to regenerate");
         return;
     }
-    lc_engine_regen(t->engine);
+    if (lc_engine_regen(t->engine) != 0) {
+        regen_restore(t);
+        tui_message(t, true, "out of memory: the reply before is kept");
+        return;
+    }
     t->state = ST_READING;
     t->prog_done = t->prog_total = 0;
     turn_start(t);
@@ -1187,8 +1208,10 @@ static void dispatch_event(struct tui *t, const struct lc_event *ev, const char 
         break;
     case LC_EV_LOADED:
         snprintf(t->model_desc, sizeof(t->model_desc), "%.*s", (int)len, text);
-        t->state = ST_IDLE;
         lc_chat_set_model(t->chat, t->model_name);
+        if (t->switching)   /* loading until the switch's DONE (library_switch_done says so) */
+            break;
+        t->state = ST_IDLE;
         if (t->state_errors && t->message_is_error)
             break;   /* a failure to keep state stays on the message line */
         if (!strcmp(t->template_name, "plain"))
