@@ -246,7 +246,7 @@ static void cmd_model(struct tui *t, const char *arg)
     if (asprintf(&line, "loading %s (the conversation is kept) ...", path) >= 0)
         tui_add_entry(t, E_NOTE, line, strlen(line));
     free(line);
-    tui_message(t, false, "loading %s ... (Esc cancels)", path);
+    tui_transient_message(t, false, "loading %s ... (Esc cancels)", path);
     free(path);
 }
 
@@ -263,7 +263,7 @@ void library_switch_done(struct tui *t, int reason)
     t->switch_path = NULL;
     if (reason != LC_DONE_EOG) {
         if (reason == LC_DONE_STOPPED)
-            tui_message(t, false, "model switch cancelled: still %s", t->model_name);
+            tui_turn_message(t, false, "model switch cancelled: still %s", t->model_name);
         /* an error stays on the message line (LC_EV_ERROR) */
         return;
     }
@@ -277,7 +277,7 @@ void library_switch_done(struct tui *t, int reason)
                  "the next message", t->model_name, t->model_desc, t->template_name) >= 0)
         tui_add_entry(t, E_NOTE, line, strlen(line));
     free(line);
-    tui_message(t, false, "now using %s (%s chat template)", t->model_name, t->template_name);
+    tui_turn_message(t, false, "now using %s (%s chat template)", t->model_name, t->template_name);
 }
 
 /* ---------------------------------------------------------------- saved chats */
