@@ -81,11 +81,11 @@ quit regen
 rc 128 8
 rm -f "$log"
 start undo "LLAMACHAT_LOG='$log'" || exit 1
-# turn MESSAGE: sent, its prompt in the token log (so the Enter was handled), then idle
+# turn MESSAGE: sent; on screen (so the frame is one after the send: an "idle" from then on is
+# this turn's end; the token log can run ahead of the screen), then idle
 turn() {
-    p0=$(grep -c '^prompt pos=' "$log" 2>/dev/null)
     $T send-keys -t lc "$1" Enter
-    i=0; while [ $i -lt 100 ] && [ "$(grep -c '^prompt pos=' "$log" 2>/dev/null)" -le "${p0:-0}" ]; do
+    i=0; while [ $i -lt 100 ] && ! screen | grep -v '^> ' | tr '\n' ' ' | grep -Fq -- "$1"; do
         sleep 0.1; i=$((i + 1)); done
     wait_for '^ idle \|' 30 >/dev/null
 }
@@ -101,6 +101,10 @@ hidden=$(screen | sed -n 's/.*no longer sees the oldest \([0-9][0-9]*\) messages
 if [ -n "$hidden" ]; then ok "undo: the context filled after $n turns ($hidden messages hidden)"
 else bad "undo: the context filled"; screen; fi
 hidden=${hidden:-2}
+$T send-keys -t lc "/save $tmp/u.json" Enter
+check "undo: saved" "saved $tmp/u.json"
+nu=$(grep -c '"role": "user"' "$tmp/u.json")
+[ "$nu" = "$n" ] && ok "undo: $n messages sent, each its own turn" || bad "undo: $n messages sent, each its own turn ($nu)"
 # undo every turn the model still reads: the screen then ends with the last hidden turn
 k=$(( n - hidden / 2 ))
 i=0; while [ $i -lt $k ]; do $T send-keys -t lc "/undo" Enter; i=$((i + 1)); done
