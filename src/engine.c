@@ -96,6 +96,12 @@ struct lc_engine {
     int64_t n_shifted;        /* KV entries moved by context shifts instead of re-evaluated */
     bool no_shift;            /* LLAMACHAT_NO_SHIFT=1: re-evaluate instead (for benchmarks) */
     bool verbose_prompt;      /* NOTE the text of every prompt evaluation */
+    size_t n_hidden;          /* messages after the system prompt that the model no longer
+                                 reads (the context filled): conv->msgs[first_droppable,
+                                 + n_hidden).  They stay in conv, so that conv is the UI's
+                                 conversation message for message (/undo, /regen, /edit) */
+    int slow_ms;              /* LLAMACHAT_TEST_SLOW_MS (tests): wait this long before each
+                                 LC_EV_DONE and each model switch's load */
     /* remote mode: replies from an OpenAI-compatible server (remote.h) */
     char *remote_url, *remote_model, *remote_key;
     struct lc_remote *remote;
@@ -198,6 +204,30 @@ static void emit_stats(struct lc_engine *e)
     emit(e, LC_EV_STATS, e->n_cache, lc_context_n_ctx(e->ctx),
          st.t_prompt_s > 0 ? (double)st.n_prompt_tokens / st.t_prompt_s : 0.0,
          st.t_gen_s > 0 ? (double)st.n_gen_tokens / st.t_gen_s : 0.0);
+}
+
+/* LLAMACHAT_TEST_SLOW_MS: tests widen the windows in which the UI must count the engine as
+ * busy (a model switch loading, a reply not reported done yet). */
+static void test_slow(const struct lc_engine *e)
+{
+    if (e->slow_ms > 0) {
+        struct timespec ts = { e->slow_ms / 1000, (long)(e->slow_ms % 1000) * 1000000L };
+        nanosleep(&ts, NULL);
+    }
+}
+
+/*
+ * The end of a command that counts as busy (a reply, /regen, a model switch): the stop flag
+ * cleared, the engine no longer busy, then LC_EV_DONE (a: reason, b: tokens generated, x: prompt
+ * tokens evaluated, y: seconds), in that order, so that a UI that has seen DONE finds
+ * lc_engine_busy false.
+ */
+static void finish(struct lc_engine *e, int reason, int32_t n_gen, double x, double y)
+{
+    test_slow(e);
+    atomic_store(&e->stop, false);
+    atomic_fetch_sub(&e->busy, 1);
+    emit(e, LC_EV_DONE, reason, n_gen, x, y);
 }
 
 bool lc_engine_poll(struct lc_engine *e, struct lc_event *ev)
@@ -791,6 +821,17 @@ static size_t first_droppable(const struct lc_chat *c)
     return c->n > 0 && c->msgs[0].role == LC_ROLE_SYSTEM ? 1 : 0;
 }
 
+/* Index of the first message the model reads after the system prompt: the ones before it, up
+ * to first_droppable, are hidden (the context filled).  Clamps e->n_hidden to the
+ * conversation, which /undo and /regen shorten. */
+static size_t first_shown(struct lc_engine *e)
+{
+    size_t f = first_droppable(e->conv), n = e->conv->n;
+    if (e->n_hidden > n - f)
+        e->n_hidden = n - f;
+    return f + e->n_hidden;
+}
+
 /* Index of the last user message (the one being answered), or c->n. */
 static size_t last_user(const struct lc_chat *c)
 {
@@ -851,11 +892,13 @@ static int32_t shift_kept(struct lc_engine *e, const int32_t *toks, int32_t n, i
 /*
  * Make the KV cache hold the conversation's tokens, decoding only what is not cached yet.
  * reserve: room to keep free for the reply.  When the conversation does not fit, whole oldest
- * turns are dropped (the system prompt stays, no message is cut), and so many at once that the
- * rest fills about half the context: the next turns then fit without dropping again.  The cut
- * point is found from token counts, not by dropping a turn at a time (linear in the length of
- * the conversation).  Returns 0, 1 when stopped, -1 on error (reported), -2 when the turn being
- * answered does not fit at all (not reported; e->too_long holds its token count).
+ * turns are hidden from the model (the system prompt stays, no message is cut; e->n_hidden),
+ * and so many at once that the rest fills about half the context: the next turns then fit
+ * without hiding again.  Turns hidden once stay hidden (the KV cache holds the prompt without
+ * them), except the turn being answered.  The cut point is found from token counts, not by
+ * hiding a turn at a time (linear in the length of the conversation).  Returns 0, 1 when
+ * stopped, -1 on error (reported), -2 when the turn being answered does not fit at all (not
+ * reported; e->too_long holds its token count).
  */
 static int sync_prompt(struct lc_engine *e, int32_t reserve)
 {
@@ -866,10 +909,10 @@ static int sync_prompt(struct lc_engine *e, int32_t reserve)
     size_t dropped = 0;
     char *err = NULL;
 
-    /* The cut: messages [f, cut) are left out of the prompt; nothing is removed from the
-     * conversation until a prompt that fits is found (a refused message must not cost the
-     * earlier turns).  A message of B bytes holds at least B / (longest token text) tokens:
-     * older turns that cannot fit by that bound alone go without being rendered or tokenized. */
+    /* The cut: messages [f, cut) are left out of the prompt; nothing more is hidden until a
+     * prompt that fits is found (a refused message must not cost the earlier turns).  A
+     * message of B bytes holds at least B / (longest token text) tokens: older turns that
+     * cannot fit by that bound alone go without being rendered or tokenized. */
     const size_t f = first_droppable(c), lu = last_user(c);
     size_t cut = f;
     {
@@ -886,6 +929,11 @@ static int sync_prompt(struct lc_engine *e, int32_t reserve)
         if (cut > lu || lu >= c->n)
             cut = f;
     }
+    size_t shown = first_shown(e);   /* hidden before: still hidden, but the turn answered */
+    if (lu < c->n && shown > lu)
+        shown = lu;
+    if (cut < shown)
+        cut = shown;
     for (int round = 0;; round++) {
         if (stop_requested(e)) {
             free(toks);
@@ -938,16 +986,14 @@ static int sync_prompt(struct lc_engine *e, int32_t reserve)
         }
         cut = next;
     }
-    if (cut > f) {
-        conv_remove(e, f, cut);
-        dropped = cut - f;
-    }
+    dropped = cut - shown;
+    e->n_hidden = cut - f;
     if (dropped && !e->noted_full) {
         e->noted_full = true;
         emit_str(e, LC_EV_NOTE,
                  "context full (%d tokens): the model no longer sees the oldest %zu message%s "
                  "(the transcript keeps everything)",
-                 n_ctx, dropped, dropped == 1 ? "" : "s");
+                 n_ctx, e->n_hidden, e->n_hidden == 1 ? "" : "s");
     }
 
     /* Longest common prefix with what is cached; at least the last token is decoded again so
@@ -1004,8 +1050,9 @@ static int sync_prompt(struct lc_engine *e, int32_t reserve)
 /*
  * CMD_UNDO: remove the last exchange (the last user message and the reply after it) and roll the
  * KV cache back to the longest prefix of it that the rest of the conversation still reads:
- * nothing is recomputed, and the next turn decodes only its own tokens.  The new n_past is
- * reported (LC_EV_STATS).
+ * nothing is recomputed, and the next turn decodes only its own tokens.  Turns the context
+ * hid stay hidden (the cache holds the prompt without them).  The new n_past is reported
+ * (LC_EV_STATS).
  */
 static void undo(struct lc_engine *e)
 {
@@ -1018,7 +1065,8 @@ static void undo(struct lc_engine *e)
         return;   /* remote: no cache */
     int32_t *toks = NULL, n = 0, common = 0;
     char *err = NULL;
-    if (build_prompt(e, 0, 0, &toks, &n, NULL, &err) == 0)
+    size_t f = first_droppable(c);
+    if (build_prompt(e, f, first_shown(e), &toks, &n, NULL, &err) == 0)
         while (common < n && common < e->n_cache && toks[common] == e->cache[common])
             common++;
     free(err);
@@ -1134,10 +1182,11 @@ static bool start_sampler(struct lc_engine *e)
     return true;
 }
 
-/* Generate a reply to the conversation (whose last message is the user's). */
+/* Generate a reply to the conversation (whose last message is the user's); regen: the
+ * message was answered before (/regen), so a prompt too long for the context keeps it. */
 static void reply_remote(struct lc_engine *e);
 
-static void reply(struct lc_engine *e)
+static void reply(struct lc_engine *e, bool regen)
 {
     if (e->remote_url) {
         reply_remote(e);
@@ -1169,6 +1218,14 @@ static void reply(struct lc_engine *e)
     if (reserve < 1)
         reserve = 1;
     int r = sync_prompt(e, reserve);
+    if (r == -2 && regen) {
+        /* the message stays (it was answered before); the UI shows the reply before again */
+        emit_str(e, LC_EV_ERROR,
+                 "cannot write a new reply: the prompt is %d tokens, and %d more are kept for "
+                 "the reply; the context holds %d (-c)", e->too_long, reserve, n_ctx);
+        reason = LC_DONE_ERROR;
+        goto done_noconv;
+    }
     if (r == -2) {
         /* the message alone is too long: it is not part of the conversation */
         size_t lu = last_user(e->conv);
@@ -1239,8 +1296,7 @@ static void reply(struct lc_engine *e)
             e->mt[msg].bytes = e->conv->msgs[msg].len;
             r = sync_prompt(e, n_ctx / 4 > 0 ? n_ctx / 4 : 1);
             lc_spec_reset(&e->spec);
-            /* earlier messages may be gone: the reply is the last one */
-            msg = (int)e->conv->n - 1;
+            /* earlier messages are hidden, not removed: the reply is still the last one */
             if (e->conv->msgs[msg].len >= held)
                 e->conv->msgs[msg].len -= held;
             e->conv->msgs[msg].text[e->conv->msgs[msg].len] = '\0';
@@ -1289,15 +1345,15 @@ static void reply(struct lc_engine *e)
         conv_remove(e, (size_t)msg, (size_t)msg + 1);
     emit_stats(e);
 done_noconv:
-    atomic_store(&e->stop, false);
-    double t_gen = 0;
-    if (e->ctx) {
-        struct lc_context_stats st1;
-        lc_context_stats(e->ctx, &st1);
-        t_gen = st1.t_gen_s - t_gen0;
+    {
+        double t_gen = 0;
+        if (e->ctx) {
+            struct lc_context_stats st1;
+            lc_context_stats(e->ctx, &st1);
+            t_gen = st1.t_gen_s - t_gen0;
+        }
+        finish(e, reason, n_gen, e->n_eval, t_gen);
     }
-    emit(e, LC_EV_DONE, reason, n_gen, e->n_eval, t_gen);
-    atomic_fetch_sub(&e->busy, 1);
 }
 
 /* ---------------------------------------------------------------- remote mode */
@@ -1401,10 +1457,8 @@ static void reply_remote(struct lc_engine *e)
         gen_secs = gen_s;
     }
 done:
-    atomic_store(&e->stop, false);
     /* y: the seconds from the first token to the last, as the local engine's decode time */
-    emit(e, LC_EV_DONE, reason, n_chunks, rr.n_prompt > 0 ? (double)rr.n_prompt : 0, gen_secs);
-    atomic_fetch_sub(&e->busy, 1);
+    finish(e, reason, n_chunks, rr.n_prompt > 0 ? (double)rr.n_prompt : 0, gen_secs);
 }
 
 /* The /models command: the server's list, or the local model. */
@@ -1441,6 +1495,8 @@ static bool load_parts(struct lc_engine *e)
         free(err);
         return false;
     }
+    if (stop_requested(e))
+        return false;   /* a switch cancelled (Esc) or quit: no context made for nothing */
     e->ctx = lc_context_new(e->model, &e->cparams, &err);
     if (!e->ctx) {
         emit_str(e, LC_EV_ERROR, "%s", err ? err : "cannot create a context");
@@ -1578,10 +1634,15 @@ static void switch_model(struct lc_engine *e, const char *path)
     loaded_take(e, &old);
     e->model_path = strdup(path);
     int reason = LC_DONE_ERROR;
+    test_slow(e);
     if (!e->model_path) {
         emit_str(e, LC_EV_ERROR, "out of memory");
+    } else if (stop_requested(e)) {
+        reason = LC_DONE_STOPPED;   /* Esc before the load began: nothing read */
     } else if (load_parts(e)) {
-        reason = atomic_load(&e->stop) || atomic_load(&e->quitting) ? LC_DONE_STOPPED : LC_DONE_EOG;
+        reason = stop_requested(e) ? LC_DONE_STOPPED : LC_DONE_EOG;
+    } else if (stop_requested(e)) {
+        reason = LC_DONE_STOPPED;   /* Esc between the model and its context */
     }
     if (reason != LC_DONE_EOG) {
         loaded_take(e, &failed);
@@ -1595,12 +1656,11 @@ static void switch_model(struct lc_engine *e, const char *path)
         mt_remove(e, 0, e->mt_cap);   /* token ids of the old vocabulary */
         kept_clear(e);                /* and those of /regen's earlier replies */
         e->n_cache = 0;
+        e->n_hidden = 0;              /* the new context reads all it can again */
         e->noted_full = false;
         announce(e);
     }
-    atomic_store(&e->stop, false);
-    emit(e, LC_EV_DONE, reason, 0, 0, 0);
-    atomic_fetch_sub(&e->busy, 1);
+    finish(e, reason, 0, 0, 0);
 }
 
 /* Where the chat template in use came from, for /show. */
@@ -1694,20 +1754,18 @@ static void *engine_main(void *arg)
             kept_clear(e);   /* a new turn: the earlier replies belonged to the last one */
             if (lc_chat_add(e->conv, LC_ROLE_USER, c->text, strlen(c->text)) < 0 || !mt_fit(e)) {
                 emit_str(e, LC_EV_ERROR, "out of memory");
-                emit(e, LC_EV_DONE, LC_DONE_ERROR, 0, 0, 0);
-                atomic_fetch_sub(&e->busy, 1);
+                finish(e, LC_DONE_ERROR, 0, 0, 0);
                 break;
             }
-            reply(e);
+            reply(e, false);
             break;
         case CMD_REGEN:
             kept_take_last(e);   /* kept with its ids: the UI may show it again */
             if (e->conv->n && e->conv->msgs[e->conv->n - 1].role == LC_ROLE_USER) {
-                reply(e);
+                reply(e, true);
             } else {
                 emit_str(e, LC_EV_NOTE, "nothing to regenerate");
-                emit(e, LC_EV_DONE, LC_DONE_ERROR, 0, 0, 0);
-                atomic_fetch_sub(&e->busy, 1);
+                finish(e, LC_DONE_ERROR, 0, 0, 0);
             }
             break;
         case CMD_CLEAR:
@@ -1729,6 +1787,7 @@ static void *engine_main(void *arg)
             lc_chat_free(e->conv);
             e->conv = c->conv;
             c->conv = NULL;
+            e->n_hidden = 0;   /* read again from the start (hidden again if need be) */
             break;
         case CMD_MODELS:
             list_models(e);
@@ -1736,8 +1795,7 @@ static void *engine_main(void *arg)
         case CMD_LOAD:
             if (e->remote) {
                 emit_str(e, LC_EV_ERROR, "/model: remote mode: the server chooses its models");
-                emit(e, LC_EV_DONE, LC_DONE_ERROR, 0, 0, 0);
-                atomic_fetch_sub(&e->busy, 1);
+                finish(e, LC_DONE_ERROR, 0, 0, 0);
             } else {
                 switch_model(e, c->text);
             }
@@ -1815,6 +1873,8 @@ struct lc_engine *lc_engine_start(const struct lc_engine_config *cfg, char **err
     {
         const char *ns = getenv("LLAMACHAT_NO_SHIFT");
         e->no_shift = ns && *ns && strcmp(ns, "0") != 0;
+        const char *slow = getenv("LLAMACHAT_TEST_SLOW_MS");
+        e->slow_ms = slow && *slow ? atoi(slow) : 0;
         const char *lp = cfg->log_path ? cfg->log_path : getenv("LLAMACHAT_LOG");
         if (lp && *lp && !(e->log = fopen(lp, "we"))) {
             *err = xasprintf("cannot open the token log %s: %s", lp, strerror(errno));

@@ -14,9 +14,10 @@
  * The engine keeps its own copy of the conversation and the tokens that are in the KV cache.
  * For every reply it renders the whole conversation (chat template, or plain text for base
  * models), tokenizes it and evaluates only what differs from the cached tokens: a new turn costs
- * only its own tokens.  When the conversation no longer fits the context it drops the oldest
- * turns after the system prompt (or, for a single huge turn, the older half of it), reports a
- * note, and re-evaluates.  Parameter changes apply from the next token.
+ * only its own tokens.  When the conversation no longer fits the context the model stops reading
+ * the oldest turns after the system prompt (they stay in the engine's copy, hidden, so that it
+ * matches the UI's conversation message for message: /undo and /regen take the same turns),
+ * reports a note, and shifts the KV cache.  Parameter changes apply from the next token.
  */
 #ifndef LC_ENGINE_H
 #define LC_ENGINE_H
@@ -98,7 +99,9 @@ bool lc_engine_poll(struct lc_engine *e, struct lc_event *ev);
 
 /* Commands.  Each returns 0, or -1 on allocation failure.  Text is copied. */
 int lc_engine_submit(struct lc_engine *e, const char *text);   /* user message, then reply */
-int lc_engine_regen(struct lc_engine *e);                      /* drop last reply, reply again */
+/* Drop the last reply (kept: lc_engine_set_reply brings it back) and reply again; when the
+ * prompt no longer fits the context the message stays and DONE says LC_DONE_ERROR. */
+int lc_engine_regen(struct lc_engine *e);
 int lc_engine_clear(struct lc_engine *e);                      /* keep only the system prompt */
 int lc_engine_set_system(struct lc_engine *e, const char *text);/* NULL or "" removes it */
 int lc_engine_set_params(struct lc_engine *e, const struct lc_sampler_params *p, int32_t n_predict);
@@ -130,7 +133,8 @@ int lc_engine_load_model(struct lc_engine *e, const char *path);
 int lc_engine_show(struct lc_engine *e);
 /* Stop the current reply (keeps what was written).  Lock-free; safe from a signal handler. */
 void lc_engine_stop(struct lc_engine *e);
-/* True while a reply or a prompt is being processed (commands queued count as busy). */
+/* True while a reply, a prompt or a model switch is being processed (commands queued count as
+ * busy); false again before its LC_EV_DONE is pushed, so never true after the last DONE. */
 bool lc_engine_busy(const struct lc_engine *e);
 
 #endif

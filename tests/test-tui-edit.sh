@@ -171,7 +171,10 @@ $T send-keys -t lc Up
 check "Up after a message: the edit" 'Enter replaces that exchange'
 $T send-keys -t lc Enter
 idle
-check "Up, Enter unchanged: the reply before kept" 'Then she sat < 2/2 >'
+# a base model's reply continues the message on its line: "< 2/2 >" follows the reply, not
+# the message (the middle of the running text)
+check "Up, Enter unchanged: the reply before kept" 'Then she sat[^<]+ < 2/2 > *$'
+not_on_screen "Up, Enter unchanged: the marker is not inside the text" 'Then she sat < 2/2 >'
 count=$(screen | grep -o 'Then she sat' | wc -l | tr -d ' ')
 [ "$count" = 2 ] && ok "Up, Enter unchanged: the message is not sent again" || { bad "Up, Enter unchanged: the message is not sent again ($count)"; screen; }
 wait_json '"chosen": 2' && ok "Up, Enter unchanged: the autosaved JSON keeps both replies" \
@@ -210,7 +213,7 @@ cat >"$tmp/code.json" <<'JSON'
     "alternatives": [ { "content": "No." } ], "chosen": 2 } ] }
 JSON
 $T send-keys -t lc "/load $tmp/code.json" Enter
-check "load: the reply shows version 2 of 2" '< 2/2 > Here:'
+check "load: the reply shows version 2 of 2, after it" '^Done\. < 2/2 > *$'
 $T delete-buffer 2>/dev/null
 $T send-keys -t lc "/copy code" Enter
 check "copy code: says what was copied" 'copied 36 characters \(the last code block of the last reply\)'
@@ -219,7 +222,7 @@ buf=$($T show-buffer 2>/dev/null)
 [ "$buf" = "int main(void) { return 0; } /* é */" ] && ok "copy code: tmux's buffer holds the block" \
     || bad "copy code: tmux's buffer holds '$buf'"
 $T send-keys -t lc M-Left
-check "load: Alt-Left shows version 1" '< 1/2 > No\.'
+check "load: Alt-Left shows version 1, after it" 'Write CNo\. < 1/2 > *$'
 $T delete-buffer 2>/dev/null
 $T send-keys -t lc "/copy" Enter
 check "copy: the last reply as shown" 'copied 3 characters \(the last reply\)'

@@ -50,6 +50,11 @@ struct entry {
     int wrap_col0;       /* column the first line started at (a continuation shown inline) */
     int end_col;         /* column after the last cell of the last line */
     int prefix_col;      /* column of the label / "< 2/3 >" before the text (view.c) */
+    int mark_col;        /* a reply joined to the text before (base model): column of its
+                            "< 2/3 >" after its text, on its last row or (mark_row) a row of
+                            its own; next_col: where the text joined after it starts */
+    bool mark_row;
+    int next_col;
     bool open;           /* a reply still streaming: an incomplete UTF-8 tail may complete */
     bool md;             /* the cells are the Markdown rendering of the text (view.c) */
     unsigned md_opts;    /* ... made with these options (markdown.h MD_OPT_*) */
@@ -106,8 +111,10 @@ struct tui {
     int32_t turn_pp_tokens;        /* prompt tokens read this turn (last PROGRESS total) */
     int32_t turn_n_past_pp;        /* n_past when the reply began */
     double suspended_s;            /* seconds spent stopped by Ctrl-Z */
-    char message[256];             /* one-line message in the status area (errors, "saved") */
+    char message[1024];            /* one-line message in the status area (errors, "saved") */
     bool message_is_error;
+    bool message_keep;             /* set while a turn ran (a command's answer, an error): the
+                                      turn's end is said after it, not instead (turn_message) */
     /* event text being assembled (records with more = 1) */
     char *ev_text;
     size_t ev_len, ev_cap;
@@ -210,7 +217,14 @@ extern const char *const tui_command_names[];
  * modes, bracketed paste, everything redrawn), as Ctrl-Z does. */
 void tui_release_terminal(struct tui *t);
 void tui_reclaim_terminal(struct tui *t);
+/* The message line says fmt (one line; errors in their colour).  Set while a reply or a model
+ * load runs, it is kept when that ends: the end's message follows it (tui_turn_message). */
 void tui_message(struct tui *t, bool error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* What the end of a turn or a model load says: after a message kept from the turn
+ * ("saved ... · max tokens reached"), else instead of the one there. */
+void tui_turn_message(struct tui *t, bool error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* A message of the turn itself ("stopping", "loading ..."): replaced when the turn ends. */
+void tui_transient_message(struct tui *t, bool error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int tui_add_entry(struct tui *t, enum entry_kind k, const char *text, size_t len);
 void tui_append_entry(struct tui *t, int i, const char *text, size_t len);
 void tui_param_change(struct tui *t, int idx, int dir);
@@ -235,6 +249,8 @@ void tui_state_error(struct tui *t, const char *what, const char *err);
 bool library_command(struct tui *t, const char *cmd, const char *arg);
 /* The engine ended a model switch (LC_EV_DONE while t->switching). */
 void library_switch_done(struct tui *t, int reason);
+/* A saved chat is being read (/chats N): what would change the conversation waits. */
+bool library_opening(const struct tui *t);
 /* The descriptor to poll for the end of the current job, or -1. */
 int library_job_fd(const struct tui *t);
 /* The job's descriptor was readable: take its result. */

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../models.h"
@@ -94,6 +95,13 @@ static bool job_start(struct tui *t, void *(*run)(struct tui_job *), void (*done
     }
     t->job = j;
     return true;
+}
+
+static void *open_run(struct tui_job *j);
+
+bool library_opening(const struct tui *t)
+{
+    return t->job && t->job->run == open_run;
 }
 
 int library_job_fd(const struct tui *t)
@@ -238,7 +246,7 @@ static void cmd_model(struct tui *t, const char *arg)
     if (asprintf(&line, "loading %s (the conversation is kept) ...", path) >= 0)
         tui_add_entry(t, E_NOTE, line, strlen(line));
     free(line);
-    tui_message(t, false, "loading %s ... (Esc cancels)", path);
+    tui_transient_message(t, false, "loading %s ... (Esc cancels)", path);
     free(path);
 }
 
@@ -255,7 +263,7 @@ void library_switch_done(struct tui *t, int reason)
     t->switch_path = NULL;
     if (reason != LC_DONE_EOG) {
         if (reason == LC_DONE_STOPPED)
-            tui_message(t, false, "model switch cancelled: still %s", t->model_name);
+            tui_turn_message(t, false, "model switch cancelled: still %s", t->model_name);
         /* an error stays on the message line (LC_EV_ERROR) */
         return;
     }
@@ -269,7 +277,7 @@ void library_switch_done(struct tui *t, int reason)
                  "the next message", t->model_name, t->model_desc, t->template_name) >= 0)
         tui_add_entry(t, E_NOTE, line, strlen(line));
     free(line);
-    tui_message(t, false, "now using %s (%s chat template)", t->model_name, t->template_name);
+    tui_turn_message(t, false, "now using %s (%s chat template)", t->model_name, t->template_name);
 }
 
 /* ---------------------------------------------------------------- saved chats */
@@ -294,6 +302,13 @@ static void chats_done(struct tui *t, struct tui_job *j)
 
 static void *open_run(struct tui_job *j)
 {
+    /* LLAMACHAT_TEST_SLOW_MS (tests): a slow disk, as the engine's (engine.c) */
+    const char *slow = getenv("LLAMACHAT_TEST_SLOW_MS");
+    int ms = slow && *slow ? atoi(slow) : 0;
+    if (ms > 0) {
+        struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+        nanosleep(&ts, NULL);
+    }
     return lc_chat_load(j->arg, &j->err);
 }
 
@@ -306,7 +321,9 @@ static void open_done(struct tui *t, struct tui_job *j)
         tui_message(t, true, "could not open the chat: %s", j->err ? j->err : "?");
         return;
     }
-    if (t->state != ST_IDLE) {   /* a message was sent meanwhile: keep what is on screen */
+    /* never two chats in one: refuse_if_busy held messages and commands back while the file
+     * was read, and the engine must have nothing of this chat's left to do */
+    if (t->state != ST_IDLE || lc_engine_busy(t->engine)) {
         tui_message(t, true, "the chat was not opened: the model is busy");
         lc_chat_free(c);
         return;

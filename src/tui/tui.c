@@ -225,18 +225,54 @@ static void note(struct tui *t, enum entry_kind k, const char *fmt, ...)
     free(s);
 }
 
+enum msg_kind { MSG_NORMAL, MSG_TURN_END, MSG_TRANSIENT };
+
+/* The message line: kind MSG_NORMAL set while a reply or a model load runs is kept for the
+ * end of it (message_keep); MSG_TURN_END follows such a message, else replaces the one there;
+ * MSG_TRANSIENT (the turn's own: "stopping") is never kept. */
+static void message_v(struct tui *t, enum msg_kind kind, bool error, const char *fmt, va_list ap)
+{
+    char buf[sizeof(t->message)];
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    /* one line only */
+    for (char *c = buf; *c; c++)
+        if (*c == '\n' || *c == '\r' || *c == '\t' || (unsigned char)*c < 0x20)
+            *c = ' ';
+    if (kind == MSG_TURN_END && t->message_keep && t->message[0]) {
+        size_t n = strlen(t->message);
+        snprintf(t->message + n, sizeof(t->message) - n, "%s%s", t->ascii_text ? " - " : " \xc2\xb7 ", buf);
+        t->message_is_error |= error;
+    } else {
+        memcpy(t->message, buf, sizeof(buf));
+        t->message_is_error = error;
+    }
+    t->message_keep = kind == MSG_NORMAL && (t->state == ST_READING || t->state == ST_WRITING ||
+                                             (t->state == ST_LOADING && t->switching));
+    t->dirty = true;
+}
+
 void tui_message(struct tui *t, bool error, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(t->message, sizeof(t->message), fmt, ap);
+    message_v(t, MSG_NORMAL, error, fmt, ap);
     va_end(ap);
-    /* one line only */
-    for (char *c = t->message; *c; c++)
-        if (*c == '\n' || *c == '\r' || *c == '\t' || (unsigned char)*c < 0x20)
-            *c = ' ';
-    t->message_is_error = error;
-    t->dirty = true;
+}
+
+void tui_turn_message(struct tui *t, bool error, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    message_v(t, MSG_TURN_END, error, fmt, ap);
+    va_end(ap);
+}
+
+void tui_transient_message(struct tui *t, bool error, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    message_v(t, MSG_TRANSIENT, error, fmt, ap);
+    va_end(ap);
 }
 
 static void clear_entries(struct tui *t)
@@ -300,6 +336,7 @@ static void turn_start(struct tui *t)
     t->turn_pp_tokens = 0;
     t->pp_tps = t->gen_tps = -1;
     t->message[0] = '\0';   /* "stopped after ..." of the turn before */
+    t->message_keep = false;
 }
 
 static bool autosave_on(const struct tui *t)
@@ -545,18 +582,25 @@ static void cmd_set(struct tui *t, const char *args)
 
 /* ---------------------------------------------------------------- commands */
 
+/* A reply, a model load, or (should the UI's state ever lag the engine's) any command the
+ * engine has not finished. */
 static bool busy(struct tui *t)
 {
-    return t->state == ST_READING || t->state == ST_WRITING || t->state == ST_LOADING;
+    return t->state == ST_READING || t->state == ST_WRITING || t->state == ST_LOADING ||
+           lc_engine_busy(t->engine);
 }
 
 /* A command or message that cannot run now: say why, and put the line back in the input
  * (nothing typed is lost). */
 bool refuse_if_busy(struct tui *t, const char *what)
 {
-    if (busy(t) || t->state == ST_FAILED) {
+    if (busy(t) || t->state == ST_FAILED || library_opening(t)) {
         if (t->cur_line)
             input_restore(t->cur_line);
+    }
+    if (library_opening(t)) {   /* meant for the chat being opened, or for this one? */
+        tui_message(t, true, "%s: a saved chat is being opened", what);
+        return true;
     }
     if (t->state == ST_LOADING) {
         tui_message(t, true, "the model is still loading");
@@ -677,7 +721,7 @@ static void submit(struct tui *t, const char *text)
         t->last_line_sent = true;
         do_regen(t);
         if (t->state == ST_READING)
-            tui_message(t, false, "the same message: a new reply (/regen; Alt-Left shows the one before)");
+            tui_transient_message(t, false, "the same message: a new reply (/regen; Alt-Left shows the one before)");
         return;
     }
     if (edit_active(t))   /* /edit: the message replaces its exchange */
@@ -721,7 +765,17 @@ static void regen_restore(struct tui *t)
         return;
     }
     const struct lc_message *msg = &t->chat->msgs[m];
-    add_entry_msg(t, E_ASSISTANT, m, msg->text, msg->len);
+    int e = add_entry_msg(t, E_ASSISTANT, m, msg->text, msg->len);
+    /* back where it was, right after the message it answers (the turn's notes after it) */
+    size_t at = 0;
+    for (size_t i = 0; e > 0 && i < (size_t)e; i++)
+        if (t->entries[i].msg >= 0 && t->entries[i].msg < m)
+            at = i + 1;
+    if (e > 0 && at < (size_t)e) {
+        struct entry moved = t->entries[e];
+        memmove(t->entries + at + 1, t->entries + at, ((size_t)e - at) * sizeof(*t->entries));
+        t->entries[at] = moved;
+    }
     lc_engine_set_reply(t->engine, msg->text);
     chat_touched(t, true);
 }
@@ -745,7 +799,11 @@ static void do_regen(struct tui *t)
         tui_message(t, true, "nothing to regenerate");
         return;
     }
-    lc_engine_regen(t->engine);
+    if (lc_engine_regen(t->engine) != 0) {
+        regen_restore(t);
+        tui_message(t, true, "out of memory: the reply before is kept");
+        return;
+    }
     t->state = ST_READING;
     t->prog_done = t->prog_total = 0;
     turn_start(t);
@@ -1157,13 +1215,13 @@ static bool stopped_before_reply(struct tui *t)
     if (!c->n || c->msgs[c->n - 1].role != LC_ROLE_USER)
         return false;
     if (!input_is_empty()) {
-        tui_message(t, false, "stopped before the reply: /regen answers the message");
+        tui_turn_message(t, false, "stopped before the reply: /regen answers the message");
         return true;
     }
     give_back_message(t);
     lc_engine_set_conversation(t->engine, c);   /* the cache is kept by token prefix */
     chat_touched(t, true);
-    tui_message(t, false, "stopped before the reply: the message is back in the input");
+    tui_turn_message(t, false, "stopped before the reply: the message is back in the input");
     return true;
 }
 
@@ -1187,8 +1245,10 @@ static void dispatch_event(struct tui *t, const struct lc_event *ev, const char 
         break;
     case LC_EV_LOADED:
         snprintf(t->model_desc, sizeof(t->model_desc), "%.*s", (int)len, text);
-        t->state = ST_IDLE;
         lc_chat_set_model(t->chat, t->model_name);
+        if (t->switching)   /* loading until the switch's DONE (library_switch_done says so) */
+            break;
+        t->state = ST_IDLE;
         if (t->state_errors && t->message_is_error)
             break;   /* a failure to keep state stays on the message line */
         if (!strcmp(t->template_name, "plain"))
@@ -1259,17 +1319,17 @@ static void dispatch_event(struct tui *t, const struct lc_event *ev, const char 
         t->turn_phase = 0;
         if (t->reply_entry < 0 && t->regen_pending && ev->a != LC_DONE_TOO_LONG) {
             regen_restore(t);   /* /regen wrote nothing: the reply before stays */
-            tui_message(t, false, "no new reply: the one before is kept");
+            tui_turn_message(t, false, "no new reply: the one before is kept");
             break;
         }
         regen_forget(t);
         if (ev->a == LC_DONE_STOPPED && t->reply_entry < 0 && stopped_before_reply(t))
             break;
         if (ev->a == LC_DONE_STOPPED)
-            tui_message(t, false, "stopped after %d tokens", ev->b);
+            tui_turn_message(t, false, "stopped after %d tokens", ev->b);
         if (ev->a == LC_DONE_LIMIT && t->o->n_predict >= 0 && ev->b >= t->o->n_predict)
-            tui_message(t, false, "max tokens reached (%d): /set max-tokens N for longer replies",
-                        ev->b);
+            tui_turn_message(t, false, "max tokens reached (%d): /set max-tokens N for longer replies",
+                             ev->b);
         if (t->reply_entry >= 0) {   /* a trailing incomplete character is shown now */
             t->entries[t->reply_entry].open = false;
             t->entries[t->reply_entry].wrap_width = 0;
@@ -1278,8 +1338,8 @@ static void dispatch_event(struct tui *t, const struct lc_event *ev, const char 
             give_back_message(t);
         chat_touched(t, true);   /* a turn ended: kept now */
         if (t->reply_msg >= 0 && t->chat->msgs[t->reply_msg].n_alts && !t->message[0])
-            tui_message(t, false, "reply %zu/%zu: Alt-Left, Alt-Right show the others",
-                        t->chat->msgs[t->reply_msg].chosen + 1, t->chat->msgs[t->reply_msg].n_alts + 1);
+            tui_turn_message(t, false, "reply %zu/%zu: Alt-Left, Alt-Right show the others",
+                             t->chat->msgs[t->reply_msg].chosen + 1, t->chat->msgs[t->reply_msg].n_alts + 1);
         t->reply_entry = -1;
         t->reply_msg = -1;
         break;
@@ -1355,7 +1415,7 @@ static void stop_reply(struct tui *t)
 {
     if (busy(t) && (t->state != ST_LOADING || t->switching)) {   /* a switch can be cancelled */
         lc_engine_stop(t->engine);
-        tui_message(t, false, "stopping");
+        tui_transient_message(t, false, "stopping");
     }
 }
 

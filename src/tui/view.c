@@ -456,7 +456,8 @@ static void put_str(int y, int x, int width, const char *raw, attr_t attr);
 
 /* What is drawn before a message's text: its role label ([ui] labels; not on a message that
  * continues the one before on its line) and, for a reply /regen wrote again, "< 2/3 >" (the
- * version shown).  Returns its display width (0: none). */
+ * version shown), unless it continues the text before (join: the marker goes after the reply,
+ * entry_marker, never into the running sentence).  Returns its display width (0: none). */
 static int entry_prefix(const struct tui *t, size_t i, bool join, char *buf, size_t len)
 {
     const struct entry *e = &t->entries[i];
@@ -473,9 +474,28 @@ static int entry_prefix(const struct tui *t, size_t i, bool join, char *buf, siz
         snprintf(buf, len, "%s < %zu/%zu >", label, m->chosen + 1, m->n_alts + 1);
     else if (label && *label)
         snprintf(buf, len, "%s", label);
-    else if (m->n_alts)
+    else if (m->n_alts && !join)
         snprintf(buf, len, "< %zu/%zu >", m->chosen + 1, m->n_alts + 1);
     return buf[0] ? str_width(buf) : 0;
+}
+
+/* The "< 2/3 >" drawn after the text of a reply that continues the text before it (join).
+ * Returns its display width (0: none). */
+static int entry_marker(const struct tui *t, size_t i, bool join, char *buf, size_t len)
+{
+    const struct entry *e = &t->entries[i];
+    buf[0] = '\0';
+    if (!join || e->msg < 0 || (size_t)e->msg >= t->chat->n || !t->chat->msgs[e->msg].n_alts)
+        return 0;
+    const struct lc_message *m = &t->chat->msgs[e->msg];
+    snprintf(buf, len, "< %zu/%zu >", m->chosen + 1, m->n_alts + 1);
+    return str_width(buf);
+}
+
+/* Rows of an entry on screen: its wrapped lines and a row of its own for its marker. */
+static int entry_rows(const struct entry *e)
+{
+    return e->n_lines + (e->mark_row ? 1 : 0);
 }
 
 /* The transcript in rows [y0, y0+h), columns [0, width).  Entries are separated by a blank
@@ -490,16 +510,32 @@ static void draw_transcript(struct tui *t, int y0, int h, int full_width)
     for (size_t i = 0; i < t->n_entries; i++) {
         bool join = joins_previous(t, i);
         int width = is_text_msg(&t->entries[i]) || t->entries[i].kind == E_SYSTEM ? text_w : full_width;
-        int col0 = join ? t->entries[i - 1].end_col : 0;
+        int col0 = join ? t->entries[i - 1].next_col : 0;
         char pre[160];
         int pw = entry_prefix(t, i, join, pre, sizeof(pre));
-        t->entries[i].prefix_col = col0;
+        struct entry *e = &t->entries[i];
+        e->prefix_col = col0;
         if (pw > 0)
-            col0 += (col0 > 0) + pw + 1;   /* " < 2/3 > text" after a continued line */
+            col0 += (col0 > 0) + pw + 1;   /* " you: text" after a continued line */
         if (col0 >= width)
             col0 = width;
-        entry_wrap(t, &t->entries[i], width, col0);
-        total += t->entries[i].n_lines - (join ? 1 : 0) + (i > 0 && !join ? 1 : 0);
+        entry_wrap(t, e, width, col0);
+        /* a joined reply's marker after its text: on its last row when it fits there */
+        int mw = entry_marker(t, i, join, pre, sizeof(pre));
+        e->mark_row = false;
+        e->mark_col = -1;
+        e->next_col = e->end_col;
+        if (mw > 0 && e->end_col + 1 + mw <= width) {
+            e->mark_col = e->end_col + (e->end_col > 0);
+            e->next_col = e->mark_col + mw + 1;
+        } else if (mw > 0) {
+            e->mark_row = true;
+            e->mark_col = 0;
+            e->next_col = mw + 1;
+        }
+        if (e->next_col > width)
+            e->next_col = width;
+        total += entry_rows(e) - (join ? 1 : 0) + (i > 0 && !join ? 1 : 0);
     }
     /* Scrolled back: keep the same text in view while new lines arrive. */
     if (t->scroll > 0 && total > t->last_total_lines)
@@ -517,8 +553,8 @@ static void draw_transcript(struct tui *t, int y0, int h, int full_width)
         struct entry *e = &t->entries[i];
         bool join = joins_previous(t, i);
         if (i > 0)
-            vline += join ? e[-1].n_lines - 1 : e[-1].n_lines + 1;
-        if (vline + e->n_lines <= first)
+            vline += join ? entry_rows(&e[-1]) - 1 : entry_rows(&e[-1]) + 1;
+        if (vline + entry_rows(e) <= first)
             continue;
         if (vline - first >= h)
             return;
@@ -529,15 +565,24 @@ static void draw_transcript(struct tui *t, int y0, int h, int full_width)
             if (px < e->wrap_width)
                 put_str(y0 + vline - first, px, e->wrap_width - px, pre, attr | A_BOLD);
         }
+        bool past = false;   /* the pane ends inside this entry */
         for (int l = 0; l < e->n_lines; l++) {
             int row = vline + l - first;
             if (row < 0)
                 continue;
-            if (row >= h)
-                return;
+            if (row >= h) {
+                past = true;
+                break;
+            }
             int x = l == 0 ? e->wrap_col0 : 0;
             draw_row(t, e, l, y0 + row, x, e->wrap_width - x, attr);
         }
+        int mrow = vline + entry_rows(e) - 1 - first;
+        if (e->mark_col >= 0 && mrow >= 0 && mrow < h && e->mark_col < e->wrap_width &&
+            entry_marker(t, i, join, pre, sizeof(pre)) > 0)
+            put_str(y0 + mrow, e->mark_col, e->wrap_width - e->mark_col, pre, attr | A_BOLD);
+        if (past)
+            return;
     }
 }
 
@@ -586,8 +631,9 @@ static void put_str(int y, int x, int width, const char *raw, attr_t attr)
     }
     const char *s = safe;
     attron(attr);
-    wchar_t wbuf[512];
-    size_t n = mbstowcs(wbuf, s, 511);
+    size_t cap = strlen(s) + 1;   /* characters at most */
+    wchar_t *wbuf = malloc(cap * sizeof(*wbuf));
+    size_t n = wbuf ? mbstowcs(wbuf, s, cap) : (size_t)-1;
     if (n == (size_t)-1) {
         mvaddnstr(y, x, s, width);
     } else {
@@ -606,6 +652,7 @@ static void put_str(int y, int x, int width, const char *raw, attr_t attr)
         mvaddnwstr(y, x, wbuf, (int)k);
     }
     attroff(attr);
+    free(wbuf);
     free(safe);
 }
 
@@ -725,9 +772,10 @@ static void draw_status(struct tui *t, int y, int width)
     put_str(y, 0, width, line, a);
 }
 
-/* Shorten s (UTF-8) to at most width columns: cut after the last whole word that fits and
- * add an ellipsis, never inside a word (unless one word alone is wider). */
-static void fit_words(char *s, int width, bool ascii)
+/* Shorten s (UTF-8, in a buffer of size bytes) to at most width columns: cut after the last
+ * whole word that fits and add an ellipsis, never inside a word (unless one word alone is
+ * wider). */
+static void fit_words(char *s, size_t size, int width, bool ascii)
 {
     if (width <= 0 || str_width(s) <= width)
         return;
@@ -765,7 +813,7 @@ static void fit_words(char *s, int width, bool ascii)
         if (fits)
             cut = last_space;
     }
-    snprintf(s + cut, 300 - cut, " %s", ell);   /* s holds 300 bytes (draw_message_line) */
+    snprintf(s + cut, size - cut, " %s", ell);
 }
 
 static void draw_message_line(struct tui *t, int y, int width)
@@ -778,10 +826,10 @@ static void draw_message_line(struct tui *t, int y, int width)
         put_str(y, width - w - 1, w, scrolled, attr_of(t, PAIR_NOTE, A_REVERSE));
         room -= w + 1;
     }
-    if (t->message[0]) {
-        char buf[300];
+    if (t->message[0]) {   /* the whole width: a long message is cut only where the line ends */
+        char buf[sizeof(t->message) + 8];
         snprintf(buf, sizeof(buf), " %s ", t->message);
-        fit_words(buf, room, t->ascii_lines);
+        fit_words(buf, sizeof(buf), room, t->ascii_lines);
         put_str(y, 1, room, buf,
                 t->message_is_error ? attr_of(t, PAIR_ERROR, A_BOLD) : attr_of(t, PAIR_NOTE, A_BOLD));
     }
