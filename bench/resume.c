@@ -42,6 +42,7 @@ struct done {
 static bool wait_for(struct lc_engine *e, bool loaded, struct done *d)
 {
     memset(d, 0, sizeof(*d));
+    bool note_more = false;
     for (int spins = 0; spins < 12000;) {
         struct lc_event ev;
         if (!lc_engine_poll(e, &ev)) {
@@ -57,8 +58,11 @@ static bool wait_for(struct lc_engine *e, bool loaded, struct done *d)
             if (loaded)
                 return false;
         }
-        if (ev.type == LC_EV_NOTE)
-            fprintf(stderr, "note: %.*s%s", (int)ev.len, ev.text, ev.more ? "" : "\n");
+        if (ev.type == LC_EV_NOTE) {   /* a long note comes in several records */
+            fprintf(stderr, "%s%.*s%s", note_more ? "" : "note: ", (int)ev.len, ev.text,
+                    ev.more ? "" : "\n");
+            note_more = ev.more;
+        }
         if (ev.type == LC_EV_TEXT) {
             char *t = realloc(d->text, d->len + ev.len + 1);
             if (t) {

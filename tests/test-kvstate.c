@@ -554,6 +554,28 @@ int main(void)
         free(bytes);
     }
     unlink(bad);
+    /* stopped while reading (Esc, quit): nothing restored, the next reply reads it all */
+    {
+        char *e2 = NULL;
+        struct lc_engine *st = start(model, false, &e2);
+        free(e2);
+        if (st) {
+            lc_engine_set_conversation(st, conv);
+            lc_engine_load_state(st, path);
+            lc_engine_stop(st);   /* seen at the first layer */
+            CHECK(collect(st, &r, false) && r.reason == LC_DONE_STATE, "stopped load");
+            char want[1024];
+            snprintf(want, sizeof(want), "KV state %s: reading it was stopped; the conversation "
+                     "is read again with the next message", path);
+            CHECK(r.n_gen == 0 && r.notes == 1 && !strcmp(r.note, want), "stopped: %d restored, '%s'",
+                  r.n_gen, r.note);
+            lc_engine_submit(st, p3);
+            CHECK(collect(st, &rc, false), "after the stopped load");
+            CHECK(!strcmp(rc.text, rb.text) && rc.n_eval > n_saved, "after the stopped load: %d "
+                  "evaluated, '%s'", rc.n_eval, rc.text);
+            lc_engine_free(st);
+        }
+    }
     /* a missing file: no note, nothing restored */
     struct lc_engine *d = resume(model, false, conv, bad, &r);
     if (d) {
