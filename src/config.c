@@ -82,6 +82,7 @@ static const struct setting settings[] = {
     { "chat", "system_prompt", "system", 0, K_STR, 0, 0, OFF(system_prompt), "text" },
     { "chat", "template", "chat-template", 0, K_TEMPLATE, 0, 0, OFF(chat_template), NULL /* the names */ },
     { "chat", "autosave", NULL, 0, K_BOOL, 0, 0, OFF(autosave), "on or off" },
+    { "chat", "kv_file", NULL, 0, K_BOOL, 0, 0, OFF(kv_file), "on or off" },
     /* the API key itself is never a setting: only the name of the variable that holds it */
     { "remote", "url", "remote", 0, K_STR, 0, 0, OFF(remote_url), "an http:// or https:// URL" },
     { "remote", "model", "remote-model", 0, K_STR, 0, 0, OFF(remote_model), "a model name" },
@@ -135,6 +136,7 @@ void lc_config_defaults(struct lc_options *o)
     o->n_predict = -1;
     o->history = true;
     o->autosave = true;
+    o->kv_file = true;
     o->show_params = true;
     o->markdown = true;
     o->read_limit_kib = 64;

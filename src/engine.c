@@ -29,6 +29,7 @@
 #include "llm/chat_template.h"
 #include "llm/context.h"
 #include "llm/gguf.h"
+#include "llm/kvstate.h"
 #include "llm/model.h"
 #include "llm/sampler.h"
 #include "llm/spec.h"
@@ -37,7 +38,7 @@
 #include "ring.h"
 
 enum cmd_type { CMD_SUBMIT, CMD_REGEN, CMD_CLEAR, CMD_SYSTEM, CMD_CONV, CMD_MODELS, CMD_QUIT,
-                CMD_UNDO, CMD_REPLY, CMD_LOAD, CMD_SHOW };
+                CMD_UNDO, CMD_REPLY, CMD_LOAD, CMD_SHOW, CMD_KV_SAVE, CMD_KV_LOAD };
 
 struct msg_toks;
 struct kept_reply;
@@ -102,6 +103,12 @@ struct lc_engine {
                                  conversation message for message (/undo, /regen, /edit) */
     int slow_ms;              /* LLAMACHAT_TEST_SLOW_MS (tests): wait this long before each
                                  LC_EV_DONE and each model switch's load */
+    /* the last KV state written (lc_engine_save_state): not written again while the same */
+    char *kv_saved_path;
+    int32_t kv_saved_n;
+    uint64_t kv_saved_hash;
+    int64_t kv_saved_shifted;
+    bool kv_save_failed;      /* a failure was reported; the next one is not */
     /* remote mode: replies from an OpenAI-compatible server (remote.h) */
     char *remote_url, *remote_model, *remote_key;
     struct lc_remote *remote;
@@ -359,6 +366,22 @@ int lc_engine_load_model(struct lc_engine *e, const char *path)
 int lc_engine_show(struct lc_engine *e)
 {
     return enqueue(e, CMD_SHOW, NULL, NULL);
+}
+
+int lc_engine_save_state(struct lc_engine *e, const char *path)
+{
+    return enqueue(e, CMD_KV_SAVE, path, NULL);
+}
+
+int lc_engine_load_state(struct lc_engine *e, const char *path)
+{
+    atomic_store(&e->stop, false);
+    atomic_fetch_add(&e->busy, 1);
+    if (enqueue(e, CMD_KV_LOAD, path, NULL) != 0) {
+        atomic_fetch_sub(&e->busy, 1);
+        return -1;
+    }
+    return 0;
 }
 
 void lc_engine_stop(struct lc_engine *e)
@@ -1482,6 +1505,167 @@ static void list_models(struct lc_engine *e)
     free(list);
 }
 
+/* ---------------------------------------------------------------- KV state files */
+
+/* CMD_KV_SAVE: the cache, its ids and the replies' ids to path (llm/kvstate.h), unless the
+ * same cache was written there last. */
+static void save_state(struct lc_engine *e, const char *path)
+{
+    if (!e->ctx || e->remote_url || e->n_cache <= 0)
+        return;
+    uint64_t hash = lc_fnv64(LC_FNV64_INIT, e->cache, (size_t)e->n_cache * sizeof(*e->cache));
+    if (e->kv_saved_path && !strcmp(e->kv_saved_path, path) && e->kv_saved_n == e->n_cache &&
+        e->kv_saved_hash == hash && e->kv_saved_shifted == e->n_shifted)
+        return;
+    /* the ids of the model's replies, keyed by the text they spell */
+    const struct lc_chat *c = e->conv;
+    struct lc_kvstate_kept *kept = calloc(c->n ? c->n : 1, sizeof(*kept));
+    size_t n_kept = 0;
+    int32_t kept_ids = 0;
+    for (size_t i = 0; kept && i < c->n && i < e->mt_cap; i++) {
+        const struct msg_toks *m = &e->mt[i];
+        if (c->msgs[i].role != LC_ROLE_ASSISTANT || m->n <= 0 || m->bytes > c->msgs[i].len ||
+            kept_ids + m->n > e->n_cache)
+            continue;
+        kept[n_kept++] = (struct lc_kvstate_kept){ lc_fnv64(LC_FNV64_INIT, c->msgs[i].text, m->bytes),
+                                                   m->bytes, m->n, m->ids };
+        kept_ids += m->n;
+    }
+    char *err = NULL;
+    if (!kept)
+        err = xasprintf("out of memory");
+    else if (lc_kvstate_save(path, e->ctx, e->cache, e->n_cache, kept, n_kept, &err) == 0) {
+        free(kept);
+        free(e->kv_saved_path);
+        e->kv_saved_path = strdup(path);
+        e->kv_saved_n = e->n_cache;
+        e->kv_saved_hash = hash;
+        e->kv_saved_shifted = e->n_shifted;
+        e->kv_save_failed = false;
+        return;
+    }
+    free(kept);
+    if (!e->kv_save_failed)
+        emit_str(e, LC_EV_ERROR, "the KV state %s was not saved: %s; the transcript is kept "
+                 "(resuming it reads the conversation again)", path, err ? err : "out of memory");
+    e->kv_save_failed = true;
+    free(err);
+}
+
+/*
+ * CMD_KV_LOAD: the cache from the state file at path for the conversation just set (after
+ * CMD_CONV).  The replies get back the ids they were generated as (those whose text matches),
+ * so that the conversation renders to the tokens the file holds; the cells of the common prefix
+ * are read; the next reply decodes only the rest (sync_prompt).  Ends with LC_EV_DONE.
+ */
+static void load_state(struct lc_engine *e, const char *path)
+{
+    const double t0 = now_s();
+    int32_t restored = 0, n_toks = 0, common = 0;
+    int32_t *toks = NULL;
+    size_t *given = NULL, n_given = 0;
+    int why = 0;
+    char *err = NULL;
+    struct lc_kvstate *s = NULL;
+    if (!e->ctx || e->remote_url)
+        goto done;
+    s = lc_kvstate_open(path, e->ctx, &why, &err);
+    if (!s) {
+        if (why != LC_KVSTATE_MISSING)
+            emit_str(e, LC_EV_NOTE, "KV state %s not used: %s; the conversation is read again "
+                     "with the next message", path, err ? err : "out of memory");
+        goto done;
+    }
+    const struct lc_chat *c = e->conv;
+    given = calloc(c->n ? c->n : 1, sizeof(*given));
+    if (!given || !mt_fit(e)) {
+        emit_str(e, LC_EV_ERROR, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < c->n; i++) {
+        if (c->msgs[i].role != LC_ROLE_ASSISTANT || e->mt[i].n > 0)
+            continue;
+        for (size_t k = 0; k < lc_kvstate_n_kept(s); k++) {
+            const struct lc_kvstate_kept *kp = lc_kvstate_kept(s, k);
+            if (kp->bytes > c->msgs[i].len ||
+                lc_fnv64(LC_FNV64_INIT, c->msgs[i].text, kp->bytes) != kp->hash)
+                continue;
+            struct msg_toks m = { malloc((size_t)kp->n * sizeof(int32_t)), kp->n, kp->n, kp->bytes };
+            if (m.ids) {
+                memcpy(m.ids, kp->ids, (size_t)kp->n * sizeof(int32_t));
+                e->mt[i] = m;
+                given[n_given++] = i;
+            }
+            break;
+        }
+    }
+    if (build_prompt(e, 0, 0, &toks, &n_toks, NULL, &err) != 0) {
+        emit_str(e, LC_EV_ERROR, "cannot build the prompt: %s", err ? err : "out of memory");
+        goto undo;
+    }
+    const int32_t n_saved = lc_kvstate_n_tokens(s);
+    const int32_t *saved = lc_kvstate_tokens(s);
+    while (common < n_saved && common < n_toks && saved[common] == toks[common])
+        common++;
+    if (common == 0) {
+        emit_str(e, LC_EV_NOTE, "KV state %s not used: the saved tokens differ from the "
+                 "conversation's from the first; the conversation is read again with the next "
+                 "message", path);
+        goto undo;
+    }
+    if (n_saved > e->cap_cache) {
+        int32_t *cc = realloc(e->cache, (size_t)n_saved * sizeof(*cc));
+        if (!cc) {
+            emit_str(e, LC_EV_ERROR, "out of memory");
+            goto undo;
+        }
+        e->cache = cc;
+        e->cap_cache = n_saved;
+    }
+    e->n_cache = 0;
+    int r = lc_kvstate_load(s, e->ctx, common, on_progress, e, &why, &err);
+    if (r != 0) {
+        if (r == 1)
+            emit_str(e, LC_EV_NOTE, "KV state %s: reading it was stopped; the conversation is "
+                     "read again with the next message", path);
+        else
+            emit_str(e, LC_EV_NOTE, "KV state %s not used: %s; the conversation is read again "
+                     "with the next message", path, err ? err : "out of memory");
+        goto undo;
+    }
+    memcpy(e->cache, saved, (size_t)common * sizeof(*saved));
+    e->n_cache = restored = common;
+    if (common == n_saved) {   /* the file holds this cache: no need to write it again */
+        free(e->kv_saved_path);
+        e->kv_saved_path = strdup(path);
+        e->kv_saved_n = e->n_cache;
+        e->kv_saved_hash = lc_fnv64(LC_FNV64_INIT, e->cache, (size_t)e->n_cache * sizeof(*e->cache));
+        e->kv_saved_shifted = e->n_shifted;
+    }
+    if (common < n_saved)
+        emit_str(e, LC_EV_NOTE, "KV state %s: %d of its %d tokens restored in %.2f s; the saved "
+                 "tokens differ from the conversation's from token %d", path, common, n_saved,
+                 now_s() - t0, common);
+    else
+        emit_str(e, LC_EV_NOTE, "KV state %s: %d tokens restored in %.2f s", path, common,
+                 now_s() - t0);
+    emit_stats(e);
+    goto done;
+undo:
+    for (size_t k = 0; k < n_given; k++) {   /* read as without the file */
+        free(e->mt[given[k]].ids);
+        memset(&e->mt[given[k]], 0, sizeof(e->mt[given[k]]));
+    }
+done:
+    free(err);
+    free(toks);
+    free(given);
+    lc_kvstate_close(s);
+    atomic_store(&e->stop, false);
+    emit(e, LC_EV_DONE, LC_DONE_STATE, restored, 0, 0);
+    atomic_fetch_sub(&e->busy, 1);
+}
+
 /* ---------------------------------------------------------------- the thread */
 
 /* Open e->model_path: model, context, sampler and chat template into e (what is made stays in
@@ -1803,6 +1987,12 @@ static void *engine_main(void *arg)
         case CMD_SHOW:
             show_model(e);
             break;
+        case CMD_KV_SAVE:
+            save_state(e, c->text);
+            break;
+        case CMD_KV_LOAD:
+            load_state(e, c->text);
+            break;
         case CMD_QUIT:
             quit = true;
             break;
@@ -1916,15 +2106,34 @@ void lc_engine_free(struct lc_engine *e)
     if (e->started) {
         atomic_store(&e->quitting, true);
         atomic_store(&e->stop, true);
-        /* QUIT goes first: pending commands are dropped. */
+        /* QUIT goes first: pending commands are dropped, but for KV state saves (a file
+         * write each, which a reopened chat would miss). */
         struct cmd *q = calloc(1, sizeof(*q));
         pthread_mutex_lock(&e->mu);
+        struct cmd *keep = NULL, **kt = &keep;
+        for (struct cmd *c = e->head, *n; c; c = n) {
+            n = c->next;
+            c->next = NULL;
+            if (c->type == CMD_KV_SAVE) {
+                *kt = c;
+                kt = &c->next;
+            } else {
+                free(c->text);
+                lc_chat_free(c->conv);
+                free(c);
+            }
+        }
+        e->head = e->tail = NULL;
+        for (struct cmd *c = keep; c; c = c->next)
+            e->tail = c;
+        e->head = keep;
         if (q) {
             q->type = CMD_QUIT;
-            q->next = e->head;
-            e->head = q;
-            if (!e->tail)
-                e->tail = q;
+            if (e->tail)
+                e->tail->next = q;
+            else
+                e->head = q;
+            e->tail = q;
         }
         pthread_cond_signal(&e->cv);
         pthread_mutex_unlock(&e->mu);
@@ -1964,6 +2173,7 @@ void lc_engine_free(struct lc_engine *e)
     if (e->log)
         fclose(e->log);
     free(e->cache);
+    free(e->kv_saved_path);
     free(e->model_path);
     free(e->system_prompt);
     free(e->template_name);

@@ -67,8 +67,9 @@ enum lc_event_type {
 
 /* LC_DONE_TOO_LONG: the user's message does not fit the context; the engine dropped it from
  * its conversation (the UI gives it back to the user). */
+/* LC_DONE_STATE: a lc_engine_load_state ended (b: the tokens restored, 0 when none). */
 enum lc_done_reason { LC_DONE_EOG = 0, LC_DONE_LIMIT, LC_DONE_STOPPED, LC_DONE_ERROR,
-                      LC_DONE_TOO_LONG };
+                      LC_DONE_TOO_LONG, LC_DONE_STATE };
 
 #define LC_EVENT_TEXT 94
 /* One ring record.  Text longer than LC_EVENT_TEXT goes in several records of the same type,
@@ -131,6 +132,29 @@ int lc_engine_load_model(struct lc_engine *e, const char *path);
 /* The model's facts (file, architecture, parameters, tensor types, context, template, special
  * tokens) as one NOTE of several lines. */
 int lc_engine_show(struct lc_engine *e);
+/*
+ * Instant resume (llm/kvstate.h).  lc_engine_save_state writes the KV cache of the conversation
+ * -- its cells, their token ids and the ids of the model's replies -- to path (copied; by
+ * convention the transcript's path with ".kv" added), on the engine thread, through a temporary
+ * file and rename().  Nothing is written when the cache is empty, when the cache has not changed
+ * since the last save to the same path, or in remote mode.  A failure is one LC_EV_ERROR ("the
+ * KV state PATH was not saved: write failed: ...; the transcript is kept"), not repeated until
+ * a save succeeds.  Queued saves are still written when the engine quits.
+ *
+ * lc_engine_load_state, after lc_engine_set_conversation of a reopened transcript: when the
+ * file at path was made with this model and cache type, the reply ids it keeps are given back
+ * to the replies with the same text, and the cells of the longest prefix its tokens share with
+ * the conversation's become the KV cache: the next reply evaluates only the rest.  A missing
+ * file says nothing; any other refusal is a NOTE naming the file and why ("made with another
+ * model (NAME)", "bad checksum (the file is damaged)", "truncated (N of M bytes)", "format
+ * version N ...", "the saved tokens differ from the conversation's from token P of N"), and
+ * the conversation is read with the next reply as without the file.  Counts as busy; reports
+ * LC_EV_PROGRESS while the cells are read and ends with LC_EV_DONE (a: LC_DONE_STATE, b: the
+ * tokens restored); lc_engine_stop or quitting stops the read (nothing restored).
+ * Each returns 0, or -1 on allocation failure.
+ */
+int lc_engine_save_state(struct lc_engine *e, const char *path);
+int lc_engine_load_state(struct lc_engine *e, const char *path);
 /* Stop the current reply (keeps what was written).  Lock-free; safe from a signal handler. */
 void lc_engine_stop(struct lc_engine *e);
 /* True while a reply, a prompt or a model switch is being processed (commands queued count as

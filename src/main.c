@@ -26,7 +26,7 @@ enum {
     OPT_SYSTEM, OPT_RESUME, OPT_CONTINUE, OPT_FORMAT, OPT_KV_F32, OPT_CACHE_TYPE, OPT_CACHE_TYPE_K,
     OPT_CACHE_TYPE_V, OPT_FLASH_ATTN, OPT_SPECIAL, OPT_VERBOSE_PROMPT,
     OPT_LOG_FILE, OPT_CHAT_TEMPLATE_FILE, OPT_REMOTE, OPT_REMOTE_MODEL, OPT_CHAT, OPT_SPEC,
-    OPT_DRAFT_MAX,
+    OPT_DRAFT_MAX, OPT_NO_KV_FILE,
 };
 
 static const struct option long_opts[] = {
@@ -53,6 +53,7 @@ static const struct option long_opts[] = {
     {"system", required_argument, NULL, OPT_SYSTEM},
     {"resume", required_argument, NULL, OPT_RESUME},
     {"continue", no_argument, NULL, OPT_CONTINUE},
+    {"no-kv-file", no_argument, NULL, OPT_NO_KV_FILE},
     {"format", required_argument, NULL, OPT_FORMAT},
     {"kv-f32", no_argument, NULL, OPT_KV_F32},
     {"spec", required_argument, NULL, OPT_SPEC},
@@ -113,6 +114,8 @@ static void usage(FILE *f)
             "      --resume FILE        continue a transcript saved as JSON\n"
             "      --continue           continue the most recent conversation kept in\n"
             "                           ~/.local/state/llamachat/chats/ (see [chat] autosave)\n"
+            "      --no-kv-file         neither read nor write the KV cache beside transcripts\n"
+            "                           (FILE.json.kv: a resumed chat then reads it all again)\n"
             "      --format md|json     /save's format when the name does not say (default md)\n"
             "Remote (an OpenAI-compatible server instead of a local model):\n"
             "      --remote URL         chat with the server at URL (llamachat-server, llama-server,\n"
@@ -155,6 +158,7 @@ static void options_defaults(struct lc_options *o)
     o->draft_max = 8;
     o->history = true;
     o->autosave = true;
+    o->kv_file = true;
     o->show_params = true;
     o->markdown = true;
     o->read_limit_kib = 64;
@@ -244,6 +248,7 @@ static int parse_args(struct lc_options *o, int argc, char **argv)
         case OPT_NO_BOS: o->no_bos = true; break;
         case OPT_RESUME: replace_str(&o->resume_path, optarg); break;
         case OPT_CONTINUE: o->continue_last = true; break;
+        case OPT_NO_KV_FILE: o->kv_file = false; break;
         case OPT_FORMAT:
             if (strcmp(optarg, "md") != 0 && strcmp(optarg, "json") != 0) {
                 fprintf(stderr, "llamachat: --format: '%s' is not md or json\n", optarg);

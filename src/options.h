@@ -28,6 +28,9 @@ struct lc_options {
     char *chat_template;       /* name override, or NULL = from the model */
     bool autosave;             /* keep the conversation in ~/.local/state/llamachat/chats/ as it
                                   goes (state.h); off: only /save and the exit copy write it */
+    bool kv_file;              /* the KV cache saved beside a JSON transcript (TRANSCRIPT.kv) and
+                                  read back by --resume, --continue, /load, /chats N (engine.h);
+                                  --no-kv-file, [chat] kv_file = off: neither */
     /* [remote] (issue 17): chat with an OpenAI-compatible server instead of a local model */
     char *remote_url;          /* --remote URL; NULL = local */
     char *remote_model;        /* model name on the server; NULL = its first */

@@ -80,6 +80,9 @@ $T send-keys -t lc "/save $tmp/s.json" Enter
 check "status: saved" "saved $tmp/s.json"
 $T send-keys -t lc "/clear" Enter
 check "status: /clear forgets the context count" 'ctx -/2048 \| pp - t/s'
+# without its KV state (/save wrote s.json.kv, which /load would restore: test-tui-resume.sh)
+i=0; while [ ! -s "$tmp/s.json.kv" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+rm -f "$tmp/s.json.kv"
 $T send-keys -t lc "/load $tmp/s.json" Enter
 check "status: loaded" 'loaded 2 messages'
 check "status: /load forgets the context count" 'ctx -/2048 \| pp - t/s'
@@ -152,6 +155,7 @@ check "busy: stopped" '^ idle'
 $T send-keys -t lc C-e C-u
 quit paths
 # --resume ~/FILE
+rm -f "$tmp/home/a.json.kv"   # the chat without its KV state (restored: test-tui-resume.sh)
 $T send-keys -t lc "clear; env '$LC' --resume '~/a.json' 2>'$tmp/resume.err'; echo EXIT=\$?" Enter
 check "paths: --resume ~/a.json" "^Once upon a time, there was"
 wait_for '^ idle \|' 30 >/dev/null

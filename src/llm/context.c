@@ -709,6 +709,67 @@ int lc_context_k_row(const struct lc_context *c, int il, int32_t pos, float *out
     return 0;
 }
 
+/* ---------------------------------------------------------------- saved cells (kvstate.h) */
+
+enum lc_type lc_context_kv_type(const struct lc_context *c) { return c->kv_type; }
+int32_t lc_context_kv_n_embd(const struct lc_context *c) { return c->n_kv; }
+size_t lc_context_kv_row_bytes(const struct lc_context *c) { return c->kv_row; }
+
+/* Copy rows [pos, pos + n) of layer il between the cache and buf (to_cache: buf -> cache).  K,
+ * and V under fused attention, are rows already; the transposed V (n_kv, n_ctx) of F16/F32 is
+ * gathered or scattered element by element (Q8_0 always has fa). */
+static void kv_copy(struct lc_context *c, int il, bool v, int32_t pos, int32_t n, void *buf,
+                    bool to_cache)
+{
+    char *cache = v ? c->v_cache : c->k_cache;
+    if (!v || c->fa) {
+        char *rows = cache + ((size_t)il * (size_t)c->n_ctx + (size_t)pos) * c->kv_row;
+        if (to_cache)
+            memcpy(rows, buf, (size_t)n * c->kv_row);
+        else
+            memcpy(buf, rows, (size_t)n * c->kv_row);
+        return;
+    }
+    const size_t es = c->kv_elt, nkv = (size_t)c->n_kv, nctx = (size_t)c->n_ctx;
+    char *layer = cache + (size_t)il * nctx * nkv * es;
+    for (size_t d = 0; d < nkv; d++) {
+        char *col = layer + (d * nctx + (size_t)pos) * es;   /* element d of positions pos.. */
+        char *b = (char *)buf + d * es;
+        for (int32_t t = 0; t < n; t++, col += es, b += c->kv_row) {
+            if (to_cache)
+                memcpy(col, b, es);
+            else
+                memcpy(b, col, es);
+        }
+    }
+}
+
+int lc_context_kv_read(const struct lc_context *c, int il, bool v, int32_t pos, int32_t n, void *dst)
+{
+    if (il < 0 || il >= c->model->hp.n_layer || pos < 0 || n < 0 || pos > c->n_past - n)
+        return -1;
+    kv_copy((struct lc_context *)c, il, v, pos, n, dst, false);
+    return 0;
+}
+
+int lc_context_kv_write(struct lc_context *c, int il, bool v, int32_t pos, int32_t n, const void *src)
+{
+    if (il < 0 || il >= c->model->hp.n_layer || pos < 0 || n < 0 || pos > c->n_ctx - n)
+        return -1;
+    if (c->n_past > pos)
+        c->n_past = pos;
+    kv_copy(c, il, v, pos, n, (void *)src, true);
+    return 0;
+}
+
+int lc_context_kv_commit(struct lc_context *c, int32_t n_past)
+{
+    if (n_past < 0 || n_past > c->n_ctx)
+        return -1;
+    c->n_past = n_past;
+    return 0;
+}
+
 /* ---------------------------------------------------------------- attention */
 
 /*

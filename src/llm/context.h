@@ -107,6 +107,32 @@ int lc_context_shift(struct lc_context *c, int32_t keep, int32_t n_discard);
  * Returns 0, or -1 when il or pos is out of range (pos >= n_past).
  */
 int lc_context_k_row(const struct lc_context *c, int il, int32_t pos, float *out);
+/*
+ * Reading and writing KV cells, for saving a conversation's cache and restoring it (kvstate.h).
+ * A cell row is what the cache holds for one position and layer: n_head_kv * head_dim elements
+ * (lc_context_kv_n_embd) of K after RoPE, or of V, in the cache's type (lc_context_kv_type:
+ * LC_TYPE_F16, LC_TYPE_F32 or LC_TYPE_Q8_0), lc_context_kv_row_bytes bytes.  V is always given
+ * by rows here, also when the cache keeps it transposed (no flash attention): the rows are the
+ * same elements, so a saved cache restores into either layout bit for bit.
+ */
+enum lc_type lc_context_kv_type(const struct lc_context *c);
+int32_t lc_context_kv_n_embd(const struct lc_context *c);
+size_t lc_context_kv_row_bytes(const struct lc_context *c);
+/*
+ * Copy the K (v false) or V rows of layer il for positions [pos, pos + n) into dst
+ * (n * lc_context_kv_row_bytes bytes).  Returns 0, or -1 when il is not a layer or the range is
+ * not within [0, n_past).
+ */
+int lc_context_kv_read(const struct lc_context *c, int il, bool v, int32_t pos, int32_t n, void *dst);
+/*
+ * Write n rows of src (n * lc_context_kv_row_bytes bytes) as the K or V rows of layer il at
+ * positions [pos, pos + n).  n_past becomes min(n_past, pos): the rows are not valid until
+ * lc_context_kv_commit says so.  Returns 0, or -1 when il is not a layer or pos + n > n_ctx.
+ */
+int lc_context_kv_write(struct lc_context *c, int il, bool v, int32_t pos, int32_t n, const void *src);
+/* After lc_context_kv_write of every layer's K and V rows [0, n_past): they are the cache.
+ * Returns 0, or -1 when n_past is outside [0, n_ctx]. */
+int lc_context_kv_commit(struct lc_context *c, int32_t n_past);
 /* Drop cached positions >= n_past. */
 void lc_context_truncate(struct lc_context *c, int32_t n_past);
 /* Progress/abort: cb(user, done_tokens, total_tokens) before each batch; true = stop. */

@@ -881,6 +881,11 @@ size_t lc_gguf_data_offset(const struct lc_gguf *g)
     return g->data_offset;
 }
 
+const void *lc_gguf_map(const struct lc_gguf *g)
+{
+    return g->map;
+}
+
 /* ---------------------------------------------------------------- metadata accessors */
 
 int64_t lc_gguf_n_kv(const struct lc_gguf *g)

@@ -75,6 +75,9 @@ size_t lc_gguf_file_size(const struct lc_gguf *g);
 /* File offset of the data section (clamped to the file size for a vocab-only file, which may
  * end without the padding). */
 size_t lc_gguf_data_offset(const struct lc_gguf *g);
+/* The file's bytes, lc_gguf_file_size of them (read-only mapping owned by g; NULL for a
+ * writer). */
+const void *lc_gguf_map(const struct lc_gguf *g);
 
 /* ---- metadata ---- */
 int64_t lc_gguf_n_kv(const struct lc_gguf *g);

@@ -239,6 +239,12 @@ void params_changed(struct tui *t);
 void autosave(struct tui *t, bool force);
 void chat_touched(struct tui *t, bool urgent);   /* urgent: saved at the next pass */
 void regen_forget(struct tui *t);   /* drop /regen's pending old reply (a new conversation) */
+/* The KV cache beside a JSON transcript (engine.h, "instant resume"): tui_kv_save asks the
+ * engine to write it to TRANSCRIPT.kv when the chat is idle; tui_kv_load to read it back after
+ * the transcript became the conversation.  Neither with --no-kv-file, [chat] kv_file = off or
+ * a remote model. */
+void tui_kv_save(struct tui *t, const char *transcript);
+void tui_kv_load(struct tui *t, const char *transcript);
 /* A failure to keep state (history, conversation): err ("PATH: cause") is shown as an error
  * note and on the message line, prefixed with what ("could not keep the input history"), and
  * printed again on stderr at exit.  Callers report each kind of failure once. */

@@ -341,6 +341,7 @@ static void open_done(struct tui *t, struct tui_job *j)
     chat_restart(t);
     t->chat_path = strdup(j->arg);   /* its next saves go to the same file */
     lc_engine_set_conversation(t->engine, c);
+    tui_kv_load(t, j->arg);
     t->n_past = -1;
     t->pp_tps = t->gen_tps = -1;
     rebuild_entries(t);
@@ -397,13 +398,17 @@ static void cmd_rename(struct tui *t, const char *arg)
         tui_message(t, false, "renamed: %s", arg);
 }
 
-/* Delete the saved file at path.  Returns true when it is gone. */
+/* Delete the saved file at path, and its KV state (path.kv).  Returns true when it is gone. */
 static bool delete_file(struct tui *t, const char *path)
 {
     if (unlink(path) != 0 && errno != ENOENT) {
         tui_message(t, true, "could not delete %s: %s", path, strerror(errno));
         return false;
     }
+    char *kv = NULL;
+    if (asprintf(&kv, "%s.kv", path) >= 0)
+        unlink(kv);
+    free(kv);
     return true;
 }
 

@@ -344,6 +344,30 @@ static bool autosave_on(const struct tui *t)
     return t->o->autosave && t->o->history;
 }
 
+static bool kv_files_on(const struct tui *t)
+{
+    return t->o->kv_file && !t->o->remote_url;
+}
+
+void tui_kv_save(struct tui *t, const char *transcript)
+{
+    char *p = NULL;
+    if (!kv_files_on(t) || !transcript || t->state != ST_IDLE ||
+        asprintf(&p, "%s.kv", transcript) < 0)
+        return;
+    lc_engine_save_state(t->engine, p);
+    free(p);
+}
+
+void tui_kv_load(struct tui *t, const char *transcript)
+{
+    char *p = NULL;
+    if (!kv_files_on(t) || !transcript || asprintf(&p, "%s.kv", transcript) < 0)
+        return;
+    lc_engine_load_state(t->engine, p);
+    free(p);
+}
+
 /* The conversation changed; urgent (a turn ended, a command): save at the next pass of the
  * loop, else (reply text streaming) at most once a second. */
 void chat_touched(struct tui *t, bool urgent)
@@ -441,6 +465,7 @@ void autosave(struct tui *t, bool force)
         char *json = lc_chat_to_json(t->chat);
         if (json && lc_state_writer_put(t->writer, t->chat_path, json, strlen(json)) == 0) {
             t->chat_changed = false;
+            tui_kv_save(t, t->chat_path);
             return;
         }
         err = strdup("out of memory");
@@ -449,6 +474,7 @@ void autosave(struct tui *t, bool force)
         if (lc_chat_save(t->chat, t->chat_path, LC_CHAT_JSON, &err) == 0) {
             t->chat_changed = false;
             free(err);
+            tui_kv_save(t, t->chat_path);
             return;
         }
     }
@@ -667,6 +693,8 @@ static void do_save(struct tui *t, const char *name, bool force)
         return;
     }
     tui_message(t, false, "saved %s", path);
+    if (fmt == LC_CHAT_JSON || (fmt == LC_CHAT_AUTO && n > 5 && !strcasecmp(path + n - 5, ".json")))
+        tui_kv_save(t, path);   /* --resume PATH reads it back */
     free(path);
 }
 
@@ -683,8 +711,8 @@ static void do_load(struct tui *t, const char *path)
     char *err = NULL;
     char *full = lc_path_expand(path, &err);
     struct lc_chat *c = full ? lc_chat_load(full, &err) : NULL;
-    free(full);
     if (!c) {
+        free(full);
         note(t, E_ERROR, "load failed: %s", err ? err : "?");
         tui_message(t, true, "load failed: %s", err ? err : "?");
         free(err);
@@ -701,6 +729,8 @@ static void do_load(struct tui *t, const char *path)
     params_changed(t);
     chat_restart(t);   /* kept in a new file from its next change on */
     lc_engine_set_conversation(t->engine, c);
+    tui_kv_load(t, full);
+    free(full);
     t->n_past = -1;   /* known when the model has read it */
     t->pp_tps = t->gen_tps = -1;
     rebuild_entries(t);
@@ -1307,6 +1337,13 @@ static void dispatch_event(struct tui *t, const struct lc_event *ev, const char 
         }
         if (t->state != ST_FAILED)
             t->state = ST_IDLE;
+        if (ev->a == LC_DONE_STATE) {   /* the KV state of a reopened chat was read */
+            if (ev->b > 0) {
+                t->ctx_unread = false;
+                t->n_past = ev->b;
+            }
+            break;
+        }
         /* the generation speed of the turn: the engine's time in decode calls (events may reach
          * us in one batch, so their arrival times say nothing), less any time suspended */
         if (t->turn_phase == 2 && ev->b > 0) {
@@ -1982,6 +2019,10 @@ int lc_tui_run(struct lc_options *o)
         lc_engine_set_conversation(t->engine, t->chat);
         t->n_past = -1;
         t->ctx_unread = t->chat->n > 0;
+        char *kerr = NULL, *full = lc_path_expand(opened, &kerr);
+        tui_kv_load(t, full);   /* its KV cache, when saved beside it */
+        free(full);
+        free(kerr);
     }
     if (autosave_on(t)) {   /* with our signals blocked, as the engine */
         sigset_t block, old;

@@ -55,9 +55,12 @@ config|4096|src/config.c src/fileutil.c src/llm/chat_template.c src/llm/jinja.c 
 keydec|4096|src/tui/keydec.c
 markdown|8192|src/tui/markdown.c -lcmark
 jinja|4096|src/llm/chat_template.c src/llm/jinja.c src/llm/strbuf.c
+kvstate|8192|src/llm/kvstate.c src/llm/context.c src/llm/model.c src/llm/gguf.c src/llm/gguf_split.c src/llm/quant.c src/llm/quant_k.c src/llm/repack.c src/llm/tokenizer.c src/llm/strbuf.c src/llm/threadpool.c src/llm/arch/scalar.c src/llm/arch/dispatch.c SCALAR PCRE2 -lm -pthread
 "
 flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE
        -I$src/src -I$src/src/llm"
+
+mkdir -p "$build/scalar" && : >"$build/scalar/lcconfig.h"
 
 # Build one harness into $build/fuzz-NAME; the log in $build/NAME.build.log.
 build_one() {
@@ -66,6 +69,7 @@ build_one() {
         case "$w" in
         PCRE2) args+=($(pkg-config --cflags --libs libpcre2-8)) ;;
         JSONC) args+=($(pkg-config --cflags --libs json-c)) ;;
+        SCALAR) args+=("-I$build/scalar") ;;   # an empty lcconfig.h: the scalar kernels only
         src/*) args+=("$src/$w") ;;
         *) args+=("$w") ;;
         esac
