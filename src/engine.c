@@ -1569,6 +1569,7 @@ static void load_state(struct lc_engine *e, const char *path)
     struct lc_kvstate *s = NULL;
     if (!e->ctx || e->remote_url)
         goto done;
+    test_slow(e);   /* a slow disk: the window in which a stop must be seen */
     s = lc_kvstate_open(path, e->ctx, &why, &err);
     if (!s) {
         if (why != LC_KVSTATE_MISSING)

@@ -14,6 +14,7 @@
  *     refused, and the context is left empty (under ASan in CI).
  */
 #include <poll.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -557,7 +558,11 @@ int main(void)
     /* stopped while reading (Esc, quit): nothing restored, the next reply reads it all */
     {
         char *e2 = NULL;
+        /* a slow disk (the engine waits before reading), so that the stop below is seen
+         * however busy the machine: without it the load can end before the stop is sent */
+        setenv("LLAMACHAT_TEST_SLOW_MS", "200", 1);
         struct lc_engine *st = start(model, false, &e2);
+        unsetenv("LLAMACHAT_TEST_SLOW_MS");
         free(e2);
         if (st) {
             lc_engine_set_conversation(st, conv);
