@@ -43,6 +43,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -447,26 +448,21 @@ struct matmul_task {
     float *dst;         /* (rows_act, ld) */
     size_t ld;          /* floats between rows of dst */
     int rows_act;       /* activation rows (tokens) */
+    int chunk_rows;     /* output rows per chunk (a multiple of 16) */
+    int n_chunks;
+    atomic_int next_chunk; /* the next chunk not yet taken, from nth on */
 };
 
-static void matmul_rows(void *arg, int ith, int nth)
+/* Output rows [lo, hi) of the product (lo, hi multiples of 16 on an x16 weight). */
+static void matmul_range(const struct matmul_task *t, int lo, int hi)
 {
-    const struct matmul_task *t = arg;
     const struct lc_weight *w = t->w;
     const struct lc_kernels *k = t->c->k;
     const int n = (int)w->ne[0];
-    const int n_out = (int)w->ne[1];
-    /* Each thread streams its own contiguous part of the weight rows. */
-    int lo, hi;
     const uint8_t *wd = w->data;
     const uint8_t *act = t->c->act;
     const size_t as = t->c->act_stride;
     if (w->x16) { /* whole groups of 16 rows */
-        lc_split_range(n_out / LC_X16_ROWS, ith, nth, &lo, &hi);
-        lo *= LC_X16_ROWS;
-        hi *= LC_X16_ROWS;
-        if (hi == lo)
-            return;
         const uint8_t *wg = wd + (size_t)lo * w->row_bytes;
         if (t->rows_act > 1)
             k->gemm_x16[w->type](n, t->dst + lo, t->ld, wg, w->row_bytes, hi - lo, act, as,
@@ -475,7 +471,6 @@ static void matmul_rows(void *arg, int ith, int nth)
             k->gemv_x16[w->type](n, t->dst + lo, wg, w->row_bytes, hi - lo, act);
         return;
     }
-    lc_split_range(n_out, ith, nth, &lo, &hi);
     lc_gemm_fn gemm = w->q4_0x8 ? k->gemm_q4_0x8 : k->gemm[w->type];
     if (t->c->no_tinyblas && (w->type == LC_TYPE_F16 || w->type == LC_TYPE_F32))
         gemm = NULL; /* vec_dot row by row (quantized gemms have vec_dot's bits anyway) */
@@ -529,6 +524,26 @@ static void matmul_rows(void *arg, int ith, int nth)
     }
 }
 
+/*
+ * The threads take chunks of output rows from a shared counter (as ggml's mul_mat does): thread
+ * ith starts with chunk ith, then takes the next one not yet taken.  When the machine is busy
+ * and a thread is descheduled, the others do its share instead of waiting for it; each output
+ * row is computed by the same kernel call whatever thread takes it, so the bits do not depend
+ * on the split.  A decode step's chunks are 64 rows (73 KB of a 2048-wide Q4_0 matrix: the
+ * counter costs nothing next to reading them); a prompt batch's are a quarter of a thread's share.
+ */
+static void matmul_rows(void *arg, int ith, int nth)
+{
+    struct matmul_task *t = arg;
+    (void)nth;
+    const int n_out = (int)t->w->ne[1];
+    for (int ch = ith; ch < t->n_chunks; ch = atomic_fetch_add(&t->next_chunk, 1)) {
+        const int lo = ch * t->chunk_rows;
+        const int hi = lo + t->chunk_rows < n_out ? lo + t->chunk_rows : n_out;
+        matmul_range(t, lo, hi);
+    }
+}
+
 /* dst(rows, n_out) = src(rows, n_in) W^T.  src rows are src_stride floats apart. */
 static void matmul(struct lc_context *c, const struct lc_weight *w, const float *src,
                    size_t src_stride, int rows, float *dst, size_t ld)
@@ -537,7 +552,13 @@ static void matmul(struct lc_context *c, const struct lc_weight *w, const float 
     if (c->observer)
         c->observer(c->observer_user, w, src, rows, src_stride);
     convert_act(c, src, (int)w->ne[0], rows, src_stride, tt->vec_dot_type);
-    struct matmul_task t = {c, w, dst, ld, rows};
+    const int n_out = (int)w->ne[1], nth = lc_threadpool_n_threads(c->tp);
+    int chunk = 64;
+    if (rows > 1) { /* four chunks per thread, whole tiles of 16 rows */
+        chunk = (n_out + 4 * nth - 1) / (4 * nth);
+        chunk = (chunk + 15) / 16 * 16;
+    }
+    struct matmul_task t = {c, w, dst, ld, rows, chunk, (n_out + chunk - 1) / chunk, nth};
     lc_threadpool_run(c->tp, matmul_rows, &t);
 }
 
