@@ -174,6 +174,16 @@ check "chats: the message is in the input line" '^> and a blue kite *$'
 not_on_screen "chats: chat B is gone from the screen" 'Tom went to the park'
 if [ -n "$fb" ] && ! grep -q 'blue kite' "$fb"; then ok "chats: chat B's file never had the message"
 else bad "chats: chat B's file never had the message"; cat "$fb"; fi
+# ... then its KV state is read (3 s of slow disk before it, 3 s before its end): the status
+# says so, a message sent meanwhile is held back with the true reason (not "the model is
+# writing"), and the chat is idle once the state is restored
+check "chats: reading its KV state" '^ reading saved context '
+$T send-keys -t lc Enter
+check "chats: held while the state is read" 'not sent: the saved context is being read \(Esc stops it\)'
+check "chats: the message is still in the input line" '^> and a blue kite *$'
+check "chats: its KV state restored" 'tokens restored in' 30
+check "chats: idle after the restore" '^ idle ' 30
+$T send-keys -t lc C-u
 
 # 6. a command's message during a reply is kept with the reply's end (DONE comes 3 s after the
 # text): "saved ... · max tokens reached"

@@ -143,6 +143,7 @@ struct tui {
     bool regen_pending;
     /* models and saved chats (library.c) */
     bool switching;                /* /model: the engine is loading another model */
+    bool kv_loading;               /* the engine reads a reopened chat's KV state file */
     struct tui_job *job;           /* a listing or a chat being read off this thread, or NULL */
     struct lc_listing *model_list; /* the last /models listing (for /model N), or NULL */
     struct lc_listing *chat_list;  /* the last /chats listing (for /chats N, /delete N), or NULL */

@@ -364,7 +364,8 @@ void tui_kv_load(struct tui *t, const char *transcript)
     char *p = NULL;
     if (!kv_files_on(t) || !transcript || asprintf(&p, "%s.kv", transcript) < 0)
         return;
-    lc_engine_load_state(t->engine, p);
+    if (lc_engine_load_state(t->engine, p) == 0)
+        t->kv_loading = true;   /* until LC_DONE_STATE */
     free(p);
 }
 
@@ -630,6 +631,10 @@ bool refuse_if_busy(struct tui *t, const char *what)
     }
     if (t->state == ST_LOADING) {
         tui_message(t, true, "the model is still loading");
+        return true;
+    }
+    if (t->kv_loading) {
+        tui_message(t, true, "%s: the saved context is being read (Esc stops it)", what);
         return true;
     }
     if (busy(t)) {
@@ -1338,6 +1343,7 @@ static void dispatch_event(struct tui *t, const struct lc_event *ev, const char 
         if (t->state != ST_FAILED)
             t->state = ST_IDLE;
         if (ev->a == LC_DONE_STATE) {   /* the KV state of a reopened chat was read */
+            t->kv_loading = false;
             if (ev->b > 0) {
                 t->ctx_unread = false;
                 t->n_past = ev->b;

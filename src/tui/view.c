@@ -684,7 +684,7 @@ static const char *state_text(const struct tui *t, char *buf, size_t len)
 {
     switch (t->state) {
     case ST_LOADING: return "loading";
-    case ST_IDLE: return "idle";
+    case ST_IDLE: return t->kv_loading ? "reading saved context" : "idle";
     case ST_FAILED: return "no model";
     case ST_WRITING: return "writing";
     case ST_READING:
