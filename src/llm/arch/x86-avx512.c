@@ -749,37 +749,152 @@ static inline __m512 dot_f16_vec(const lc_fp16 *x, const lc_fp16 *y, int n)
     return _mm512_add_ps(_mm512_add_ps(v0, v2), _mm512_add_ps(v1, v3));
 }
 
+/*
+ * The horizontal sums of 16 rows' vectors a[0..16) at once, lane for lane the additions of
+ * _mm512_reduce_add_ps as GCC expands it (256-bit halves, 128-bit halves, (0+2, 1+3), then the
+ * last two): returns row i's sum in lane i.
+ */
+INLINE __m512 reduce_16x16(const __m512 a[16])
+{
+    /* out lane 4l + j of the last step holds row 4j + l (see below) */
+    const __m512i perm = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    __m512 s1[8], s2[4], s3[2];
+    /* 1: lanes i + (i + 8) of rows 2k (low half) and 2k + 1 (high half) */
+    for (int k = 0; k < 8; k++)
+        s1[k] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * k], a[2 * k + 1], 0x44),
+                              _mm512_shuffle_f32x4(a[2 * k], a[2 * k + 1], 0xEE));
+    /* 2: lanes i + (i + 4); quarter q of s2[m] = row 4m + q */
+    for (int m = 0; m < 4; m++)
+        s2[m] = _mm512_add_ps(_mm512_shuffle_f32x4(s1[2 * m], s1[2 * m + 1], 0x88),
+                              _mm512_shuffle_f32x4(s1[2 * m], s1[2 * m + 1], 0xDD));
+    /* 3: (0+2, 1+3) per quarter; quarter q of s3[t] = rows 8t + q (lanes 0-1), 8t + 4 + q */
+    for (int t = 0; t < 2; t++)
+        s3[t] = _mm512_add_ps(_mm512_shuffle_ps(s2[2 * t], s2[2 * t + 1], 0x44),
+                              _mm512_shuffle_ps(s2[2 * t], s2[2 * t + 1], 0xEE));
+    /* 4: lane 0 + lane 1; quarter q = rows q, 4 + q, 8 + q, 12 + q */
+    const __m512 fin = _mm512_add_ps(_mm512_shuffle_ps(s3[0], s3[1], 0x88),
+                                     _mm512_shuffle_ps(s3[0], s3[1], 0xDD));
+    return _mm512_permutexvar_ps(perm, fin);
+}
+
 static void dot_f16_rows(float *s, const lc_fp16 *x, size_t x_stride, int nr, const lc_fp16 *y,
                          int n)
 {
     int r = 0;
     if (n % 64 == 0) {
-        /* out lane 4l + j of the last step holds row 4j + l (see below) */
-        const __m512i perm = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
         for (; r + 16 <= nr; r += 16) {
-            __m512 a[16], s1[8], s2[4], s3[2];
+            __m512 a[16];
             for (int i = 0; i < 16; i++)
                 a[i] = dot_f16_vec(x + (size_t)(r + i) * x_stride, y, n);
-            /* 1: lanes i + (i + 8) of rows 2k (low half) and 2k + 1 (high half) */
-            for (int k = 0; k < 8; k++)
-                s1[k] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * k], a[2 * k + 1], 0x44),
-                                      _mm512_shuffle_f32x4(a[2 * k], a[2 * k + 1], 0xEE));
-            /* 2: lanes i + (i + 4); quarter q of s2[m] = row 4m + q */
-            for (int m = 0; m < 4; m++)
-                s2[m] = _mm512_add_ps(_mm512_shuffle_f32x4(s1[2 * m], s1[2 * m + 1], 0x88),
-                                      _mm512_shuffle_f32x4(s1[2 * m], s1[2 * m + 1], 0xDD));
-            /* 3: (0+2, 1+3) per quarter; quarter q of s3[t] = rows 8t + q (lanes 0-1), 8t + 4 + q */
-            for (int t = 0; t < 2; t++)
-                s3[t] = _mm512_add_ps(_mm512_shuffle_ps(s2[2 * t], s2[2 * t + 1], 0x44),
-                                      _mm512_shuffle_ps(s2[2 * t], s2[2 * t + 1], 0xEE));
-            /* 4: lane 0 + lane 1; quarter q = rows q, 4 + q, 8 + q, 12 + q */
-            const __m512 fin = _mm512_add_ps(_mm512_shuffle_ps(s3[0], s3[1], 0x88),
-                                             _mm512_shuffle_ps(s3[0], s3[1], 0xDD));
-            _mm512_storeu_ps(s + r, _mm512_permutexvar_ps(perm, fin));
+            _mm512_storeu_ps(s + r, reduce_16x16(a));
         }
     }
     for (; r < nr; r++)
         s[r] = dot_f16(x + (size_t)r * x_stride, y, n);
+}
+
+/*
+ * dot_f16_rows_multi (kernels.h): M <= 4 queries y32[0..M) (already F32: the F16 values widened,
+ * which is exact) against the rows of one 16-row block.  Each 64-element chunk of a row is
+ * widened once and multiplied into the four accumulators of every query, so each (row, query)
+ * sees exactly dot_f16's fused multiply-adds; the block's sums go through reduce_16x16 (or
+ * _mm512_reduce_add_ps for a short block) and the elements past the last whole chunk are added
+ * in double as LEFTOVER_F16 adds them -- the bits of dot_f16 for any n.
+ */
+INLINE void rows_multi_block(float *const *s, int r, const lc_fp16 *x, size_t x_stride, int nr,
+                             const float *const *y32, int n, const int M)
+{
+    const int np = n & ~63;
+    __m512 a[4][16];
+    for (int i = 0; i < nr; i++) {
+        const lc_fp16 *xr = x + (size_t)(r + i) * x_stride;
+        __m512 v[4][4];
+#pragma GCC unroll 4
+        for (int j = 0; j < M; j++)
+            v[j][0] = v[j][1] = v[j][2] = v[j][3] = _mm512_setzero_ps();
+        for (int c = 0; c < np; c += 64) {
+            const __m512 x0 = load_h16(xr + c), x1 = load_h16(xr + c + 16),
+                         x2 = load_h16(xr + c + 32), x3 = load_h16(xr + c + 48);
+#pragma GCC unroll 4
+            for (int j = 0; j < M; j++) {
+                v[j][0] = _mm512_fmadd_ps(x0, _mm512_loadu_ps(y32[j] + c), v[j][0]);
+                v[j][1] = _mm512_fmadd_ps(x1, _mm512_loadu_ps(y32[j] + c + 16), v[j][1]);
+                v[j][2] = _mm512_fmadd_ps(x2, _mm512_loadu_ps(y32[j] + c + 32), v[j][2]);
+                v[j][3] = _mm512_fmadd_ps(x3, _mm512_loadu_ps(y32[j] + c + 48), v[j][3]);
+            }
+        }
+#pragma GCC unroll 4
+        for (int j = 0; j < M; j++)
+            a[j][i] = _mm512_add_ps(_mm512_add_ps(v[j][0], v[j][2]), _mm512_add_ps(v[j][1], v[j][3]));
+    }
+    for (int j = 0; j < M; j++) {
+        float *sj = s[j] + r;
+        if (nr == 16)
+            _mm512_storeu_ps(sj, reduce_16x16(a[j]));
+        else
+            for (int i = 0; i < nr; i++)
+                sj[i] = _mm512_reduce_add_ps(a[j][i]);
+        if (np < n)
+            for (int i = 0; i < nr; i++) {
+                const lc_fp16 *xr = x + (size_t)(r + i) * x_stride;
+                double sum = (double)sj[i];
+                for (int e = np; e < n; e++)
+                    sum += (double)(_cvtsh_ss(xr[e]) * y32[j][e]);
+                sj[i] = (float)sum;
+            }
+    }
+}
+
+static void rows_multi(float *const *s, int r, const lc_fp16 *x, size_t x_stride, int nr,
+                       const float *const *y32, int n, int m)
+{
+    switch (m) {
+    case 4: rows_multi_block(s, r, x, x_stride, nr, y32, n, 4); break;
+    case 3: rows_multi_block(s, r, x, x_stride, nr, y32, n, 3); break;
+    case 2: rows_multi_block(s, r, x, x_stride, nr, y32, n, 2); break;
+    default: rows_multi_block(s, r, x, x_stride, nr, y32, n, 1); break;
+    }
+}
+
+/*
+ * Short rows (the keys, n = head size): each 16-row block is read from memory once and then
+ * stays in L1 for every pass of 4 queries; long rows (the values, n = context length): one
+ * pass of 4 queries over all rows after another, the queries' F32 copies staying in cache.
+ */
+static void dot_f16_rows_multi(float *const *s, const lc_fp16 *x, size_t x_stride, int nr,
+                               const lc_fp16 *const *y, int ny, int n, float *work)
+{
+    const float *y32[LC_ROWS_MULTI_MAX];
+    const bool short_rows = n <= 256;
+    for (int j0 = 0; j0 < ny; j0 += 4) {
+        const int m = ny - j0 < 4 ? ny - j0 : 4;
+        for (int j = j0; j < j0 + m; j++) {
+            float *w = work + (size_t)(short_rows ? j : j - j0) * (size_t)n;
+            const lc_fp16 *yj = y[j];
+            int e = 0;
+            for (; e + 16 <= n; e += 16)
+                _mm512_storeu_ps(w + e, load_h16(yj + e));
+            for (; e < n; e++)
+                w[e] = _cvtsh_ss(yj[e]);
+            y32[j] = w;
+        }
+        if (short_rows)
+            continue;
+        for (int r = 0; r < nr; r += 16)
+            rows_multi(s + j0, r, x, x_stride, nr - r < 16 ? nr - r : 16, y32 + j0, n, m);
+    }
+    if (!short_rows)
+        return;
+    const size_t row_bytes = (size_t)n * sizeof(lc_fp16);
+    for (int r = 0; r < nr; r += 16) {
+        const int b = nr - r < 16 ? nr - r : 16;
+        /* the next block's rows, a cache stride apart (one KV head's slice of each position) */
+        for (int i = 16; i < 32 && r + i < nr; i++)
+            for (size_t o = 0; o < row_bytes; o += 64)
+                _mm_prefetch((const char *)(x + (size_t)(r + i) * x_stride) + o, _MM_HINT_T0);
+        for (int j0 = 0; j0 < ny; j0 += 4)
+            rows_multi(s + j0, r, x, x_stride, b, y32 + j0, n, ny - j0 < 4 ? ny - j0 : 4);
+    }
 }
 
 /* The fused-attention steps (kernels.h): per element, so any width gives the same bits. */
@@ -970,6 +1085,7 @@ const struct lc_kernels lc_kernels_avx512 = {
     .dot_f16 = dot_f16,
     .mad_f16 = mad_f16,
     .dot_f16_rows = dot_f16_rows,
+    .dot_f16_rows_multi = dot_f16_rows_multi,
     .scale_f16 = scale_f16,
     .mad_f32 = mad_f32,
     .softmax = softmax,
