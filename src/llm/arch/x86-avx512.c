@@ -801,6 +801,7 @@ static void dot_f16_rows(float *s, const lc_fp16 *x, size_t x_stride, int nr, co
  * _mm512_reduce_add_ps for a short block) and the elements past the last whole chunk are added
  * in double as LEFTOVER_F16 adds them -- the bits of dot_f16 for any n.
  */
+#define ROWS_PF 1024 /* elements: 2 KB */
 INLINE void rows_multi_block(float *const *s, int r, const lc_fp16 *x, size_t x_stride, int nr,
                              const float *const *y32, int n, const int M)
 {
@@ -812,7 +813,16 @@ INLINE void rows_multi_block(float *const *s, int r, const lc_fp16 *x, size_t x_
 #pragma GCC unroll 4
         for (int j = 0; j < M; j++)
             v[j][0] = v[j][1] = v[j][2] = v[j][3] = _mm512_setzero_ps();
+        /* long rows (values: one row per head dimension, a page or more each) are fetched
+         * ROWS_PF elements ahead, into the next row near the end: the hardware prefetcher stops at
+         * page boundaries, which each row starts after */
+        const lc_fp16 *xn = i + 1 < nr ? xr + x_stride : xr;
         for (int c = 0; c < np; c += 64) {
+            if (n > 256) {
+                const lc_fp16 *pf = c + ROWS_PF < n ? xr + c + ROWS_PF : xn + (c + ROWS_PF - n);
+                _mm_prefetch((const char *)pf, _MM_HINT_T0);
+                _mm_prefetch((const char *)(pf + 32), _MM_HINT_T0);
+            }
             const __m512 x0 = load_h16(xr + c), x1 = load_h16(xr + c + 16),
                          x2 = load_h16(xr + c + 32), x3 = load_h16(xr + c + 48);
 #pragma GCC unroll 4
