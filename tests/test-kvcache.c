@@ -9,6 +9,7 @@
  *     the q8_0 rounding only move the last bits / the third decimal), and the greedy token of
  *     each step the same while the default's top-2 margin is not a near-tie.
  *  3. A q8_0 cache on a model whose head size is not a multiple of 32 is refused with a message.
+ *  5. Grouped attention (the heads of a GQA group together) gives per-head attention's bits.
  *  4. A prompt batch consults the progress callback between its layers (Esc while a long batch
  *     is read): asked to stop there, decode returns 1 with n_past before the batch, and decoding
  *     again gives exactly a fresh context's logits.
@@ -72,9 +73,9 @@ static void test_rows_kernel(void)
 }
 
 /*
- * dot_f16_rows_multi against dot_f16, bit for bit: ny queries (1 .. 9, so 4-query passes and
+ * dot_f16_rows_multi against dot_f16, bit for bit: ny queries (1 .. 32, so 4-query passes and
  * their remainders) over nr rows (short blocks and 16-row blocks) for n that is a multiple of
- * 64, one that is not (the leftover elements), and one below 64.  Also checks that each output
+ * 64, ones that are not (the leftover elements, short and long rows), and one below 64.  Also checks that each output
  * depends on its own query (a perturbed query changes its row only).
  */
 static void test_rows_multi_kernel(void)
@@ -89,19 +90,22 @@ static void test_rows_multi_kernel(void)
               "avx512: the selected kernel table has no dot_f16_rows_multi");
         if (!k->dot_f16_rows_multi)
             continue;
-        static const int ns[] = {64, 2048, 160, 100, 40};
+        /* head sizes (64, 128, 256 and odd ones) and padded context lengths (multiples of 32,
+         * with and without a 64-element remainder) */
+        static const int ns[] = {64, 128, 2048, 160, 100, 40, 288, 2080};
         static const int nrs[] = {1, 15, 16, 37, 64};
+        static const int nys[] = {1, 2, 3, 4, 5, 7, 8, 9, 32};
         for (size_t in = 0; in < sizeof ns / sizeof ns[0]; in++)
             for (size_t ir = 0; ir < sizeof nrs / sizeof nrs[0]; ir++)
-                for (int ny = 1; ny <= 9; ny += (ny < 5 ? 1 : 4)) {
-                    const int n = ns[in], nr = nrs[ir];
+                for (size_t iy = 0; iy < sizeof nys / sizeof nys[0]; iy++) {
+                    const int n = ns[in], nr = nrs[ir], ny = nys[iy];
                     const size_t stride = (size_t)n + 24;
                     lc_fp16 *x = malloc((size_t)nr * stride * sizeof(lc_fp16));
                     lc_fp16 *yb = malloc((size_t)ny * (size_t)n * sizeof(lc_fp16));
                     float *sb = malloc((size_t)ny * (size_t)nr * sizeof(float));
                     float *work = malloc((size_t)ny * (size_t)n * sizeof(float));
-                    float *s[9];
-                    const lc_fp16 *y[9];
+                    float *s[32];
+                    const lc_fp16 *y[32];
                     for (size_t i = 0; i < (size_t)nr * stride; i++)
                         x[i] = lc_fp32_to_fp16(frand() * 4.0f);
                     for (size_t i = 0; i < (size_t)ny * (size_t)n; i++)
@@ -322,10 +326,77 @@ static void test_stop_mid_batch(void)
     lc_model_free(m);
 }
 
+/*
+ * attention_groups (one-token steps with the heads of a GQA group together) against
+ * attention_heads (LLAMACHAT_ATTN_HEADS=1): the logits of a prompt batch and of every one-token
+ * step after it equal bit for bit, with 1 thread (a job is a whole group) and 3 (groups split
+ * into slices), on the models with GQA here: LLaMA, Gemma 2 (soft-capping, a 16-key sliding
+ * window), Gemma 3 (one KV head, head size 128, window), Qwen 2/3.
+ */
+static void test_groups_same_bits(const char *rel, int n_ctx, int n_threads)
+{
+    char path[512];
+    tu_shared(rel, path, sizeof(path));
+    char *err = NULL;
+    struct lc_model *m = lc_model_load(path, false, &err);
+    if (!m) {
+        fprintf(stderr, "SKIP groups: %s: %s\n", rel, err ? err : "?");
+        free(err);
+        return;
+    }
+    const int nv = m->hp.n_vocab, n_prompt = 7, n_steps = n_ctx - n_prompt - 1;
+    CHECK(m->hp.n_head > m->hp.n_head_kv, "%s: no GQA (%d heads, %d KV heads)", rel, m->hp.n_head,
+          m->hp.n_head_kv);
+    float *out[2];
+    for (int v = 0; v < 2; v++) {
+        out[v] = calloc((size_t)(n_steps + 1) * (size_t)nv, sizeof(float));
+        if (v)
+            setenv("LLAMACHAT_ATTN_HEADS", "1", 1);
+        struct lc_context_params cp = lc_context_default_params();
+        cp.n_ctx = n_ctx;
+        cp.n_threads = n_threads;
+        struct lc_context *c = lc_context_new(m, &cp, &err);
+        unsetenv("LLAMACHAT_ATTN_HEADS");
+        CHECK(c != NULL, "%s: context: %s", rel, err ? err : "?");
+        if (!c)
+            break;
+        int32_t toks[1024];
+        for (int i = 0; i < n_ctx && i < 1024; i++)
+            toks[i] = 1 + (i * 37) % (nv - 1);
+        CHECK(lc_context_decode(c, toks, n_prompt, 0, false, NULL) == 0, "%s: prompt", rel);
+        memcpy(out[v], lc_context_logits(c, -1), (size_t)nv * sizeof(float));
+        for (int i = 0; i < n_steps; i++) {
+            CHECK(lc_context_decode(c, &toks[n_prompt + i], 1, n_prompt + i, false, NULL) == 0,
+                  "%s: step %d", rel, i);
+            memcpy(out[v] + (size_t)(i + 1) * (size_t)nv, lc_context_logits(c, -1),
+                   (size_t)nv * sizeof(float));
+        }
+        lc_context_free(c);
+    }
+    int bad = -1;
+    for (int i = 0; i <= n_steps && bad < 0; i++)
+        if (memcmp(out[0] + (size_t)i * (size_t)nv, out[1] + (size_t)i * (size_t)nv,
+                   (size_t)nv * sizeof(float)))
+            bad = i;
+    CHECK(bad < 0, "%s, %d threads: grouped attention's logits differ from per-head attention's "
+          "at step %d", rel, n_threads, bad);
+    free(out[0]);
+    free(out[1]);
+    lc_model_free(m);
+}
+
 int main(void)
 {
     test_rows_kernel();
     test_rows_multi_kernel();
+    static const char *const gqa[] = {"models/synth-small-f16.gguf", "models/arch/llama3-f16.gguf",
+                                      "models/arch/gemma2-f16.gguf", "models/arch/gemma3-f16.gguf",
+                                      "models/arch/qwen2-f16.gguf", "models/arch/qwen3-f16.gguf",
+                                      "models/stories260K-ff192-f32.gguf"};
+    for (size_t i = 0; i < sizeof gqa / sizeof gqa[0]; i++) {
+        test_groups_same_bits(gqa[i], 200, 1);
+        test_groups_same_bits(gqa[i], 200, 3);
+    }
     /* F32 weights and cache: only the summation order differs (masks, GQA, windows of the
      * fused loop checked on a real model, head size 8) */
     static const struct variant f32[] = {{LC_TYPE_F32, true, "f32 fused", 1e-4f}};

@@ -75,7 +75,7 @@ check "status: speeds unknown before a turn" 'ctx 0/2048 \| pp - t/s \| gen - t/
 $T send-keys -t lc "Once upon a time" Enter
 check "status: max tokens reached" 'max tokens reached \(8\)'
 check "status: the model's general.name" '^ idle \| llama 312K Q4_1 \| llama \| '
-check "status: speeds of the turn" 'ctx [1-9][0-9]*/2048 \| pp [0-9.]+ t/s \| gen [0-9.]+ t/s'
+check "status: speeds of the turn" 'ctx [1-9][0-9]*/2048 \| pp [0-9.]+k? t/s \| gen [0-9.]+k? t/s'
 $T send-keys -t lc "/save $tmp/s.json" Enter
 check "status: saved" "saved $tmp/s.json"
 $T send-keys -t lc "/clear" Enter
@@ -108,10 +108,10 @@ check "status: saved s2" "saved $tmp/s2.json"
 if grep -q 'The cat sat' "$tmp/s2.json"; then bad "status: the stopped message is not in the conversation"; else ok "status: the stopped message is not in the conversation"; fi
 # narrow: the context and the speeds stay
 $T resize-window -t lc -x 60 -y 24
-check "status: narrow keeps ctx and speeds" '^ idle \| .*ctx [-0-9]+/2048 \| pp [-0-9.]+ t/s \| gen [-0-9.]+ t/s'
+check "status: narrow keeps ctx and speeds" '^ idle \| .*ctx [-0-9]+/2048 \| pp [-0-9.]+k? t/s \| gen [-0-9.]+k? t/s'
 # narrower: whole fields go (the prompt speed, then the generation speed), none is cut in half
 $T resize-window -t lc -x 40 -y 24
-check "status: 40 columns: pp dropped whole" '^ idle \| ctx [-0-9]+/2048 \| gen [-0-9.]+ t/s *$'
+check "status: 40 columns: pp dropped whole" '^ idle \| ctx [-0-9]+/2048 \| gen [-0-9.]+k? t/s *$'
 $T resize-window -t lc -x 24 -y 24
 check "status: 24 columns: the state and ctx" '^ idle \| ctx [-0-9]+/2048 *$'
 $T resize-window -t lc -x 80 -y 24

@@ -146,5 +146,11 @@ fi
 start lastresume "--resume '$LAST'" || exit 1
 check "--resume last-chat.json: restored" "KV state $LAST\.kv: $n_noauto tokens restored in"
 quit lastresume
+# quitting again without a new message keeps it (the engine had nothing new to write)
+if [ -s "$LAST.kv" ] && head -c 8 "$LAST.kv" | grep -q '^LCKVSTAT$'; then
+    ok "last-chat.json.kv kept after a resume and quit"
+else
+    bad "last-chat.json.kv kept after a resume and quit: $(ls -la "$LAST"* 2>&1)"
+fi
 
 exit $fail

@@ -111,12 +111,14 @@ struct lc_context {
 #define GRP_MAX LC_ROWS_MULTI_MAX
 
 /* attention_groups' scratch for one thread: g score rows (n_ctx floats), g q/p rows in F16
- * (max(hd, n_ctx)), and dot_f16_rows_multi's work (g rows of max(hd, n_ctx) floats). */
+ * (max(hd, n_ctx)), and dot_f16_rows_multi's work (kernels.h: g * hd floats for the keys, 4 *
+ * n_kv for the values). */
 static size_t grp_scratch_size(int g, int hd, int n_ctx)
 {
     const size_t w = (size_t)(hd > n_ctx ? hd : n_ctx);
+    const size_t work = (size_t)g * (size_t)hd > 4 * w ? (size_t)g * (size_t)hd : 4 * w;
     return ((size_t)g * (size_t)n_ctx * sizeof(float) + (size_t)g * w * sizeof(lc_fp16) +
-            (size_t)g * w * sizeof(float) + 3 * 64 + 63) & ~(size_t)63;
+            work * sizeof(float) + 3 * 64 + 63) & ~(size_t)63;
 }
 
 static size_t fa_scratch_size(int g, int hd);
@@ -285,8 +287,11 @@ struct lc_context *lc_context_new(const struct lc_model *m, const struct lc_cont
     c->scores = xcalloc((size_t)n_threads * (size_t)c->n_ctx, sizeof(float), &ok);
     c->q16 = xcalloc((size_t)n_threads * (size_t)(hp->head_dim > c->n_ctx ? hp->head_dim : c->n_ctx),
                      sizeof(lc_fp16), &ok);
+    /* attention_groups' scratch, where it is used (LLAMACHAT_ATTN_HEADS=1, for tests: never) */
     const int group = hp->n_head_kv > 0 ? hp->n_head / hp->n_head_kv : 1;
-    if (group > 1 && c->kv_type == LC_TYPE_F16) {
+    const char *heads_only = getenv("LLAMACHAT_ATTN_HEADS");
+    if (group > 1 && c->kv_type == LC_TYPE_F16 && !c->fa && c->k->dot_f16_rows_multi &&
+        !(heads_only && *heads_only && strcmp(heads_only, "0") != 0)) {
         c->grp_max = group < GRP_MAX ? group : GRP_MAX;
         c->grp_stride = grp_scratch_size(c->grp_max, hp->head_dim, c->n_ctx);
         c->grp = xcalloc((size_t)n_threads, c->grp_stride, &ok);

@@ -1792,22 +1792,29 @@ static char *last_chat_path(bool kv, char **err)
     return path;
 }
 
+/* True when the KV state of last-chat.json is its chats/ file's (kept current after each turn),
+ * linked by keep_conversation; else the engine writes it as it quits (keep_kv_state). */
+static bool last_kv_linked(const struct tui *t)
+{
+    return t->chat_path && autosave_on(t);
+}
+
 /*
- * Before the engine quits: a conversation that last-chat.json will keep and that has no file
- * in chats/ ([chat] autosave = off) gets its KV state written as last-chat.json.kv (the engine
- * writes queued saves as it quits), so that --resume of it is instant too; any older one is
- * removed first.  With a file in chats/, keep_conversation links that file's state instead.
+ * Before the engine quits: a conversation that last-chat.json will keep and whose state is not
+ * kept current in chats/ (no file there, or [chat] autosave = off) gets its KV state written as
+ * last-chat.json.kv (the engine writes queued saves as it quits: through a temporary file and a
+ * rename, so a link to an older one is not touched), so that --resume of it is instant too.
+ * Nothing is removed first: when the engine has nothing new to write (the same cache it read
+ * from that file, a quit while reading it) the file there is still the conversation's.
  */
 static void keep_kv_state(struct tui *t)
 {
-    if (t->fatal || !t->engine || !t->o->history || !kv_files_on(t) || !has_user_message(t->chat))
+    if (t->fatal || !t->engine || !t->o->history || !kv_files_on(t) ||
+        !has_user_message(t->chat) || last_kv_linked(t))
         return;
     char *err = NULL, *kv = last_chat_path(true, &err);
-    if (kv) {
-        unlink(kv);
-        if (!t->chat_path)
-            lc_engine_save_state(t->engine, kv);
-    }
+    if (kv)
+        lc_engine_save_state(t->engine, kv);
     free(kv);
     free(err);
 }
@@ -1835,12 +1842,17 @@ static void keep_conversation(struct tui *t)
         free(cdir);
     }
     if (lc_state_private_file(path, &err) == 0 && lc_chat_save(t->chat, path, LC_CHAT_JSON, &err) == 0) {
-        /* the KV state of its file in chats/, shared (the engine has written its last save) */
+        /* its KV state: none without KV files (an older one would not match), or the state of
+         * its file in chats/, linked (the engine has written its last save), or what the engine
+         * wrote as it quit (keep_kv_state) */
         char *from = NULL, *to = NULL;
-        if (t->chat_path && kv_files_on(t) && asprintf(&from, "%s.kv", t->chat_path) >= 0 &&
-            asprintf(&to, "%s.kv", path) >= 0 && link(from, to) != 0 && errno != ENOENT)
-            lc_text_fprintf(stderr, "llamachat: %s not linked to %s: %s (--resume %s reads it all "
-                            "again)\n", to, from, strerror(errno), path);
+        if (asprintf(&to, "%s.kv", path) >= 0 && (!kv_files_on(t) || last_kv_linked(t))) {
+            unlink(to);
+            if (kv_files_on(t) && asprintf(&from, "%s.kv", t->chat_path) >= 0 &&
+                link(from, to) != 0 && errno != ENOENT)
+                lc_text_fprintf(stderr, "llamachat: %s not linked to %s: %s (--resume %s reads it "
+                                "all again)\n", to, from, strerror(errno), path);
+        }
         free(from);
         free(to);
         if (newest)

@@ -721,6 +721,18 @@ static int str_width(const char *s)
     return w;
 }
 
+/* A speed in tokens/s as the status bar shows it: "-" when unknown, one decimal below 10,000,
+ * whole thousands ("12k") above, so a tiny model's figure does not crowd out other fields. */
+static void fmt_tps(char *buf, size_t size, double tps)
+{
+    if (tps < 0)
+        snprintf(buf, size, "-");
+    else if (tps < 1e4)
+        snprintf(buf, size, "%.1f", tps);
+    else
+        snprintf(buf, size, "%.0fk", tps < 1e9 ? tps / 1e3 : 1e6);
+}
+
 static void draw_status(struct tui *t, int y, int width)
 {
     char st[48], line[512], ctx[32], pp[24], gen[24];
@@ -728,14 +740,8 @@ static void draw_status(struct tui *t, int y, int width)
         snprintf(ctx, sizeof(ctx), "%d/%d", t->n_past, t->n_ctx);
     else
         snprintf(ctx, sizeof(ctx), "-/%d", t->n_ctx);
-    if (t->pp_tps >= 0)
-        snprintf(pp, sizeof(pp), "%.1f", t->pp_tps);
-    else
-        snprintf(pp, sizeof(pp), "-");
-    if (t->gen_tps >= 0)
-        snprintf(gen, sizeof(gen), "%.1f", t->gen_tps);
-    else
-        snprintf(gen, sizeof(gen), "-");
+    fmt_tps(pp, sizeof(pp), t->pp_tps);
+    fmt_tps(gen, sizeof(gen), t->gen_tps);
     /* narrow: whole fields make room, never part of one: the ISA, the model's name, its
      * description, then the prompt speed, the generation speed and the context; the state
      * stays */

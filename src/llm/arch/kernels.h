@@ -117,9 +117,9 @@ struct lc_kernels {
      * s[j][r] = dot_f16(x + r * x_stride, y[j], n) for r in [0, nr), j in [0, ny), with the same
      * bits as dot_f16 of this ISA, for any n: the queries of one GQA group against the keys of
      * their shared KV head (or their softmax rows against its values), each row of x widened
-     * once for several queries.  ny <= LC_ROWS_MULTI_MAX; work: ny * n floats of the caller's
-     * scratch (the queries in F32).  As dot_f16_rows: only where faster, NULL elsewhere, never
-     * merged from another ISA.
+     * once for several queries.  ny <= LC_ROWS_MULTI_MAX; work: the caller's scratch for the
+     * queries in F32, ny * n floats when n <= 256, else 4 * n.  As dot_f16_rows: only where
+     * faster, NULL elsewhere, never merged from another ISA.
      */
     void (*dot_f16_rows_multi)(float *const *s, const lc_fp16 *x, size_t x_stride, int nr,
                                const lc_fp16 *const *y, int ny, int n, float *work);

@@ -860,6 +860,94 @@ DEFINE_FLOAT_DOT(dot_f16, lc_fp16, load_h8, LEFTOVER_F16, 0)
 DEFINE_FLOAT_DOT(tiny_dot_f32, float, LOAD_F32, LEFTOVER_F32, 1)
 DEFINE_FLOAT_DOT(tiny_dot_f16, lc_fp16, load_h8, LEFTOVER_F16, 1)
 
+/*
+ * dot_f16_rows_multi (kernels.h) in dot_f16's order above: the queries are widened to F32 once
+ * (exact), so each product is the one dot_f16 forms, and the sums are its sums.  Rows of at
+ * most one 64-element chunk (the keys of heads up to 127 wide) are widened once for every
+ * query (the 16 registers hold the row's 8 vectors and one query's 8 products); longer rows
+ * (values) take one query at a time with its 8 accumulators, the row widened per query,
+ * fetched ROWS_PF elements ahead (into the next row's first n near the end: rows n_ctx apart
+ * start a page each when n_ctx >= 2048, where the hardware prefetcher stops).
+ */
+#define ROWS_PF 1024
+
+/* w[0..n) = y[0..n) widened to F32 (exact); returns w */
+static const float *widen_h8(float *w, const lc_fp16 *y, int n)
+{
+    int e = 0;
+    for (; e + 8 <= n; e += 8)
+        _mm256_storeu_ps(w + e, load_h8(y + e));
+    for (; e < n; e++)
+        w[e] = h2f(y[e]);
+    return w;
+}
+
+static void dot_f16_rows_multi(float *const *s, const lc_fp16 *x, size_t x_stride, int nr,
+                               const lc_fp16 *const *y, int ny, int n, float *work)
+{
+    const int np = n & ~63;
+    const bool short_rows = np <= 64;
+    const float *y32[LC_ROWS_MULTI_MAX];
+    /* all queries widened for short rows (n <= 127), one at a time into work for long ones */
+    for (int j = 0; j < (short_rows ? ny : 0); j++)
+        y32[j] = widen_h8(work + (size_t)j * (size_t)n, y[j], n);
+    const __m256 z = _mm256_setzero_ps();
+    if (short_rows) {
+        const size_t row_bytes = (size_t)n * sizeof(lc_fp16);
+        for (int r = 0; r < nr; r++) {
+            const lc_fp16 *xr = x + (size_t)r * x_stride;
+            if (r + 16 < nr)   /* the keys are rows a cache stride apart */
+                for (size_t o = 0; o < row_bytes; o += 64)
+                    _mm_prefetch((const char *)(xr + 16 * x_stride) + o, _MM_HINT_T0);
+            __m256 xv[8];
+            for (int k = 0; k < 8; k++)
+                xv[k] = np ? load_h8(xr + 8 * k) : z;
+            for (int j = 0; j < ny; j++) {
+                float r0 = 0.0f;
+                if (np) {
+                    __m256 v[8];
+                    for (int k = 0; k < 8; k++)
+                        v[k] = _mm256_fmadd_ps(xv[k], _mm256_loadu_ps(y32[j] + 8 * k), z);
+                    const __m256 lo = _mm256_add_ps(_mm256_add_ps(v[0], v[4]), _mm256_add_ps(v[2], v[6]));
+                    const __m256 hi = _mm256_add_ps(_mm256_add_ps(v[1], v[5]), _mm256_add_ps(v[3], v[7]));
+                    r0 = reduce16(lo, hi);
+                } else {
+                    r0 = reduce16(z, z);
+                }
+                double sum = (double)r0;
+                for (int e = np; e < n; e++)
+                    sum += (double)(h2f(xr[e]) * y32[j][e]);
+                s[j][r] = (float)sum;
+            }
+        }
+        return;
+    }
+    for (int j = 0; j < ny; j++) {
+        const float *yj = widen_h8(work, y[j], n);
+        for (int r = 0; r < nr; r++) {
+            const lc_fp16 *xr = x + (size_t)r * x_stride;
+            __m256 v[8];
+            for (int k = 0; k < 8; k++)
+                v[k] = z;
+            for (int c = 0; c < np; c += 64) {
+                if (c + ROWS_PF < n || (r + 1 < nr && c + ROWS_PF - n < n)) {
+                    const lc_fp16 *pf = c + ROWS_PF < n ? xr + c + ROWS_PF : xr + x_stride + (c + ROWS_PF - n);
+                    _mm_prefetch((const char *)pf, _MM_HINT_T0);
+                    _mm_prefetch((const char *)(pf + 32), _MM_HINT_T0);
+                }
+                for (int k = 0; k < 8; k++)
+                    v[k] = _mm256_fmadd_ps(load_h8(xr + c + 8 * k), _mm256_loadu_ps(yj + c + 8 * k), v[k]);
+            }
+            const __m256 lo = _mm256_add_ps(_mm256_add_ps(v[0], v[4]), _mm256_add_ps(v[2], v[6]));
+            const __m256 hi = _mm256_add_ps(_mm256_add_ps(v[1], v[5]), _mm256_add_ps(v[3], v[7]));
+            double sum = (double)reduce16(lo, hi);
+            for (int e = np; e < n; e++)
+                sum += (double)(h2f(xr[e]) * yj[e]);
+            s[j][r] = (float)sum;
+        }
+    }
+}
+
 #include "float-rows.h"
 
 /* RMS norm as scalar.c: float squares summed in double, then (x * scale) * w. */
@@ -1026,6 +1114,7 @@ const struct lc_kernels lc_kernels_avx2 = {
                   (1u << LC_TYPE_Q8_0),
     .dot_f32 = dot_f32,
     .dot_f16 = dot_f16,
+    .dot_f16_rows_multi = dot_f16_rows_multi,
     .axpy_f16 = axpy_f16,
     .axpy_f32 = axpy_f32,
     .mad_f16 = mad_f16,

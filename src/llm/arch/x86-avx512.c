@@ -803,7 +803,7 @@ static void dot_f16_rows(float *s, const lc_fp16 *x, size_t x_stride, int nr, co
  */
 #define ROWS_PF 1024 /* elements: 2 KB */
 INLINE void rows_multi_block(float *const *s, int r, const lc_fp16 *x, size_t x_stride, int nr,
-                             const float *const *y32, int n, const int M)
+                             int nr_all, const float *const *y32, int n, const int M)
 {
     const int np = n & ~63;
     __m512 a[4][16];
@@ -813,13 +813,13 @@ INLINE void rows_multi_block(float *const *s, int r, const lc_fp16 *x, size_t x_
 #pragma GCC unroll 4
         for (int j = 0; j < M; j++)
             v[j][0] = v[j][1] = v[j][2] = v[j][3] = _mm512_setzero_ps();
-        /* long rows (values: one row per head dimension, a page or more each) are fetched
-         * ROWS_PF elements ahead, into the next row near the end: the hardware prefetcher stops at
-         * page boundaries, which each row starts after */
-        const lc_fp16 *xn = i + 1 < nr ? xr + x_stride : xr;
+        /* long rows (values: one row per head dimension, n_ctx elements apart, so each starts
+         * a page when n_ctx >= 2048) are fetched ROWS_PF elements ahead, into the next row's
+         * first n near the end: the hardware prefetcher stops at page boundaries */
+        const bool next = r + i + 1 < nr_all;
         for (int c = 0; c < np; c += 64) {
-            if (n > 256) {
-                const lc_fp16 *pf = c + ROWS_PF < n ? xr + c + ROWS_PF : xn + (c + ROWS_PF - n);
+            if (n > 256 && (c + ROWS_PF < n || (next && c + ROWS_PF - n < n))) {
+                const lc_fp16 *pf = c + ROWS_PF < n ? xr + c + ROWS_PF : xr + x_stride + (c + ROWS_PF - n);
                 _mm_prefetch((const char *)pf, _MM_HINT_T0);
                 _mm_prefetch((const char *)(pf + 32), _MM_HINT_T0);
             }
@@ -856,13 +856,13 @@ INLINE void rows_multi_block(float *const *s, int r, const lc_fp16 *x, size_t x_
 }
 
 static void rows_multi(float *const *s, int r, const lc_fp16 *x, size_t x_stride, int nr,
-                       const float *const *y32, int n, int m)
+                       int nr_all, const float *const *y32, int n, int m)
 {
     switch (m) {
-    case 4: rows_multi_block(s, r, x, x_stride, nr, y32, n, 4); break;
-    case 3: rows_multi_block(s, r, x, x_stride, nr, y32, n, 3); break;
-    case 2: rows_multi_block(s, r, x, x_stride, nr, y32, n, 2); break;
-    default: rows_multi_block(s, r, x, x_stride, nr, y32, n, 1); break;
+    case 4: rows_multi_block(s, r, x, x_stride, nr, nr_all, y32, n, 4); break;
+    case 3: rows_multi_block(s, r, x, x_stride, nr, nr_all, y32, n, 3); break;
+    case 2: rows_multi_block(s, r, x, x_stride, nr, nr_all, y32, n, 2); break;
+    default: rows_multi_block(s, r, x, x_stride, nr, nr_all, y32, n, 1); break;
     }
 }
 
@@ -891,7 +891,7 @@ static void dot_f16_rows_multi(float *const *s, const lc_fp16 *x, size_t x_strid
         if (short_rows)
             continue;
         for (int r = 0; r < nr; r += 16)
-            rows_multi(s + j0, r, x, x_stride, nr - r < 16 ? nr - r : 16, y32 + j0, n, m);
+            rows_multi(s + j0, r, x, x_stride, nr - r < 16 ? nr - r : 16, nr, y32 + j0, n, m);
     }
     if (!short_rows)
         return;
@@ -903,7 +903,7 @@ static void dot_f16_rows_multi(float *const *s, const lc_fp16 *x, size_t x_strid
             for (size_t o = 0; o < row_bytes; o += 64)
                 _mm_prefetch((const char *)(x + (size_t)(r + i) * x_stride) + o, _MM_HINT_T0);
         for (int j0 = 0; j0 < ny; j0 += 4)
-            rows_multi(s + j0, r, x, x_stride, b, y32 + j0, n, ny - j0 < 4 ? ny - j0 : 4);
+            rows_multi(s + j0, r, x, x_stride, b, nr, y32 + j0, n, ny - j0 < 4 ? ny - j0 : 4);
     }
 }
 
