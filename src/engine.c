@@ -23,7 +23,6 @@
 #include <unistd.h>
 #ifdef __linux__
 #include <sys/eventfd.h>
-#include <sys/stat.h>
 #endif
 
 #include "llm/arch/kernels.h"

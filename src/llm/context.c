@@ -34,8 +34,9 @@
  *
  * With flash_attn (or a q8_0 cache) the attention is attention_fused, ggml's flash_attn_ext
  * order (llama.cpp -fa), and V is cached by rows like K; see there.  The default order's
- * one-token q.K dots go 16 keys at a time through dot_f16_rows where the ISA has it (the same
- * bits as dot_f16).
+ * one-token steps go through attention_groups where the ISA has dot_f16_rows_multi: the heads
+ * of a GQA group read each K and V row together, with the bits of dot_f16 per head
+ * (LLAMACHAT_ATTN_HEADS=1 turns it off, for tests).
  */
 #include "context.h"
 
