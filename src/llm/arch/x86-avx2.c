@@ -270,8 +270,8 @@ INLINE __m256i k_byte_pat(int b, int b2)
 
 #define X16_K_YB_MAX 128
 
-INLINE void gemv_x16_k45(int q5, int n, float *s, const void *vw, size_t w_stride, int nr,
-                         const void *va)
+INLINE void gemv_x16_k45(int q5, int pf_on, int n, float *s, const void *vw, size_t w_stride,
+                         int nr, const void *va)
 {
     const enum lc_type type = q5 ? LC_TYPE_Q5_K : LC_TYPE_Q4_K;
     const int nb = n / LC_QK_K;
@@ -330,7 +330,7 @@ INLINE void gemv_x16_k45(int q5, int n, float *s, const void *vw, size_t w_strid
                     scl[j] = _mm256_shuffle_epi8(j < 4 ? sc03 : sc47, k_byte_pat(j & 3, j & 3));
                 const size_t pf = (size_t)(i + X16_PF_K) * blk;
                 _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) {
-                    for (int l = lines * k / 8; X16_PF_K && hf == 0 && l < lines * (k + 1) / 8; l++)
+                    for (int l = lines * k / 8; X16_PF_K && pf_on && hf == 0 && l < lines * (k + 1) / 8; l++)
                         if (pf + 64 * (size_t)l < left)
                             _mm_prefetch((const char *)G0 + pf + 64 * l, X16_PF_HINT);
                     __m256i lane = _mm256_setzero_si256();
@@ -366,13 +366,26 @@ INLINE void gemv_x16_k45(int q5, int n, float *s, const void *vw, size_t w_strid
 static void gemv_x16_q4_K(int n, float *s, const void *vw, size_t w_stride, int nr,
                           const void *va)
 {
-    gemv_x16_k45(0, n, s, vw, w_stride, nr, va);
+    gemv_x16_k45(0, 1, n, s, vw, w_stride, nr, va);
 }
 
 static void gemv_x16_q5_K(int n, float *s, const void *vw, size_t w_stride, int nr,
                           const void *va)
 {
-    gemv_x16_k45(1, n, s, vw, w_stride, nr, va);
+    gemv_x16_k45(1, 1, n, s, vw, w_stride, nr, va);
+}
+
+/* without the prefetch, for prompt batches (DEFINE_X16_GEMM_BY_GROUP_NOPF) */
+static void x16_q4_K_nopf(int n, float *s, const void *vw, size_t w_stride, int nr,
+                          const void *va)
+{
+    gemv_x16_k45(0, 0, n, s, vw, w_stride, nr, va);
+}
+
+static void x16_q5_K_nopf(int n, float *s, const void *vw, size_t w_stride, int nr,
+                          const void *va)
+{
+    gemv_x16_k45(1, 0, n, s, vw, w_stride, nr, va);
 }
 
 /*
@@ -656,8 +669,8 @@ DEFINE_PK_GEMM(q4_1, PK_Q4_1, gemm_q4_1)
 DEFINE_PK_GEMM(q4_0, PK_Q4_0, gemm_q4_0)
 DEFINE_PK_GEMM(q4_0x8, PK_Q4_0X8, gemm_q4_0x8_by_columns)
 DEFINE_X16_GEMM(q4_1, PK_Q4_1)
-DEFINE_X16_GEMM_BY_GROUP(q4_K)
-DEFINE_X16_GEMM_BY_GROUP(q5_K)
+DEFINE_X16_GEMM_BY_GROUP_NOPF(q4_K)
+DEFINE_X16_GEMM_BY_GROUP_NOPF(q5_K)
 DEFINE_X16_GEMM(q4_0, PK_Q4_0X8)
 DEFINE_X16_GEMM_Q6_K()
 DEFINE_X16_GEMM_BY_GROUP(q5_1)

@@ -287,8 +287,8 @@ static void gemm_x16_q4_1(int n, float *s, size_t ld_s, const void *w, size_t w_
  * in byte t (a mask register), and 16 added where set (a masked vpaddb): blk_q5_1's bytes,
  * vec_dot's lanes.
  */
-static void gemv_x16_q5_1(int n, float *s, const void *vw, size_t w_stride, int nr,
-                          const void *va)
+INLINE void x16_q5_1(int pf_on, int n, float *s, const void *vw, size_t w_stride, int nr,
+                     const void *va)
 {
     const int nb = n / 32;
     const lc_block_q8_1 *y = va;
@@ -311,7 +311,7 @@ static void gemv_x16_q5_1(int n, float *s, const void *vw, size_t w_stride, int 
         for (int i = 0; i < nb; i++) {
             const float dy = pre ? ds[i][0] : h2f(y[i].d), sy = pre ? ds[i][1] : h2f(y[i].s);
             const uint8_t *B = G + lc_x16_part_off(LC_TYPE_Q5_1, i, LC_X16_P_D);
-            if (X16_PF512)
+            if (X16_PF512 && pf_on)
                 x16_pf_lines(G, (size_t)i * 384, 6, left);
             const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)B));
             const __m512 mx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(B + 32)));
@@ -341,6 +341,19 @@ static void gemv_x16_q5_1(int n, float *s, const void *vw, size_t w_stride, int 
             _mm512_add_ps(_mm512_add_ps(acc[1], acc[5]), _mm512_add_ps(acc[3], acc[7])));
         _mm512_storeu_ps(s + 16 * g, _mm512_add_ps(h, msum));
     }
+}
+
+static void gemv_x16_q5_1(int n, float *s, const void *vw, size_t w_stride, int nr,
+                          const void *va)
+{
+    x16_q5_1(1, n, s, vw, w_stride, nr, va);
+}
+
+/* without the prefetch, for prompt batches (DEFINE_X16_GEMM_BY_GROUP_NOPF) */
+static void x16_q5_1_nopf(int n, float *s, const void *vw, size_t w_stride, int nr,
+                          const void *va)
+{
+    x16_q5_1(0, n, s, vw, w_stride, nr, va);
 }
 
 /*
@@ -609,8 +622,8 @@ INLINE __m512i k_byte_pat(int b, int b2)
 
 #define X16_K_YB_MAX 128 /* super-blocks (n <= 32768) whose activation terms are computed once */
 
-INLINE void gemv_x16_k45(int q5, int n, float *s, const void *vw, size_t w_stride, int nr,
-                         const void *va)
+INLINE void gemv_x16_k45(int q5, int pf_on, int n, float *s, const void *vw, size_t w_stride,
+                         int nr, const void *va)
 {
     const enum lc_type type = q5 ? LC_TYPE_Q5_K : LC_TYPE_Q4_K;
     const int nb = n / LC_QK_K;
@@ -667,7 +680,7 @@ INLINE void gemv_x16_k45(int q5, int n, float *s, const void *vw, size_t w_strid
                 scl[j] = _mm512_shuffle_epi8(j < 4 ? sc03 : sc47, k_byte_pat(j & 3, -1));
             const size_t pf = (size_t)(i + X16_PF_K) * blk;
             _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) {
-                for (int l = lines * k / 8; X16_PF_K && l < lines * (k + 1) / 8; l++)
+                for (int l = lines * k / 8; X16_PF_K && pf_on && l < lines * (k + 1) / 8; l++)
                     if (pf + 64 * (size_t)l < left)
                         _mm_prefetch((const char *)G + pf + 64 * l, X16_PF_HINT);
                 __m512i lane = _mm512_setzero_si512();
@@ -707,21 +720,34 @@ INLINE void gemv_x16_k45(int q5, int n, float *s, const void *vw, size_t w_strid
 static void gemv_x16_q4_K(int n, float *s, const void *vw, size_t w_stride, int nr,
                           const void *va)
 {
-    gemv_x16_k45(0, n, s, vw, w_stride, nr, va);
+    gemv_x16_k45(0, 1, n, s, vw, w_stride, nr, va);
 }
 
 static void gemv_x16_q5_K(int n, float *s, const void *vw, size_t w_stride, int nr,
                           const void *va)
 {
-    gemv_x16_k45(1, n, s, vw, w_stride, nr, va);
+    gemv_x16_k45(1, 1, n, s, vw, w_stride, nr, va);
+}
+
+/* without the prefetch, for prompt batches (DEFINE_X16_GEMM_BY_GROUP_NOPF) */
+static void x16_q4_K_nopf(int n, float *s, const void *vw, size_t w_stride, int nr,
+                          const void *va)
+{
+    gemv_x16_k45(0, 0, n, s, vw, w_stride, nr, va);
+}
+
+static void x16_q5_K_nopf(int n, float *s, const void *vw, size_t w_stride, int nr,
+                          const void *va)
+{
+    gemv_x16_k45(1, 0, n, s, vw, w_stride, nr, va);
 }
 
 
 DEFINE_X16_GEMM(q4_0, PK_Q4_0X8)
 DEFINE_X16_GEMM_Q6_K()
-DEFINE_X16_GEMM_BY_GROUP(q4_K)
-DEFINE_X16_GEMM_BY_GROUP(q5_K)
-DEFINE_X16_GEMM_BY_GROUP(q5_1)
+DEFINE_X16_GEMM_BY_GROUP_NOPF(q4_K)
+DEFINE_X16_GEMM_BY_GROUP_NOPF(q5_K)
+DEFINE_X16_GEMM_BY_GROUP_NOPF(q5_1)
 DEFINE_X16_GEMM(q8_0, PK_Q8_0)
 
 /* ---------------------------------------------------------------- float dots */
