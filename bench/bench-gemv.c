@@ -12,20 +12,31 @@
  * it gives instruction counts that the load of the machine does not move.  Rows of n = 2048
  * (TinyLlama's attention and ffn_up/gate inputs), quantized from random floats by the reference
  * quantizers; results are not checked here (test-kernels does).
+ *
+ * Environment: BENCH_ISA (e.g. avx512) and BENCH_TYPE (e.g. q4_K) keep one ISA / weight type;
+ * BENCH_CPU=1 times by the thread's CPU clock instead of the wall clock (less moved by the
+ * other tenants of a shared machine; a descheduled thread's wait is not counted);
+ * BENCH_CHUNK=64 calls gemv_x16 on 64 rows at a time, as a decode step's matmul chunks do;
+ * BENCH_X16=1 times gemv_x16 only.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "llm/arch/kernels.h"
 #include "llm/quant.h"
 #include "llm/repack.h"
 
+static clockid_t clock_id = CLOCK_MONOTONIC;
+static int chunk_rows; /* gemv_x16 calls of this many rows (0: all at once) */
+
 static double now(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(clock_id, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
@@ -115,6 +126,10 @@ static double run(const struct lc_kernels *k, int type, int path, const uint8_t 
                 k->vec_dot[type](N, out + r, w + (size_t)r * row, a);
         else if (path == 1)
             k->gemv[type](N, out, w, row, rows, a);
+        else if (chunk_rows > 0)
+            for (int r = 0; r < rows; r += chunk_rows)
+                k->gemv_x16[type](N, out + r, w + (size_t)r * row, row,
+                                  rows - r < chunk_rows ? rows - r : chunk_rows, a);
         else
             k->gemv_x16[type](N, out, w, row, rows, a);
         const double t = now() - t0;
@@ -130,20 +145,32 @@ int main(int argc, char **argv)
     static const int types[] = {LC_TYPE_Q4_0, LC_TYPE_Q4_1, LC_TYPE_Q5_1, LC_TYPE_Q8_0,
                                 LC_TYPE_Q4_K, LC_TYPE_Q5_K, LC_TYPE_Q6_K};
     static const char *const isas[] = {"avx512", "avx2", "neon", "scalar"};
+    const char *want_isa = getenv("BENCH_ISA"), *want_type = getenv("BENCH_TYPE");
+    const char *cpu = getenv("BENCH_CPU");
+    if (cpu && *cpu && strcmp(cpu, "0") != 0)
+        clock_id = CLOCK_THREAD_CPUTIME_ID;
+    const bool x16_only = getenv("BENCH_X16") && strcmp(getenv("BENCH_X16"), "1") == 0;
+    if (getenv("BENCH_CHUNK"))
+        chunk_rows = (atoi(getenv("BENCH_CHUNK")) + 15) / 16 * 16;
     lc_quant_init();
     float *x = malloc(N * sizeof(float));
     srand(1);
-    int8_peak();
-    printf("one thread, n = %d, %ld KiB of weights, best of %d; GB/s of weight bytes\n\n", N, kib,
-           reps);
+    if (!want_isa && !want_type)
+        int8_peak();
+    printf("one thread, n = %d, %ld KiB of weights, best of %d; GB/s of weight bytes%s\n\n", N,
+           kib, reps, clock_id == CLOCK_MONOTONIC ? "" : " (thread CPU time)");
     printf("| isa | type | rows | vec_dot per row | gemv | gemv_x16 (repacked) |\n");
     printf("| --- | --- | ---: | ---: | ---: | ---: |\n");
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         const int type = types[ti];
         const struct lc_type_traits *tt = lc_type_traits(type);
+        if (want_type && strcasecmp(want_type, tt->name) != 0)
+            continue;
         const size_t row = lc_row_size(type, N);
         const int rows = (int)((size_t)kib * 1024 / row) & ~15;
-        uint8_t *w = malloc(row * (size_t)rows), *wx = malloc(row * (size_t)rows);
+        /* the x16 copy 64-byte aligned, as model.c's (malloc's 16 would split every load) */
+        uint8_t *w = malloc(row * (size_t)rows);
+        uint8_t *wx = aligned_alloc(64, (row * (size_t)rows + 63) & ~(size_t)63);
         /* 64 distinct rows, tiled */
         for (int r = 0; r < 64 && r < rows; r++) {
             for (int i = 0; i < N; i++)
@@ -160,10 +187,18 @@ int main(int argc, char **argv)
         for (int i = 0; i < N; i++)
             x[i] = (float)rand() / RAND_MAX * 2.0f - 1.0f;
         for (int ii = 0; ii < 4; ii++) {
+            if (want_isa && strcmp(want_isa, isas[ii]) != 0)
+                continue;
             if (!lc_kernels_isa_available(isas[ii]) || lc_kernels_select(isas[ii], NULL) != 0)
                 continue;
             const struct lc_kernels *k = lc_kernels();
             k->quantize_row[tt->vec_dot_type](x, a, N);
+            if (x16_only) {
+                if (lc_x16_type(type) && (k->x16_native >> type & 1u))
+                    printf("| %s | %s | %d | | | %.2f |\n", isas[ii], tt->name, rows,
+                           run(k, type, 2, wx, row, rows, a, out, reps));
+                continue;
+            }
             printf("| %s | %s | %d | %.2f |", isas[ii], tt->name, rows,
                    run(k, type, 0, w, row, rows, a, out, reps));
             /* Q4_0's x16 kernels follow the Q4_0x8 order (gemv_q4_0x8 is its ggml-layout twin) */

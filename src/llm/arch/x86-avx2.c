@@ -164,10 +164,22 @@ INLINE __m256 x16_hsum8(const __m256 acc[8])
 #define X16_PF 4096
 #endif
 /* first pass over a group: prefetch the len bytes at pos + X16_PF of the stream at G (left
- * bytes to the end of the rows: nothing past them) into L1.  One thread from DRAM on this
+ * bytes to the end of the rows: nothing past them) into L2.  One thread from DRAM on this
  * Xeon (bench-gemv 131072 5, loaded machine): Q6_K x16 2.6 GB/s without, 7.1-7.3 with 4 or
- * 12 KB ahead; Q4_1 4.9 without, 5.1-5.6 with (see BENCHMARKS.md) */
+ * 12 KB ahead into L1; Q4_1 4.9 without, 5.1-5.6 with (see BENCHMARKS.md).  Into L2 rather
+ * than L1 (bench-gemv 131072 8, 64-row calls, medians of 5): Q4_0 10.1 -> 13.4 GB/s, Q4_1
+ * 9.2 -> 11.2, Q5_1 8.1 -> 9.5, Q8_0 12.3 -> 13.2; Q6_K stays in L1 (x16_prefetch_l1) */
+#ifndef X16_PF_HINT
+#define X16_PF_HINT _MM_HINT_T1
+#endif
 INLINE void x16_prefetch(const uint8_t *G, size_t pos, size_t len, size_t left)
+{
+    for (size_t o = pos + X16_PF; o < pos + X16_PF + len && o < left; o += 64)
+        _mm_prefetch((const char *)G + o, X16_PF_HINT);
+}
+
+/* the same into L1 (Q6_K: into L2 it read 4 % slower) */
+INLINE void x16_prefetch_l1(const uint8_t *G, size_t pos, size_t len, size_t left)
 {
     for (size_t o = pos + X16_PF; o < pos + X16_PF + len && o < left; o += 64)
         _mm_prefetch((const char *)G + o, _MM_HINT_T0);
@@ -219,7 +231,13 @@ static void gemv_x16_q4_1(int n, float *s, const void *vw, size_t w_stride, int 
 }
 
 /* Q4_K / Q5_K: as the AVX-512 gemv_x16_k45; per chunk vpmaddubsw gives the 16-bit pairs, and
- * one vpmaddwd by (scale, scale) both multiplies by the sub-block scale and sums the pair */
+ * one vpmaddwd by (scale, scale) both multiplies by the sub-block scale and sums the pair.  The
+ * first pass over a group prefetches the super-block X16_PF_K ahead into L2, an eighth per lane
+ * k (on the Xeon of BENCHMARKS.md neither a gain nor a loss, 2 or 3 ahead; into L1 a loss: the
+ * first pass reads every line of a group already, the second pass finds them in L1) */
+#ifndef X16_PF_K
+#define X16_PF_K 3 /* super-blocks ahead */
+#endif
 struct x16_q8_K {
     float d;
     int32_t spair[4]; /* S[2m] | S[2m+1] << 16, S[j] = bsums[2j] + bsums[2j+1] */
@@ -252,8 +270,8 @@ INLINE __m256i k_byte_pat(int b, int b2)
 
 #define X16_K_YB_MAX 128
 
-INLINE void gemv_x16_k45(int q5, int n, float *s, const void *vw, size_t w_stride, int nr,
-                         const void *va)
+INLINE void gemv_x16_k45(int q5, int pf_on, int n, float *s, const void *vw, size_t w_stride,
+                         int nr, const void *va)
 {
     const enum lc_type type = q5 ? LC_TYPE_Q5_K : LC_TYPE_Q4_K;
     const int nb = n / LC_QK_K;
@@ -265,8 +283,12 @@ INLINE void gemv_x16_k45(int q5, int n, float *s, const void *vw, size_t w_strid
     const __m256i m4 = _mm256_set1_epi8(0x0F), m10 = _mm256_set1_epi8(0x10);
     const __m256i k3f = _mm256_set1_epi32(0x3f3f3f3f), k0f = _mm256_set1_epi32(0x0f0f0f0f);
     const __m256i k30 = _mm256_set1_epi32(0x30303030);
+    const size_t blk = lc_x16_part_off(type, 1, LC_X16_P_D); /* bytes of a super-block */
+    const int lines = (int)(blk / 64);
     for (int g = 0; g < nr / 16; g++)
         for (int hf = 0; hf < 2; hf++) {
+            const uint8_t *G0 = (const uint8_t *)vw + (size_t)g * 16 * w_stride;
+            const size_t left = (size_t)(nr / 16 - g) * 16 * w_stride; /* bytes from G0 to the end */
             const uint8_t *G = (const uint8_t *)vw + (size_t)g * 16 * w_stride + 32 * hf;
             const uint8_t *G2 = (const uint8_t *)vw + (size_t)g * 16 * w_stride + 16 * hf;
             __m256 acc[8];
@@ -306,7 +328,11 @@ INLINE void gemv_x16_k45(int q5, int n, float *s, const void *vw, size_t w_strid
                 __m256i scl[8];
                 _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++)
                     scl[j] = _mm256_shuffle_epi8(j < 4 ? sc03 : sc47, k_byte_pat(j & 3, j & 3));
+                const size_t pf = (size_t)(i + X16_PF_K) * blk;
                 _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) {
+                    for (int l = lines * k / 8; X16_PF_K && pf_on && hf == 0 && l < lines * (k + 1) / 8; l++)
+                        if (pf + 64 * (size_t)l < left)
+                            _mm_prefetch((const char *)G0 + pf + 64 * l, X16_PF_HINT);
                     __m256i lane = _mm256_setzero_si256();
                     const __m256i hb = q5 ? _mm256_loadu_si256((const __m256i *)(G + lc_x16_k_qh_off(i, k)))
                                           : _mm256_setzero_si256();
@@ -340,13 +366,26 @@ INLINE void gemv_x16_k45(int q5, int n, float *s, const void *vw, size_t w_strid
 static void gemv_x16_q4_K(int n, float *s, const void *vw, size_t w_stride, int nr,
                           const void *va)
 {
-    gemv_x16_k45(0, n, s, vw, w_stride, nr, va);
+    gemv_x16_k45(0, 1, n, s, vw, w_stride, nr, va);
 }
 
 static void gemv_x16_q5_K(int n, float *s, const void *vw, size_t w_stride, int nr,
                           const void *va)
 {
-    gemv_x16_k45(1, n, s, vw, w_stride, nr, va);
+    gemv_x16_k45(1, 1, n, s, vw, w_stride, nr, va);
+}
+
+/* without the prefetch, for prompt batches (DEFINE_X16_GEMM_BY_GROUP_NOPF) */
+static void x16_q4_K_nopf(int n, float *s, const void *vw, size_t w_stride, int nr,
+                          const void *va)
+{
+    gemv_x16_k45(0, 0, n, s, vw, w_stride, nr, va);
+}
+
+static void x16_q5_K_nopf(int n, float *s, const void *vw, size_t w_stride, int nr,
+                          const void *va)
+{
+    gemv_x16_k45(1, 0, n, s, vw, w_stride, nr, va);
 }
 
 /*
@@ -580,7 +619,7 @@ static void gemv_x16_q6_K(int n, float *s, const void *vw, size_t w_stride, int 
             _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) acc[k] = _mm256_setzero_ps();
             for (int i = 0; i < nb; i++) {
                 if (X16_PF && hf == 0)
-                    x16_prefetch(G, (size_t)i * 3360, 3360, left);
+                    x16_prefetch_l1(G, (size_t)i * 3360, 3360, left);
                 const uint8_t *ql = G + lc_x16_q6_K_off(nb, i, LC_X16_QL) + 32 * hf;
                 const uint8_t *qh = G + lc_x16_q6_K_off(nb, i, LC_X16_QH) + 32 * hf;
                 const int8_t *sc = (const int8_t *)(G + lc_x16_q6_K_off(nb, i, LC_X16_SC)) + 8 * hf;
@@ -630,8 +669,8 @@ DEFINE_PK_GEMM(q4_1, PK_Q4_1, gemm_q4_1)
 DEFINE_PK_GEMM(q4_0, PK_Q4_0, gemm_q4_0)
 DEFINE_PK_GEMM(q4_0x8, PK_Q4_0X8, gemm_q4_0x8_by_columns)
 DEFINE_X16_GEMM(q4_1, PK_Q4_1)
-DEFINE_X16_GEMM_BY_GROUP(q4_K)
-DEFINE_X16_GEMM_BY_GROUP(q5_K)
+DEFINE_X16_GEMM_BY_GROUP_NOPF(q4_K)
+DEFINE_X16_GEMM_BY_GROUP_NOPF(q5_K)
 DEFINE_X16_GEMM(q4_0, PK_Q4_0X8)
 DEFINE_X16_GEMM_Q6_K()
 DEFINE_X16_GEMM_BY_GROUP(q5_1)

@@ -129,11 +129,29 @@ DEFINE_PK_GEMM(q4_0x8, PK_Q4_0X8, gemm_q4_0x8_by_columns)
  * m*s sum (multiply, then add, in block order); Q4_0 (the Q4_0x8 order) the block's integer
  * sum, minus 8 * sum(y), acc = fma(float(isum), dx*dy, acc).
  *
- * The matrix is read as one sequential stream (group after group, block after block), which
- * the hardware prefetcher follows on its own: a software prefetch only cost time (Zen 4, the
- * 1.1B Q4_1 model, one thread: 40.1 t/s without, 38.5 with the best distance tried, 6 KB ahead
- * into L1; 31.8 with 12 KB into L2; ggml's layout with gemv4's prefetch: 34.1).
+ * The matrix is read as one sequential stream (group after group, block after block).  On
+ * Zen 4 the hardware prefetcher followed it on its own (the 1.1B Q4_1 model, one thread: 40.1
+ * t/s without a software prefetch, 38.5 with 6 KB ahead into L1, 31.8 with 12 KB into L2); on
+ * the Intel Xeon of BENCHMARKS.md it does not: Q4_0, Q4_1, Q5_1 and Q8_0 prefetch the stream
+ * X16_PF512 bytes ahead into L2, a block's lines per block (x16_pf_lines; bench-gemv from DRAM,
+ * one thread, 64-row calls as in decode, medians of 6: Q4_1 10.5 -> 13.0 GB/s, Q4_0 11.0 ->
+ * 13.7, Q5_1 10.1 -> 11.7, Q8_0 11.5 -> 14.0; into L1 or 2 / 8 / 12 KB ahead no better).
  */
+#ifndef X16_PF512
+#define X16_PF512 4096 /* bytes ahead (0: none) */
+#endif
+#ifndef X16_PF_HINT
+#define X16_PF_HINT _MM_HINT_T1
+#endif
+/* prefetch the n lines at pos + X16_PF512 of the stream at G (none at or past left, the bytes
+ * from G to the end of the rows) */
+INLINE void x16_pf_lines(const uint8_t *G, size_t pos, int n, size_t left)
+{
+    _Pragma("GCC unroll 16") for (int l = 0; l < n; l++)
+        if (pos + X16_PF512 + 64 * (size_t)l < left)
+            _mm_prefetch((const char *)G + pos + X16_PF512 + 64 * l, X16_PF_HINT);
+}
+
 INLINE int32_t ld_i32(const void *p)
 {
     int32_t v;
@@ -159,12 +177,15 @@ static void gemv_x16_q4_1(int n, float *s, const void *vw, size_t w_stride, int 
     }
     for (int g = 0; g < nr / 16; g++) {
         const uint8_t *G = (const uint8_t *)vw + (size_t)g * 16 * w_stride;
+        const size_t left = (size_t)(nr / 16 - g) * 16 * w_stride;
         __m512 acc[8];
         _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) acc[k] = _mm512_setzero_ps();
         __m512 msum = _mm512_setzero_ps();
         for (int i = 0; i < nb; i++) {
             const float dy = pre ? ds[i][0] : h2f(y[i].d), sy = pre ? ds[i][1] : h2f(y[i].s);
             const uint8_t *sc = G + (size_t)i * 320; /* lc_x16_sc_off, lc_x16_qs_off */
+            if (X16_PF512)
+                x16_pf_lines(G, (size_t)i * 320, 5, left);
             const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)sc));
             const __m512 mx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(sc + 32)));
             const __m512 d = _mm512_mul_ps(dx, _mm512_set1_ps(dy));
@@ -266,8 +287,8 @@ static void gemm_x16_q4_1(int n, float *s, size_t ld_s, const void *w, size_t w_
  * in byte t (a mask register), and 16 added where set (a masked vpaddb): blk_q5_1's bytes,
  * vec_dot's lanes.
  */
-static void gemv_x16_q5_1(int n, float *s, const void *vw, size_t w_stride, int nr,
-                          const void *va)
+INLINE void x16_q5_1(int pf_on, int n, float *s, const void *vw, size_t w_stride, int nr,
+                     const void *va)
 {
     const int nb = n / 32;
     const lc_block_q8_1 *y = va;
@@ -286,9 +307,12 @@ static void gemv_x16_q5_1(int n, float *s, const void *vw, size_t w_stride, int 
         __m512 acc[8];
         _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) acc[k] = _mm512_setzero_ps();
         __m512 msum = _mm512_setzero_ps();
+        const size_t left = (size_t)(nr / 16 - g) * 16 * w_stride;
         for (int i = 0; i < nb; i++) {
             const float dy = pre ? ds[i][0] : h2f(y[i].d), sy = pre ? ds[i][1] : h2f(y[i].s);
             const uint8_t *B = G + lc_x16_part_off(LC_TYPE_Q5_1, i, LC_X16_P_D);
+            if (X16_PF512 && pf_on)
+                x16_pf_lines(G, (size_t)i * 384, 6, left);
             const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)B));
             const __m512 mx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(B + 32)));
             const __m512 d = _mm512_mul_ps(dx, _mm512_set1_ps(dy));
@@ -317,6 +341,19 @@ static void gemv_x16_q5_1(int n, float *s, const void *vw, size_t w_stride, int 
             _mm512_add_ps(_mm512_add_ps(acc[1], acc[5]), _mm512_add_ps(acc[3], acc[7])));
         _mm512_storeu_ps(s + 16 * g, _mm512_add_ps(h, msum));
     }
+}
+
+static void gemv_x16_q5_1(int n, float *s, const void *vw, size_t w_stride, int nr,
+                          const void *va)
+{
+    x16_q5_1(1, n, s, vw, w_stride, nr, va);
+}
+
+/* without the prefetch, for prompt batches (DEFINE_X16_GEMM_BY_GROUP_NOPF) */
+static void x16_q5_1_nopf(int n, float *s, const void *vw, size_t w_stride, int nr,
+                          const void *va)
+{
+    x16_q5_1(0, n, s, vw, w_stride, nr, va);
 }
 
 /*
@@ -351,8 +388,11 @@ static void gemv_x16_q8_0(int n, float *s, const void *vw, size_t w_stride, int 
         const uint8_t *G = (const uint8_t *)vw + (size_t)g * 16 * w_stride;
         __m512 acc[8];
         _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) acc[k] = _mm512_setzero_ps();
+        const size_t left = (size_t)(nr / 16 - g) * 16 * w_stride;
         for (int i = 0; i < nb; i++) {
             const int32_t *b = bias[pre ? i : 0];
+            if (X16_PF512)
+                x16_pf_lines(G, (size_t)i * 544, 9, left);
             if (!pre)
                 x16_q8_0_bias(bias[0], y + i);
             const float dy = pre ? dys[i] : h2f(y[i].d);
@@ -416,9 +456,12 @@ static void gemv_x16_q4_0(int n, float *s, const void *vw, size_t w_stride, int 
     for (int g = 0; g < nr / 16; g++) {
         const uint8_t *G = (const uint8_t *)vw + (size_t)g * 16 * w_stride;
         __m512 acc = _mm512_setzero_ps();
+        const size_t left = (size_t)(nr / 16 - g) * 16 * w_stride;
         int i = 0;
         for (; i + 2 <= nb; i += 2) { /* a pair: [d d | qs | qs], 576 bytes */
             const uint8_t *P = G + (size_t)i * 288;
+            if (X16_PF512)
+                x16_pf_lines(G, (size_t)i * 288, 9, left);
             acc = x16_q4_0_block(acc, P, P + 64, y + i, YB(i));
             acc = x16_q4_0_block(acc, P + 32, P + 320, y + i + 1, YB(i + 1));
         }
@@ -537,7 +580,16 @@ static void gemv_x16_q6_K(int n, float *s, const void *vw, size_t w_stride, int 
  * lane k += t * scale in one vpdpwssd (the scale zero-extended to 32 bits, so t's high half,
  * its sign, multiplies 0).  The 6-bit scales and mins of 16 rows are unpacked with ggml's
  * kmask arithmetic on the three dwords of each row (one 512-bit register each).
+ *
+ * The super-block X16_PF_K ahead in the stream is prefetched into L2 (X16_PF_HINT), an eighth
+ * of its lines per lane k (none past the rows): the hardware prefetcher alone left the loads
+ * waiting (bench-gemv from DRAM, one thread, 64-row calls, the Xeon of BENCHMARKS.md, medians
+ * of 6: Q4_K 12.3 -> 13.4 GB/s, Q5_K 11.3 -> 13.2; 2, 3 or 5 ahead alike, 8 less; into L1
+ * 3 ahead: no gain there).
  */
+#ifndef X16_PF_K
+#define X16_PF_K 3 /* super-blocks ahead */
+#endif
 struct x16_q8_K {
     float d;
     int32_t spair[4]; /* S[2m] | S[2m+1] << 16, S[j] = bsums[2j] + bsums[2j+1] */
@@ -570,8 +622,8 @@ INLINE __m512i k_byte_pat(int b, int b2)
 
 #define X16_K_YB_MAX 128 /* super-blocks (n <= 32768) whose activation terms are computed once */
 
-INLINE void gemv_x16_k45(int q5, int n, float *s, const void *vw, size_t w_stride, int nr,
-                         const void *va)
+INLINE void gemv_x16_k45(int q5, int pf_on, int n, float *s, const void *vw, size_t w_stride,
+                         int nr, const void *va)
 {
     const enum lc_type type = q5 ? LC_TYPE_Q5_K : LC_TYPE_Q4_K;
     const int nb = n / LC_QK_K;
@@ -583,8 +635,11 @@ INLINE void gemv_x16_k45(int q5, int n, float *s, const void *vw, size_t w_strid
     const __m512i m4 = _mm512_set1_epi8(0x0F), m10 = _mm512_set1_epi8(0x10);
     const __m512i k3f = _mm512_set1_epi32(0x3f3f3f3f), k0f = _mm512_set1_epi32(0x0f0f0f0f);
     const __m512i k30 = _mm512_set1_epi32(0x30303030);
+    const size_t blk = lc_x16_part_off(type, 1, LC_X16_P_D); /* bytes of a super-block */
+    const int lines = (int)(blk / 64);
     for (int g = 0; g < nr / 16; g++) {
         const uint8_t *G = (const uint8_t *)vw + (size_t)g * 16 * w_stride;
+        const size_t left = (size_t)(nr / 16 - g) * 16 * w_stride; /* bytes from G to the end */
         __m512 acc[8];
         _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) acc[k] = _mm512_setzero_ps();
         __m512 acc_m[4];
@@ -623,7 +678,11 @@ INLINE void gemv_x16_k45(int q5, int n, float *s, const void *vw, size_t w_strid
             __m512i scl[8];
             _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++)
                 scl[j] = _mm512_shuffle_epi8(j < 4 ? sc03 : sc47, k_byte_pat(j & 3, -1));
+            const size_t pf = (size_t)(i + X16_PF_K) * blk;
             _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) {
+                for (int l = lines * k / 8; X16_PF_K && pf_on && l < lines * (k + 1) / 8; l++)
+                    if (pf + 64 * (size_t)l < left)
+                        _mm_prefetch((const char *)G + pf + 64 * l, X16_PF_HINT);
                 __m512i lane = _mm512_setzero_si512();
                 const __m512i h = q5 ? _mm512_loadu_si512(G + lc_x16_k_qh_off(i, k)) : _mm512_setzero_si512();
                 _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) {
@@ -661,21 +720,34 @@ INLINE void gemv_x16_k45(int q5, int n, float *s, const void *vw, size_t w_strid
 static void gemv_x16_q4_K(int n, float *s, const void *vw, size_t w_stride, int nr,
                           const void *va)
 {
-    gemv_x16_k45(0, n, s, vw, w_stride, nr, va);
+    gemv_x16_k45(0, 1, n, s, vw, w_stride, nr, va);
 }
 
 static void gemv_x16_q5_K(int n, float *s, const void *vw, size_t w_stride, int nr,
                           const void *va)
 {
-    gemv_x16_k45(1, n, s, vw, w_stride, nr, va);
+    gemv_x16_k45(1, 1, n, s, vw, w_stride, nr, va);
+}
+
+/* without the prefetch, for prompt batches (DEFINE_X16_GEMM_BY_GROUP_NOPF) */
+static void x16_q4_K_nopf(int n, float *s, const void *vw, size_t w_stride, int nr,
+                          const void *va)
+{
+    gemv_x16_k45(0, 0, n, s, vw, w_stride, nr, va);
+}
+
+static void x16_q5_K_nopf(int n, float *s, const void *vw, size_t w_stride, int nr,
+                          const void *va)
+{
+    gemv_x16_k45(1, 0, n, s, vw, w_stride, nr, va);
 }
 
 
 DEFINE_X16_GEMM(q4_0, PK_Q4_0X8)
 DEFINE_X16_GEMM_Q6_K()
-DEFINE_X16_GEMM_BY_GROUP(q4_K)
-DEFINE_X16_GEMM_BY_GROUP(q5_K)
-DEFINE_X16_GEMM_BY_GROUP(q5_1)
+DEFINE_X16_GEMM_BY_GROUP_NOPF(q4_K)
+DEFINE_X16_GEMM_BY_GROUP_NOPF(q5_K)
+DEFINE_X16_GEMM_BY_GROUP_NOPF(q5_1)
 DEFINE_X16_GEMM(q8_0, PK_Q8_0)
 
 /* ---------------------------------------------------------------- float dots */

@@ -333,6 +333,21 @@ static void gemm_q4_0x8_by_columns(int n, float *s, size_t ld_s, const void *w, 
                                 (const uint8_t *)w + (size_t)g * 16 * w_stride, w_stride, 16,     \
                                 (const uint8_t *)a + (size_t)c * a_stride);                       \
     }
+/* the same for the GEMVs whose decode prefetch would only cost time once the group is in
+ * cache: the first column through gemv_x16_NAME (its prefetch streams the group in), the others
+ * through x16_NAME_nopf (the same operations, no prefetch: pp64 on Q4_K_M and Q5_1 was 3-7 %
+ * slower with it on the Xeon of BENCHMARKS.md) */
+#define DEFINE_X16_GEMM_BY_GROUP_NOPF(NAME)                                                       \
+    static void gemm_x16_##NAME(int n, float *s, size_t ld_s, const void *w, size_t w_stride,     \
+                                int nr, const void *a, size_t a_stride, int nc)                   \
+    {                                                                                             \
+        for (int g = 0; g < nr / 16; g++)                                                         \
+            for (int c = 0; c < nc; c++)                                                          \
+                (c == 0 ? gemv_x16_##NAME : x16_##NAME##_nopf)(                                   \
+                    n, s + (size_t)c * ld_s + 16 * g,                                             \
+                    (const uint8_t *)w + (size_t)g * 16 * w_stride, w_stride, 16,                 \
+                    (const uint8_t *)a + (size_t)c * a_stride);                                   \
+    }
 #define DEFINE_X16_GEMM_Q6_K() DEFINE_X16_GEMM_BY_GROUP(q6_K)
 
 #endif
