@@ -243,10 +243,133 @@ INLINE void x16_q4_1_tile2(int nb, float *s, size_t ld_s, const uint8_t *G,
     }
 }
 
+/*
+ * The Q4_1 prompt GEMM, with the integer products and scale work that do not depend on the
+ * column taken out of the column loop (the approach of ik_llama.cpp's PR #534, Q8_1_R8: a chunk
+ * of rows expanded once to bytes and reused across the whole batch; here with ggml's order):
+ *
+ *   - Each group of 16 rows is expanded once per call into x16e blocks (640 bytes per block:
+ *     n = 2048 is 40 KB, in L1; n = 5632, 110 KB, in L2): chunk k's low and high nibbles as
+ *     bytes (q[2k], q[2k+1]: 16 rows x 4 bytes, the unsigned operand of vpdpbusd as it is), dx
+ *     and m of the 16 rows as floats.
+ *   - The activation scales dy and s_y of every column and block are converted once per call
+ *     (x16e_cols), and read as broadcast memory operands.
+ *   - The 16 x 2 tile is then only what the bits need, per block and column: 8 vpdpbusd from
+ *     zero with the activation dword as a {1to16} memory operand (dpbusd_z: the zeroing is a
+ *     rename-time idiom, not a copy of a zero register), 8 vcvtdq2ps, 8 FMAs, dx * dy (one
+ *     multiply) and m * s_y (multiply, then add): 27 vector operations for 512 products where
+ *     x16_q4_1_tile2 has about 48 (unpacking, fp16 conversions, register copies).
+ *
+ * The float operations per (row, column) are x16_q4_1_tile2's, i.e. vec_dot_q4_1_q8_1's: per
+ * block acc[k] = fma(float(lane k), dx * dy, acc[k]) for the 8 integer lanes k (4 bytes each),
+ * m * s_y summed apart in block order, hsum_float_8 as ((0+4)+(2+6))+((1+5)+(3+7)), plus the
+ * m * s sum: the same bits (test-kernels compares them with the scalar vec_dot).
+ */
+struct x16e_blk {
+    uint8_t q[8][64]; /* q[2k]: chunk k's low nibbles, q[2k + 1] its high nibbles, as bytes */
+    float d[16];      /* dx of the 16 rows */
+    float m[16];      /* m of the 16 rows */
+};
+
+/* one group (G, nb blocks of repack.h's Q4_1 x16 layout) into E */
+static void x16e_expand_q4_1(struct x16e_blk *E, const uint8_t *G, int nb)
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    for (int i = 0; i < nb; i++) {
+        const uint8_t *sc = G + (size_t)i * 320; /* lc_x16_sc_off, lc_x16_qs_off */
+        _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
+            const __m512i v = _mm512_loadu_si512(sc + 64 + 64 * k);
+            _mm512_store_si512(E[i].q[2 * k], _mm512_and_si512(v, m4));
+            _mm512_store_si512(E[i].q[2 * k + 1], _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
+        }
+        _mm512_store_ps(E[i].d, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)sc)));
+        _mm512_store_ps(E[i].m, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(sc + 32))));
+    }
+}
+
+/* t = 0 + (4 u8 of w x 4 s8 at y, summed) per lane, the s8 dword broadcast from memory */
+INLINE __m512i dpbusd_z(__m512i w, const int8_t *y)
+{
+    __m512i t;
+    __asm__("vpxord %x0, %x0, %x0\n\t"
+            "vpdpbusd %2%{1to16%}, %1, %0"
+            : "=&v"(t)
+            : "v"(w), "m"(*(const int32_t *)(const void *)y));
+    return t;
+}
+
+/* 16 rows (E) x columns y0, y1 (ds0, ds1: their [dy, s_y] per block); two == 0: y1 is a copy of
+ * y0 and its results are not stored */
+INLINE void x16e_q4_1_tile2(int nb, float *s, size_t ld_s, const struct x16e_blk *E,
+                            const lc_block_q8_1 *y0, const lc_block_q8_1 *y1,
+                            const float (*ds0)[2], const float (*ds1)[2], int two)
+{
+    __m512 acc[2][8], msum[2];
+    _Pragma("GCC unroll 2") for (int c = 0; c < 2; c++) {
+        msum[c] = _mm512_setzero_ps();
+        _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) acc[c][k] = _mm512_setzero_ps();
+    }
+    for (int i = 0; i < nb; i++) {
+        const struct x16e_blk *B = E + i;
+        const __m512 dx = _mm512_load_ps(B->d), mx = _mm512_load_ps(B->m);
+        const __m512 d0 = _mm512_mul_ps(dx, _mm512_set1_ps(ds0[i][0]));
+        const __m512 d1 = _mm512_mul_ps(dx, _mm512_set1_ps(ds1[i][0]));
+        msum[0] = _mm512_add_ps(msum[0], _mm512_mul_ps(mx, _mm512_set1_ps(ds0[i][1])));
+        msum[1] = _mm512_add_ps(msum[1], _mm512_mul_ps(mx, _mm512_set1_ps(ds1[i][1])));
+        const int8_t *q0 = y0[i].qs, *q1 = y1[i].qs;
+        _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
+            const __m512i lo = _mm512_load_si512(B->q[2 * k]);
+            const __m512i hi = _mm512_load_si512(B->q[2 * k + 1]);
+            acc[0][k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dpbusd_z(lo, q0 + 4 * k)), d0, acc[0][k]);
+            acc[1][k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dpbusd_z(lo, q1 + 4 * k)), d1, acc[1][k]);
+            acc[0][4 + k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dpbusd_z(hi, q0 + 16 + 4 * k)), d0,
+                                            acc[0][4 + k]);
+            acc[1][4 + k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dpbusd_z(hi, q1 + 16 + 4 * k)), d1,
+                                            acc[1][4 + k]);
+        }
+    }
+    _Pragma("GCC unroll 2") for (int c = 0; c < 2; c++) {
+        if (c == 1 && !two)
+            break;
+        const __m512 h = _mm512_add_ps(
+            _mm512_add_ps(_mm512_add_ps(acc[c][0], acc[c][4]), _mm512_add_ps(acc[c][2], acc[c][6])),
+            _mm512_add_ps(_mm512_add_ps(acc[c][1], acc[c][5]), _mm512_add_ps(acc[c][3], acc[c][7])));
+        _mm512_storeu_ps(s + (size_t)c * ld_s, _mm512_add_ps(h, msum[c]));
+    }
+}
+
 static void gemm_x16_q4_1(int n, float *s, size_t ld_s, const void *w, size_t w_stride,
                                 int nr, const void *a, size_t a_stride, int nc)
 {
     const int nb = n / 32;
+    /* scratch per call (threads share nothing): one expanded group, the columns' scales */
+    struct x16e_blk *E = nb > 0 ? aligned_alloc(64, (size_t)nb * sizeof *E) : NULL;
+    float(*ds)[2] = nb > 0 ? malloc((size_t)nc * (size_t)nb * sizeof *ds) : NULL;
+    if (E && ds) {
+        for (int c = 0; c < nc; c++) {
+            const lc_block_q8_1 *y = (const void *)((const uint8_t *)a + (size_t)c * a_stride);
+            for (int i = 0; i < nb; i++) {
+                ds[(size_t)c * nb + i][0] = h2f(y[i].d);
+                ds[(size_t)c * nb + i][1] = h2f(y[i].s);
+            }
+        }
+        for (int g = 0; g < nr / 16; g++) {
+            x16e_expand_q4_1(E, (const uint8_t *)w + (size_t)g * 16 * w_stride, nb);
+            for (int c = 0; c < nc; c += 2) {
+                const int two = c + 1 < nc, c1 = two ? c + 1 : c;
+                x16e_q4_1_tile2(nb, s + (size_t)c * ld_s + 16 * g, ld_s, E,
+                                (const void *)((const uint8_t *)a + (size_t)c * a_stride),
+                                (const void *)((const uint8_t *)a + (size_t)c1 * a_stride),
+                                ds + (size_t)c * nb, ds + (size_t)c1 * nb, two);
+            }
+        }
+        free(E);
+        free(ds);
+        return;
+    }
+    free(E);
+    free(ds);
+    /* no memory for the scratch: straight from the x16 layout (same bits) */
     for (int g = 0; g < nr / 16; g++) {
         const uint8_t *G = (const uint8_t *)w + (size_t)g * 16 * w_stride;
         for (int c = 0; c < nc; c += 2) {
