@@ -2,7 +2,7 @@
  * bench-gemm-x16.c - the prompt GEMM of the x16 layout alone, one thread, on the shapes of a
  * TinyLlama-1.1B pp512 batch as a thread sees them (a chunk of output rows x 512 tokens).
  *
- *   make bench/bench-gemm-x16 && bench/bench-gemm-x16 [TYPE q4_1|q4_0|q6_K] [REPS 5] [ISA auto] [COLUMNS 512]
+ *   make bench/bench-gemm-x16 && bench/bench-gemm-x16 [TYPE q4_1|q4_0|q6_K, -fast: gemm_x16_fast] [REPS 5] [ISA auto] [COLUMNS 512]
  *
  * Prints GMAC/s (weights x columns / time / 1e9), best and median of REPS, per shape: to set
  * against llamachat-int8peak's figures.  Random weights and activations; nothing is checked
@@ -32,7 +32,14 @@ static int cmp_d(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-    const char *tname = argc > 1 ? argv[1] : "q4_1";
+    const char *targ = argc > 1 ? argv[1] : "q4_1";
+    /* TYPE-fast: the opt-in gemm_x16_fast entry (kernels.h) */
+    char tname[32];
+    snprintf(tname, sizeof tname, "%s", targ);
+    char *suffix = strstr(tname, "-fast");
+    const int fast = suffix != NULL;
+    if (suffix)
+        *suffix = 0;
     const int reps = argc > 2 ? atoi(argv[2]) : 5;
     lc_quant_init();
     if (argc > 3) {
@@ -47,7 +54,8 @@ int main(int argc, char **argv)
         if (lc_type_name(t) && !strcmp(lc_type_name(t), tname))
             type = t;
     const struct lc_kernels *K = lc_kernels();
-    if (type < 0 || reps < 1 || !K->gemm_x16[type]) {
+    const lc_gemm_fn gemm = type < 0 ? NULL : fast ? K->gemm_x16_fast[type] : K->gemm_x16[type];
+    if (type < 0 || reps < 1 || !gemm) {
         fprintf(stderr, "usage: bench-gemm-x16 [TYPE] [REPS] [ISA]\n");
         return 2;
     }
@@ -59,7 +67,7 @@ int main(int argc, char **argv)
     const int nc = argc > 4 ? atoi(argv[4]) : 512;
     const int at = lc_type_traits(type)->vec_dot_type;
     const int qk = lc_type_traits(type)->blck_size;
-    printf("%s %s, %d columns, one thread\n", K->isa, tname, nc);
+    printf("%s %s%s, %d columns, one thread\n", K->isa, tname, fast ? " (gemm_x16_fast)" : "", nc);
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         const int n = shapes[s].n, nr = shapes[s].nr, nb = n / qk;
         const size_t row = (size_t)nb * lc_type_traits(type)->type_size;
@@ -92,10 +100,10 @@ int main(int argc, char **argv)
         lc_x16_repack(type, X, W, n, nr);
         double gm[64];
         const int R = reps < 64 ? reps : 64;
-        K->gemm_x16[type](n, out, (size_t)nr, X, row, nr, A, a_stride, nc); /* warm */
+        gemm(n, out, (size_t)nr, X, row, nr, A, a_stride, nc); /* warm */
         for (int r = 0; r < R; r++) {
             const double t0 = now();
-            K->gemm_x16[type](n, out, (size_t)nr, X, row, nr, A, a_stride, nc);
+            gemm(n, out, (size_t)nr, X, row, nr, A, a_stride, nc);
             gm[r] = (double)n * nr * nc / (now() - t0) / 1e9;
         }
         qsort(gm, (size_t)R, sizeof *gm, cmp_d);

@@ -382,6 +382,93 @@ static void gemm_x16_q4_1(int n, float *s, size_t ld_s, const void *w, size_t w_
 }
 
 /*
+ * The opt-in Q4_1 prompt GEMM of lc_context_params.fast_math (--fast-math; default off), not
+ * vec_dot's bits: per (row, column) and block the 32 products are summed as integers (the 8
+ * vpdpbusd of x16e_q4_1_tile2 chained into two accumulators, then one integer add: exact), then
+ * acc = fma(float(isum), dx * dy, acc) and macc = fma(m, s_y, macc), out = acc + macc.  That is
+ * 13 vector operations per block for 512 products of a 16 x 1 strip where the same-bits tile
+ * needs 27 (its 8 float lanes each take a conversion and an FMA): the order of ik_llama.cpp's
+ * iqk_mul_mat Q4_1 x Q8_1 kernels (and of llama.cpp's Q4_0x8 repack), which sum the block in
+ * integers too.  A 16 x 4 tile: the 8 byte registers of a block serve 4 columns.  The integer
+ * sum is exact and the float steps are per block as ggml's, so the results differ from the
+ * reference order by float rounding only (test-kernels bounds it; test-greedy --fast-math
+ * checks the logits of the references within tolerance).
+ */
+INLINE __m512i dpbusd_b(__m512i acc, __m512i w, const int8_t *y)
+{
+    __asm__("vpdpbusd %2%{1to16%}, %1, %0"
+            : "+v"(acc)
+            : "v"(w), "m"(*(const int32_t *)(const void *)y));
+    return acc;
+}
+
+#define X16F_COLS 4
+INLINE void x16e_q4_1_fast_tile(int nb, float *s, size_t ld_s, const struct x16e_blk *E,
+                                const lc_block_q8_1 *const y[X16F_COLS],
+                                const float (*const ds[X16F_COLS])[2], int ncols)
+{
+    __m512 acc[X16F_COLS], macc[X16F_COLS];
+    _Pragma("GCC unroll 4") for (int c = 0; c < X16F_COLS; c++) acc[c] = macc[c] =
+        _mm512_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        const struct x16e_blk *B = E + i;
+        const __m512 dx = _mm512_load_ps(B->d), mx = _mm512_load_ps(B->m);
+        __m512i w[8];
+        _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) w[k] = _mm512_load_si512(B->q[k]);
+        _Pragma("GCC unroll 4") for (int c = 0; c < X16F_COLS; c++) {
+            const int8_t *q = y[c][i].qs;
+            __m512i t0 = dpbusd_z(w[0], q), t1 = dpbusd_z(w[1], q + 16);
+            _Pragma("GCC unroll 3") for (int k = 1; k < 4; k++) {
+                t0 = dpbusd_b(t0, w[2 * k], q + 4 * k);
+                t1 = dpbusd_b(t1, w[2 * k + 1], q + 16 + 4 * k);
+            }
+            const __m512 d = _mm512_mul_ps(dx, _mm512_set1_ps(ds[c][i][0]));
+            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(t0, t1)), d, acc[c]);
+            macc[c] = _mm512_fmadd_ps(mx, _mm512_set1_ps(ds[c][i][1]), macc[c]);
+        }
+    }
+    _Pragma("GCC unroll 4") for (int c = 0; c < X16F_COLS; c++) if (c < ncols)
+        _mm512_storeu_ps(s + (size_t)c * ld_s, _mm512_add_ps(acc[c], macc[c]));
+}
+
+static void gemm_x16_q4_1_fast(int n, float *s, size_t ld_s, const void *w, size_t w_stride,
+                               int nr, const void *a, size_t a_stride, int nc)
+{
+    const int nb = n / 32;
+    struct x16e_blk *E = nb > 0 ? aligned_alloc(64, (size_t)nb * sizeof *E) : NULL;
+    float(*ds)[2] = nb > 0 ? malloc((size_t)nc * (size_t)nb * sizeof *ds) : NULL;
+    if (!E || !ds) { /* no memory for the scratch: the same-bits GEMM (its own fallback) */
+        free(E);
+        free(ds);
+        gemm_x16_q4_1(n, s, ld_s, w, w_stride, nr, a, a_stride, nc);
+        return;
+    }
+    for (int c = 0; c < nc; c++) {
+        const lc_block_q8_1 *y = (const void *)((const uint8_t *)a + (size_t)c * a_stride);
+        for (int i = 0; i < nb; i++) {
+            ds[(size_t)c * nb + i][0] = h2f(y[i].d);
+            ds[(size_t)c * nb + i][1] = h2f(y[i].s);
+        }
+    }
+    for (int g = 0; g < nr / 16; g++) {
+        x16e_expand_q4_1(E, (const uint8_t *)w + (size_t)g * 16 * w_stride, nb);
+        for (int c0 = 0; c0 < nc; c0 += X16F_COLS) {
+            const int k = nc - c0 < X16F_COLS ? nc - c0 : X16F_COLS;
+            const lc_block_q8_1 *y[X16F_COLS];
+            const float(*dsc[X16F_COLS])[2];
+            for (int c = 0; c < X16F_COLS; c++) { /* missing columns repeat the last one */
+                const int cc = c0 + (c < k ? c : k - 1);
+                y[c] = (const void *)((const uint8_t *)a + (size_t)cc * a_stride);
+                dsc[c] = ds + (size_t)cc * nb;
+            }
+            x16e_q4_1_fast_tile(nb, s + (size_t)c0 * ld_s + 16 * g, ld_s, E, y, dsc, k);
+        }
+    }
+    free(E);
+    free(ds);
+}
+
+/*
  * Q5_1 over x16 groups: the Q4_1 GEMV above with the fifth bits.  Chunk k's low nibbles are
  * weights 4k + t (t = 0..3), whose fifth bits are bits 4 * (k & 1) + t of byte k / 2 of each
  * row's qh dword; the high nibbles' (weights 16 + 4k + t) the same bits of byte 2 + k / 2.  That
@@ -1082,6 +1169,7 @@ const struct lc_kernels lc_kernels_avx512 = {
                  [LC_TYPE_Q6_K] = gemv_x16_q6_K, [LC_TYPE_Q4_K] = gemv_x16_q4_K,
                  [LC_TYPE_Q5_K] = gemv_x16_q5_K, [LC_TYPE_Q5_1] = gemv_x16_q5_1,
                  [LC_TYPE_Q8_0] = gemv_x16_q8_0},
+    .gemm_x16_fast = {[LC_TYPE_Q4_1] = gemm_x16_q4_1_fast},
     .gemm_x16 = {[LC_TYPE_Q4_0] = gemm_x16_q4_0, [LC_TYPE_Q4_1] = gemm_x16_q4_1,
                  [LC_TYPE_Q6_K] = gemm_x16_q6_K, [LC_TYPE_Q4_K] = gemm_x16_q4_K,
                  [LC_TYPE_Q5_K] = gemm_x16_q5_K, [LC_TYPE_Q5_1] = gemm_x16_q5_1,
