@@ -1008,8 +1008,9 @@ static void check_x16(const struct lc_kernels *S, const struct lc_kernels *K, in
  * (nb + 8) * 2^-23 times the sum of the magnitudes of the terms the order rounds (fast: dx dy
  * isum and m s per block; vec_dot, checked against its own bound to show the bound's scale:
  * each of its 8 float lanes, which may cancel).  Same shapes as check_x16: odd and
- * even block counts up to 1025, slices starting at later groups, 1 to 67 columns (every
- * remainder of the 4-column tile), nothing written outside.  Products whose magnitudes reach
+ * even block counts up to 1025, slices starting at later groups (whose rows then come from
+ * other tiles, with the same bits), 1 to 67 columns (every remainder of the 4-column tile),
+ * nothing written outside.  Products whose magnitudes reach
  * the float range (the huge-scale edge blocks) are skipped: no order is meaningful there.
  */
 static void check_x16_fast(const struct lc_kernels *S, const struct lc_kernels *K, int type)
@@ -1023,6 +1024,7 @@ static void check_x16_fast(const struct lc_kernels *S, const struct lc_kernels *
     enum { NR = 48 };
     float *xf = malloc(1025 * 32 * sizeof(float));
     float *out = malloc((NR + 2) * 68 * sizeof(float));
+    float *first = malloc(sizeof cols / sizeof cols[0] * NR * 67 * sizeof(float));
     long n_checked = 0, n_skipped = 0;
     double worst = 0.0; /* largest |fast - exact| / bound */
     for (int bi = 0; bi < 7; bi++) {
@@ -1086,6 +1088,16 @@ static void check_x16_fast(const struct lc_kernels *S, const struct lc_kernels *
                         S->vec_dot[type](n, &ss, W + (size_t)(16 * g0 + r) * row,
                                          A + c * a_stride);
                         n_checked++;
+                        /* a row's result does not depend on the tile that computed it (a 32-row
+                         * pair of groups or a group alone: slices at later groups pair them
+                         * differently, as threads' chunks do) */
+                        float *f0 = &first[(cj * NR + (size_t)(16 * g0 + r)) * 67 + (size_t)c];
+                        if (g0 == 0)
+                            *f0 = f;
+                        else
+                            CHECK(same_bits(f, *f0), "%s gemm_x16_fast %s n=%d row %d col %d: "
+                                  "%.9g from the slice at group %d, %.9g from group 0", K->isa,
+                                  lc_type_name(type), n, 16 * g0 + r, c, (double)f, g0, (double)*f0);
                         const double e = fabs((double)f - exact) / bound;
                         if (e > worst)
                             worst = e;
@@ -1107,6 +1119,7 @@ static void check_x16_fast(const struct lc_kernels *S, const struct lc_kernels *
     }
     fprintf(stderr, "  %s x16 %s fast: %ld products within bound (worst %.3f of it), %ld huge skipped\n",
             K->isa, lc_type_name(type), n_checked, worst, n_skipped);
+    free(first);
     free(xf);
     free(out);
 }

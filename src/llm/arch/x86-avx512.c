@@ -389,7 +389,10 @@ static void gemm_x16_q4_1(int n, float *s, size_t ld_s, const void *w, size_t w_
  * 13 vector operations per block for 512 products of a 16 x 1 strip where the same-bits tile
  * needs 27 (its 8 float lanes each take a conversion and an FMA): the order of ik_llama.cpp's
  * iqk_mul_mat Q4_1 x Q8_1 kernels (and of llama.cpp's Q4_0x8 repack), which sum the block in
- * integers too.  A 16 x 4 tile: the 8 byte registers of a block serve 4 columns.  The integer
+ * integers too.  Tiles of 32 rows (two expanded groups) x 4 columns, 16 x 4 for an odd last
+ * group, with the same operations per row.  bench/bench-gemm-x16 q4_1-fast, one thread, the
+ * TinyLlama shapes: 225-234 GMAC/s (16 x 4 alone: 185-197; the same-bits GEMM: 110-117;
+ * llamachat-int8peak: 425 for vpdpbusd alone, 142 for vec_dot's order).  The integer
  * sum is exact and the float steps are per block as ggml's, so the results differ from the
  * reference order by float rounding only (test-kernels bounds it; test-greedy --fast-math
  * checks the logits of the references within tolerance).
@@ -431,11 +434,62 @@ INLINE void x16e_q4_1_fast_tile(int nb, float *s, size_t ld_s, const struct x16e
         _mm512_storeu_ps(s + (size_t)c * ld_s, _mm512_add_ps(acc[c], macc[c]));
 }
 
+/*
+ * Two groups (32 rows: EA, EB) x 4 columns: each activation dword is broadcast once into a
+ * register and serves both groups' byte registers, which halves the broadcast loads of the
+ * 16 x 4 tile (72 loads per 64 vpdpbusd instead of 100: that tile keeps both load ports as
+ * busy as the vector ports).  Per row the same operations as x16e_q4_1_fast_tile (the integer
+ * sum is exact in any order), so a row's result does not depend on which tile computed it.
+ */
+INLINE void x16e_q4_1_fast_tile2g(int nb, float *s, size_t ld_s, const struct x16e_blk *EA,
+                                  const struct x16e_blk *EB,
+                                  const lc_block_q8_1 *const y[X16F_COLS],
+                                  const float (*const ds[X16F_COLS])[2], int ncols)
+{
+    __m512 acc[2][X16F_COLS], macc[2][X16F_COLS];
+    _Pragma("GCC unroll 4") for (int c = 0; c < X16F_COLS; c++) {
+        acc[0][c] = macc[0][c] = _mm512_setzero_ps();
+        acc[1][c] = macc[1][c] = _mm512_setzero_ps();
+    }
+    for (int i = 0; i < nb; i++) {
+        const struct x16e_blk *A = EA + i, *B = EB + i;
+        __m512i ia[X16F_COLS], ib[X16F_COLS];
+        _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) {
+            const __m512i wa = _mm512_load_si512(A->q[k]), wb = _mm512_load_si512(B->q[k]);
+            const int off = (k & 1) * 16 + (k >> 1) * 4; /* q[2k]: y[4k..], q[2k+1]: y[16+4k..] */
+            _Pragma("GCC unroll 4") for (int c = 0; c < X16F_COLS; c++) {
+                const __m512i yb = _mm512_set1_epi32(ld_i32(y[c][i].qs + off));
+                if (k == 0) {
+                    ia[c] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wa, yb);
+                    ib[c] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wb, yb);
+                } else {
+                    ia[c] = _mm512_dpbusd_epi32(ia[c], wa, yb);
+                    ib[c] = _mm512_dpbusd_epi32(ib[c], wb, yb);
+                }
+            }
+        }
+        _Pragma("GCC unroll 4") for (int c = 0; c < X16F_COLS; c++) {
+            const __m512 dy = _mm512_set1_ps(ds[c][i][0]), sy = _mm512_set1_ps(ds[c][i][1]);
+            acc[0][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[c]),
+                                        _mm512_mul_ps(_mm512_load_ps(A->d), dy), acc[0][c]);
+            acc[1][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ib[c]),
+                                        _mm512_mul_ps(_mm512_load_ps(B->d), dy), acc[1][c]);
+            macc[0][c] = _mm512_fmadd_ps(_mm512_load_ps(A->m), sy, macc[0][c]);
+            macc[1][c] = _mm512_fmadd_ps(_mm512_load_ps(B->m), sy, macc[1][c]);
+        }
+    }
+    _Pragma("GCC unroll 4") for (int c = 0; c < X16F_COLS; c++) if (c < ncols) {
+        _mm512_storeu_ps(s + (size_t)c * ld_s, _mm512_add_ps(acc[0][c], macc[0][c]));
+        _mm512_storeu_ps(s + (size_t)c * ld_s + 16, _mm512_add_ps(acc[1][c], macc[1][c]));
+    }
+}
+
 static void gemm_x16_q4_1_fast(int n, float *s, size_t ld_s, const void *w, size_t w_stride,
                                int nr, const void *a, size_t a_stride, int nc)
 {
     const int nb = n / 32;
-    struct x16e_blk *E = nb > 0 ? aligned_alloc(64, (size_t)nb * sizeof *E) : NULL;
+    /* two expanded groups (the 32-row tile), the columns' scales */
+    struct x16e_blk *E = nb > 0 ? aligned_alloc(64, 2 * (size_t)nb * sizeof *E) : NULL;
     float(*ds)[2] = nb > 0 ? malloc((size_t)nc * (size_t)nb * sizeof *ds) : NULL;
     if (!E || !ds) { /* no memory for the scratch: the same-bits GEMM (its own fallback) */
         free(E);
@@ -450,8 +504,11 @@ static void gemm_x16_q4_1_fast(int n, float *s, size_t ld_s, const void *w, size
             ds[(size_t)c * nb + i][1] = h2f(y[i].s);
         }
     }
-    for (int g = 0; g < nr / 16; g++) {
+    for (int g = 0; g < nr / 16; g += 2) {
+        const int two = g + 1 < nr / 16; /* a pair of groups, or the last one alone */
         x16e_expand_q4_1(E, (const uint8_t *)w + (size_t)g * 16 * w_stride, nb);
+        if (two)
+            x16e_expand_q4_1(E + nb, (const uint8_t *)w + (size_t)(g + 1) * 16 * w_stride, nb);
         for (int c0 = 0; c0 < nc; c0 += X16F_COLS) {
             const int k = nc - c0 < X16F_COLS ? nc - c0 : X16F_COLS;
             const lc_block_q8_1 *y[X16F_COLS];
@@ -461,7 +518,11 @@ static void gemm_x16_q4_1_fast(int n, float *s, size_t ld_s, const void *w, size
                 y[c] = (const void *)((const uint8_t *)a + (size_t)cc * a_stride);
                 dsc[c] = ds + (size_t)cc * nb;
             }
-            x16e_q4_1_fast_tile(nb, s + (size_t)c0 * ld_s + 16 * g, ld_s, E, y, dsc, k);
+            if (two)
+                x16e_q4_1_fast_tile2g(nb, s + (size_t)c0 * ld_s + 16 * g, ld_s, E, E + nb, y, dsc,
+                                      k);
+            else
+                x16e_q4_1_fast_tile(nb, s + (size_t)c0 * ld_s + 16 * g, ld_s, E, y, dsc, k);
         }
     }
     free(E);
