@@ -23,6 +23,7 @@
 #include <unistd.h>
 #ifdef __linux__
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 #endif
 
 #include "llm/arch/kernels.h"
@@ -38,7 +39,8 @@
 #include "ring.h"
 
 enum cmd_type { CMD_SUBMIT, CMD_REGEN, CMD_CLEAR, CMD_SYSTEM, CMD_CONV, CMD_MODELS, CMD_QUIT,
-                CMD_UNDO, CMD_REPLY, CMD_LOAD, CMD_SHOW, CMD_KV_SAVE, CMD_KV_LOAD };
+                CMD_UNDO, CMD_REPLY, CMD_LOAD, CMD_SHOW, CMD_KV_SAVE, CMD_KV_LOAD,
+                CMD_KV_DELETE };
 
 struct msg_toks;
 struct kept_reply;
@@ -103,6 +105,7 @@ struct lc_engine {
                                  conversation message for message (/undo, /regen, /edit) */
     int slow_ms;              /* LLAMACHAT_TEST_SLOW_MS (tests): wait this long before each
                                  LC_EV_DONE and each model switch's load */
+    int slow_save_ms;         /* LLAMACHAT_TEST_SLOW_SAVE_MS (tests): before each KV state write */
     /* the last KV state written (lc_engine_save_state): not written again while the same */
     char *kv_saved_path;
     int32_t kv_saved_n;
@@ -371,6 +374,11 @@ int lc_engine_show(struct lc_engine *e)
 int lc_engine_save_state(struct lc_engine *e, const char *path)
 {
     return enqueue(e, CMD_KV_SAVE, path, NULL);
+}
+
+int lc_engine_delete_state(struct lc_engine *e, const char *path)
+{
+    return enqueue(e, CMD_KV_DELETE, path, NULL);
 }
 
 int lc_engine_load_state(struct lc_engine *e, const char *path)
@@ -1534,7 +1542,10 @@ static void save_state(struct lc_engine *e, const char *path)
     char *err = NULL;
     if (!kept)
         err = xasprintf("out of memory");
-    else if (lc_kvstate_save(path, e->ctx, e->cache, e->n_cache, kept, n_kept, &err) == 0) {
+    else if (e->slow_save_ms > 0)
+        nanosleep(&(struct timespec){ e->slow_save_ms / 1000, (long)(e->slow_save_ms % 1000) * 1000000L },
+                  NULL);
+    if (kept && lc_kvstate_save(path, e->ctx, e->cache, e->n_cache, kept, n_kept, &err) == 0) {
         free(kept);
         free(e->kv_saved_path);
         e->kv_saved_path = strdup(path);
@@ -1991,6 +2002,15 @@ static void *engine_main(void *arg)
         case CMD_KV_SAVE:
             save_state(e, c->text);
             break;
+        case CMD_KV_DELETE:
+            /* after every save queued before it, so none can put the file back */
+            if (unlink(c->text) != 0 && errno != ENOENT)
+                emit_str(e, LC_EV_ERROR, "could not delete %s: %s", c->text, strerror(errno));
+            if (e->kv_saved_path && !strcmp(e->kv_saved_path, c->text)) {
+                free(e->kv_saved_path);
+                e->kv_saved_path = NULL;
+            }
+            break;
         case CMD_KV_LOAD:
             load_state(e, c->text);
             break;
@@ -2067,6 +2087,8 @@ struct lc_engine *lc_engine_start(const struct lc_engine_config *cfg, char **err
         e->no_shift = ns && *ns && strcmp(ns, "0") != 0;
         const char *slow = getenv("LLAMACHAT_TEST_SLOW_MS");
         e->slow_ms = slow && *slow ? atoi(slow) : 0;
+        const char *slow_save = getenv("LLAMACHAT_TEST_SLOW_SAVE_MS");
+        e->slow_save_ms = slow_save && *slow_save ? atoi(slow_save) : 0;
         const char *lp = cfg->log_path ? cfg->log_path : getenv("LLAMACHAT_LOG");
         if (lp && *lp && !(e->log = fopen(lp, "we"))) {
             *err = xasprintf("cannot open the token log %s: %s", lp, strerror(errno));
@@ -2109,14 +2131,14 @@ void lc_engine_free(struct lc_engine *e)
         atomic_store(&e->quitting, true);
         atomic_store(&e->stop, true);
         /* QUIT goes first: pending commands are dropped, but for KV state saves (a file
-         * write each, which a reopened chat would miss). */
+         * write each, which a reopened chat would miss) and deletions (in their order). */
         struct cmd *q = calloc(1, sizeof(*q));
         pthread_mutex_lock(&e->mu);
         struct cmd *keep = NULL, **kt = &keep;
         for (struct cmd *c = e->head, *n; c; c = n) {
             n = c->next;
             c->next = NULL;
-            if (c->type == CMD_KV_SAVE) {
+            if (c->type == CMD_KV_SAVE || c->type == CMD_KV_DELETE) {
                 *kt = c;
                 kt = &c->next;
             } else {

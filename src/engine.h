@@ -156,6 +156,13 @@ int lc_engine_show(struct lc_engine *e);
  */
 int lc_engine_save_state(struct lc_engine *e, const char *path);
 int lc_engine_load_state(struct lc_engine *e, const char *path);
+/*
+ * Remove the KV state file at path (copied) on the engine thread, after every save queued
+ * before it -- so a /delete cannot be undone by a save still being written -- and forget it as
+ * the last file saved.  Also done when the engine quits.  A failure other than "no such file"
+ * is one LC_EV_ERROR ("could not delete PATH: ...").  Returns 0, or -1 on allocation failure.
+ */
+int lc_engine_delete_state(struct lc_engine *e, const char *path);
 /* Stop the current reply (keeps what was written).  Lock-free; safe from a signal handler. */
 void lc_engine_stop(struct lc_engine *e);
 /* True while a reply, a prompt or a model switch is being processed (commands queued count as

@@ -620,6 +620,43 @@ int main(void)
         }
         lc_chat_free(edited);
     }
+    /* a /delete while the state is written (a slow save): the file the UI removes before the
+     * engine renames it into place is removed again by lc_engine_delete_state, after the save */
+    {
+        char *e2 = NULL;
+        setenv("LLAMACHAT_TEST_SLOW_SAVE_MS", "400", 1);
+        struct lc_engine *d = start(model, false, &e2);
+        unsetenv("LLAMACHAT_TEST_SLOW_SAVE_MS");
+        free(e2);
+        unlink(path);
+        if (d) {
+            lc_engine_submit(d, p1);
+            CHECK(collect(d, &r, false), "delete race: turn");
+            lc_engine_save_state(d, path);
+            struct timespec ts = { 0, 100 * 1000000L };
+            nanosleep(&ts, NULL);        /* the engine is inside the save's wait */
+            unlink(path);                /* what the UI's /delete does at once */
+            lc_engine_delete_state(d, path);
+            lc_engine_submit(d, p2);     /* runs after both: then they are done */
+            CHECK(collect(d, &r, false), "delete race: second turn");
+            CHECK(r.errors == 0, "delete race: %s", r.error);
+            CHECK(access(path, F_OK) != 0, "%s outlived its /delete", path);
+            /* forgotten as the last file saved: the same cache is written there again */
+            lc_engine_save_state(d, path);
+            lc_engine_delete_state(d, path);
+            lc_engine_save_state(d, path);
+            lc_engine_delete_state(d, "/nonexistent-dir/z.json.kv");   /* no such file: silent */
+            lc_engine_submit(d, p3);
+            CHECK(collect(d, &r, false), "delete race: third turn");
+            CHECK(r.errors == 0, "delete of a missing file: %s", r.error);
+            CHECK(file_size(path) > 0, "no state file at %s after a new save", path);
+            /* a delete queued at quit still happens, after the save queued before it */
+            lc_engine_save_state(d, path);
+            lc_engine_delete_state(d, path);
+            lc_engine_free(d);
+            CHECK(access(path, F_OK) != 0, "%s: the delete queued at quit did not happen", path);
+        }
+    }
     unlink(path);
     lc_chat_free(conv);
     lc_model_free(m);

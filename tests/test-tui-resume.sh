@@ -71,6 +71,13 @@ if [ -n "$chat" ] && wait_file "$chat.kv"; then ok "the KV state beside the tran
 head -c 8 "$chat.kv" | grep -q '^LCKVSTAT$' && ok "its magic" || bad "its magic"
 cp "$chat" "$tmp/saved.json"
 cp "$chat.kv" "$tmp/saved.json.kv"
+# last-chat.json (kept at exit) shares that state: the same file, linked
+LAST="$H/.local/state/llamachat/last-chat.json"
+if [ -s "$LAST.kv" ] && [ "$(stat -c %i "$LAST.kv")" = "$(stat -c %i "$chat.kv")" ]; then
+    ok "last-chat.json.kv is the chat's KV state"
+else
+    bad "last-chat.json.kv is the chat's KV state: $(ls -li "$LAST.kv" "$chat.kv" 2>&1)"
+fi
 
 # 2. --continue: restored, and only the new message is read
 start cont "--continue --log-file '$tmp/cont.log'" || exit 1
@@ -120,5 +127,24 @@ check "damaged: the note" "KV state $tmp/c\.json\.kv not used: bad checksum \(th
 $T send-keys -t lc "Tom said thank you" Enter
 check_answered "damaged: answered" 0
 quit damaged
+
+# 5. [chat] autosave = off: nothing in chats/, but last-chat.json gets its own KV state at exit
+# (written as the engine quits), and --resume of it restores it
+rm -f "$CHATS"/* "$LAST" "$LAST.kv"
+printf '[chat]\nautosave = off\n' >>"$tmp/rc"
+start noauto || exit 1
+$T send-keys -t lc "Lily had a red ball" Enter
+check "autosave off: answered" 'max tokens reached \(8\)'
+n_noauto=$(ctx_now)
+quit noauto
+ls "$CHATS"/*.json >/dev/null 2>&1 && bad "autosave off: nothing in chats/" || ok "autosave off: nothing in chats/"
+if [ -s "$LAST.kv" ] && head -c 8 "$LAST.kv" | grep -q '^LCKVSTAT$'; then
+    ok "autosave off: last-chat.json.kv written at exit"
+else
+    bad "autosave off: last-chat.json.kv written at exit: $(ls -la "$LAST"* 2>&1)"
+fi
+start lastresume "--resume '$LAST'" || exit 1
+check "--resume last-chat.json: restored" "KV state $LAST\.kv: $n_noauto tokens restored in"
+quit lastresume
 
 exit $fail

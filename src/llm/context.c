@@ -44,6 +44,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -85,6 +86,9 @@ struct lc_context {
     const float *freq_factors;/* (n_rot / 2) RoPE frequency factors, or NULL */
     float *scores;            /* (n_threads, n_ctx) attention scores per thread */
     lc_fp16 *q16;             /* (n_threads, max(head_dim, n_ctx)) q or p rounded to f16 */
+    char *grp;                /* attention_groups' per-thread scratch (grp_stride bytes each) */
+    size_t grp_stride;
+    int grp_max;              /* heads of one GQA group handled by one job (<= GRP_MAX) */
     void *act;                /* activations converted to a vec_dot_type, (n_batch, max row) */
     size_t act_stride;        /* bytes per row in act */
     enum lc_type act_type;    /* what act holds now (LC_TYPE_COUNT = nothing) */
@@ -103,6 +107,18 @@ struct lc_context {
     lc_matmul_observer_fn observer; /* sees every matmul's input (imatrix), or NULL */
     void *observer_user;
 };
+
+/* attention_groups: at most this many heads of one GQA group per job */
+#define GRP_MAX LC_ROWS_MULTI_MAX
+
+/* attention_groups' scratch for one thread: g score rows (n_ctx floats), g q/p rows in F16
+ * (max(hd, n_ctx)), and dot_f16_rows_multi's work (g rows of max(hd, n_ctx) floats). */
+static size_t grp_scratch_size(int g, int hd, int n_ctx)
+{
+    const size_t w = (size_t)(hd > n_ctx ? hd : n_ctx);
+    return ((size_t)g * (size_t)n_ctx * sizeof(float) + (size_t)g * w * sizeof(lc_fp16) +
+            (size_t)g * w * sizeof(float) + 3 * 64 + 63) & ~(size_t)63;
+}
 
 static size_t fa_scratch_size(int g, int hd);
 static void set_err(char **err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -223,6 +239,7 @@ struct lc_context *lc_context_new(const struct lc_model *m, const struct lc_cont
         ko->gemv[LC_TYPE_F16] = ko->gemv[LC_TYPE_F32] = NULL;
         ko->dot_f16 = o8_dot_f16;
         ko->dot_f16_rows = NULL;   /* the 16-row kernel is dot_f16's AVX-512 order */
+        ko->dot_f16_rows_multi = NULL;
         ko->dot_f32 = o8_dot_f32;
         ko->softmax = o8_softmax;
         ko->swiglu = o8_swiglu;
@@ -270,6 +287,12 @@ struct lc_context *lc_context_new(const struct lc_model *m, const struct lc_cont
     c->scores = xcalloc((size_t)n_threads * (size_t)c->n_ctx, sizeof(float), &ok);
     c->q16 = xcalloc((size_t)n_threads * (size_t)(hp->head_dim > c->n_ctx ? hp->head_dim : c->n_ctx),
                      sizeof(lc_fp16), &ok);
+    const int group = hp->n_head_kv > 0 ? hp->n_head / hp->n_head_kv : 1;
+    if (group > 1 && c->kv_type == LC_TYPE_F16) {
+        c->grp_max = group < GRP_MAX ? group : GRP_MAX;
+        c->grp_stride = grp_scratch_size(c->grp_max, hp->head_dim, c->n_ctx);
+        c->grp = xcalloc((size_t)n_threads, c->grp_stride, &ok);
+    }
     /* Widest activation row: n_ff, n_embd or n_q floats in any vec_dot_type; F32 is the largest. */
     size_t maxn = E > F ? E : F;
     if (Q > maxn)
@@ -310,6 +333,7 @@ void lc_context_free(struct lc_context *c)
     free(c->rope_cs[1]);
     free(c->scores);
     free(c->q16);
+    free(c->grp);
     free(c->act);
     free(c->logits);
     free(c);
@@ -913,6 +937,84 @@ static void attention_heads(void *arg, int ith, int nth)
     }
 }
 
+static char *align64(char *p)
+{
+    return (char *)(((uintptr_t)p + 63) & ~(uintptr_t)63);
+}
+
+/*
+ * attention_heads for one-token steps (decode, and verification's tokens decoded as if alone)
+ * with an F16 cache where the ISA has dot_f16_rows_multi: one job is a token, a KV head and a
+ * slice of the heads sharing it (GQA), so each K and V row is widened once for the slice's
+ * heads instead of once per head.  Every head does the operations of attention_heads in the
+ * same order (dot_f16_rows_multi has dot_f16's bits), so the logits do not change.
+ */
+static void attention_groups(void *arg, int ith, int nth)
+{
+    const struct attn_task *t = arg;
+    struct lc_context *c = t->c;
+    const struct lc_hparams *hp = &c->model->hp;
+    const int hd = hp->head_dim, n_hkv = hp->n_head_kv, n_swa = c->model->layers[t->layer].n_swa;
+    const int group = hp->n_head / hp->n_head_kv;
+    const float scale = hp->kq_scale, cap = hp->attn_softcap, inv_cap = cap > 0.0f ? 1.0f / cap : 0.0f;
+    const size_t layer_off = (size_t)t->layer * (size_t)c->n_ctx * (size_t)c->n_kv;
+    const size_t w = (size_t)(hd > c->n_ctx ? hd : c->n_ctx);
+    /* slices: enough jobs for every thread, at most grp_max heads each */
+    int n_sl = (group + c->grp_max - 1) / c->grp_max;
+    while (t->n_tok * n_hkv * n_sl < nth && n_sl < group)
+        n_sl++;
+    const int hs = (group + n_sl - 1) / n_sl;
+    n_sl = (group + hs - 1) / hs;
+    char *base = c->grp + (size_t)ith * c->grp_stride;
+    float *scores = (float *)align64(base);
+    lc_fp16 *p16 = (lc_fp16 *)align64((char *)(scores + (size_t)hs * (size_t)c->n_ctx));
+    float *work = (float *)align64((char *)(p16 + (size_t)hs * w));
+    const struct lc_kernels *k = c->k;
+    float *sc[GRP_MAX], *out[GRP_MAX];
+    const lc_fp16 *y[GRP_MAX];
+    int lo, hi;
+    lc_split_range(t->n_tok * n_hkv * n_sl, ith, nth, &lo, &hi);
+    for (int job = lo; job < hi; job++) {
+        const int i = job / (n_hkv * n_sl), kvh = job / n_sl % n_hkv, sl = job % n_sl;
+        const int h0 = kvh * group + sl * hs;
+        const int ng = sl * hs + hs <= group ? hs : group - sl * hs;
+        const int n_keys = t->pos + i + 1;
+        const int n_kv = kv_len_padded(c, c->exact ? n_keys : t->pos + t->n_tok);
+        const int k0 = n_swa > 0 && n_keys > n_swa ? n_keys - n_swa : 0;
+        const lc_fp16 *kc = (const lc_fp16 *)c->k_cache + layer_off + (size_t)kvh * (size_t)hd;
+        for (int g = 0; g < ng; g++) {
+            lc_fp16 *qg = p16 + (size_t)g * w;
+            k->quantize_row[LC_TYPE_F16](c->q + (size_t)i * (size_t)hp->n_q + (size_t)(h0 + g) * (size_t)hd,
+                                         qg, hd);
+            y[g] = qg;
+            sc[g] = scores + (size_t)g * (size_t)c->n_ctx + k0;
+        }
+        k->dot_f16_rows_multi(sc, kc + (size_t)k0 * (size_t)c->n_kv, (size_t)c->n_kv, n_keys - k0, y,
+                              ng, hd, work);
+        for (int g = 0; g < ng; g++) {
+            float *s = scores + (size_t)g * (size_t)c->n_ctx;
+            if (cap > 0.0f)
+                for (int j = k0; j < n_keys; j++)
+                    s[j] = tanhf(s[j] * inv_cap) * cap;
+            for (int j = k0; j < n_keys; j++)
+                s[j] *= scale;
+            for (int j = 0; j < k0; j++)
+                s[j] = -INFINITY;
+            for (int j = n_keys; j < n_kv; j++)
+                s[j] = -INFINITY;
+            k->softmax(s, n_kv);
+            /* ggml rounds the softmax row to f16 for the product with the f16 V cache */
+            lc_fp16 *pg = p16 + (size_t)g * w;
+            k->quantize_row[LC_TYPE_F16](s, pg, n_kv);
+            y[g] = pg;
+            out[g] = c->att + (size_t)i * (size_t)hp->n_q + (size_t)(h0 + g) * (size_t)hd;
+        }
+        const lc_fp16 *vc = (const lc_fp16 *)c->v_cache + layer_off +
+                            (size_t)kvh * (size_t)hd * (size_t)c->n_ctx;
+        k->dot_f16_rows_multi(out, vc, (size_t)c->n_ctx, hd, y, ng, n_kv, work);
+    }
+}
+
 /*
  * Fused attention (llama.cpp's -fa): per query and head, one pass over the keys it sees with an
  * online softmax, in the order of ggml_compute_forward_flash_attn_ext_f16 on the CPU (ggml-cpu
@@ -1151,7 +1253,10 @@ static void attention_block(struct lc_context *c, int il, int n_tok, int pos)
             c->q[j] *= hp->q_scale;
     store_kv(c, il, n_tok, pos);
     struct attn_task at = {c, il, n_tok, pos};
-    lc_threadpool_run(c->tp, c->fa ? attention_fused : attention_heads, &at);
+    const bool grouped = c->grp && c->k->dot_f16_rows_multi &&
+                         !(n_tok > 1 && !c->exact && !c->no_tinyblas);
+    lc_threadpool_run(c->tp, c->fa ? attention_fused : grouped ? attention_groups : attention_heads,
+                      &at);
     c->act_type = LC_TYPE_COUNT;
     matmul(c, &L->wo, c->att, (size_t)Q, n_tok, c->xb, (size_t)E);
     if (a->post_norms)

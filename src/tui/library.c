@@ -406,8 +406,12 @@ static bool delete_file(struct tui *t, const char *path)
         return false;
     }
     char *kv = NULL;
-    if (asprintf(&kv, "%s.kv", path) >= 0)
+    if (asprintf(&kv, "%s.kv", path) >= 0) {
         unlink(kv);
+        /* and again after any save of it the engine is still writing */
+        if (t->engine)
+            lc_engine_delete_state(t->engine, kv);
+    }
     free(kv);
     return true;
 }

@@ -1330,7 +1330,11 @@ static void dispatch_event(struct tui *t, const struct lc_event *ev, const char 
             t->turn_n_past_pp = ev->a;
             if (t->turn_pp_tokens > 0 && now > t->turn_t0)
                 t->pp_tps = t->turn_pp_tokens / (now - t->turn_t0);
-        } else if (t->turn_phase == 2 && ev->a > t->turn_n_past_pp && now > t->turn_pp_end) {
+        } else if (t->turn_phase == 2 && ev->a > t->turn_n_past_pp && now > t->turn_pp_end + 0.25) {
+            /* a running figure once a quarter of a second has passed: events can reach us
+             * in one batch, and over a few milliseconds their arrival times say nothing (a
+             * tiny model's 8 tokens showed as 2.7 million t/s and pushed the model's name off
+             * an 80-column status bar) */
             t->gen_tps = (ev->a - t->turn_n_past_pp) / (now - t->turn_pp_end);
         }
         break;
@@ -1354,9 +1358,10 @@ static void dispatch_event(struct tui *t, const struct lc_event *ev, const char 
          * us in one batch, so their arrival times say nothing), less any time suspended */
         if (t->turn_phase == 2 && ev->b > 0) {
             double secs = ev->y - (t->suspended_s - t->turn_susp0);
-            /* under a millisecond (a remote reply that came in one piece, a one-token reply)
-             * the figure means nothing: the speed shown keeps what it had */
-            if (secs >= 1e-3)   /* the last token sampled is not decoded */
+            /* a remote reply under a millisecond (it came in one piece) says nothing: the
+             * speed shown keeps what it had; the local engine's clock is good to microseconds
+             * (a tiny model decodes 8 tokens in well under a millisecond) */
+            if (secs >= (t->o->remote_url ? 1e-3 : 1e-6))   /* the last token sampled is not decoded */
                 t->gen_tps = (ev->b > 1 ? ev->b - 1 : 1) / secs;
         }
         t->turn_phase = 0;
@@ -1777,23 +1782,47 @@ static void read_keys(struct tui *t, bool utf8_timeout)
  * ~/.local/state/llamachat/last-chat.json (overwritten each time), so that quitting by mistake
  * loses nothing; one line on stderr says where and how to continue it.
  */
+/* "STATE/last-chat.json[.kv]" (malloc'd), or NULL with *err */
+static char *last_chat_path(bool kv, char **err)
+{
+    char *dir = lc_state_dir(NULL, err), *path = NULL;
+    if (dir && asprintf(&path, "%s/last-chat.json%s", dir, kv ? ".kv" : "") < 0)
+        path = NULL;
+    free(dir);
+    return path;
+}
+
+/*
+ * Before the engine quits: a conversation that last-chat.json will keep and that has no file
+ * in chats/ ([chat] autosave = off) gets its KV state written as last-chat.json.kv (the engine
+ * writes queued saves as it quits), so that --resume of it is instant too; any older one is
+ * removed first.  With a file in chats/, keep_conversation links that file's state instead.
+ */
+static void keep_kv_state(struct tui *t)
+{
+    if (t->fatal || !t->engine || !t->o->history || !kv_files_on(t) || !has_user_message(t->chat))
+        return;
+    char *err = NULL, *kv = last_chat_path(true, &err);
+    if (kv) {
+        unlink(kv);
+        if (!t->chat_path)
+            lc_engine_save_state(t->engine, kv);
+    }
+    free(kv);
+    free(err);
+}
+
 static void keep_conversation(struct tui *t)
 {
-    bool any = false;
-    for (size_t i = 0; i < t->chat->n && !any; i++)
-        any = t->chat->msgs[i].role == LC_ROLE_USER;
-    if (!any || !t->o->history)   /* [ui] history = off: nothing of the chat on disk */
+    if (!has_user_message(t->chat) || !t->o->history)   /* [ui] history = off: nothing on disk */
         return;
     char *err = NULL;
-    char *dir = lc_state_dir(NULL, &err);
-    char *path = NULL;
-    if (!dir || asprintf(&path, "%s/last-chat.json", dir) < 0) {
+    char *path = last_chat_path(false, &err);
+    if (!path) {
         lc_text_fprintf(stderr, "llamachat: could not keep the conversation: %s\n", err ? err : "out of memory");
         free(err);
-        free(dir);
         return;
     }
-    free(dir);
     chat_fill_meta(t);
     /* when --continue reopens this very chat (its autosaved file is the newest), say that */
     bool newest = false;
@@ -1806,6 +1835,14 @@ static void keep_conversation(struct tui *t)
         free(cdir);
     }
     if (lc_state_private_file(path, &err) == 0 && lc_chat_save(t->chat, path, LC_CHAT_JSON, &err) == 0) {
+        /* the KV state of its file in chats/, shared (the engine has written its last save) */
+        char *from = NULL, *to = NULL;
+        if (t->chat_path && kv_files_on(t) && asprintf(&from, "%s.kv", t->chat_path) >= 0 &&
+            asprintf(&to, "%s.kv", path) >= 0 && link(from, to) != 0 && errno != ENOENT)
+            lc_text_fprintf(stderr, "llamachat: %s not linked to %s: %s (--resume %s reads it all "
+                            "again)\n", to, from, strerror(errno), path);
+        free(from);
+        free(to);
         if (newest)
             lc_text_fprintf(stderr, "llamachat: conversation kept in %s (llamachat --continue continues it)\n",
                             t->chat_path);
@@ -1813,8 +1850,13 @@ static void keep_conversation(struct tui *t)
             lc_text_fprintf(stderr, "llamachat: conversation kept in %s (llamachat --resume %s continues it)\n",
                             path, path);
     }
-    else
+    else {
         lc_text_fprintf(stderr, "llamachat: could not keep the conversation: %s\n", err ? err : "?");
+        char *kv = NULL;   /* no state without its transcript */
+        if (asprintf(&kv, "%s.kv", path) >= 0)
+            unlink(kv);
+        free(kv);
+    }
     free(err);
     free(path);
 }
@@ -2198,6 +2240,7 @@ int lc_tui_run(struct lc_options *o)
     curses_on = 0;
     if (have_tio)
         tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved_tio);
+    keep_kv_state(t);
     lc_engine_free(t->engine);
     reset_signals();
     if (t->fatal)

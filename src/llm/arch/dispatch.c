@@ -163,6 +163,9 @@ static void merge(struct lc_kernels *t, int from)
     MERGE(axpy_f16);
     MERGE(axpy_f32);
     MERGE(mad_f16);
+    /* never from another ISA: its dot_f16 may sum in another order (kernels.h) */
+    t->dot_f16_rows = isas[from].table->dot_f16_rows;
+    t->dot_f16_rows_multi = isas[from].table->dot_f16_rows_multi;
     MERGE(scale_f16);
     MERGE(mad_f32);
     MERGE(qsearch_asym);

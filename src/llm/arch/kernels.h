@@ -49,6 +49,9 @@ typedef void (*lc_gemm_fn)(int n, float *s, size_t ld_s, const void *w, size_t w
 typedef void (*lc_gemv_fn)(int n, float *s, const void *w, size_t w_stride, int nr,
                            const void *a);
 
+/* the most queries one dot_f16_rows_multi call takes */
+#define LC_ROWS_MULTI_MAX 32
+
 struct lc_kernels {
     const char *isa;                               /* "scalar", "avx2", "avx512", "neon" */
     lc_vec_dot_fn vec_dot[LC_TYPE_COUNT];          /* by weight type */
@@ -116,6 +119,16 @@ struct lc_kernels {
      */
     void (*dot_f16_rows)(float *s, const lc_fp16 *x, size_t x_stride, int nr, const lc_fp16 *y,
                          int n);
+    /*
+     * s[j][r] = dot_f16(x + r * x_stride, y[j], n) for r in [0, nr), j in [0, ny), with the same
+     * bits as dot_f16 of this ISA, for any n: the queries of one GQA group against the keys of
+     * their shared KV head (or their softmax rows against its values), each row of x widened
+     * once for several queries.  ny <= LC_ROWS_MULTI_MAX; work: ny * n floats of the caller's
+     * scratch (the queries in F32).  As dot_f16_rows: only where faster, NULL elsewhere, never
+     * merged from another ISA.
+     */
+    void (*dot_f16_rows_multi)(float *const *s, const lc_fp16 *x, size_t x_stride, int nr,
+                               const lc_fp16 *const *y, int ny, int n, float *work);
     void (*scale_f16)(lc_fp16 *y, float v, int n);
     void (*mad_f32)(float *y, float v, const float *x, int n);
     /*

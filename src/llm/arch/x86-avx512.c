@@ -1020,8 +1020,12 @@ static inline __m512 dot_f16_vec(const lc_fp16 *x, const lc_fp16 *y, int n)
     return _mm512_add_ps(_mm512_add_ps(v0, v2), _mm512_add_ps(v1, v3));
 }
 
-/* s[0..15] = _mm512_reduce_add_ps(a[i]) of the 16 vectors, with its additions lane for lane */
-INLINE void reduce16_rows(float *s, const __m512 a[16])
+/*
+ * The horizontal sums of 16 rows' vectors a[0..16) at once, lane for lane the additions of
+ * _mm512_reduce_add_ps as GCC expands it (256-bit halves, 128-bit halves, (0+2, 1+3), then the
+ * last two): returns row i's sum in lane i.
+ */
+INLINE __m512 reduce_16x16(const __m512 a[16])
 {
     /* out lane 4l + j of the last step holds row 4j + l (see below) */
     const __m512i perm = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
@@ -1041,7 +1045,7 @@ INLINE void reduce16_rows(float *s, const __m512 a[16])
     /* 4: lane 0 + lane 1; quarter q = rows q, 4 + q, 8 + q, 12 + q */
     const __m512 fin = _mm512_add_ps(_mm512_shuffle_ps(s3[0], s3[1], 0x88),
                                      _mm512_shuffle_ps(s3[0], s3[1], 0xDD));
-    _mm512_storeu_ps(s, _mm512_permutexvar_ps(perm, fin));
+    return _mm512_permutexvar_ps(perm, fin);
 }
 
 static void dot_f16_rows(float *s, const lc_fp16 *x, size_t x_stride, int nr, const lc_fp16 *y,
@@ -1053,7 +1057,7 @@ static void dot_f16_rows(float *s, const lc_fp16 *x, size_t x_stride, int nr, co
             __m512 a[16];
             for (int i = 0; i < 16; i++)
                 a[i] = dot_f16_vec(x + (size_t)(r + i) * x_stride, y, n);
-            reduce16_rows(s + r, a);
+            _mm512_storeu_ps(s + r, reduce_16x16(a));
         }
     }
     for (; r < nr; r++)
@@ -1064,11 +1068,11 @@ static void dot_f16_rows(float *s, const lc_fp16 *x, size_t x_stride, int nr, co
  * The F16 gemm entry (tinyBLAS's order, tiny_dot_f16: one 16-lane accumulator per output,
  * acc = fma(x[16k..], y[16k..], acc) from k = 0, then _mm512_reduce_add_ps) for 16 rows at a
  * time when n % 16 == 0: the 16 accumulators advance together (one activation load serves 16
- * rows, 16 independent FMA chains instead of one) and are reduced by dot_f16_rows' transposing
- * network -- the same bits as 16 tiny_dot_f16 calls (test-kvcache compares them).  Attention's
- * q.K (n = head size, one row per key) and p.V (n = cached positions, one row per output
- * element) of a prompt batch: 13-16 % of a Q4_1 pp512 before, more after the Q4_1 GEMM got
- * faster.  Other n and the last nr % 16 rows: tiny_dot_f16.
+ * rows, 16 independent FMA chains instead of one) and are reduced by reduce_16x16 -- the same
+ * bits as 16 tiny_dot_f16 calls (test-kvcache compares them).  Attention's q.K (n = head size,
+ * one row per key) and p.V (n = cached positions, one row per output element) of a prompt
+ * batch: 13-16 % of a Q4_1 pp512 before, more after the Q4_1 GEMM got faster.  Other n and the
+ * last nr % 16 rows: tiny_dot_f16.
  */
 static void gemm_f16_rows16(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
                             const void *a, size_t a_stride, int nc)
@@ -1094,12 +1098,126 @@ static void gemm_f16_rows16(int n, float *s, size_t ld_s, const void *w, size_t 
                             load_h16((const lc_fp16 *)(const void *)(x0 + (size_t)i * w_stride) + k),
                             yv, acc[i]);
                 }
-                reduce16_rows(sc + r, acc);
+                _mm512_storeu_ps(sc + r, reduce_16x16(acc));
             }
         }
         for (; r < nr; r++)
             sc[r] = tiny_dot_f16((const lc_fp16 *)(const void *)((const char *)w + (size_t)r * w_stride),
                                  y, n);
+    }
+}
+
+/*
+ * dot_f16_rows_multi (kernels.h): M <= 4 queries y32[0..M) (already F32: the F16 values widened,
+ * which is exact) against the rows of one 16-row block.  Each 64-element chunk of a row is
+ * widened once and multiplied into the four accumulators of every query, so each (row, query)
+ * sees exactly dot_f16's fused multiply-adds; the block's sums go through reduce_16x16 (or
+ * _mm512_reduce_add_ps for a short block) and the elements past the last whole chunk are added
+ * in double as LEFTOVER_F16 adds them -- the bits of dot_f16 for any n.
+ */
+#define ROWS_PF 1024 /* elements: 2 KB */
+INLINE void rows_multi_block(float *const *s, int r, const lc_fp16 *x, size_t x_stride, int nr,
+                             const float *const *y32, int n, const int M)
+{
+    const int np = n & ~63;
+    __m512 a[4][16];
+    for (int i = 0; i < nr; i++) {
+        const lc_fp16 *xr = x + (size_t)(r + i) * x_stride;
+        __m512 v[4][4];
+#pragma GCC unroll 4
+        for (int j = 0; j < M; j++)
+            v[j][0] = v[j][1] = v[j][2] = v[j][3] = _mm512_setzero_ps();
+        /* long rows (values: one row per head dimension, a page or more each) are fetched
+         * ROWS_PF elements ahead, into the next row near the end: the hardware prefetcher stops at
+         * page boundaries, which each row starts after */
+        const lc_fp16 *xn = i + 1 < nr ? xr + x_stride : xr;
+        for (int c = 0; c < np; c += 64) {
+            if (n > 256) {
+                const lc_fp16 *pf = c + ROWS_PF < n ? xr + c + ROWS_PF : xn + (c + ROWS_PF - n);
+                _mm_prefetch((const char *)pf, _MM_HINT_T0);
+                _mm_prefetch((const char *)(pf + 32), _MM_HINT_T0);
+            }
+            const __m512 x0 = load_h16(xr + c), x1 = load_h16(xr + c + 16),
+                         x2 = load_h16(xr + c + 32), x3 = load_h16(xr + c + 48);
+#pragma GCC unroll 4
+            for (int j = 0; j < M; j++) {
+                v[j][0] = _mm512_fmadd_ps(x0, _mm512_loadu_ps(y32[j] + c), v[j][0]);
+                v[j][1] = _mm512_fmadd_ps(x1, _mm512_loadu_ps(y32[j] + c + 16), v[j][1]);
+                v[j][2] = _mm512_fmadd_ps(x2, _mm512_loadu_ps(y32[j] + c + 32), v[j][2]);
+                v[j][3] = _mm512_fmadd_ps(x3, _mm512_loadu_ps(y32[j] + c + 48), v[j][3]);
+            }
+        }
+#pragma GCC unroll 4
+        for (int j = 0; j < M; j++)
+            a[j][i] = _mm512_add_ps(_mm512_add_ps(v[j][0], v[j][2]), _mm512_add_ps(v[j][1], v[j][3]));
+    }
+    for (int j = 0; j < M; j++) {
+        float *sj = s[j] + r;
+        if (nr == 16)
+            _mm512_storeu_ps(sj, reduce_16x16(a[j]));
+        else
+            for (int i = 0; i < nr; i++)
+                sj[i] = _mm512_reduce_add_ps(a[j][i]);
+        if (np < n)
+            for (int i = 0; i < nr; i++) {
+                const lc_fp16 *xr = x + (size_t)(r + i) * x_stride;
+                double sum = (double)sj[i];
+                for (int e = np; e < n; e++)
+                    sum += (double)(_cvtsh_ss(xr[e]) * y32[j][e]);
+                sj[i] = (float)sum;
+            }
+    }
+}
+
+static void rows_multi(float *const *s, int r, const lc_fp16 *x, size_t x_stride, int nr,
+                       const float *const *y32, int n, int m)
+{
+    switch (m) {
+    case 4: rows_multi_block(s, r, x, x_stride, nr, y32, n, 4); break;
+    case 3: rows_multi_block(s, r, x, x_stride, nr, y32, n, 3); break;
+    case 2: rows_multi_block(s, r, x, x_stride, nr, y32, n, 2); break;
+    default: rows_multi_block(s, r, x, x_stride, nr, y32, n, 1); break;
+    }
+}
+
+/*
+ * Short rows (the keys, n = head size): each 16-row block is read from memory once and then
+ * stays in L1 for every pass of 4 queries; long rows (the values, n = context length): one
+ * pass of 4 queries over all rows after another, the queries' F32 copies staying in cache.
+ */
+static void dot_f16_rows_multi(float *const *s, const lc_fp16 *x, size_t x_stride, int nr,
+                               const lc_fp16 *const *y, int ny, int n, float *work)
+{
+    const float *y32[LC_ROWS_MULTI_MAX];
+    const bool short_rows = n <= 256;
+    for (int j0 = 0; j0 < ny; j0 += 4) {
+        const int m = ny - j0 < 4 ? ny - j0 : 4;
+        for (int j = j0; j < j0 + m; j++) {
+            float *w = work + (size_t)(short_rows ? j : j - j0) * (size_t)n;
+            const lc_fp16 *yj = y[j];
+            int e = 0;
+            for (; e + 16 <= n; e += 16)
+                _mm512_storeu_ps(w + e, load_h16(yj + e));
+            for (; e < n; e++)
+                w[e] = _cvtsh_ss(yj[e]);
+            y32[j] = w;
+        }
+        if (short_rows)
+            continue;
+        for (int r = 0; r < nr; r += 16)
+            rows_multi(s + j0, r, x, x_stride, nr - r < 16 ? nr - r : 16, y32 + j0, n, m);
+    }
+    if (!short_rows)
+        return;
+    const size_t row_bytes = (size_t)n * sizeof(lc_fp16);
+    for (int r = 0; r < nr; r += 16) {
+        const int b = nr - r < 16 ? nr - r : 16;
+        /* the next block's rows, a cache stride apart (one KV head's slice of each position) */
+        for (int i = 16; i < 32 && r + i < nr; i++)
+            for (size_t o = 0; o < row_bytes; o += 64)
+                _mm_prefetch((const char *)(x + (size_t)(r + i) * x_stride) + o, _MM_HINT_T0);
+        for (int j0 = 0; j0 < ny; j0 += 4)
+            rows_multi(s + j0, r, x, x_stride, b, y32 + j0, n, ny - j0 < 4 ? ny - j0 : 4);
     }
 }
 
@@ -1292,6 +1410,7 @@ const struct lc_kernels lc_kernels_avx512 = {
     .dot_f16 = dot_f16,
     .mad_f16 = mad_f16,
     .dot_f16_rows = dot_f16_rows,
+    .dot_f16_rows_multi = dot_f16_rows_multi,
     .scale_f16 = scale_f16,
     .mad_f32 = mad_f32,
     .softmax = softmax,
