@@ -132,6 +132,7 @@ int lc_cli_run(const struct lc_options *o)
     cp.n_batch = o->n_batch;
     cp.kv_type = o->kv_f32 ? LC_TYPE_F32 : o->kv_q8_0 ? LC_TYPE_Q8_0 : LC_TYPE_F16;
     cp.flash_attn = o->flash_attn;
+    cp.fast_math = o->fast_math;
     ctx = lc_context_new(m, &cp, &err);
     if (!ctx) {
         lc_text_fprintf(stderr, "llamachat: %s\n", err ? err : "cannot create a context");

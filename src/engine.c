@@ -2064,6 +2064,7 @@ struct lc_engine *lc_engine_start(const struct lc_engine_config *cfg, char **err
         e->cparams.n_batch = cfg->n_batch;
     e->cparams.kv_type = cfg->kv_f32 ? LC_TYPE_F32 : cfg->kv_q8_0 ? LC_TYPE_Q8_0 : LC_TYPE_F16;
     e->cparams.flash_attn = cfg->flash_attn;
+    e->cparams.fast_math = cfg->fast_math;
     if (lc_spec_init(&e->spec, cfg->spec_draft) != 0) {
         *err = xasprintf("out of memory");
         goto fail;

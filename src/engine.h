@@ -36,6 +36,7 @@ struct lc_engine_config {
     int32_t spec_draft;            /* speculative decoding (llm/spec.h) when greedy: most drafted
                                       tokens per step; 0 = off */
     bool kv_q8_0, flash_attn;      /* --cache-type q8_0, -fa (struct lc_context_params) */
+    bool fast_math;                /* --fast-math (struct lc_context_params) */
     struct lc_sampler_params sampling;
     int32_t n_predict;             /* max reply tokens, -1 = until end of turn / no limit */
     const char *system_prompt;     /* may be NULL */

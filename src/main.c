@@ -24,7 +24,7 @@ enum {
     OPT_TEMP = 1000, OPT_TOP_K, OPT_TOP_P, OPT_MIN_P, OPT_REPEAT_PENALTY, OPT_REPEAT_LAST_N,
     OPT_SEED, OPT_PRINT_IDS, OPT_TOKENIZE, OPT_NO_BOS, OPT_ISA, OPT_VERSION, OPT_CHAT_TEMPLATE,
     OPT_SYSTEM, OPT_RESUME, OPT_CONTINUE, OPT_FORMAT, OPT_KV_F32, OPT_CACHE_TYPE, OPT_CACHE_TYPE_K,
-    OPT_CACHE_TYPE_V, OPT_FLASH_ATTN, OPT_SPECIAL, OPT_VERBOSE_PROMPT,
+    OPT_CACHE_TYPE_V, OPT_FLASH_ATTN, OPT_FAST_MATH, OPT_SPECIAL, OPT_VERBOSE_PROMPT,
     OPT_LOG_FILE, OPT_CHAT_TEMPLATE_FILE, OPT_REMOTE, OPT_REMOTE_MODEL, OPT_CHAT, OPT_SPEC,
     OPT_DRAFT_MAX, OPT_NO_KV_FILE,
 };
@@ -62,6 +62,7 @@ static const struct option long_opts[] = {
     {"cache-type-k", required_argument, NULL, OPT_CACHE_TYPE_K},
     {"cache-type-v", required_argument, NULL, OPT_CACHE_TYPE_V},
     {"flash-attn", no_argument, NULL, OPT_FLASH_ATTN},
+    {"fast-math", no_argument, NULL, OPT_FAST_MATH},
     {"special", no_argument, NULL, OPT_SPECIAL},
     {"verbose-prompt", no_argument, NULL, OPT_VERBOSE_PROMPT},
     {"log-file", required_argument, NULL, OPT_LOG_FILE},
@@ -96,6 +97,8 @@ static void usage(FILE *f)
             "                           of f16; implies --flash-attn); -ctk/-ctv TYPE (llama.cpp's\n"
             "                           spellings) must name the same type\n"
             "  -fa, --flash-attn        fused attention, llama.cpp's -fa order (last bits differ)\n"
+            "      --fast-math          prompts in a faster float order (AVX-512 Q4_1: about 1.9x\n"
+            "                           less CPU per prompt token); not llama.cpp's bits\n"
             "Sampling:\n"
             "  -n, --n-predict N        tokens to generate (-1: until end of text or context)\n"
             "      --temp T             temperature, 0 = greedy (default 0.8)\n"
@@ -261,6 +264,7 @@ static int parse_args(struct lc_options *o, int argc, char **argv)
         case OPT_CACHE_TYPE_K: ctk = optarg; break;
         case OPT_CACHE_TYPE_V: ctv = optarg; break;
         case OPT_FLASH_ATTN: o->flash_attn = true; break;
+        case OPT_FAST_MATH: o->fast_math = true; break;
         case OPT_SPECIAL: o->special = true; break;
         case OPT_VERBOSE_PROMPT: o->verbose_prompt = true; break;
         case OPT_LOG_FILE: replace_str(&o->log_path, optarg); break;

@@ -68,6 +68,8 @@ struct lc_options {
     bool kv_q8_0;              /* KV cache in q8_0 blocks (--cache-type q8_0, -ctk/-ctv); implies
                                   flash_attn.  Command line only: the context is built once */
     bool flash_attn;           /* fused attention, llama.cpp's -fa (context.h) */
+    bool fast_math;            /* --fast-math: prompt batches in a faster float order where a
+                                  kernel has one (context.h: lc_context_params.fast_math) */
 };
 
 #endif

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Run the llama.cpp greedy references with every ISA this CPU has, forced in turn; with an ISA
 # that repacks weights (the x16 layout, kernels.h: x16_native), also with LLAMACHAT_REPACK=0,
-# so that both layouts are checked against llama.cpp.
+# so that both layouts are checked against llama.cpp; with AVX-512 also the Q4_1 references
+# with lc_context_params.fast_math (test-greedy --fast-math: within tolerance, not bit for bit).
 set -u
 B=${LC_BUILDDIR:-.}
 rc=0
@@ -17,6 +18,10 @@ for isa in scalar avx2 avx512 neon; do
     if [ "$isa" = avx512 ] || [ "$isa" = avx2 ]; then
         echo "== ISA $isa, weights not repacked"
         LLAMACHAT_REPACK=0 LLAMACHAT_ISA=$isa "$B/tests/test-greedy" || rc=1
+    fi
+    if [ "$isa" = avx512 ]; then # its opt-in fast Q4_1 prompt GEMM, within tolerance
+        echo "== ISA $isa, --fast-math"
+        LLAMACHAT_ISA=$isa "$B/tests/test-greedy" --fast-math || rc=1
     fi
 done
 [ "$ran" -gt 0 ] || exit 77

@@ -50,6 +50,28 @@ struct ref {
 
 static int n_repacked; /* references run with x16 weights (repack.h) */
 
+/*
+ * --fast-math: the Q4_1 references with lc_context_params.fast_math, whose prompt batches take
+ * the faster float order where a kernel has one (kernels.h: gemm_x16_fast): not llama.cpp's
+ * bits.  The products themselves are within float rounding of the reference order
+ * (test-kernels bounds them), but each layer's input is quantized again to Q8_1, where a
+ * rounding moved by one ulp can move an activation by a whole int8 step: the logits of these
+ * small models then move by up to ~2.5 % (2026-12-02: max 0.39 on logits of 16-30, the
+ * gemma2/gemma3 synthetic models; about 0.1 for stories260K and qwen3; several references stay
+ * within the printed decimals; 8 of the 23 texts part in greedy ids).  Two llama.cpp builds of
+ * one version spread so too (0.7.0's AVX2 and AVX-512 backends part in gemma3 Q4_1's ids), and
+ * perplexity does not move (tales.txt, -c 128: stories260K-ff192-q4_1 4.2150 -> 4.2084,
+ * TinyStories-656K-Q4_1 108.6761 -> 108.6302), so the check here is a gross one --
+ * a wrong row or column moves logits by whole units -- and test-kernels is the precise one:
+ * the top-10 logits of steps 0-2 within FM_TOL of the largest reference logit (absolute,
+ * added to the rule's), until the greedy ids part (reported, not a failure), and the
+ * reference's top-1 id within 2 FM_TOL of the top.
+ */
+static bool fast_math;
+static double fm_max_dev; /* the largest deviation seen in --fast-math */
+static int fm_parted;     /* references whose greedy ids parted */
+#define FM_TOL 0.05 /* of the step's largest reference logit (at least 1) */
+
 /* How closely a reference must be followed. */
 struct rule {
     double tol;           /* top-10 logits at steps 0-2: absolute deviation */
@@ -173,6 +195,7 @@ static void run_one(const char *path, const struct rule *rule)
     struct lc_context_params cp = lc_context_default_params();
     cp.n_ctx = 512;
     cp.n_threads = 2;
+    cp.fast_math = fast_math;
     if (rule->new_order) {
         cp.no_tinyblas = true;
         cp.kv_pad = 256;
@@ -196,7 +219,27 @@ static void run_one(const char *path, const struct rule *rule)
     double max_dev = 0;
     for (int step = 0; rc == 0 && step < r.n_predict; step++) {
         const float *l = lc_context_logits(c, -1);
-        if (step < 3) {
+        if (step < 3 && fast_math) {
+            /* after the ids part the context is not the reference's: no more logit checks */
+            for (int k = 0; first_diff < 0 && k < 10; k++) {
+                const double want = r.top_val[step][k], got = l[r.top_id[step][k]];
+                const double dev = fabs(got - want);
+                if (dev > max_dev)
+                    max_dev = dev;
+                const double lim = (rule->rel ? rule->tol * fabs(want) : rule->tol) +
+                                   FM_TOL * fmax(1.0, fabs((double)r.top_val[step][0]));
+                CHECK(dev <= lim, "%s (fast-math): step %d logit[%d] = %.5f, want %.5f", path,
+                      step, r.top_id[step][k], got, want);
+            }
+            int ids[10];
+            top10(l, m->hp.n_vocab, ids);
+            CHECK(first_diff >= 0 || (double)l[r.top_id[step][0]] >=
+                                         (double)l[ids[0]] -
+                                             2 * FM_TOL * fmax(1.0, fabs((double)r.top_val[step][0])),
+                  "%s (fast-math): step %d top id %d (%.5f), the reference's %d has %.5f", path,
+                  step, ids[0], (double)l[ids[0]], r.top_id[step][0],
+                  (double)l[r.top_id[step][0]]);
+        } else if (step < 3) {
             int ids[10];
             top10(l, m->hp.n_vocab, ids);
             for (int k = 0; k < 10; k++) {
@@ -226,11 +269,21 @@ static void run_one(const char *path, const struct rule *rule)
         free(err);
         err = NULL;
     }
-    CHECK(n_gen == r.n_gen_ids && first_diff < 0,
-          "%s: gen_ids differ: got %d tokens, want %d, first difference at %d", path, n_gen,
-          r.n_gen_ids, first_diff);
-    fprintf(stderr, "%s [%s]: %d tokens, max top-10 logit deviation %.2e\n", r.model,
-            lc_kernels()->isa, n_gen, max_dev);
+    if (fast_math) {
+        if (max_dev > fm_max_dev)
+            fm_max_dev = max_dev;
+        if (first_diff >= 0 || n_gen != r.n_gen_ids) {
+            fm_parted++;
+            fprintf(stderr, "%s (fast-math): greedy ids part from the reference at %d\n", path,
+                    first_diff >= 0 ? first_diff : n_gen);
+        }
+    } else {
+        CHECK(n_gen == r.n_gen_ids && first_diff < 0,
+              "%s: gen_ids differ: got %d tokens, want %d, first difference at %d", path, n_gen,
+              r.n_gen_ids, first_diff);
+    }
+    fprintf(stderr, "%s [%s%s]: %d tokens, max top-10 logit deviation %.2e\n", r.model,
+            lc_kernels()->isa, fast_math ? " fast-math" : "", n_gen, max_dev);
     lc_context_free(c);
     lc_model_free(m);
     free(r.prompt);
@@ -320,10 +373,46 @@ static int run_arch(void)
     return nn > 0 ? tu_finish("test-greedy --arch") : 77;
 }
 
+/* --fast-math: every Q4_1 reference of reference/greedy and reference/arch */
+static int run_fast_math(void)
+{
+    static const char *const dirs[] = {"reference/greedy", "reference/arch"};
+    int nn = 0;
+    for (int di = 0; di < 2; di++) {
+        char dir[512];
+        tu_shared(dirs[di], dir, sizeof(dir));
+        DIR *d = opendir(dir);
+        if (!d)
+            continue;
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            const size_t len = strlen(e->d_name);
+            if (!strstr(e->d_name, "q4_1.p") || len < 4 || strcmp(e->d_name + len - 4, ".txt"))
+                continue;
+            char p[1024];
+            snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+            const struct rule rule = rule_for(p);
+            run_one(p, &rule);
+            nn++;
+        }
+        closedir(d);
+    }
+    const struct lc_kernels *K = lc_kernels();
+    fprintf(stderr, "test-greedy --fast-math [%s, %s]: %d Q4_1 references, %d with repacked (x16) "
+            "weights, max top-10 logit deviation %.2e (tolerance + %.2f of the top logit), %d parted in greedy ids\n",
+            K->isa, K->gemm_x16_fast[LC_TYPE_Q4_1] ? "fast Q4_1 kernel" : "no fast kernel: reference order",
+            nn, n_repacked, fm_max_dev, FM_TOL, fm_parted);
+    return nn > 0 ? tu_finish("test-greedy --fast-math") : 77;
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "--arch"))
         return run_arch();
+    if (argc > 1 && !strcmp(argv[1], "--fast-math")) {
+        fast_math = true;
+        return run_fast_math();
+    }
     if (argc > 1) {
         for (int i = 1; i < argc; i++) {
             const struct rule rule = rule_for(argv[i]);

@@ -1001,6 +1001,129 @@ static void check_x16(const struct lc_kernels *S, const struct lc_kernels *K, in
     free(out);
 }
 
+/*
+ * The opt-in gemm_x16_fast entries (kernels.h; AVX-512 Q4_1): not vec_dot's bits, so each
+ * product is compared with the exact value (in double: sum over blocks of dx dy isum + m s,
+ * dx dy rounded to float as both orders do) within the bound of float summation over the blocks,
+ * (nb + 8) * 2^-23 times the sum of the magnitudes of the terms the order rounds (fast: dx dy
+ * isum and m s per block; vec_dot, checked against its own bound to show the bound's scale:
+ * each of its 8 float lanes, which may cancel).  Same shapes as check_x16: odd and
+ * even block counts up to 1025, slices starting at later groups (whose rows then come from
+ * other tiles, with the same bits), 1 to 67 columns (every remainder of the 4-column tile),
+ * nothing written outside.  Products whose magnitudes reach
+ * the float range (the huge-scale edge blocks) are skipped: no order is meaningful there.
+ */
+static void check_x16_fast(const struct lc_kernels *S, const struct lc_kernels *K, int type)
+{
+    if (!K->gemm_x16_fast[type])
+        return;
+    static const int nbs[] = {1, 2, 3, 7, 64, 176, 1025};
+    static const int cols[] = {1, 2, 3, 4, 5, 6, 7, 67};
+    const size_t wsz = lc_type_traits(type)->type_size;
+    const size_t asz = lc_type_traits(LC_TYPE_Q8_1)->type_size;
+    enum { NR = 48 };
+    float *xf = malloc(1025 * 32 * sizeof(float));
+    float *out = malloc((NR + 2) * 68 * sizeof(float));
+    float *first = malloc(sizeof cols / sizeof cols[0] * NR * 67 * sizeof(float));
+    long n_checked = 0, n_skipped = 0;
+    double worst = 0.0; /* largest |fast - exact| / bound */
+    for (int bi = 0; bi < 7; bi++) {
+        const int nb = nbs[bi], n = nb * 32;
+        const size_t row = (size_t)nb * wsz, a_stride = (size_t)nb * asz + 2;
+        uint8_t *W = malloc(NR * row), *X = malloc(NR * row), *A = calloc(67, a_stride);
+        for (int r = 0; r < NR; r++)
+            make_weights(type, W + r * row, nb,
+                         r % 16 < EDGE_COUNT ? (r + r / 16) % EDGE_COUNT : EDGE_RANDOM);
+        for (int c = 0; c < 67; c++) {
+            make_acts(xf, n, c < EDGE_COUNT ? (c + 1) % EDGE_COUNT : EDGE_RANDOM);
+            S->quantize_row[LC_TYPE_Q8_1](xf, A + c * a_stride, n);
+        }
+        lc_x16_repack(type, X, W, n, NR);
+        for (int g0 = 0; g0 < NR / 16; g0++) {
+            const int nr = NR - 16 * g0;
+            const uint8_t *Xg = X + (size_t)g0 * 16 * row;
+            for (size_t cj = 0; cj < sizeof cols / sizeof cols[0]; cj++) {
+                const int nc = cols[cj];
+                if (nb > 64 && nc > 7)
+                    continue;
+                const size_t ld = (size_t)nr + 2;
+                for (size_t i = 0; i < ld * (size_t)(nc + 1); i++)
+                    out[i] = -12345.0f;
+                K->gemm_x16_fast[type](n, out, ld, Xg, row, nr, A, a_stride, nc);
+                for (int c = 0; c < nc; c++)
+                    for (int r = 0; r < nr; r++) {
+                        const lc_block_q4_1 *x =
+                            (const lc_block_q4_1 *)(const void *)(W + (size_t)(16 * g0 + r) * row);
+                        const lc_block_q8_1 *y =
+                            (const lc_block_q8_1 *)(const void *)(A + c * a_stride);
+                        /* mag: the terms the fast order rounds (dx dy isum, m s); mag8: those of
+                         * vec_dot's, whose 8 float lanes of 4 products each may cancel */
+                        double exact = 0.0, mag = 0.0, mag8 = 0.0;
+                        for (int i = 0; i < nb; i++) {
+                            long isum = 0, lanes = 0;
+                            for (int k = 0; k < 8; k++) {
+                                long lane = 0;
+                                for (int j = 4 * (k % 4); j < 4 * (k % 4) + 4; j++)
+                                    lane += k < 4 ? (long)(x[i].qs[j] & 0x0F) * y[i].qs[j]
+                                                  : (long)(x[i].qs[j] >> 4) * y[i].qs[j + 16];
+                                isum += lane;
+                                lanes += labs(lane);
+                            }
+                            const double dd = (double)(lc_fp16_to_fp32(x[i].d) *
+                                                       lc_fp16_to_fp32(y[i].d));
+                            const double t1 = dd * (double)isum;
+                            const double t2 = (double)lc_fp16_to_fp32(x[i].m) *
+                                              (double)lc_fp16_to_fp32(y[i].s);
+                            exact += t1 + t2;
+                            mag += fabs(t1) + fabs(t2);
+                            mag8 += fabs(dd) * (double)lanes + fabs(t2);
+                        }
+                        if (!(mag8 < 1e37)) {
+                            n_skipped++;
+                            continue;
+                        }
+                        const double bound = (nb + 8) * 0x1p-23 * mag + 1e-30;
+                        const float f = out[c * ld + r];
+                        float ss;
+                        S->vec_dot[type](n, &ss, W + (size_t)(16 * g0 + r) * row,
+                                         A + c * a_stride);
+                        n_checked++;
+                        /* a row's result does not depend on the tile that computed it (a 32-row
+                         * pair of groups or a group alone: slices at later groups pair them
+                         * differently, as threads' chunks do) */
+                        float *f0 = &first[(cj * NR + (size_t)(16 * g0 + r)) * 67 + (size_t)c];
+                        if (g0 == 0)
+                            *f0 = f;
+                        else
+                            CHECK(same_bits(f, *f0), "%s gemm_x16_fast %s n=%d row %d col %d: "
+                                  "%.9g from the slice at group %d, %.9g from group 0", K->isa,
+                                  lc_type_name(type), n, 16 * g0 + r, c, (double)f, g0, (double)*f0);
+                        const double e = fabs((double)f - exact) / bound;
+                        if (e > worst)
+                            worst = e;
+                        CHECK(e <= 1.0, "%s gemm_x16_fast %s n=%d %dx%d (r%d,c%d): %.9g, exact %.9g, bound %.3g",
+                              K->isa, lc_type_name(type), n, nr, nc, r, c, (double)f, exact, bound);
+                        CHECK(fabs((double)ss - exact) <= (nb + 8) * 0x1p-23 * mag8 + 1e-30,
+                              "scalar vec_dot %s n=%d: %.9g, exact %.9g, bound %.3g",
+                              lc_type_name(type), n, (double)ss, exact, (nb + 8) * 0x1p-23 * mag8);
+                    }
+                for (size_t i = 0; i < ld * (size_t)(nc + 1); i++)
+                    if (i % ld >= (size_t)nr || i >= ld * (size_t)nc)
+                        CHECK(out[i] == -12345.0f, "%s gemm_x16_fast %s %dx%d wrote outside",
+                              K->isa, lc_type_name(type), nr, nc);
+            }
+        }
+        free(W);
+        free(X);
+        free(A);
+    }
+    fprintf(stderr, "  %s x16 %s fast: %ld products within bound (worst %.3f of it), %ld huge skipped\n",
+            K->isa, lc_type_name(type), n_checked, worst, n_skipped);
+    free(first);
+    free(xf);
+    free(out);
+}
+
 int main(void)
 {
     lc_quant_init();
@@ -1045,6 +1168,7 @@ int main(void)
             check_x16(S, K, LC_TYPE_Q5_K);
             check_x16(S, K, LC_TYPE_Q5_1);
             check_x16(S, K, LC_TYPE_Q8_0);
+            check_x16_fast(S, K, LC_TYPE_Q4_1);
         }
         check_q6_K(S, K);
         check_new_types(S, K);

@@ -2,7 +2,9 @@
  * test-kvcache.c - the fused attention (-fa) and the q8_0 KV cache (context.h).
  *
  *  1. dot_f16_rows (the 16-row attention dot of the ISAs that have one) gives the bits of
- *     dot_f16 row by row, for head sizes 64 and 128 and for a length it leaves to dot_f16.
+ *     dot_f16 row by row, for head sizes 64 and 128 and for a length it leaves to dot_f16; and
+ *     the F16 gemm entry (tinyBLAS's order, 16 rows at a time on AVX-512) the bits of itself
+ *     called row by row.
  *  2. On synth-small-f16 (head size 64), the same token sequence (a prompt batch, then one
  *     token at a time) through the default context, the fused one (F16 KV) and the q8_0 one:
  *     the logits of every step within a stated tolerance of the default's (the fused order and
@@ -65,6 +67,19 @@ static void test_rows_kernel(void)
             }
             CHECK(bad == 0, "%s dot_f16_rows n=%d: %d of %d rows differ from dot_f16", isas[ii], n,
                   bad, nr);
+            /* the F16 gemm entry (tinyBLAS's order) over 37 rows and 2 columns, against the same
+             * entry row by row (AVX-512's takes 16 rows at a time) */
+            float g[2][37], g1;
+            k->gemm[LC_TYPE_F16](n, &g[0][0], 37, x, stride * sizeof *x, nr, y, 0, 2);
+            bad = 0;
+            for (int c = 0; c < 2; c++)
+                for (int r = 0; r < nr; r++) {
+                    k->gemm[LC_TYPE_F16](n, &g1, 1, x + (size_t)r * stride, stride * sizeof *x, 1,
+                                         y, 0, 1);
+                    bad += memcmp(&g1, &g[c][r], sizeof g1) != 0;
+                }
+            CHECK(bad == 0, "%s gemm f16 n=%d: %d of %d products differ from one row at a time",
+                  isas[ii], n, bad, 2 * nr);
             free(x);
             free(y);
         }

@@ -62,6 +62,7 @@ struct lc_context {
     int32_t n_ctx, n_batch, n_past;
     enum lc_type kv_type;
     bool no_tinyblas;         /* lc_context_params.no_tinyblas */
+    bool fast_math;           /* lc_context_params.fast_math */
     int32_t kv_pad;           /* attention length granularity (lc_context_params.kv_pad) */
     struct lc_kernels k_order; /* the kernel table with LC_ORDER_GGML_AVX2's entries (k points here) */
     size_t kv_elt;            /* bytes per KV element (F16/F32; 0 for Q8_0) */
@@ -230,6 +231,7 @@ struct lc_context *lc_context_new(const struct lc_model *m, const struct lc_cont
     c->fa = p->flash_attn || c->kv_type == LC_TYPE_Q8_0;
     c->kv_elt = c->kv_type == LC_TYPE_F32 ? sizeof(float) : c->kv_type == LC_TYPE_F16 ? sizeof(lc_fp16) : 0;
     c->no_tinyblas = p->no_tinyblas;
+    c->fast_math = p->fast_math;
     if (p->order == LC_ORDER_GGML_AVX2) {
         /* the float kernels in AVX2's order, row by row (no gemm/gemv entries) */
         c->k_order = *c->k;
@@ -494,9 +496,12 @@ static void matmul_range(const struct matmul_task *t, int lo, int hi)
     const size_t as = t->c->act_stride;
     if (w->x16) { /* whole groups of 16 rows */
         const uint8_t *wg = wd + (size_t)lo * w->row_bytes;
+        /* fast_math: the faster order where there is one, never for verification */
+        lc_gemm_fn gemm = t->c->fast_math && !t->c->exact && k->gemm_x16_fast[w->type]
+                              ? k->gemm_x16_fast[w->type]
+                              : k->gemm_x16[w->type];
         if (t->rows_act > 1)
-            k->gemm_x16[w->type](n, t->dst + lo, t->ld, wg, w->row_bytes, hi - lo, act, as,
-                                 t->rows_act);
+            gemm(n, t->dst + lo, t->ld, wg, w->row_bytes, hi - lo, act, as, t->rows_act);
         else
             k->gemv_x16[w->type](n, t->dst + lo, wg, w->row_bytes, hi - lo, act);
         return;

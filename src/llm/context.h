@@ -46,6 +46,14 @@ struct lc_context_params {
     bool no_tinyblas;
     int32_t kv_pad;
     enum lc_order order;
+    /*
+     * fast_math (default false): prompt batches may multiply by weights in a faster float order
+     * that is not llama.cpp's where a kernel has one (kernels.h: gemm_x16_fast; AVX-512 Q4_1):
+     * logits within float rounding of the default order, not bit for bit, so greedy outputs can
+     * part from llama.cpp's.  One-token decodes and verification (lc_context_verify) keep the
+     * reference order.
+     */
+    bool fast_math;
 };
 
 struct lc_context_params lc_context_default_params(void);

@@ -16,7 +16,7 @@
  * the decode speed with 2048 to 2175 tokens of context, the cost of attention over a long chat.
  *
  * Usage: llamachat-bench -m MODEL [-p 512] [-n 128] [-d 0] [-t N] [-r REPS] [--isa NAME]
- *                        [-ctk TYPE] [-ctv TYPE] [-fa 0|1]
+ *                        [-ctk TYPE] [-ctv TYPE] [-fa 0|1] [--fast-math] [--cpu-time]
  * Several -m, -p, -n, -d or -t values may be given as comma-separated lists, as in llama-bench;
  * each combination is a row.  -p 0 or -n 0 skips that test.
  */
@@ -63,6 +63,8 @@ static void usage(FILE *f)
             "                       KV cache type: f16 (default), f32, q8_0 (K and V alike)\n"
             "  -fa, --flash-attn 0|1\n"
             "                       fused one-pass attention (default 0; q8_0 implies 1)\n"
+            "      --fast-math      prompt batches in a faster float order where a kernel has one\n"
+            "                       (AVX-512 Q4_1): not llama.cpp's bits (lc_context_params)\n"
             "      --cpu-time       add a column: process CPU time per token (median), ms; with\n"
             "                       -t 1 this is the cost of a token however busy the machine is\n"
             "  -h, --help\n"
@@ -189,7 +191,7 @@ int main(int argc, char **argv)
     struct int_list n_prompt = {1, {512}}, n_gen = {1, {128}}, threads = {0, {0}},
                     depths = {1, {0}};
     long reps = 5;
-    bool cpu_time = false, flash_attn = false;
+    bool cpu_time = false, flash_attn = false, fast_math = false;
     enum lc_type kv_type = LC_TYPE_F16;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -203,6 +205,10 @@ int main(int argc, char **argv)
         }
         if (!strcmp(a, "--cpu-time")) {
             cpu_time = true;
+            continue;
+        }
+        if (!strcmp(a, "--fast-math")) {
+            fast_math = true;
             continue;
         }
         if (i + 1 >= argc) {
@@ -270,7 +276,8 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    const char *isa_name = lc_kernels()->isa;
+    char isa_name[64];
+    snprintf(isa_name, sizeof isa_name, "%s%s", lc_kernels()->isa, fast_math ? " fast-math" : "");
 
     printf("| model | size | type | threads | ISA | test | t/s (median) | t/s (min - max) |%s\n",
            cpu_time ? " CPU ms/token |" : "");
@@ -322,6 +329,7 @@ int main(int argc, char **argv)
             cp.n_batch = (int32_t)(max_p > 0 ? max_p : 512);
             cp.kv_type = kv_type;
             cp.flash_attn = flash_attn;
+            cp.fast_math = fast_math;
             struct lc_context *ctx = lc_context_new(m, &cp, &err);
             if (!ctx) {
                 fprintf(stderr, "llamachat-bench: %s: %s\n", path, err ? err : "no context");

@@ -1931,6 +1931,7 @@ static struct lc_engine *start_engine(struct tui *t, const char *model, char **e
         .spec_draft = t->o->spec ? t->o->draft_max : 0,
         .kv_q8_0 = t->o->kv_q8_0,
         .flash_attn = t->o->flash_attn,
+        .fast_math = t->o->fast_math,
         .sampling = t->o->sampling,
         .n_predict = t->o->n_predict,
         .system_prompt = t->o->system_prompt,

@@ -150,6 +150,8 @@ static void merge(struct lc_kernels *t, int from)
         MERGE(gemm_x16[k]);
     }
     t->x16_native = isas[from].table->x16_native;
+    for (int k = 0; k < LC_TYPE_COUNT; k++) /* the chosen ISA's own only (kernels.h) */
+        t->gemm_x16_fast[k] = isas[from].table->gemm_x16_fast[k];
     MERGE(vec_dot_q4_0x8);
     MERGE(gemm_q4_0x8);
     MERGE(gemv_q4_0x8);

@@ -79,6 +79,12 @@ struct lc_kernels {
      */
     lc_gemv_fn gemv_x16[LC_TYPE_COUNT];
     lc_gemm_fn gemm_x16[LC_TYPE_COUNT];
+    /*
+     * Opt-in (lc_context_params.fast_math): the same products as gemm_x16 in a faster float
+     * order that is NOT vec_dot's (the ISA file documents it), within float rounding of it;
+     * NULL where the ISA has none (callers take gemm_x16).  Not merged from other ISAs.
+     */
+    lc_gemm_fn gemm_x16_fast[LC_TYPE_COUNT];
     /* bit t set: this ISA file has its own (fast) x16 kernels for type t, so repacking pays */
     unsigned x16_native;
 

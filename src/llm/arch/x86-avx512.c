@@ -264,10 +264,133 @@ INLINE void x16_q4_1_tile2(int nb, float *s, size_t ld_s, const uint8_t *G,
     }
 }
 
+/*
+ * The Q4_1 prompt GEMM, with the integer products and scale work that do not depend on the
+ * column taken out of the column loop (the approach of ik_llama.cpp's PR #534, Q8_1_R8: a chunk
+ * of rows expanded once to bytes and reused across the whole batch; here with ggml's order):
+ *
+ *   - Each group of 16 rows is expanded once per call into x16e blocks (640 bytes per block:
+ *     n = 2048 is 40 KB, in L1; n = 5632, 110 KB, in L2): chunk k's low and high nibbles as
+ *     bytes (q[2k], q[2k+1]: 16 rows x 4 bytes, the unsigned operand of vpdpbusd as it is), dx
+ *     and m of the 16 rows as floats.
+ *   - The activation scales dy and s_y of every column and block are converted once per call
+ *     (x16e_cols), and read as broadcast memory operands.
+ *   - The 16 x 2 tile is then only what the bits need, per block and column: 8 vpdpbusd from
+ *     zero with the activation dword as a {1to16} memory operand (dpbusd_z: the zeroing is a
+ *     rename-time idiom, not a copy of a zero register), 8 vcvtdq2ps, 8 FMAs, dx * dy (one
+ *     multiply) and m * s_y (multiply, then add): 27 vector operations for 512 products where
+ *     x16_q4_1_tile2 has about 48 (unpacking, fp16 conversions, register copies).
+ *
+ * The float operations per (row, column) are x16_q4_1_tile2's, i.e. vec_dot_q4_1_q8_1's: per
+ * block acc[k] = fma(float(lane k), dx * dy, acc[k]) for the 8 integer lanes k (4 bytes each),
+ * m * s_y summed apart in block order, hsum_float_8 as ((0+4)+(2+6))+((1+5)+(3+7)), plus the
+ * m * s sum: the same bits (test-kernels compares them with the scalar vec_dot).
+ */
+struct x16e_blk {
+    uint8_t q[8][64]; /* q[2k]: chunk k's low nibbles, q[2k + 1] its high nibbles, as bytes */
+    float d[16];      /* dx of the 16 rows */
+    float m[16];      /* m of the 16 rows */
+};
+
+/* one group (G, nb blocks of repack.h's Q4_1 x16 layout) into E */
+static void x16e_expand_q4_1(struct x16e_blk *E, const uint8_t *G, int nb)
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    for (int i = 0; i < nb; i++) {
+        const uint8_t *sc = G + (size_t)i * 320; /* lc_x16_sc_off, lc_x16_qs_off */
+        _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
+            const __m512i v = _mm512_loadu_si512(sc + 64 + 64 * k);
+            _mm512_store_si512(E[i].q[2 * k], _mm512_and_si512(v, m4));
+            _mm512_store_si512(E[i].q[2 * k + 1], _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
+        }
+        _mm512_store_ps(E[i].d, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)sc)));
+        _mm512_store_ps(E[i].m, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(sc + 32))));
+    }
+}
+
+/* t = 0 + (4 u8 of w x 4 s8 at y, summed) per lane, the s8 dword broadcast from memory */
+INLINE __m512i dpbusd_z(__m512i w, const int8_t *y)
+{
+    __m512i t;
+    __asm__("vpxord %x0, %x0, %x0\n\t"
+            "vpdpbusd %2%{1to16%}, %1, %0"
+            : "=&v"(t)
+            : "v"(w), "m"(*(const int32_t *)(const void *)y));
+    return t;
+}
+
+/* 16 rows (E) x columns y0, y1 (ds0, ds1: their [dy, s_y] per block); two == 0: y1 is a copy of
+ * y0 and its results are not stored */
+INLINE void x16e_q4_1_tile2(int nb, float *s, size_t ld_s, const struct x16e_blk *E,
+                            const lc_block_q8_1 *y0, const lc_block_q8_1 *y1,
+                            const float (*ds0)[2], const float (*ds1)[2], int two)
+{
+    __m512 acc[2][8], msum[2];
+    _Pragma("GCC unroll 2") for (int c = 0; c < 2; c++) {
+        msum[c] = _mm512_setzero_ps();
+        _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) acc[c][k] = _mm512_setzero_ps();
+    }
+    for (int i = 0; i < nb; i++) {
+        const struct x16e_blk *B = E + i;
+        const __m512 dx = _mm512_load_ps(B->d), mx = _mm512_load_ps(B->m);
+        const __m512 d0 = _mm512_mul_ps(dx, _mm512_set1_ps(ds0[i][0]));
+        const __m512 d1 = _mm512_mul_ps(dx, _mm512_set1_ps(ds1[i][0]));
+        msum[0] = _mm512_add_ps(msum[0], _mm512_mul_ps(mx, _mm512_set1_ps(ds0[i][1])));
+        msum[1] = _mm512_add_ps(msum[1], _mm512_mul_ps(mx, _mm512_set1_ps(ds1[i][1])));
+        const int8_t *q0 = y0[i].qs, *q1 = y1[i].qs;
+        _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
+            const __m512i lo = _mm512_load_si512(B->q[2 * k]);
+            const __m512i hi = _mm512_load_si512(B->q[2 * k + 1]);
+            acc[0][k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dpbusd_z(lo, q0 + 4 * k)), d0, acc[0][k]);
+            acc[1][k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dpbusd_z(lo, q1 + 4 * k)), d1, acc[1][k]);
+            acc[0][4 + k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dpbusd_z(hi, q0 + 16 + 4 * k)), d0,
+                                            acc[0][4 + k]);
+            acc[1][4 + k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dpbusd_z(hi, q1 + 16 + 4 * k)), d1,
+                                            acc[1][4 + k]);
+        }
+    }
+    _Pragma("GCC unroll 2") for (int c = 0; c < 2; c++) {
+        if (c == 1 && !two)
+            break;
+        const __m512 h = _mm512_add_ps(
+            _mm512_add_ps(_mm512_add_ps(acc[c][0], acc[c][4]), _mm512_add_ps(acc[c][2], acc[c][6])),
+            _mm512_add_ps(_mm512_add_ps(acc[c][1], acc[c][5]), _mm512_add_ps(acc[c][3], acc[c][7])));
+        _mm512_storeu_ps(s + (size_t)c * ld_s, _mm512_add_ps(h, msum[c]));
+    }
+}
+
 static void gemm_x16_q4_1(int n, float *s, size_t ld_s, const void *w, size_t w_stride,
                                 int nr, const void *a, size_t a_stride, int nc)
 {
     const int nb = n / 32;
+    /* scratch per call (threads share nothing): one expanded group, the columns' scales */
+    struct x16e_blk *E = nb > 0 ? aligned_alloc(64, (size_t)nb * sizeof *E) : NULL;
+    float(*ds)[2] = nb > 0 ? malloc((size_t)nc * (size_t)nb * sizeof *ds) : NULL;
+    if (E && ds) {
+        for (int c = 0; c < nc; c++) {
+            const lc_block_q8_1 *y = (const void *)((const uint8_t *)a + (size_t)c * a_stride);
+            for (int i = 0; i < nb; i++) {
+                ds[(size_t)c * nb + i][0] = h2f(y[i].d);
+                ds[(size_t)c * nb + i][1] = h2f(y[i].s);
+            }
+        }
+        for (int g = 0; g < nr / 16; g++) {
+            x16e_expand_q4_1(E, (const uint8_t *)w + (size_t)g * 16 * w_stride, nb);
+            for (int c = 0; c < nc; c += 2) {
+                const int two = c + 1 < nc, c1 = two ? c + 1 : c;
+                x16e_q4_1_tile2(nb, s + (size_t)c * ld_s + 16 * g, ld_s, E,
+                                (const void *)((const uint8_t *)a + (size_t)c * a_stride),
+                                (const void *)((const uint8_t *)a + (size_t)c1 * a_stride),
+                                ds + (size_t)c * nb, ds + (size_t)c1 * nb, two);
+            }
+        }
+        free(E);
+        free(ds);
+        return;
+    }
+    free(E);
+    free(ds);
+    /* no memory for the scratch: straight from the x16 layout (same bits) */
     for (int g = 0; g < nr / 16; g++) {
         const uint8_t *G = (const uint8_t *)w + (size_t)g * 16 * w_stride;
         for (int c = 0; c < nc; c += 2) {
@@ -277,6 +400,154 @@ static void gemm_x16_q4_1(int n, float *s, size_t ld_s, const void *w, size_t w_
             x16_q4_1_tile2(nb, s + (size_t)c * ld_s + 16 * g, ld_s, G, y0, y1, two);
         }
     }
+}
+
+/*
+ * The opt-in Q4_1 prompt GEMM of lc_context_params.fast_math (--fast-math; default off), not
+ * vec_dot's bits: per (row, column) and block the 32 products are summed as integers (the 8
+ * vpdpbusd of x16e_q4_1_tile2 chained into two accumulators, then one integer add: exact), then
+ * acc = fma(float(isum), dx * dy, acc) and macc = fma(m, s_y, macc), out = acc + macc.  That is
+ * 13 vector operations per block for 512 products of a 16 x 1 strip where the same-bits tile
+ * needs 27 (its 8 float lanes each take a conversion and an FMA): the order of ik_llama.cpp's
+ * iqk_mul_mat Q4_1 x Q8_1 kernels (and of llama.cpp's Q4_0x8 repack), which sum the block in
+ * integers too.  Tiles of 32 rows (two expanded groups) x 4 columns, 16 x 4 for an odd last
+ * group, with the same operations per row.  bench/bench-gemm-x16 q4_1-fast, one thread, the
+ * TinyLlama shapes: 225-234 GMAC/s (16 x 4 alone: 185-197; the same-bits GEMM: 110-117;
+ * llamachat-int8peak: 425 for vpdpbusd alone, 142 for vec_dot's order).  The integer
+ * sum is exact and the float steps are per block as ggml's, so the results differ from the
+ * reference order by float rounding only (test-kernels bounds it; test-greedy --fast-math
+ * checks the logits of the references within tolerance).
+ */
+INLINE __m512i dpbusd_b(__m512i acc, __m512i w, const int8_t *y)
+{
+    __asm__("vpdpbusd %2%{1to16%}, %1, %0"
+            : "+v"(acc)
+            : "v"(w), "m"(*(const int32_t *)(const void *)y));
+    return acc;
+}
+
+#define X16F_COLS 4
+INLINE void x16e_q4_1_fast_tile(int nb, float *s, size_t ld_s, const struct x16e_blk *E,
+                                const lc_block_q8_1 *const y[X16F_COLS],
+                                const float (*const ds[X16F_COLS])[2], int ncols)
+{
+    __m512 acc[X16F_COLS], macc[X16F_COLS];
+    _Pragma("GCC unroll 4") for (int c = 0; c < X16F_COLS; c++) acc[c] = macc[c] =
+        _mm512_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        const struct x16e_blk *B = E + i;
+        const __m512 dx = _mm512_load_ps(B->d), mx = _mm512_load_ps(B->m);
+        __m512i w[8];
+        _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) w[k] = _mm512_load_si512(B->q[k]);
+        _Pragma("GCC unroll 4") for (int c = 0; c < X16F_COLS; c++) {
+            const int8_t *q = y[c][i].qs;
+            __m512i t0 = dpbusd_z(w[0], q), t1 = dpbusd_z(w[1], q + 16);
+            _Pragma("GCC unroll 3") for (int k = 1; k < 4; k++) {
+                t0 = dpbusd_b(t0, w[2 * k], q + 4 * k);
+                t1 = dpbusd_b(t1, w[2 * k + 1], q + 16 + 4 * k);
+            }
+            const __m512 d = _mm512_mul_ps(dx, _mm512_set1_ps(ds[c][i][0]));
+            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(t0, t1)), d, acc[c]);
+            macc[c] = _mm512_fmadd_ps(mx, _mm512_set1_ps(ds[c][i][1]), macc[c]);
+        }
+    }
+    _Pragma("GCC unroll 4") for (int c = 0; c < X16F_COLS; c++) if (c < ncols)
+        _mm512_storeu_ps(s + (size_t)c * ld_s, _mm512_add_ps(acc[c], macc[c]));
+}
+
+/*
+ * Two groups (32 rows: EA, EB) x 4 columns: each activation dword is broadcast once into a
+ * register and serves both groups' byte registers, which halves the broadcast loads of the
+ * 16 x 4 tile (72 loads per 64 vpdpbusd instead of 100: that tile keeps both load ports as
+ * busy as the vector ports).  Per row the same operations as x16e_q4_1_fast_tile (the integer
+ * sum is exact in any order), so a row's result does not depend on which tile computed it.
+ */
+INLINE void x16e_q4_1_fast_tile2g(int nb, float *s, size_t ld_s, const struct x16e_blk *EA,
+                                  const struct x16e_blk *EB,
+                                  const lc_block_q8_1 *const y[X16F_COLS],
+                                  const float (*const ds[X16F_COLS])[2], int ncols)
+{
+    __m512 acc[2][X16F_COLS], macc[2][X16F_COLS];
+    _Pragma("GCC unroll 4") for (int c = 0; c < X16F_COLS; c++) {
+        acc[0][c] = macc[0][c] = _mm512_setzero_ps();
+        acc[1][c] = macc[1][c] = _mm512_setzero_ps();
+    }
+    for (int i = 0; i < nb; i++) {
+        const struct x16e_blk *A = EA + i, *B = EB + i;
+        __m512i ia[X16F_COLS], ib[X16F_COLS];
+        _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) {
+            const __m512i wa = _mm512_load_si512(A->q[k]), wb = _mm512_load_si512(B->q[k]);
+            const int off = (k & 1) * 16 + (k >> 1) * 4; /* q[2k]: y[4k..], q[2k+1]: y[16+4k..] */
+            _Pragma("GCC unroll 4") for (int c = 0; c < X16F_COLS; c++) {
+                const __m512i yb = _mm512_set1_epi32(ld_i32(y[c][i].qs + off));
+                if (k == 0) {
+                    ia[c] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wa, yb);
+                    ib[c] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wb, yb);
+                } else {
+                    ia[c] = _mm512_dpbusd_epi32(ia[c], wa, yb);
+                    ib[c] = _mm512_dpbusd_epi32(ib[c], wb, yb);
+                }
+            }
+        }
+        _Pragma("GCC unroll 4") for (int c = 0; c < X16F_COLS; c++) {
+            const __m512 dy = _mm512_set1_ps(ds[c][i][0]), sy = _mm512_set1_ps(ds[c][i][1]);
+            acc[0][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[c]),
+                                        _mm512_mul_ps(_mm512_load_ps(A->d), dy), acc[0][c]);
+            acc[1][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ib[c]),
+                                        _mm512_mul_ps(_mm512_load_ps(B->d), dy), acc[1][c]);
+            macc[0][c] = _mm512_fmadd_ps(_mm512_load_ps(A->m), sy, macc[0][c]);
+            macc[1][c] = _mm512_fmadd_ps(_mm512_load_ps(B->m), sy, macc[1][c]);
+        }
+    }
+    _Pragma("GCC unroll 4") for (int c = 0; c < X16F_COLS; c++) if (c < ncols) {
+        _mm512_storeu_ps(s + (size_t)c * ld_s, _mm512_add_ps(acc[0][c], macc[0][c]));
+        _mm512_storeu_ps(s + (size_t)c * ld_s + 16, _mm512_add_ps(acc[1][c], macc[1][c]));
+    }
+}
+
+static void gemm_x16_q4_1_fast(int n, float *s, size_t ld_s, const void *w, size_t w_stride,
+                               int nr, const void *a, size_t a_stride, int nc)
+{
+    const int nb = n / 32;
+    /* two expanded groups (the 32-row tile), the columns' scales */
+    struct x16e_blk *E = nb > 0 ? aligned_alloc(64, 2 * (size_t)nb * sizeof *E) : NULL;
+    float(*ds)[2] = nb > 0 ? malloc((size_t)nc * (size_t)nb * sizeof *ds) : NULL;
+    if (!E || !ds) { /* no memory for the scratch: the same-bits GEMM (its own fallback) */
+        free(E);
+        free(ds);
+        gemm_x16_q4_1(n, s, ld_s, w, w_stride, nr, a, a_stride, nc);
+        return;
+    }
+    for (int c = 0; c < nc; c++) {
+        const lc_block_q8_1 *y = (const void *)((const uint8_t *)a + (size_t)c * a_stride);
+        for (int i = 0; i < nb; i++) {
+            ds[(size_t)c * nb + i][0] = h2f(y[i].d);
+            ds[(size_t)c * nb + i][1] = h2f(y[i].s);
+        }
+    }
+    for (int g = 0; g < nr / 16; g += 2) {
+        const int two = g + 1 < nr / 16; /* a pair of groups, or the last one alone */
+        x16e_expand_q4_1(E, (const uint8_t *)w + (size_t)g * 16 * w_stride, nb);
+        if (two)
+            x16e_expand_q4_1(E + nb, (const uint8_t *)w + (size_t)(g + 1) * 16 * w_stride, nb);
+        for (int c0 = 0; c0 < nc; c0 += X16F_COLS) {
+            const int k = nc - c0 < X16F_COLS ? nc - c0 : X16F_COLS;
+            const lc_block_q8_1 *y[X16F_COLS];
+            const float(*dsc[X16F_COLS])[2];
+            for (int c = 0; c < X16F_COLS; c++) { /* missing columns repeat the last one */
+                const int cc = c0 + (c < k ? c : k - 1);
+                y[c] = (const void *)((const uint8_t *)a + (size_t)cc * a_stride);
+                dsc[c] = ds + (size_t)cc * nb;
+            }
+            if (two)
+                x16e_q4_1_fast_tile2g(nb, s + (size_t)c0 * ld_s + 16 * g, ld_s, E, E + nb, y, dsc,
+                                      k);
+            else
+                x16e_q4_1_fast_tile(nb, s + (size_t)c0 * ld_s + 16 * g, ld_s, E, y, dsc, k);
+        }
+    }
+    free(E);
+    free(ds);
 }
 
 /*
@@ -866,6 +1137,49 @@ static void dot_f16_rows(float *s, const lc_fp16 *x, size_t x_stride, int nr, co
 }
 
 /*
+ * The F16 gemm entry (tinyBLAS's order, tiny_dot_f16: one 16-lane accumulator per output,
+ * acc = fma(x[16k..], y[16k..], acc) from k = 0, then _mm512_reduce_add_ps) for 16 rows at a
+ * time when n % 16 == 0: the 16 accumulators advance together (one activation load serves 16
+ * rows, 16 independent FMA chains instead of one) and are reduced by reduce_16x16 -- the same
+ * bits as 16 tiny_dot_f16 calls (test-kvcache compares them).  Attention's q.K (n = head size,
+ * one row per key) and p.V (n = cached positions, one row per output element) of a prompt
+ * batch: 13-16 % of a Q4_1 pp512 before, more after the Q4_1 GEMM got faster.  Other n and the
+ * last nr % 16 rows: tiny_dot_f16.
+ */
+static void gemm_f16_rows16(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
+                            const void *a, size_t a_stride, int nc)
+{
+    if (n % 16) { /* float-rows.h's, row by row */
+        gemm_f16(n, s, ld_s, w, w_stride, nr, a, a_stride, nc);
+        return;
+    }
+    for (int c = 0; c < nc; c++) {
+        const lc_fp16 *y = (const lc_fp16 *)(const void *)((const char *)a + (size_t)c * a_stride);
+        float *sc = s + (size_t)c * ld_s;
+        int r = 0;
+        {
+            for (; r + 16 <= nr; r += 16) {
+                const char *x0 = (const char *)w + (size_t)r * w_stride;
+                __m512 acc[16];
+                for (int i = 0; i < 16; i++)
+                    acc[i] = _mm512_setzero_ps();
+                for (int k = 0; k < n; k += 16) {
+                    const __m512 yv = load_h16(y + k);
+                    for (int i = 0; i < 16; i++)
+                        acc[i] = _mm512_fmadd_ps(
+                            load_h16((const lc_fp16 *)(const void *)(x0 + (size_t)i * w_stride) + k),
+                            yv, acc[i]);
+                }
+                _mm512_storeu_ps(sc + r, reduce_16x16(acc));
+            }
+        }
+        for (; r < nr; r++)
+            sc[r] = tiny_dot_f16((const lc_fp16 *)(const void *)((const char *)w + (size_t)r * w_stride),
+                                 y, n);
+    }
+}
+
+/*
  * dot_f16_rows_multi (kernels.h): M <= 4 queries y32[0..M) (already F32: the F16 values widened,
  * which is exact) against the rows of one 16-row block.  Each 64-element chunk of a row is
  * widened once and multiplied into the four accumulators of every query, so each (row, query)
@@ -1139,7 +1453,7 @@ const struct lc_kernels lc_kernels_avx512 = {
     },
     .gemm = {
         [LC_TYPE_F32] = gemm_f32,
-        [LC_TYPE_F16] = gemm_f16,
+        [LC_TYPE_F16] = gemm_f16_rows16,
         [LC_TYPE_Q4_0] = pk_gemm_q4_0,
         [LC_TYPE_Q4_1] = pk_gemm_q4_1,
         [LC_TYPE_Q8_0] = pk_gemm_q8_0,
@@ -1156,6 +1470,7 @@ const struct lc_kernels lc_kernels_avx512 = {
                  [LC_TYPE_Q6_K] = gemv_x16_q6_K, [LC_TYPE_Q4_K] = gemv_x16_q4_K,
                  [LC_TYPE_Q5_K] = gemv_x16_q5_K, [LC_TYPE_Q5_1] = gemv_x16_q5_1,
                  [LC_TYPE_Q8_0] = gemv_x16_q8_0},
+    .gemm_x16_fast = {[LC_TYPE_Q4_1] = gemm_x16_q4_1_fast},
     .gemm_x16 = {[LC_TYPE_Q4_0] = gemm_x16_q4_0, [LC_TYPE_Q4_1] = gemm_x16_q4_1,
                  [LC_TYPE_Q6_K] = gemm_x16_q6_K, [LC_TYPE_Q4_K] = gemm_x16_q4_K,
                  [LC_TYPE_Q5_K] = gemm_x16_q5_K, [LC_TYPE_Q5_1] = gemm_x16_q5_1,
