@@ -398,6 +398,12 @@ static int run_fast_math(void)
         closedir(d);
     }
     const struct lc_kernels *K = lc_kernels();
+    /* on AVX-512 the fast kernel must exist and be used (repacked weights), or this checked
+     * the reference order against itself */
+    if (!strcmp(K->isa, "avx512")) {
+        CHECK(K->gemm_x16_fast[LC_TYPE_Q4_1] != NULL, "avx512: no --fast-math Q4_1 kernel");
+        CHECK(nn == 0 || n_repacked > 0, "--fast-math: no reference ran with repacked weights");
+    }
     fprintf(stderr, "test-greedy --fast-math [%s, %s]: %d Q4_1 references, %d with repacked (x16) "
             "weights, max top-10 logit deviation %.2e (tolerance + %.2f of the top logit), %d parted in greedy ids\n",
             K->isa, K->gemm_x16_fast[LC_TYPE_Q4_1] ? "fast Q4_1 kernel" : "no fast kernel: reference order",

@@ -1015,6 +1015,9 @@ static void check_x16(const struct lc_kernels *S, const struct lc_kernels *K, in
  */
 static void check_x16_fast(const struct lc_kernels *S, const struct lc_kernels *K, int type)
 {
+    /* AVX-512 has the Q4_1 one: a table without it must not pass unseen */
+    CHECK(K->gemm_x16_fast[type] || type != LC_TYPE_Q4_1 || strcmp(K->isa, "avx512") != 0,
+          "avx512: no --fast-math Q4_1 kernel in the table");
     if (!K->gemm_x16_fast[type])
         return;
     static const int nbs[] = {1, 2, 3, 7, 64, 176, 1025};

@@ -274,7 +274,7 @@ INLINE void x16_q4_1_tile2(int nb, float *s, size_t ld_s, const uint8_t *G,
  *     bytes (q[2k], q[2k+1]: 16 rows x 4 bytes, the unsigned operand of vpdpbusd as it is), dx
  *     and m of the 16 rows as floats.
  *   - The activation scales dy and s_y of every column and block are converted once per call
- *     (x16e_cols), and read as broadcast memory operands.
+ *     (the ds array of gemm_x16_q4_1), and read as broadcast memory operands.
  *   - The 16 x 2 tile is then only what the bits need, per block and column: 8 vpdpbusd from
  *     zero with the activation dword as a {1to16} memory operand (dpbusd_z: the zeroing is a
  *     rename-time idiom, not a copy of a zero register), 8 vcvtdq2ps, 8 FMAs, dx * dy (one
@@ -363,9 +363,12 @@ static void gemm_x16_q4_1(int n, float *s, size_t ld_s, const void *w, size_t w_
                                 int nr, const void *a, size_t a_stride, int nc)
 {
     const int nb = n / 32;
-    /* scratch per call (threads share nothing): one expanded group, the columns' scales */
-    struct x16e_blk *E = nb > 0 ? aligned_alloc(64, (size_t)nb * sizeof *E) : NULL;
-    float(*ds)[2] = nb > 0 ? malloc((size_t)nc * (size_t)nb * sizeof *ds) : NULL;
+    /* scratch per call (threads share nothing): one expanded group, the columns' scales; a
+     * few columns (speculative verification) do not repay the expansion and go straight from
+     * the x16 layout, as does a failed allocation */
+    const bool expand = nb > 0 && nc >= 4;
+    struct x16e_blk *E = expand ? aligned_alloc(64, (size_t)nb * sizeof *E) : NULL;
+    float(*ds)[2] = expand ? malloc((size_t)nc * (size_t)nb * sizeof *ds) : NULL;
     if (E && ds) {
         for (int c = 0; c < nc; c++) {
             const lc_block_q8_1 *y = (const void *)((const uint8_t *)a + (size_t)c * a_stride);
@@ -390,7 +393,7 @@ static void gemm_x16_q4_1(int n, float *s, size_t ld_s, const void *w, size_t w_
     }
     free(E);
     free(ds);
-    /* no memory for the scratch: straight from the x16 layout (same bits) */
+    /* few columns or no memory for the scratch: straight from the x16 layout (same bits) */
     for (int g = 0; g < nr / 16; g++) {
         const uint8_t *G = (const uint8_t *)w + (size_t)g * 16 * w_stride;
         for (int c = 0; c < nc; c += 2) {
