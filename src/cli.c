@@ -277,6 +277,10 @@ int lc_cli_chat(const struct lc_options *o)
         .n_threads = o->n_threads,
         .n_batch = o->n_batch,
         .kv_f32 = o->kv_f32,
+        .spec_draft = o->spec ? o->draft_max : 0,   /* as the full-screen chat's engine */
+        .kv_q8_0 = o->kv_q8_0,
+        .flash_attn = o->flash_attn,
+        .fast_math = o->fast_math,
         .sampling = o->sampling,
         .n_predict = o->n_predict,
         .system_prompt = o->system_prompt,
