@@ -113,12 +113,13 @@ struct lc_context {
 #define GRP_MAX LC_ROWS_MULTI_MAX
 
 /* attention_groups' scratch for one thread: g score rows (n_ctx floats), g q/p rows in F16
- * (max(hd, n_ctx)), and dot_f16_rows_multi's work (kernels.h: g * hd floats for the keys, 4 *
- * n_kv for the values). */
+ * (max(hd, n_ctx)), and dot_f16_rows_multi's work (kernels.h: g * n floats for rows of n <= 256
+ * -- the keys, and the values while n_kv <= 256 -- else 4 * n). */
 static size_t grp_scratch_size(int g, int hd, int n_ctx)
 {
     const size_t w = (size_t)(hd > n_ctx ? hd : n_ctx);
-    const size_t work = (size_t)g * (size_t)hd > 4 * w ? (size_t)g * (size_t)hd : 4 * w;
+    const size_t w_short = w < 256 ? w : 256;
+    const size_t work = (size_t)g * w_short > 4 * w ? (size_t)g * w_short : 4 * w;
     return ((size_t)g * (size_t)n_ctx * sizeof(float) + (size_t)g * w * sizeof(lc_fp16) +
             work * sizeof(float) + 3 * 64 + 63) & ~(size_t)63;
 }
