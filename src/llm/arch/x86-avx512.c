@@ -359,6 +359,22 @@ INLINE void x16e_q4_1_tile2(int nb, float *s, size_t ld_s, const struct x16e_blk
     }
 }
 
+/* The scales of nc Q8_1 activation columns (a_stride bytes apart, nb blocks each) as floats:
+ * ds[c * nb + i] = {dy, s_y} of column c's block i, malloc'd (caller frees), NULL without
+ * memory. */
+static float (*x16e_scales(const void *a, size_t a_stride, int nc, int nb))[2]
+{
+    float(*ds)[2] = malloc((size_t)nc * (size_t)nb * sizeof *ds);
+    for (int c = 0; ds && c < nc; c++) {
+        const lc_block_q8_1 *y = (const void *)((const uint8_t *)a + (size_t)c * a_stride);
+        for (int i = 0; i < nb; i++) {
+            ds[(size_t)c * nb + i][0] = h2f(y[i].d);
+            ds[(size_t)c * nb + i][1] = h2f(y[i].s);
+        }
+    }
+    return ds;
+}
+
 static void gemm_x16_q4_1(int n, float *s, size_t ld_s, const void *w, size_t w_stride,
                                 int nr, const void *a, size_t a_stride, int nc)
 {
@@ -368,15 +384,8 @@ static void gemm_x16_q4_1(int n, float *s, size_t ld_s, const void *w, size_t w_
      * the x16 layout, as does a failed allocation */
     const bool expand = nb > 0 && nc >= 4;
     struct x16e_blk *E = expand ? aligned_alloc(64, (size_t)nb * sizeof *E) : NULL;
-    float(*ds)[2] = expand ? malloc((size_t)nc * (size_t)nb * sizeof *ds) : NULL;
+    float(*ds)[2] = expand ? x16e_scales(a, a_stride, nc, nb) : NULL;
     if (E && ds) {
-        for (int c = 0; c < nc; c++) {
-            const lc_block_q8_1 *y = (const void *)((const uint8_t *)a + (size_t)c * a_stride);
-            for (int i = 0; i < nb; i++) {
-                ds[(size_t)c * nb + i][0] = h2f(y[i].d);
-                ds[(size_t)c * nb + i][1] = h2f(y[i].s);
-            }
-        }
         for (int g = 0; g < nr / 16; g++) {
             x16e_expand_q4_1(E, (const uint8_t *)w + (size_t)g * 16 * w_stride, nb);
             for (int c = 0; c < nc; c += 2) {
@@ -514,19 +523,12 @@ static void gemm_x16_q4_1_fast(int n, float *s, size_t ld_s, const void *w, size
     const int nb = n / 32;
     /* two expanded groups (the 32-row tile), the columns' scales */
     struct x16e_blk *E = nb > 0 ? aligned_alloc(64, 2 * (size_t)nb * sizeof *E) : NULL;
-    float(*ds)[2] = nb > 0 ? malloc((size_t)nc * (size_t)nb * sizeof *ds) : NULL;
+    float(*ds)[2] = nb > 0 ? x16e_scales(a, a_stride, nc, nb) : NULL;
     if (!E || !ds) { /* no memory for the scratch: the same-bits GEMM (its own fallback) */
         free(E);
         free(ds);
         gemm_x16_q4_1(n, s, ld_s, w, w_stride, nr, a, a_stride, nc);
         return;
-    }
-    for (int c = 0; c < nc; c++) {
-        const lc_block_q8_1 *y = (const void *)((const uint8_t *)a + (size_t)c * a_stride);
-        for (int i = 0; i < nb; i++) {
-            ds[(size_t)c * nb + i][0] = h2f(y[i].d);
-            ds[(size_t)c * nb + i][1] = h2f(y[i].s);
-        }
     }
     for (int g = 0; g < nr / 16; g += 2) {
         const int two = g + 1 < nr / 16; /* a pair of groups, or the last one alone */
