@@ -876,6 +876,26 @@ static void dots32(const struct lc_kernels *k, bool batch, float *s, const float
 }
 
 /*
+ * One query's scores s[k0, n_keys) (the keys it sees) to softmax weights over the padded length
+ * n_kv: soft-capped (cap > 0: cap * tanh(s / cap)), times kq_scale, the rest masked to -inf, then
+ * the ISA's softmax -- attention_heads' and attention_groups' common step, in ggml's order.
+ */
+static void scores_to_weights(const struct lc_kernels *k, float *s, int k0, int n_keys, int n_kv,
+                              float cap, float inv_cap, float scale)
+{
+    if (cap > 0.0f)
+        for (int j = k0; j < n_keys; j++)
+            s[j] = tanhf(s[j] * inv_cap) * cap;
+    for (int j = k0; j < n_keys; j++)
+        s[j] *= scale;
+    for (int j = 0; j < k0; j++)
+        s[j] = -INFINITY;
+    for (int j = n_keys; j < n_kv; j++)
+        s[j] = -INFINITY;
+    k->softmax(s, n_kv);
+}
+
+/*
  * Per (token, head): scores = q.K^T over the keys the query sees (keys 0 .. pos+i, and on a
  * window layer only the last n_swa of them; the rest of the padded length masked), soft-capped
  * (gemma2: c * tanh(s / c), before the mask as llama.cpp's llm_build_kqv), times kq_scale,
@@ -920,16 +940,7 @@ static void attention_heads(void *arg, int ith, int nth)
             dots32(k, batch, scores + k0, kc + (size_t)k0 * (size_t)c->n_kv, (size_t)c->n_kv,
                    n_keys - k0, q, hd);
         }
-        if (cap > 0.0f)
-            for (int j = k0; j < n_keys; j++)
-                scores[j] = tanhf(scores[j] * inv_cap) * cap;
-        for (int j = k0; j < n_keys; j++)
-            scores[j] *= scale;
-        for (int j = 0; j < k0; j++)
-            scores[j] = -INFINITY;
-        for (int j = n_keys; j < n_kv; j++)
-            scores[j] = -INFINITY;
-        k->softmax(scores, n_kv);
+        scores_to_weights(k, scores, k0, n_keys, n_kv, cap, inv_cap, scale);
         if (c->kv_type == LC_TYPE_F16) {
             /* ggml rounds the softmax row to f16 for the product with the f16 V cache */
             k->quantize_row[LC_TYPE_F16](scores, q16, n_kv);
@@ -1000,16 +1011,7 @@ static void attention_groups(void *arg, int ith, int nth)
                               ng, hd, work);
         for (int g = 0; g < ng; g++) {
             float *s = scores + (size_t)g * (size_t)c->n_ctx;
-            if (cap > 0.0f)
-                for (int j = k0; j < n_keys; j++)
-                    s[j] = tanhf(s[j] * inv_cap) * cap;
-            for (int j = k0; j < n_keys; j++)
-                s[j] *= scale;
-            for (int j = 0; j < k0; j++)
-                s[j] = -INFINITY;
-            for (int j = n_keys; j < n_kv; j++)
-                s[j] = -INFINITY;
-            k->softmax(s, n_kv);
+            scores_to_weights(k, s, k0, n_keys, n_kv, cap, inv_cap, scale);
             /* ggml rounds the softmax row to f16 for the product with the f16 V cache */
             lc_fp16 *pg = p16 + (size_t)g * w;
             k->quantize_row[LC_TYPE_F16](s, pg, n_kv);
