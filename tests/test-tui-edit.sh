@@ -12,7 +12,8 @@ tui_lib_paths
 tui_lib_init lc-tui-edit
 log="$tmp/edit.log"
 # prompts: the number of "prompt pos=" lines in the token log
-prompts() { grep -c '^prompt pos=' "$log" 2>/dev/null || echo 0; }
+# (grep -c prints 0 itself when nothing matches, and fails when the log is not there yet)
+prompts() { c=$(grep -c '^prompt pos=' "$log" 2>/dev/null); echo "${c:-0}"; }
 # wait_prompts N: until the log has N prompt lines (10 s)
 wait_prompts() {
     i=0
@@ -21,6 +22,16 @@ wait_prompts() {
 }
 # idle: the status bar says idle (the reply is done)
 idle() { wait_for '^ idle \|' "${1:-30}" >/dev/null; }
+# say KEYS...: type KEYS that start a generation, then wait until the engine has read its prompt
+# (one more "prompt" line in the token log: every generation logs one) and the chat is idle
+# again; waiting for "idle" alone can see the idle left over from the turn before when the
+# machine is slow to deliver the keys, and the next keys then land while the model writes
+say() {
+    n0=$(prompts)
+    $T send-keys -t lc "$@"
+    wait_prompts $((n0 + 1)) || echo "  no new prompt reached the engine after: $*"
+    idle
+}
 # the chat's autosaved conversation (one file in chats/)
 chatfile() { ls "$tmp"/home/.local/state/llamachat/chats/*.json 2>/dev/null | head -1; }
 # wait_json REGEX: the autosaved file matches (5 s)
@@ -57,8 +68,7 @@ idle || { echo "FAIL: the chat did not start"; screen; exit 1; }
 
 # 1. labels: the configured one for the user ("me>"); a base model's reply continues the
 # user's text on its line, so it has none (what the model reads is on screen)
-$T send-keys -t lc "Lily had a red ball" Enter
-idle
+say "Lily had a red ball" Enter
 check "labels: the user's message has the configured label" '^me> Lily had a red ball'
 wait_prompts 1 || bad "first prompt in the token log"
 first=$(grep '^prompt pos=' "$log" | head -1)
@@ -66,8 +76,10 @@ reply1=$(awk '/^reply pos=/ { sub(/.*: /, ""); printf "%s ", $0 }' "$log")
 
 # 2. /regen with another seed: a second version, shown "< 2/2 >"; Alt-Left shows the first
 $T send-keys -t lc "/set seed 2" Enter
+n0=$(prompts)
 $T send-keys -t lc "/regen" Enter
 check "regen: the new reply is version 2 of 2" '< 2/2 >'
+wait_prompts $((n0 + 1)) || echo "  no new prompt reached the engine after /regen"
 idle
 wait_json '"chosen": 2' && ok "regen: the autosaved JSON keeps both versions" \
     || { bad "regen: the autosaved JSON keeps both versions"; cat "$(chatfile)"; }
@@ -83,8 +95,7 @@ check "flip: version 1 is the first" 'reply 1/2 is the first'
 # inside the first reply (where it differs from the second, the one cached) and holds the
 # first reply's sampled ids from there on
 n=$(prompts)
-$T send-keys -t lc "Then" Enter
-idle
+say "Then" Enter
 wait_prompts $((n + 1)) || bad "third prompt in the token log"
 third=$(grep '^prompt pos=' "$log" | sed -n "$((n + 1))p")
 pos=$(echo "$third" | sed 's/^prompt pos=\([0-9]*\).*/\1/')
@@ -114,8 +125,7 @@ wait_json '"chosen": 1' && ! grep -q '"content": "Then"' "$(chatfile)" \
     && ok "undo: the autosaved JSON no longer has the exchange" \
     || { bad "undo: the autosaved JSON no longer has the exchange"; cat "$(chatfile)"; }
 n=$(prompts)
-$T send-keys -t lc "Then" Enter
-idle
+say "Then" Enter
 wait_prompts $((n + 1)) || bad "prompt after undo in the token log"
 again=$(grep '^prompt pos=' "$log" | sed -n "$((n + 1))p")
 again_n=$(echo "$again" | sed 's/^prompt pos=[0-9]* n=\([0-9]*\):.*/\1/')
@@ -130,8 +140,7 @@ fi
 # 5. /edit: the message comes back; sending replaces the exchange
 $T send-keys -t lc "/edit" Enter
 check "edit: the last message is back in the input" '^> Then *$'
-$T send-keys -t lc C-e " she ran" Enter
-idle
+say C-e " she ran" Enter
 check "edit: the new message is shown" 'Then she ran'
 if screen | grep -Eq 'Then[^ ]|Then $' ; then :; fi
 count=$(screen | grep -c 'Then')
@@ -157,20 +166,17 @@ check "undo: back to one exchange" 'removed the last exchange'
 
 # 6b. after a command, Up is history (a shell habit does not edit); the message sent again
 # unchanged (Up, Enter) is a /regen: the reply before is kept as version 1
-$T send-keys -t lc "Then she sat" Enter
-idle
+say "Then she sat" Enter
 $T send-keys -t lc "/xyz" Enter
 check "a command typed" 'unknown command /xyz'
 check "unknown command: the line comes back for correction" '^> /xyz *$'
 $T send-keys -t lc C-u Up
 check "Up after a command: the command from history" '^> /xyz *$'
 if screen | grep -q 'Enter replaces that exchange'; then bad "Up after a command: no edit"; else ok "Up after a command: no edit"; fi
-$T send-keys -t lc C-u "Then she sat" Enter
-idle
+say C-u "Then she sat" Enter
 $T send-keys -t lc Up
 check "Up after a message: the edit" 'Enter replaces that exchange'
-$T send-keys -t lc Enter
-idle
+say Enter
 # a base model's reply continues the message on its line: "< 2/2 >" follows the reply, not
 # the message (the middle of the running text)
 check "Up, Enter unchanged: the reply before kept" 'Then she sat[^<]+ < 2/2 > *$'
@@ -262,15 +268,13 @@ fi
 $T kill-session -t lc
 sed -e 's/^label_user = me>/label_model = bot:/' -e 's/^max_tokens = 6/max_tokens = 4/' "$tmp/rc" >"$tmp/rc2"
 $T -f /dev/null new-session -d -s lc -x 100 -y 30 \
-    "env HOME='$tmp/home' LLAMACHATRC='$tmp/rc2' LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=tmux-256color '$LC' --chat-template chatml --system 'Be kind.' 2>'$tmp/err2'; echo EXIT=\$?; sleep 60"
+    "env HOME='$tmp/home' LLAMACHATRC='$tmp/rc2' LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=tmux-256color LLAMACHAT_LOG='$log' '$LC' --chat-template chatml --system 'Be kind.' 2>'$tmp/err2'; echo EXIT=\$?; sleep 60"
 idle || { echo "FAIL: the chat did not start (chatml)"; screen; exit 1; }
-$T send-keys -t lc "Hello" Enter
-idle
+say "Hello" Enter
 check "labels: the system prompt's" '^system: Be kind\.$'
 check "labels: yours" '^you: Hello$'
 check "labels: the model's (configured)" '^bot: [^ ]'
-$T send-keys -t lc "/set seed 7" Enter "/regen" Enter
-idle
+say "/set seed 7" Enter "/regen" Enter
 check "labels: a second version after the label" '^bot: < 2/2 > [^ ]'
 $T send-keys -t lc "/quit" Enter
 check "chatml: exits with status 0" '^EXIT=0'
@@ -291,13 +295,12 @@ for mp in "$Q8" "$tmp/gone.gguf"; do
 JSON
     rm -rf "$tmp/home3"; mkdir -p "$tmp/home3"
     $T -f /dev/null new-session -d -s lc -x 160 -y 30 \
-        "env HOME='$tmp/home3' LLAMACHATRC='$tmp/rc3' LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=tmux-256color '$LC' --resume '$tmp/mp.json' 2>'$tmp/err3'; echo EXIT=\$?; sleep 60"
+        "env HOME='$tmp/home3' LLAMACHATRC='$tmp/rc3' LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=tmux-256color LLAMACHAT_LOG='$log' '$LC' --resume '$tmp/mp.json' 2>'$tmp/err3'; echo EXIT=\$?; sleep 60"
     idle || { bad "model_path: the chat did not start"; screen; }
     if [ "$mp" != "$Q8" ]; then
         check "model_path gone: a note" "the chat's model $tmp/gone.gguf is not there"
     fi
-    $T send-keys -t lc "Then" Enter
-    idle
+    say "Then" Enter
     $T send-keys -t lc "/quit" Enter
     check "model_path: exits with status 0" '^EXIT=0'
     kept="$tmp/home3/.local/state/llamachat/last-chat.json"
