@@ -769,6 +769,10 @@ int lc_context_k_row(const struct lc_context *c, int il, int32_t pos, float *out
 /* ---------------------------------------------------------------- saved cells (kvstate.h) */
 
 enum lc_type lc_context_kv_type(const struct lc_context *c) { return c->kv_type; }
+unsigned lc_context_compute_flags(const struct lc_context *c)
+{
+    return (c->fast_math ? LC_COMPUTE_FAST_MATH : 0u) | (c->fa ? LC_COMPUTE_FLASH_ATTN : 0u);
+}
 int32_t lc_context_kv_n_embd(const struct lc_context *c) { return c->n_kv; }
 size_t lc_context_kv_row_bytes(const struct lc_context *c) { return c->kv_row; }
 

@@ -124,6 +124,14 @@ int lc_context_k_row(const struct lc_context *c, int il, int32_t pos, float *out
  * same elements, so a saved cache restores into either layout bit for bit.
  */
 enum lc_type lc_context_kv_type(const struct lc_context *c);
+/*
+ * The options that change the bits of what c computes, and so of its KV cells (a saved cache
+ * is used only by a context with the same flags): LC_COMPUTE_FAST_MATH (lc_context_params.
+ * fast_math) and LC_COMPUTE_FLASH_ATTN (flash_attn, or a q8_0 cache, which implies it).
+ */
+#define LC_COMPUTE_FAST_MATH 1u
+#define LC_COMPUTE_FLASH_ATTN 2u
+unsigned lc_context_compute_flags(const struct lc_context *c);
 int32_t lc_context_kv_n_embd(const struct lc_context *c);
 size_t lc_context_kv_row_bytes(const struct lc_context *c);
 /*

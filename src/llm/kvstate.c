@@ -17,8 +17,8 @@
 #include "quant.h"
 
 static const char magic[8] = { 'L', 'C', 'K', 'V', 'S', 'T', 'A', 'T' };
-#define HEADER_BYTES 64      /* the fixed fields, then their CRC */
-#define META_OFFSET 68
+#define HEADER_BYTES 68      /* the fixed fields, then their CRC */
+#define META_OFFSET 72
 #define MAX_TOKENS (1 << 26) /* far above any context; keeps every size product in range */
 #define MAX_NAME 255
 
@@ -195,6 +195,7 @@ int lc_kvstate_save(const char *path, const struct lc_context *c, const int32_t 
     put32(h + 52, (uint32_t)n_tokens);
     put32(h + 56, (uint32_t)n_kept);
     put32(h + 60, (uint32_t)name_len);
+    put32(h + 64, lc_context_compute_flags(c));
 
     char *tmp = fmt("%s.tmp-XXXXXX", path);
     int32_t chunk = n_tokens < 256 ? n_tokens : 256;
@@ -421,6 +422,22 @@ struct lc_kvstate *lc_kvstate_open(const char *path, const struct lc_context *c,
         *why = LC_KVSTATE_CACHE;
         *err = fmt("made with --cache-type %s; this run uses %s", type_name(type),
                    type_name((uint32_t)lc_context_kv_type(c)));
+        goto fail;
+    }
+    const uint32_t flags = get32(h + 64), ours = lc_context_compute_flags(c);
+    if (flags != ours) {
+        *why = LC_KVSTATE_MATH;
+        if (flags & ~(LC_COMPUTE_FAST_MATH | LC_COMPUTE_FLASH_ATTN))
+            *err = fmt("made with options this llamachat does not know (flags 0x%x)", flags);
+        else if ((flags ^ ours) & LC_COMPUTE_FAST_MATH)
+            *err = fmt(flags & LC_COMPUTE_FAST_MATH
+                           ? "made with --fast-math; this run computes in llama.cpp's order"
+                           : "made in llama.cpp's order; this run uses --fast-math");
+        else
+            *err = fmt(flags & LC_COMPUTE_FLASH_ATTN ? "made with flash attention (-fa); this run "
+                                                       "computes attention without it"
+                                                     : "made without flash attention; this run "
+                                                       "uses it (-fa)");
         goto fail;
     }
     if (n_tokens > (uint32_t)lc_context_n_ctx(c)) {

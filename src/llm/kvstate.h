@@ -9,7 +9,7 @@
  * count and size is checked against the file and the context before use, and two CRC-32s (one
  * over the header and the token ids, one over the cells) catch damage.
  *
- * Format, version 1; integers little-endian:
+ * Format, version 2; integers little-endian:
  *   offset size
  *    0      8   magic "LCKVSTAT"
  *    8      4   format version (1)
@@ -23,12 +23,16 @@
  *   52      4   n_tokens: cells of positions 0 .. n_tokens-1
  *   56      4   n_kept: reply token lists
  *   60      4   name_len (<= 255)
- *   64      4   CRC-32 of bytes 0 .. 63
- *   68          the model's name (name_len bytes, not NUL-terminated; for the message)
+ *   64      4   how the cells were computed (lc_context_compute_flags): bit 0 --fast-math, bit 1
+ *               flash attention (-fa, or a q8_0 cache); both change the cells' last bits, so a
+ *               file made otherwise is refused and the conversation read again in this run's
+ *               order (version 1 had no such field: it is refused as another version)
+ *   68      4   CRC-32 of bytes 0 .. 67
+ *   72          the model's name (name_len bytes, not NUL-terminated; for the message)
  *               the token ids, n_tokens int32
  *               n_kept reply lists: u64 FNV-1a hash and u64 length of the reply's text that the
  *               ids spell, u32 n (1 .. n_tokens), n int32 ids
- *          4    CRC-32 of the bytes from offset 68 to here
+ *          4    CRC-32 of the bytes from offset 72 to here
  *               the cells, for each layer: n_tokens K rows, then n_tokens V rows, each
  *               lc_context_kv_row_bytes (ggml's row size of the type: F16 2 bytes an element,
  *               Q8_0 34 bytes a block of 32)
@@ -49,7 +53,7 @@
 #include "context.h"
 #include "model.h"
 
-#define LC_KVSTATE_FORMAT_VERSION 1
+#define LC_KVSTATE_FORMAT_VERSION 2
 
 /* CRC-32 (IEEE) of n bytes continuing crc (0 to start; the result of a call to continue). */
 uint32_t lc_crc32(uint32_t crc, const void *p, size_t n);
@@ -92,12 +96,13 @@ enum lc_kvstate_why {
     LC_KVSTATE_MISSING,   /* no such file */
     LC_KVSTATE_IO,        /* cannot be opened or read ("cannot read: ...") */
     LC_KVSTATE_FORMAT,    /* "not a llamachat KV state file" */
-    LC_KVSTATE_VERSION,   /* "format version 7; this llamachat reads version 1" */
+    LC_KVSTATE_VERSION,   /* "format version 7; this llamachat reads version 2" */
     LC_KVSTATE_TRUNCATED, /* "truncated (1000 of 4168 bytes)", or longer than it says */
     LC_KVSTATE_CHECKSUM,  /* "bad checksum (the file is damaged)" */
     LC_KVSTATE_MODEL,     /* "made with another model (NAME)" */
     LC_KVSTATE_CACHE,     /* "made with --cache-type f16; this run uses q8_0" */
     LC_KVSTATE_CONTEXT,   /* "it holds 5000 tokens; the context is 4096 (-c)" */
+    LC_KVSTATE_MATH,      /* "made with --fast-math; this run computes in llama.cpp's order" */
     LC_KVSTATE_STOPPED,   /* the progress callback asked to stop */
 };
 
@@ -106,7 +111,8 @@ struct lc_kvstate;
 
 /*
  * Open the state file at path for context c: checks the magic, the version, the header's CRC,
- * the size, that the model, the cell shape and the cache type are c's and that the tokens fit
+ * the size, that the model, the cell shape, the cache type and the compute flags
+ * (lc_context_compute_flags) are c's and that the tokens fit
  * c's context, then reads the token ids and the reply lists and checks their CRC (ids in the
  * vocabulary).  Returns the state (free with lc_kvstate_close), or NULL with *why and a
  * malloc'd *err (NULL for LC_KVSTATE_MISSING).

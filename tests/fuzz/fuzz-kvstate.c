@@ -88,14 +88,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             for (size_t i = 5; i < size && off + i - 5 < len; i++)
                 buf[off + i - 5] ^= data[i];
             if (data[0] & 2)
-                put32(buf + 64, lc_crc32(0, buf, 64));
+                put32(buf + 68, lc_crc32(0, buf, 68));
             if (data[0] & 4) {   /* the ids' CRC where the edited header puts its end */
-                uint64_t end = 68 + (uint64_t)get32(buf + 60) + 4 * (uint64_t)get32(buf + 52);
+                uint64_t end = 72 + (uint64_t)get32(buf + 60) + 4 * (uint64_t)get32(buf + 52);
                 uint32_t n_kept = get32(buf + 56);
                 for (uint32_t k = 0; k < n_kept && end + 20 <= len; k++)
                     end += 20 + 4 * (uint64_t)get32(buf + end + 16);
                 if (end + 4 <= len)
-                    put32(buf + end, lc_crc32(0, buf + 68, (size_t)(end - 68)));
+                    put32(buf + end, lc_crc32(0, buf + 72, (size_t)(end - 72)));
             }
             if (data[0] & 1) {
                 size_t cut = (size_t)data[1] | (size_t)data[2] << 8;
