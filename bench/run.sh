@@ -14,13 +14,16 @@
 #      load of a shared machine (CPU_TEST=0 skips it);
 #   5. time from start to first token and peak RSS of `llamachat -p ... -n 1`;
 #   6. print tg128 as a fraction of the bandwidth bound, Q4_1 / Q4_0 for pp and tg, the
-#      targets of issue 3, and idle-machine estimates from step 4b.
+#      targets of issue 3, and idle-machine estimates from step 4b; pp512 of the TYPES;
+#   7. when LLAMA_BENCH or IK_LLAMA_BENCH name a llama-bench (llama.cpp's, ik_llama.cpp's):
+#      bench/peers.sh, each file's pp and tg by llamachat and by each peer, one after the other.
 #
 # Environment: THREADS (default 2), REPS (default 3), P and N (default 512 and 128; smaller for
 # quick trials), TYPES and AB (step 4a), BUILD (an existing configured build directory), CACHE (default bench/.cache),
 # SYNTH_ARGS (extra llamachat-synth options, e.g. "--output-type q8_0"; the model names then
 # carry a suffix), ISA (passed as --isa), CPU_TEST, ROOT (the source tree: set it when running
-# a copy of this script, e.g. while editing the original).
+# a copy of this script, e.g. while editing the original), LLAMA_BENCH, IK_LLAMA_BENCH and
+# PEER_ARGS (step 7, bench/peers.sh).
 set -eu
 
 ROOT=${ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -171,6 +174,12 @@ if [ -n "$TYPES" ]; then
         set -- $(probe)
         printf '%s\t%s\t%s\t%s\t%s\n' "$t" "$(bpt "$f")" "$m1 / $2" "$row" "$row0" >>"$CACHE/bench-types.md"
     done
+    # pp of every type in one call (compute-bound: no probes)
+    files="" sep=""
+    for t in $TYPES; do files="$files$sep$CACHE/synth-tinyllama-$t$suffix.gguf"; sep=","; done
+    # shellcheck disable=SC2086
+    "$BUILD/llamachat-bench" -m "$files" -p "$P" -n 0 -t "$THREADS" -r "$REPS" $ISA_OPT \
+        >"$CACHE/bench-types-pp.md" 2>>"$CACHE/bench.err" || { cat "$CACHE/bench.err" >&2; exit 1; }
 fi
 
 # ------------------------------------------------------------------ 4b. CPU cost per token
@@ -268,4 +277,25 @@ if [ -s "$CACHE/bench-types.md" ]; then
             ratio = (t0 != "" && t0 + 0 > 0) ? sprintf("%.2f", tg / t0) : ""
             printf("| %s | %.1f MiB | %s | %.1f | %.2f (%s) | %.0f %% | %s | %s |\n", $1, $2 / 1048576, $3, bound, tg, mm, 100 * tg / bound, t0, ratio)
         }' | tee -a "$LOG"
+    {
+        printf '\n## pp%s of the issue-13 types (the Q4_1 / Q4_0 rows: step 4)\n\n' "$P"
+        head -n 2 "$CACHE/bench.md"
+        grep "| pp$P |" "$CACHE/bench.md"
+        grep "| pp$P |" "$CACHE/bench-types-pp.md"
+    } | tee -a "$LOG"
+fi
+
+# ------------------------------------------------------------------ 7. the peers
+# llama.cpp's and ik_llama.cpp's llama-bench on the same files, when LLAMA_BENCH /
+# IK_LLAMA_BENCH name them (bench/peers.sh; skipped otherwise).
+if [ -n "${LLAMA_BENCH:-}${IK_LLAMA_BENCH:-}" ]; then
+    files=""
+    for t in q4_1 q4_0 $TYPES; do
+        f="$CACHE/synth-tinyllama-$t$suffix.gguf"
+        [ -f "$f" ] && files="$files $f"
+    done
+    say ""
+    # shellcheck disable=SC2086
+    BUILD="$BUILD" CACHE="$CACHE" THREADS="$THREADS" REPS="$REPS" P="$P" N="$N" \
+        "$ROOT/bench/peers.sh" $files | tee -a "$LOG"
 fi
