@@ -515,8 +515,8 @@ static void gemv_x16_q8_0(int n, float *s, const void *vw, size_t w_stride, int 
  * four bytes of its dword (vpshufb, once per pair of chunks), and-ed with 1 << (4 * (k & 1) + t)
  * in byte t, compared (vpcmpeqb), and 0x10 taken where equal: blk_q5_1's bytes.
  */
-static void gemv_x16_q5_1(int n, float *s, const void *vw, size_t w_stride, int nr,
-                          const void *va)
+INLINE void x16_q5_1(int pf_on, int n, float *s, const void *vw, size_t w_stride, int nr,
+                     const void *va)
 {
     const int nb = n / 32;
     const lc_block_q8_1 *y = va;
@@ -542,7 +542,7 @@ static void gemv_x16_q5_1(int n, float *s, const void *vw, size_t w_stride, int 
             for (int i = 0; i < nb; i++) {
                 const float dy = pre ? ds[i][0] : h2f(y[i].d), sy = pre ? ds[i][1] : h2f(y[i].s);
                 const uint8_t *B = G + lc_x16_part_off(LC_TYPE_Q5_1, i, LC_X16_P_D);
-                if (X16_PF && hf == 0)
+                if (X16_PF && pf_on && hf == 0)
                     x16_prefetch(G, (size_t)i * 384, 384, left);
                 const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(B + 16 * hf)));
                 const __m256 mx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(B + 32 + 16 * hf)));
@@ -576,6 +576,19 @@ static void gemv_x16_q5_1(int n, float *s, const void *vw, size_t w_stride, int 
         }
 }
 
+static void gemv_x16_q5_1(int n, float *s, const void *vw, size_t w_stride, int nr,
+                          const void *va)
+{
+    x16_q5_1(1, n, s, vw, w_stride, nr, va);
+}
+
+/* without the prefetch, for prompt batches (DEFINE_X16_GEMM_BY_GROUP_NOPF) */
+static void x16_q5_1_nopf(int n, float *s, const void *vw, size_t w_stride, int nr,
+                          const void *va)
+{
+    x16_q5_1(0, n, s, vw, w_stride, nr, va);
+}
+
 /*
  * Q6_K over x16 groups (the output matrix of most quantized models, half of Q4_K_M's
  * ffn_down), vec_dot_q6_K_q8_K's order: per super-block and row 8 exact integer lanes, acc[k] =
@@ -598,8 +611,8 @@ INLINE void x16_q6_K_bias(int32_t bias[64], const int8_t *q8)
 
 #define Q6_BIAS_NB 128 /* super-blocks (n <= 32768) whose biases are computed once per call */
 
-static void gemv_x16_q6_K(int n, float *s, const void *vw, size_t w_stride, int nr,
-                          const void *va)
+INLINE void x16_q6_K(int pf_on, int n, float *s, const void *vw, size_t w_stride, int nr,
+                     const void *va)
 {
     const int nb = n / LC_QK_K;
     const lc_block_q8_K *y = va;
@@ -618,7 +631,7 @@ static void gemv_x16_q6_K(int n, float *s, const void *vw, size_t w_stride, int 
             __m256 acc[8];
             _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) acc[k] = _mm256_setzero_ps();
             for (int i = 0; i < nb; i++) {
-                if (X16_PF && hf == 0)
+                if (X16_PF && pf_on && hf == 0)
                     x16_prefetch_l1(G, (size_t)i * 3360, 3360, left);
                 const uint8_t *ql = G + lc_x16_q6_K_off(nb, i, LC_X16_QL) + 32 * hf;
                 const uint8_t *qh = G + lc_x16_q6_K_off(nb, i, LC_X16_QH) + 32 * hf;
@@ -665,6 +678,19 @@ static void gemv_x16_q6_K(int n, float *s, const void *vw, size_t w_stride, int 
         }
 }
 
+static void gemv_x16_q6_K(int n, float *s, const void *vw, size_t w_stride, int nr,
+                          const void *va)
+{
+    x16_q6_K(1, n, s, vw, w_stride, nr, va);
+}
+
+/* without the prefetch, for prompt batches (DEFINE_X16_GEMM_BY_GROUP_NOPF) */
+static void x16_q6_K_nopf(int n, float *s, const void *vw, size_t w_stride, int nr,
+                          const void *va)
+{
+    x16_q6_K(0, n, s, vw, w_stride, nr, va);
+}
+
 DEFINE_PK_GEMM(q4_1, PK_Q4_1, gemm_q4_1)
 DEFINE_PK_GEMM(q4_0, PK_Q4_0, gemm_q4_0)
 DEFINE_PK_GEMM(q4_0x8, PK_Q4_0X8, gemm_q4_0x8_by_columns)
@@ -672,9 +698,9 @@ DEFINE_X16_GEMM(q4_1, PK_Q4_1)
 DEFINE_X16_GEMM_BY_GROUP_NOPF(q4_K)
 DEFINE_X16_GEMM_BY_GROUP_NOPF(q5_K)
 DEFINE_X16_GEMM(q4_0, PK_Q4_0X8)
-DEFINE_X16_GEMM_Q6_K()
-DEFINE_X16_GEMM_BY_GROUP(q5_1)
-DEFINE_X16_GEMM_BY_GROUP(q8_0)
+DEFINE_X16_GEMM_BY_GROUP_NOPF(q6_K)
+DEFINE_X16_GEMM_BY_GROUP_NOPF(q5_1)
+DEFINE_X16_GEMM_BY_GROUP(q8_0) /* only gemm_x16_q8_0_unpacked's fallback */
 
 /*
  * Q8_0 prompt batches from the x16 layout: each group of 16 rows is rebuilt in ggml's layout
