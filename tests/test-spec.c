@@ -147,7 +147,7 @@ static int generate(const struct lc_model *m, const char *text, int n_predict, i
         lc_sampler_accept(s, hist[i]);
     int32_t pos = n;
     while (n_gen < n_predict) {
-        int32_t tok = lc_sampler_sample(s, lc_spec_logits(&spec, c));
+        int32_t tok = lc_spec_sample(&spec, c, s);
         if (lc_vocab_is_eog(m->vocab, tok))
             break;
         lc_sampler_accept(s, tok);
@@ -155,7 +155,7 @@ static int generate(const struct lc_model *m, const char *text, int n_predict, i
         if (n_gen >= n_predict || pos >= n_ctx)
             break;
         hist[pos] = tok;
-        int r = lc_spec_step(&spec, c, hist, tok, pos, n_predict - n_gen, true, &err);
+        int r = lc_spec_step(&spec, c, s, hist, tok, pos, n_predict - n_gen, &err);
         CHECK(r == 0, "spec step at %d: %s", pos, err ? err : "(null)");
         if (r != 0)
             break;
