@@ -442,6 +442,8 @@ static void test_sampling_chain(const struct lc_model *m, const struct lc_model 
     int32_t hist[256];
     struct lc_spec spec = { 0 };
     char *err = NULL;
+    long keep_obs = 0;
+    double keep_exp = 0.0, keep_var = 0.0;
     if (!c || (dm && !dc) || !s || !exact || !p1 || !p2 || !p3 || !count ||
         lc_spec_init(&spec, 4) != 0 || (dc && lc_spec_set_draft(&spec, dc) != 0)) {
         CHECK(0, "%s: setup", what);
@@ -484,7 +486,25 @@ static void test_sampling_chain(const struct lc_model *m, const struct lc_model 
             break;
         }
         for (int32_t k = 0; k < 3; k++) {
+            /* a guessed position: the guess is kept with probability sum min(p, q) (p(x) for
+             * a certain guess) -- the row of q that x was drawn from must be the one used */
+            int32_t x = -1;
+            if (spec.n_v > 0 && spec.cur + 1 < spec.n_v) {
+                x = spec.v[spec.cur + 1];
+                lc_sampler_dist(s, lc_spec_logits(&spec, c), NULL, 0, p3);
+                double a = 0.0;
+                if (spec.q_valid) {
+                    const float *q = spec.q + (size_t)spec.cur * (size_t)V;
+                    for (int32_t t = 0; t < V; t++)
+                        a += (double)fminf(p3[t], q[t]);
+                } else {
+                    a = (double)p3[x];
+                }
+                keep_exp += a;
+                keep_var += a * (1.0 - a);
+            }
             const int32_t tok = lc_spec_sample(&spec, c, s);
+            keep_obs += x >= 0 && tok == x;
             count[k * V + tok]++;
             if (k == 2)
                 break;
@@ -496,6 +516,10 @@ static void test_sampling_chain(const struct lc_model *m, const struct lc_model 
             }
         }
     }
+    fprintf(stderr, "test-spec: %s: guesses kept %ld, expected %.1f\n", what, keep_obs, keep_exp);
+    CHECK(fabs((double)keep_obs - keep_exp) < 4.0 * sqrt(keep_var) + 1.0,
+          "%s: %ld guesses kept, expected %.1f +- %.1f", what, keep_obs, keep_exp,
+          sqrt(keep_var));
     for (int k = 0; k < 3; k++) {
         const double d = tv_counts(count + (size_t)k * (size_t)V, CHAIN_RUNS, exact + (size_t)k * (size_t)V, V);
         int support = 0;
@@ -520,6 +544,82 @@ out:
     free(p3);
     free(count);
     lc_sampler_free(s);
+    lc_context_free(dc);
+    lc_context_free(c);
+}
+
+/*
+ * The draft's distributions, step by step: after lc_spec_step, row j of spec.q is what a
+ * separate context of the draft model gives after the text, tok and guesses 1 .. j under the
+ * sampler's settings (with the guesses in the penalty's history), and each guess was possible
+ * under it.  Several steps, with a rejection, so that the draft's cache is rewound.
+ */
+static void test_draft_rows(const struct lc_model *m, const struct lc_model *dm)
+{
+    const int32_t V = m->hp.n_vocab;
+    struct lc_sampler_params sp = lc_sampler_default_params();
+    sp.temp = 1.1f;
+    sp.repeat_penalty = 1.3f;
+    sp.seed = 17;
+    struct lc_context *c = new_ctx(m, 256, LC_TYPE_F16, 1);
+    struct lc_context *dc = new_ctx(dm, 256, LC_TYPE_F16, 1);
+    struct lc_context *ref = new_ctx(dm, 256, LC_TYPE_F16, 1);
+    struct lc_sampler *s = lc_sampler_new(&sp, V);
+    float *want = malloc((size_t)V * sizeof(float));
+    int32_t hist[256];
+    struct lc_spec spec = { 0 };
+    char *err = NULL;
+    if (!c || !dc || !ref || !s || !want || lc_spec_init(&spec, 5) != 0 ||
+        lc_spec_set_draft(&spec, dc) != 0) {
+        CHECK(0, "draft rows: setup");
+        goto out;
+    }
+    int32_t n = tokenize(m, ORDINARY, hist, 200);
+    for (int32_t i = 0; i < n; i++)
+        lc_sampler_accept(s, hist[i]);
+    CHECK(lc_context_decode(c, hist, n, 0, false, &err) == 0, "draft rows: prompt");
+    int checked = 0, rejected = 0;
+    for (int step = 0; step < 60 && n + 8 < 256; step++) {
+        const int32_t tok = lc_spec_sample(&spec, c, s);
+        const bool guessed = spec.n_v > 0 && spec.cur + 1 < spec.n_v;
+        rejected += guessed && spec.v[spec.cur + 1] != tok;
+        lc_sampler_accept(s, tok);
+        hist[n] = tok;
+        const int32_t batches = (int32_t)spec.n_batches;
+        if (lc_spec_step(&spec, c, s, hist, tok, n, -1, &err) != 0) {
+            CHECK(0, "draft rows: step: %s", err ? err : "(null)");
+            break;
+        }
+        n++;
+        if (spec.n_batches == batches)
+            continue;   /* tok was a guess: no new batch */
+        /* a new batch: hist[0 .. n) then the guesses, read by the reference context */
+        CHECK(lc_context_decode(ref, hist, n, 0, false, &err) == 0, "draft rows: ref");
+        for (int32_t j = 0; j + 1 < spec.n_v; j++) {
+            if (j > 0)
+                CHECK(lc_context_decode(ref, &spec.v[j], 1, n + j - 1, false, &err) == 0,
+                      "draft rows: ref guess");
+            lc_sampler_dist(s, lc_context_logits(ref, -1), spec.v + 1, j, want);
+            const float *q = spec.q + (size_t)j * (size_t)V;
+            float worst = 0.0f;
+            for (int32_t t = 0; t < V; t++)
+                worst = fmaxf(worst, fabsf(q[t] - want[t]));
+            CHECK(spec.q_valid && worst < 1e-4f && q[spec.v[j + 1]] > 0.0f,
+                  "draft rows: step %d, row %d: differs by %g from the draft's distribution "
+                  "(guess %d, q %g)", step, j, (double)worst, spec.v[j + 1],
+                  (double)q[spec.v[j + 1]]);
+            checked++;
+        }
+    }
+    fprintf(stderr, "test-spec: draft rows: %d rows checked, %d rejections\n", checked, rejected);
+    CHECK(checked >= 10 && rejected >= 1, "draft rows: %d rows checked, %d rejections", checked,
+          rejected);
+out:
+    free(err);
+    free(want);
+    lc_spec_free(&spec);
+    lc_sampler_free(s);
+    lc_context_free(ref);
     lc_context_free(dc);
     lc_context_free(c);
 }
@@ -639,6 +739,7 @@ static void test_draft_model(void)
         err = NULL;
         test_generate_draft(tm, dm, dp[i]);
         if (i == 0) {
+            test_draft_rows(tm, dm);
             test_sampling_chain(tm, dm, ORDINARY, 1.2f, "sampling, Q4_1 draft");
             /* the model's own words again: lookup guesses, some kept (penalised ones not) */
             test_sampling_chain(tm, NULL, "Once upon a time, there was a little girl named Lily. "
