@@ -188,6 +188,7 @@ static void options_free(struct lc_options *o)
     free(o->remote_api_key_env);
     free(o->transcripts_dir);
     free(o->spec);
+    free(o->draft_path);
     free(o->label_user);
     free(o->label_model);
     free(o->label_system);
