@@ -2,14 +2,22 @@
  * test-spec.c - speculative decoding (src/llm/spec.h):
  *   - lc_spec_lookup: exact drafts for hand-made histories (longest n-gram first, most recent
  *     occurrence, at most max_draft, none without a match);
+ *   - speculative sampling's rule (lc_sampler_sample_spec) on synthetic distributions: many
+ *     draws with a fixed seed, total variation from the exact p under several sampler settings,
+ *     certain and drawn guesses, the share kept; greedy ignores the guesses;
  *   - lc_context_verify: with every ISA built and the CPU has, on models of every weight-kernel
  *     kind (Q4_1 x16 / gemm, Q4_0, Q8_0, F16, F32, IQ4_NL, K-quants with a Q6_K output) and both KV
  *     types, row i of a verified batch has the same bits as a one-token decode after tokens
  *     0 .. i-1 -- also after a rejected tail was verified and is overwritten;
- *   - greedy generation with speculation gives exactly the tokens of plain greedy decoding, on
- *     a repetitive and an ordinary prompt, for several lengths and a context that fills up,
- *     and the repetitive prompt really accepts drafts;
- *   - the engine (chat) gives the same greedy reply with and without speculation.
+ *   - greedy generation with speculation (lookup, and a draft model: stories260K with its
+ *     Q4_1 / Q8_0 ff192 twins) gives exactly the tokens of plain greedy decoding, on a
+ *     repetitive and an ordinary prompt, for several lengths and a context that fills up, and
+ *     drafts are really accepted;
+ *   - sampling with a draft model and with lookup: the draft's distributions row by row, the
+ *     first tokens' marginals against exact enumeration, the guesses kept against sum min(p, q);
+ *   - a draft of another vocabulary is refused (size, one token's text) with its message;
+ *   - the engine (chat) gives the same greedy reply with and without speculation (lookup, draft
+ *     model), refuses a draft of another vocabulary, and samples with a draft model.
  */
 #include <math.h>
 #include <poll.h>
@@ -653,14 +661,15 @@ static bool collect(struct lc_engine *e, char *text, size_t cap, bool want_loade
     return false;
 }
 
-static void engine_replies(const char *path, int draft, const char *draft_path,
+static void engine_replies(const char *path, int draft, const char *draft_path, float temp,
                            char out[2][4096])
 {
     struct lc_engine_config cfg = { .model_path = path, .n_ctx = 512, .n_threads = 2,
                                     .n_batch = 512, .n_predict = 120, .spec_draft = draft,
                                     .draft_path = draft_path };
     cfg.sampling = lc_sampler_default_params();
-    cfg.sampling.temp = 0;
+    cfg.sampling.temp = temp;
+    cfg.sampling.seed = 21;
     char *err = NULL;
     struct lc_engine *e = lc_engine_start(&cfg, &err);
     CHECK(e != NULL, "engine: %s", err ? err : "(null)");
@@ -792,12 +801,18 @@ static void test_draft_model(void)
     lc_model_free(tm);
     /* the chat: the same greedy replies with the draft model as without */
     static char plain[2][4096], fast[2][4096];
-    engine_replies(tp, 0, NULL, plain);
-    engine_replies(tp, 5, dp[1], fast);
+    engine_replies(tp, 0, NULL, 0.0f, plain);
+    engine_replies(tp, 5, dp[1], 0.0f, fast);
     CHECK(plain[0][0] && strcmp(plain[0], fast[0]) == 0,
           "engine: first reply with the draft model differs:\n[%s]\n[%s]", plain[0], fast[0]);
     CHECK(plain[1][0] && strcmp(plain[1], fast[1]) == 0,
           "engine: second reply with the draft model differs:\n[%s]\n[%s]", plain[1], fast[1]);
+    /* sampled with the draft model: replies, and one seed gives one text */
+    engine_replies(tp, 5, dp[0], 0.8f, plain);
+    engine_replies(tp, 5, dp[0], 0.8f, fast);
+    CHECK(plain[0][0] && plain[1][0] && strcmp(plain[0], fast[0]) == 0 &&
+          strcmp(plain[1], fast[1]) == 0, "engine: sampled replies with the draft model:\n[%s]\n"
+          "[%s]\n[%s]\n[%s]", plain[0], fast[0], plain[1], fast[1]);
 }
 
 int main(void)
@@ -841,8 +856,8 @@ int main(void)
     }
     CHECK(lc_kernels_select("auto", NULL) == 0, "select auto");
     static char plain[2][4096], fast[2][4096];
-    engine_replies(path, 0, NULL, plain);
-    engine_replies(path, 8, NULL, fast);
+    engine_replies(path, 0, NULL, 0.0f, plain);
+    engine_replies(path, 8, NULL, 0.0f, fast);
     CHECK(plain[0][0] && strcmp(plain[0], fast[0]) == 0,
           "engine: first reply with speculation differs:\n[%s]\n[%s]", plain[0], fast[0]);
     CHECK(plain[1][0] && strcmp(plain[1], fast[1]) == 0,
