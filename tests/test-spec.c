@@ -241,7 +241,8 @@ static void test_sampling_rule(void)
         for (int32_t x = 0; x < SV; x++) {
             const int32_t y1 = lc_sampler_sample_spec(s, l, x, NULL);
             const int32_t y2 = lc_sampler_sample_spec(s, l, x, q);
-            CHECK(y1 == want && y2 == want, "greedy with guess %d: %d %d, want %d", x, y1, y2, want);
+            CHECK(y1 == want && y2 == want, "greedy with guess %d: %d %d, want %d", x, y1, y2,
+                  want);
         }
         float zeros[SV] = { 0 };
         CHECK(lc_sampler_draw(s, zeros) == -1, "draw from nothing");
