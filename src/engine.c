@@ -1712,25 +1712,29 @@ static bool load_draft(struct lc_engine *e)
         return false;
     }
     const int32_t n_ctx = lc_context_n_ctx(e->ctx);
-    if (!e->draft_ctx || lc_context_n_ctx(e->draft_ctx) != n_ctx) {
-        lc_spec_set_draft(&e->spec, NULL);
-        lc_context_free(e->draft_ctx);
-        struct lc_context_params dp = lc_context_default_params();
-        dp.n_ctx = n_ctx;
-        dp.n_threads = e->cparams.n_threads;
-        dp.n_batch = e->cparams.n_batch;
-        e->draft_ctx = lc_context_new(e->draft_model, &dp, &err);
-        if (!e->draft_ctx) {
-            emit_str(e, LC_EV_ERROR, "draft model: %s", err ? err : "cannot create a context");
-            free(err);
-            return false;
-        }
-        lc_context_set_progress(e->draft_ctx, on_draft_progress, e);
+    if (e->draft_ctx && lc_context_n_ctx(e->draft_ctx) == n_ctx)
+        return true;
+    /* a new context beside the old one: on failure the old model keeps its draft */
+    struct lc_context_params dp = lc_context_default_params();
+    dp.n_ctx = n_ctx;
+    dp.n_threads = e->cparams.n_threads;
+    dp.n_batch = e->cparams.n_batch;
+    struct lc_context *dc = lc_context_new(e->draft_model, &dp, &err);
+    if (!dc) {
+        emit_str(e, LC_EV_ERROR, "draft model: %s", err ? err : "cannot create a context");
+        free(err);
+        return false;
     }
-    if (lc_spec_set_draft(&e->spec, e->draft_ctx) != 0) {
+    lc_context_set_progress(dc, on_draft_progress, e);
+    if (lc_spec_set_draft(&e->spec, dc) != 0) {
+        lc_context_free(dc);
+        if (e->draft_ctx && lc_spec_set_draft(&e->spec, e->draft_ctx) != 0)
+            lc_spec_set_draft(&e->spec, NULL);
         emit_str(e, LC_EV_ERROR, "out of memory");
         return false;
     }
+    lc_context_free(e->draft_ctx);
+    e->draft_ctx = dc;
     return true;
 }
 

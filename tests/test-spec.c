@@ -724,6 +724,77 @@ static void engine_refuses(const char *path, const char *draft_path, const char 
     lc_engine_free(e);
 }
 
+/* Events until LC_EV_DONE: the error text (pieces joined), the reply text, the done reason. */
+static int until_done(struct lc_engine *e, char *error, char *text, size_t cap)
+{
+    size_t el = 0, tl = 0;
+    error[0] = text[0] = '\0';
+    for (int spins = 0; spins < 600;) {
+        struct lc_event ev;
+        if (!lc_engine_poll(e, &ev)) {
+            struct pollfd pf = { lc_engine_fd(e), POLLIN, 0 };
+            if (poll(&pf, 1, 100) == 0)
+                spins++;
+            continue;
+        }
+        if (ev.type == LC_EV_ERROR && el + ev.len < cap) {
+            memcpy(error + el, ev.text, ev.len);
+            error[el += ev.len] = '\0';
+        }
+        if (ev.type == LC_EV_TEXT && tl + ev.len < cap) {
+            memcpy(text + tl, ev.text, ev.len);
+            text[tl += ev.len] = '\0';
+        }
+        if (ev.type == LC_EV_DONE)
+            return (int)ev.a;
+    }
+    return -1;
+}
+
+/* /model with a draft: a model of another vocabulary is refused and the chat goes on with the
+ * draft; one of the same vocabulary is taken, and its replies use the draft too. */
+static void engine_switch(const char *path, const char *draft, const char *other,
+                          const char *same)
+{
+    struct lc_engine_config cfg = { .model_path = path, .n_ctx = 512, .n_threads = 1,
+                                    .n_batch = 512, .n_predict = 40, .spec_draft = 6,
+                                    .draft_path = draft };
+    cfg.sampling = lc_sampler_default_params();
+    cfg.sampling.temp = 0;
+    char *err = NULL;
+    struct lc_engine *e = lc_engine_start(&cfg, &err);
+    CHECK(e != NULL, "engine: %s", err ? err : "(null)");
+    free(err);
+    if (!e)
+        return;
+    static char error[2048], text[4096];
+    char tmp[64];
+    CHECK(collect(e, tmp, sizeof tmp, true), "switch: no LOADED");
+    lc_engine_submit(e, ORDINARY);
+    int r = until_done(e, error, text, sizeof text);
+    CHECK((r == LC_DONE_LIMIT || r == LC_DONE_EOG) && text[0] && !error[0], "switch: first reply %d [%s] [%s]", r, text,
+          error);
+    lc_engine_load_model(e, other);
+    r = until_done(e, error, text, sizeof text);
+    char want[1200];
+    snprintf(want, sizeof want, "the draft model %s has a vocabulary of 512 tokens, the model %s "
+             "one of 2048: a draft model must have the same vocabulary", draft, other);
+    CHECK(r == LC_DONE_ERROR && strcmp(error, want) == 0, "switch to another vocabulary: %d [%s]",
+          r, error);
+    lc_engine_submit(e, "One two three");
+    r = until_done(e, error, text, sizeof text);
+    CHECK((r == LC_DONE_LIMIT || r == LC_DONE_EOG) && text[0] && !error[0], "switch: reply after the refusal %d [%s]", r,
+          error);
+    lc_engine_load_model(e, same);
+    r = until_done(e, error, text, sizeof text);
+    CHECK(r == LC_DONE_EOG && !error[0], "switch to the same vocabulary: %d [%s]", r, error);
+    lc_engine_submit(e, "One two three");
+    r = until_done(e, error, text, sizeof text);
+    CHECK((r == LC_DONE_LIMIT || r == LC_DONE_EOG) && text[0] && !error[0], "switch: reply with the new model %d [%s]",
+          r, error);
+    lc_engine_free(e);
+}
+
 /* --draft: greedy tokens (generation and the engine), sampling's distribution, refusals. */
 static void test_draft_model(void)
 {
@@ -772,6 +843,7 @@ static void test_draft_model(void)
         free(err);
         err = NULL;
         engine_refuses(tp, bad, want);
+        engine_switch(tp, dp[1], bad, dp[0]);
     }
     /* same size, one token text changed: the first difference is named */
     if (tm) {
