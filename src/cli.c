@@ -90,6 +90,8 @@ int lc_cli_run(const struct lc_options *o)
     struct lc_sampler *smp = NULL;
     int32_t *toks = NULL;
     struct lc_spec spec = { 0 };
+    struct lc_model *dm = NULL;       /* --draft */
+    struct lc_context *dctx = NULL;
     if (!m) {
         lc_text_fprintf(stderr, "llamachat: %s\n", err ? err : "cannot load the model");
         goto out;
@@ -150,16 +152,35 @@ int lc_cli_run(const struct lc_options *o)
         goto out;
     }
     smp = lc_sampler_new(&o->sampling, m->hp.n_vocab);
-    /* speculative decoding is exact for greedy choices only (spec.h) */
-    const bool use_spec = o->spec && o->sampling.temp <= 0.0f;
-    if (o->spec && !use_spec)
-        fprintf(stderr, "llamachat: note: --spec %s is used with --temp 0 only; decoding one "
-                "token at a time\n", o->spec);
+    /* speculative decoding (spec.h): prompt lookup, or the draft model's guesses */
+    const bool use_spec = o->spec || o->draft_path;
+    if (o->draft_path) {
+        dm = lc_model_load(o->draft_path, false, &err);
+        if (!dm) {
+            lc_text_fprintf(stderr, "llamachat: draft model: %s\n", err ? err : "cannot load it");
+            goto out;
+        }
+        if (lc_spec_check_vocab(m, path, dm, o->draft_path, &err) != 0) {
+            lc_text_fprintf(stderr, "llamachat: %s\n", err ? err : "out of memory");
+            goto out;
+        }
+        struct lc_context_params dp = lc_context_default_params();
+        dp.n_ctx = n_ctx;
+        dp.n_threads = o->n_threads;
+        dp.n_batch = o->n_batch;
+        dctx = lc_context_new(dm, &dp, &err);
+        if (!dctx) {
+            lc_text_fprintf(stderr, "llamachat: draft model: %s\n",
+                            err ? err : "cannot create a context");
+            goto out;
+        }
+    }
     /* toks grows to hold the generated tokens too: the lookup's history */
     int32_t *all = realloc(toks, (size_t)n_ctx * sizeof(*toks));
     if (all)
         toks = all;
-    if (!smp || !all || lc_spec_init(&spec, use_spec ? o->draft_max : 0) != 0) {
+    if (!smp || !all || lc_spec_init(&spec, use_spec ? o->draft_max : 0) != 0 ||
+        (dctx && lc_spec_set_draft(&spec, dctx) != 0)) {
         fprintf(stderr, "llamachat: out of memory\n");
         goto out;
     }
@@ -185,7 +206,7 @@ int lc_cli_run(const struct lc_options *o)
     for (;;) {
         if (o->n_predict >= 0 && n_gen >= o->n_predict)
             break;
-        int32_t tok = lc_sampler_sample(smp, lc_spec_logits(&spec, ctx));
+        int32_t tok = lc_spec_sample(&spec, ctx, smp);
         if (lc_vocab_is_eog(v, tok)) {
             why = "end of text";
             break;
@@ -212,8 +233,8 @@ int lc_cli_run(const struct lc_options *o)
             break;
         }
         toks[pos] = tok;
-        if (lc_spec_step(&spec, ctx, toks, tok, pos,
-                         o->n_predict >= 0 ? o->n_predict - n_gen : -1, use_spec, &err) != 0) {
+        if (lc_spec_step(&spec, ctx, smp, toks, tok, pos,
+                         o->n_predict >= 0 ? o->n_predict - n_gen : -1, &err) != 0) {
             lc_text_fprintf(stderr, "\nllamachat: %s\n", err ? err : "decode failed");
             goto out;
         }
@@ -235,11 +256,19 @@ int lc_cli_run(const struct lc_options *o)
             st.t_prompt_s > 0 ? (double)st.n_prompt_tokens / st.t_prompt_s : 0.0, n_gen,
             (long long)st.n_gen_tokens, st.t_gen_s,
             st.t_gen_s > 0 ? (double)st.n_gen_tokens / st.t_gen_s : 0.0);
+    /* the draft model's time (its reading of the prompt included) counts as generation's */
+    double t_spec = st.t_gen_s;
+    if (dctx) {
+        struct lc_context_stats ds;
+        lc_context_stats(dctx, &ds);
+        t_spec += ds.t_prompt_s + ds.t_gen_s;
+    }
     if (use_spec)
         fprintf(stderr,
-                "llamachat: speculative (lookup): %d tokens in %.3f s (%.1f t/s); %lld drafted in "
+                "llamachat: speculative (%s): %d tokens in %.3f s (%.1f t/s); %lld drafted in "
                 "%lld batches, %lld accepted (%.0f %%)\n",
-                n_gen, st.t_gen_s, st.t_gen_s > 0 ? (double)n_gen / st.t_gen_s : 0.0,
+                dctx ? "draft model" : "lookup",
+                n_gen, t_spec, t_spec > 0 ? (double)n_gen / t_spec : 0.0,
                 (long long)spec.n_drafted, (long long)spec.n_batches,
                 (long long)spec.n_accepted,
                 spec.n_drafted > 0 ? 100.0 * (double)spec.n_accepted / (double)spec.n_drafted
@@ -257,6 +286,8 @@ out:
     free(toks);
     lc_sampler_free(smp);
     lc_spec_free(&spec);
+    lc_context_free(dctx);
+    lc_model_free(dm);
     lc_context_free(ctx);
     lc_model_free(m);
     return status;
@@ -277,7 +308,8 @@ int lc_cli_chat(const struct lc_options *o)
         .n_threads = o->n_threads,
         .n_batch = o->n_batch,
         .kv_f32 = o->kv_f32,
-        .spec_draft = o->spec ? o->draft_max : 0,   /* as the full-screen chat's engine */
+        .spec_draft = o->spec || o->draft_path ? o->draft_max : 0,   /* as the full-screen chat's */
+        .draft_path = o->draft_path,
         .kv_q8_0 = o->kv_q8_0,
         .flash_attn = o->flash_attn,
         .fast_math = o->fast_math,

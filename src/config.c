@@ -59,6 +59,7 @@ static const struct setting settings[] = {
     { "model", "isa", "isa", 0, K_STR, 0, 0, OFF(isa), "auto, scalar, avx2, avx512 or neon" },
     { "model", "speculative", "spec", 0, K_STR, 0, 0, OFF(spec), "lookup or off" },
     { "model", "draft_max", "draft-max", 0, K_INT, 1, 64, OFF(draft_max), "an integer from 1 to 64" },
+    { "model", "draft", "draft", 0, K_STR, 0, 0, OFF(draft_path), "a file name or off" },
     { "model", "dirs", NULL, 0, K_STR, 0, 0, OFF(model_dirs), "directories separated by ':'" },
     { "sampling", "temp", "temp", 0, K_FLOAT, 0, 100, OFF(sampling.temp), "a number from 0 to 100" },
     { "sampling", "top_k", "top-k", 0, K_INT, 0, INT32_MAX, OFF(sampling.top_k), "an integer >= 0 (0 = off)" },
@@ -149,7 +150,8 @@ void lc_config_free(struct lc_options *o)
                       &o->prompt, &o->prompt_file, &o->resume_path, &o->save_format, &o->log_path,
                       &o->chat_template_text, &o->remote_url, &o->remote_model,
                       &o->remote_api_key_env, &o->transcripts_dir, &o->label_user,
-                      &o->label_model, &o->label_system, &o->model_dirs, &o->spec };
+                      &o->label_model, &o->label_system, &o->model_dirs, &o->spec,
+                      &o->draft_path };
     for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
         free(*strs[i]);
         *strs[i] = NULL;
@@ -398,7 +400,8 @@ int lc_config_set(struct lc_options *o, const char *section, const char *key, co
         }
         char *v = NULL;
         const char *home = getenv("HOME");
-        if (strcmp(st->key, "path") == 0 && strncmp(value, "~/", 2) == 0 && home && *home) {
+        if ((strcmp(st->key, "path") == 0 || strcmp(st->key, "draft") == 0) &&
+            strncmp(value, "~/", 2) == 0 && home && *home) {
             if (asprintf(&v, "%s%s", home, value + 1) < 0)   /* ~/x -> $HOME/x */
                 v = NULL;
         } else {
@@ -413,7 +416,8 @@ int lc_config_set(struct lc_options *o, const char *section, const char *key, co
         free(*slot);
         *slot = v;
         if ((strcmp(st->key, "isa") == 0 && strcmp(v, "auto") == 0) ||
-            (strcmp(st->key, "speculative") == 0 && strcmp(v, "off") == 0)) {
+            (strcmp(st->key, "speculative") == 0 && strcmp(v, "off") == 0) ||
+            (strcmp(st->key, "draft") == 0 && (strcmp(v, "off") == 0 || !*v))) {
             free(*slot);
             *slot = NULL;
         }

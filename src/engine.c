@@ -76,7 +76,10 @@ struct lc_engine {
     struct lc_model *model;
     struct lc_context *ctx;
     struct lc_sampler *smp;
-    struct lc_spec spec;      /* speculative decoding when greedy (spec.n_draft 0: off) */
+    struct lc_spec spec;      /* speculative decoding (spec.n_draft 0: off) */
+    char *draft_path;         /* --draft: the draft model's file (NULL: prompt lookup) */
+    struct lc_model *draft_model;   /* loaded with the first model, kept across switches */
+    struct lc_context *draft_ctx;   /* as large as ctx */
     int tmpl;                 /* chat template id; LC_CHAT_TEMPLATE_NONE = plain continuation */
     struct lc_chat_tmpl *ct;  /* the template that renders: the model's Jinja or tmpl's family */
     const char *const *stops; /* stop strings of the template */
@@ -1116,6 +1119,15 @@ static bool on_progress(void *user, int32_t done, int32_t total)
     return atomic_load(&e->stop) || atomic_load(&e->quitting);
 }
 
+/* The draft model's reading of the text (spec.h): the stop flag only, no progress shown. */
+static bool on_draft_progress(void *user, int32_t done, int32_t total)
+{
+    (void)done;
+    (void)total;
+    struct lc_engine *e = user;
+    return atomic_load(&e->stop) || atomic_load(&e->quitting);
+}
+
 /* Append a decoded token to the cache bookkeeping. */
 static int cache_push(struct lc_engine *e, int32_t tok)
 {
@@ -1290,7 +1302,7 @@ static void reply(struct lc_engine *e, bool regen)
             reason = LC_DONE_LIMIT;
             break;
         }
-        int32_t tok = lc_sampler_sample(e->smp, lc_spec_logits(&e->spec, e->ctx));
+        int32_t tok = lc_spec_sample(&e->spec, e->ctx, e->smp);
         if (lc_vocab_is_eog(v, tok)) {
             reason = LC_DONE_EOG;
             break;
@@ -1345,11 +1357,10 @@ static void reply(struct lc_engine *e, bool regen)
         char *err = NULL;
         int32_t pos = e->n_cache;
         log_tokens(e, "reply", &tok, 1, pos);
-        /* one token, or (greedy, spec.h) tok with drafted ones in one batch, or nothing when
-         * tok was drafted and verified already: the same tokens either way */
-        const bool greedy = lc_sampler_params(e->smp)->temp <= 0.0f;
-        int dr = lc_spec_step(&e->spec, e->ctx, e->cache, tok, pos,
-                              e->n_predict >= 0 ? e->n_predict - n_gen : -1, greedy, &err);
+        /* one token, or (spec.h) tok with drafted ones in one batch, or nothing when tok was
+         * drafted and verified already: the same tokens (greedy) or distribution either way */
+        int dr = lc_spec_step(&e->spec, e->ctx, e->smp, e->cache, tok, pos,
+                              e->n_predict >= 0 ? e->n_predict - n_gen : -1, &err);
         if (dr == 1) {   /* the progress callback saw the stop flag; the token is not cached */
             reason = LC_DONE_STOPPED;
             break;
@@ -1679,6 +1690,54 @@ done:
 
 /* ---------------------------------------------------------------- the thread */
 
+/*
+ * --draft: the draft model (loaded once, with the first model) must have the vocabulary of
+ * e->model; its context is made as large as e->ctx and given to e->spec.  A model of another
+ * vocabulary is refused with an error naming both files.  false on failure.
+ */
+static bool load_draft(struct lc_engine *e)
+{
+    char *err = NULL;
+    if (!e->draft_model) {
+        e->draft_model = lc_model_load(e->draft_path, false, &err);
+        if (!e->draft_model) {
+            emit_str(e, LC_EV_ERROR, "draft model: %s", err ? err : "cannot load it");
+            free(err);
+            return false;
+        }
+    }
+    if (lc_spec_check_vocab(e->model, e->model_path, e->draft_model, e->draft_path, &err) != 0) {
+        emit_str(e, LC_EV_ERROR, "%s", err ? err : "out of memory");
+        free(err);
+        return false;
+    }
+    const int32_t n_ctx = lc_context_n_ctx(e->ctx);
+    if (e->draft_ctx && lc_context_n_ctx(e->draft_ctx) == n_ctx)
+        return true;
+    /* a new context beside the old one: on failure the old model keeps its draft */
+    struct lc_context_params dp = lc_context_default_params();
+    dp.n_ctx = n_ctx;
+    dp.n_threads = e->cparams.n_threads;
+    dp.n_batch = e->cparams.n_batch;
+    struct lc_context *dc = lc_context_new(e->draft_model, &dp, &err);
+    if (!dc) {
+        emit_str(e, LC_EV_ERROR, "draft model: %s", err ? err : "cannot create a context");
+        free(err);
+        return false;
+    }
+    lc_context_set_progress(dc, on_draft_progress, e);
+    if (lc_spec_set_draft(&e->spec, dc) != 0) {
+        lc_context_free(dc);
+        if (e->draft_ctx && lc_spec_set_draft(&e->spec, e->draft_ctx) != 0)
+            lc_spec_set_draft(&e->spec, NULL);
+        emit_str(e, LC_EV_ERROR, "out of memory");
+        return false;
+    }
+    lc_context_free(e->draft_ctx);
+    e->draft_ctx = dc;
+    return true;
+}
+
 /* Open e->model_path: model, context, sampler and chat template into e (what is made stays in
  * e on failure, for the caller to free).  Notes and the error go to the UI.  false on failure. */
 static bool load_parts(struct lc_engine *e)
@@ -1705,6 +1764,8 @@ static bool load_parts(struct lc_engine *e)
                  e->model->hp.n_ctx_train, e->model->hp.n_ctx_train);
     if (e->model->x16_note[0])
         emit_str(e, LC_EV_NOTE, "%s", e->model->x16_note);
+    if (e->draft_path && !load_draft(e))
+        return false;
     e->smp = lc_sampler_new(&e->params, e->model->hp.n_vocab);
     if (!e->smp) {
         emit_str(e, LC_EV_ERROR, "out of memory");
@@ -2048,6 +2109,7 @@ struct lc_engine *lc_engine_start(const struct lc_engine_config *cfg, char **err
     atomic_init(&e->busy, 0);
     atomic_init(&e->quitting, false);
     e->model_path = dup_or_null(cfg->model_path);
+    e->draft_path = cfg->spec_draft > 0 ? dup_or_null(cfg->draft_path) : NULL;
     e->system_prompt = dup_or_null(cfg->system_prompt);
     e->template_name = dup_or_null(cfg->chat_template);
     e->template_text = dup_or_null(cfg->chat_template_text);
@@ -2180,6 +2242,9 @@ void lc_engine_free(struct lc_engine *e)
         free(c);
     }
     lc_spec_free(&e->spec);
+    lc_context_free(e->draft_ctx);
+    lc_model_free(e->draft_model);
+    free(e->draft_path);
     lc_sampler_free(e->smp);
     lc_context_free(e->ctx);
     lc_model_free(e->model);

@@ -33,8 +33,10 @@ struct lc_engine_config {
     const char *model_path;
     int32_t n_ctx, n_threads, n_batch;
     bool kv_f32;
-    int32_t spec_draft;            /* speculative decoding (llm/spec.h) when greedy: most drafted
-                                      tokens per step; 0 = off */
+    int32_t spec_draft;            /* speculative decoding (llm/spec.h): most drafted tokens per
+                                      step; 0 = off */
+    const char *draft_path;        /* with spec_draft > 0: the draft model (same vocabulary) that
+                                      guesses; NULL = prompt lookup */
     bool kv_q8_0, flash_attn;      /* --cache-type q8_0, -fa (struct lc_context_params) */
     bool fast_math;                /* --fast-math (struct lc_context_params) */
     struct lc_sampler_params sampling;

@@ -26,7 +26,7 @@ enum {
     OPT_SYSTEM, OPT_RESUME, OPT_CONTINUE, OPT_FORMAT, OPT_KV_F32, OPT_CACHE_TYPE, OPT_CACHE_TYPE_K,
     OPT_CACHE_TYPE_V, OPT_FLASH_ATTN, OPT_FAST_MATH, OPT_SPECIAL, OPT_VERBOSE_PROMPT,
     OPT_LOG_FILE, OPT_CHAT_TEMPLATE_FILE, OPT_REMOTE, OPT_REMOTE_MODEL, OPT_CHAT, OPT_SPEC,
-    OPT_DRAFT_MAX, OPT_NO_KV_FILE,
+    OPT_DRAFT_MAX, OPT_NO_KV_FILE, OPT_DRAFT,
 };
 
 static const struct option long_opts[] = {
@@ -58,6 +58,7 @@ static const struct option long_opts[] = {
     {"kv-f32", no_argument, NULL, OPT_KV_F32},
     {"spec", required_argument, NULL, OPT_SPEC},
     {"draft-max", required_argument, NULL, OPT_DRAFT_MAX},
+    {"draft", required_argument, NULL, OPT_DRAFT},
     {"cache-type", required_argument, NULL, OPT_CACHE_TYPE},
     {"cache-type-k", required_argument, NULL, OPT_CACHE_TYPE_K},
     {"cache-type-v", required_argument, NULL, OPT_CACHE_TYPE_V},
@@ -89,9 +90,11 @@ static void usage(FILE *f)
             "  -b, --batch-size N       prompt batch size (default 512)\n"
             "      --isa NAME           force kernels: scalar, avx2, avx512, neon, auto\n"
             "      --kv-f32             keep the KV cache in f32 instead of f16\n"
-            "      --spec lookup|off    speculative decoding when greedy (--temp 0): drafts\n"
-            "                           from earlier text, verified in one batch; same tokens\n"
-            "                           (default off)\n"
+            "      --spec lookup|off    speculative decoding: drafts from earlier text, verified\n"
+            "                           in one batch; greedy: the same tokens, sampling: the same\n"
+            "                           distribution (default off)\n"
+            "      --draft FILE         speculative decoding with drafts from this small model\n"
+            "                           (same vocabulary as -m; 'off': none)\n"
             "      --draft-max N        most drafted tokens per step (default 8)\n"
             "      --cache-type TYPE    KV cache type: f16 (default), f32 or q8_0 (half the memory\n"
             "                           of f16; implies --flash-attn); -ctk/-ctv TYPE (llama.cpp's\n"
@@ -185,6 +188,7 @@ static void options_free(struct lc_options *o)
     free(o->remote_api_key_env);
     free(o->transcripts_dir);
     free(o->spec);
+    free(o->draft_path);
     free(o->label_user);
     free(o->label_model);
     free(o->label_system);

@@ -63,7 +63,9 @@ struct lc_options {
     char *transcripts_dir;     /* [ui] transcripts: where /save and Ctrl-S put unnamed saves */
     bool kv_f32;               /* KV cache in f32 (default f16, as llama.cpp) */
     char *spec;                /* --spec: "lookup" = speculative decoding with prompt-lookup
-                                  drafts when greedy (llm/spec.h); NULL = off */
+                                  drafts (llm/spec.h); NULL = off */
+    char *draft_path;          /* --draft FILE: speculative decoding with this draft model's
+                                  guesses (same vocabulary; llm/spec.h); NULL = none */
     int32_t draft_max;         /* --draft-max: most drafted tokens per step (8) */
     bool kv_q8_0;              /* KV cache in q8_0 blocks (--cache-type q8_0, -ctk/-ctv); implies
                                   flash_attn.  Command line only: the context is built once */

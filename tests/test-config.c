@@ -297,6 +297,15 @@ static void test_set(void)
     setenv("HOME", "/home/someone", 1);
     CHECK(lc_config_set(&o, "model", "path", "~/m.gguf", &err) == 0 && o.model_path &&
           strcmp(o.model_path, "/home/someone/m.gguf") == 0, "~ expansion: %s", o.model_path);
+    /* [model] draft (--draft): a file, ~ expanded; off or empty: none */
+    CHECK(lc_config_set(&o, "model", "draft", "~/d.gguf", &err) == 0 && o.draft_path &&
+          strcmp(o.draft_path, "/home/someone/d.gguf") == 0, "draft: %s", o.draft_path);
+    CHECK(lc_config_set(&o, NULL, "draft", "off", &err) == 0 && o.draft_path == NULL,
+          "draft off: %s", o.draft_path);
+    CHECK(lc_config_set(&o, NULL, "draft", "/m/d.gguf", &err) == 0 && o.draft_path &&
+          strcmp(o.draft_path, "/m/d.gguf") == 0, "draft: %s", o.draft_path);
+    CHECK(lc_config_set(&o, NULL, "draft", "", &err) == 0 && o.draft_path == NULL,
+          "draft empty: %s", o.draft_path);
     CHECK(lc_config_set(&o, NULL, "temp", "nan", &err) == -1, "nan accepted");
     free(err);
     CHECK(lc_config_set(&o, NULL, "seed", "18446744073709551616", &err) == -1, "seed overflow");

@@ -1,8 +1,10 @@
 #!/bin/sh
-# Speculative decoding through the one-shot CLI (--spec lookup): llama.cpp's greedy references
-# (every model of ../shared/reference/greedy, two prompts each, several lengths) give the same
-# ids as without it; a prompt that repeats itself accepts drafts (stderr figures); bad values
-# and a temperature are refused or noted with their messages.
+# Speculative decoding through the one-shot CLI (--spec lookup, --draft FILE): llama.cpp's greedy
+# references (every model of ../shared/reference/greedy, two prompts each, several lengths; for
+# --draft the stories260K target with its Q4_1 and Q8_0 ff192 twins as drafts, every prompt)
+# give the same ids as without it; a prompt that repeats itself accepts drafts (stderr figures);
+# sampling runs speculatively and a seed repeats; a draft of another vocabulary and bad values
+# are refused with their messages.
 set -u
 B=${LC_BUILDDIR:-.}
 S=${LC_SHARED:-../shared}
@@ -44,10 +46,58 @@ done
 acc=$(sed -n 's/^llamachat: speculative (lookup): 300 tokens in .* \([0-9]*\) accepted .*/\1/p' "$ERR")
 check "repetitive: drafts accepted" "$([ "${acc:-0}" -gt 50 ] && echo yes || echo "no: ${acc:-none}")" "yes"
 
-# --spec with a temperature: a note, one token at a time, no figures
-"$LC" -m "$M" -p "Hi" -n 4 --temp 0.8 --seed 3 --spec lookup >/dev/null 2>"$ERR"
-check "temp note" "$(grep -c '^llamachat: note: --spec lookup is used with --temp 0 only; decoding one token at a time$' "$ERR")" "1"
-check "temp: no figures" "$(grep -c 'speculative (lookup)' "$ERR")" "0"
+# --spec with a temperature: speculative sampling (spec.h), with its figures
+"$LC" -m "$M" -p "$P" -n 64 --temp 0.8 --seed 3 --spec lookup >/dev/null 2>"$ERR"
+check "temp: no note" "$(grep -c 'note: --spec' "$ERR")" "0"
+check "temp: figures" "$(grep -c '^llamachat: speculative (lookup): 64 tokens in .* drafted in .* batches, .* accepted' "$ERR")" "1"
+# the same seed gives the same text again (one random stream)
+a=$("$LC" -m "$M" -p "$P" -n 64 --temp 0.8 --seed 3 --spec lookup --print-token-ids 2>/dev/null)
+b=$("$LC" -m "$M" -p "$P" -n 64 --temp 0.8 --seed 3 --spec lookup --print-token-ids 2>/dev/null)
+check "temp: seeded run repeats" "$([ -n "$a" ] && [ "$a" = "$b" ] && echo yes || echo "no: [$a] [$b]")" "yes"
+
+# --draft: a small model of the same vocabulary guesses; greedy ids are llama.cpp's references
+T="$S/models/stories260K.gguf"
+for d in stories260K-ff192-q4_1 stories260K-ff192-q8_0; do
+    for ref in "$S"/reference/greedy/stories260K.p*.txt; do
+        prompt=$(field prompt "$ref")
+        n=$(field n_predict "$ref")
+        want=$(field gen_ids "$ref")
+        got=$("$LC" -m "$T" -p "$prompt" -n "$n" --temp 0 --print-token-ids -t 2 \
+            --draft "$S/models/$d.gguf" 2>"$ERR")
+        check "draft $d gen_ids $(basename "$ref")" "$got" "$want"
+        for k in 1 2 5; do
+            got=$("$LC" -m "$T" -p "$prompt" -n "$k" --temp 0 --print-token-ids -t 2 \
+                --draft "$S/models/$d.gguf" --draft-max 3 2>/dev/null)
+            check "draft $d gen_ids $(basename "$ref") -n $k" "$got" "$(echo "$want" | cut -d' ' -f1-"$k")"
+        done
+    done
+done
+# figures: the draft's guesses are counted, and most are accepted (q8_0 of a near twin)
+"$LC" -m "$T" -p "$P" -n 100 --temp 0 -t 2 --draft "$S/models/stories260K-ff192-q8_0.gguf" \
+    >/dev/null 2>"$ERR"
+acc=$(sed -n 's/^llamachat: speculative (draft model): 100 tokens in .* \([0-9]*\) accepted .*/\1/p' "$ERR")
+check "draft: guesses accepted" "$([ "${acc:-0}" -gt 50 ] && echo yes || echo "no: ${acc:-none}")" "yes"
+# sampling with the draft model: figures, and a seed repeats its text
+a=$("$LC" -m "$T" -p "$P" -n 64 --temp 0.8 --seed 9 --print-token-ids -t 2 \
+    --draft "$S/models/stories260K-ff192-q4_1.gguf" 2>"$ERR")
+check "draft temp: figures" "$(grep -c '^llamachat: speculative (draft model): 64 tokens in .* accepted' "$ERR")" "1"
+b=$("$LC" -m "$T" -p "$P" -n 64 --temp 0.8 --seed 9 --print-token-ids -t 2 \
+    --draft "$S/models/stories260K-ff192-q4_1.gguf" 2>/dev/null)
+check "draft temp: seeded run repeats" "$([ -n "$a" ] && [ "$a" = "$b" ] && echo yes || echo "no")" "yes"
+# --draft off: plain decoding, no figures
+"$LC" -m "$T" -p "Hi" -n 4 --temp 0 --draft off >/dev/null 2>"$ERR"
+check "draft off" "$(grep -c 'speculative' "$ERR")" "0"
+# a draft model of another vocabulary is refused, naming both files
+D2="$S/models/tinystories-656k/TinyStories-656K-Q4_1.gguf"
+if [ -f "$D2" ]; then
+    got=$("$LC" -m "$T" -p "Hi" -n 4 --temp 0 --draft "$D2" 2>&1 >/dev/null)
+    check "draft: other vocabulary" "$got" "llamachat: the draft model $D2 has a vocabulary of 2048 tokens, the model $T one of 512: a draft model must have the same vocabulary"
+    "$LC" -m "$T" -p "Hi" -n 4 --temp 0 --draft "$D2" >/dev/null 2>&1
+    check "draft: other vocabulary exit status" "$?" "1"
+fi
+got=$("$LC" -m "$T" -p "Hi" -n 4 --draft "$B/no-such-draft.gguf" 2>&1 >/dev/null)
+check "draft: missing file" "$got" "llamachat: draft model: $B/no-such-draft.gguf: cannot open: No such file or directory"
+
 # bad values
 got=$("$LC" -m "$M" -p "Hi" --spec ngram 2>&1 >/dev/null)
 check "bad --spec" "$got" "llamachat: --spec: bad value 'ngram' for speculative: expected lookup or off"

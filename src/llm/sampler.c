@@ -25,6 +25,7 @@ struct lc_sampler {
     struct lc_sampler_params p;
     int32_t n_vocab;
     struct cand *cands;     /* n_vocab */
+    float *pbuf;            /* n_vocab: lc_sampler_sample_spec's distribution */
     int32_t *hist;          /* ring of recent tokens, cap entries */
     int32_t hist_cap, hist_n, hist_head;
     uint64_t rng[4];
@@ -112,9 +113,10 @@ struct lc_sampler *lc_sampler_new(const struct lc_sampler_params *p, int32_t n_v
         return NULL;
     s->n_vocab = n_vocab;
     s->cands = malloc((size_t)n_vocab * sizeof(*s->cands));
+    s->pbuf = malloc((size_t)n_vocab * sizeof(*s->pbuf));
     s->hist_cap = 4096;
     s->hist = malloc((size_t)s->hist_cap * sizeof(*s->hist));
-    if (!s->cands || !s->hist) {
+    if (!s->cands || !s->pbuf || !s->hist) {
         lc_sampler_free(s);
         return NULL;
     }
@@ -128,6 +130,7 @@ void lc_sampler_free(struct lc_sampler *s)
     if (!s)
         return;
     free(s->cands);
+    free(s->pbuf);
     free(s->hist);
     free(s);
 }
@@ -168,7 +171,23 @@ static int cmp_logit_desc(const void *a, const void *b)
     return x->id - y->id; /* deterministic order among equal logits */
 }
 
-int32_t lc_sampler_sample(struct lc_sampler *s, const float *logits)
+/* Token j back from the end of history + extra (j = 0: the last one). */
+static int32_t recent(const struct lc_sampler *s, const int32_t *extra, int32_t n_extra, int32_t j)
+{
+    if (j < n_extra)
+        return extra[n_extra - 1 - j];
+    j -= n_extra;
+    return s->hist[(s->hist_head - 1 - j + s->hist_cap) % s->hist_cap];
+}
+
+/*
+ * The sampler's steps up to the draw, with extra[0 .. n_extra) counted as accepted after the
+ * history: s->cands[0 .. n) are the kept candidates, sorted, with .p their unnormalised weight
+ * exp((logit - max) / temp); *sum their total.  Greedy (temp <= 0): returns 0 and *best is the
+ * first maximum of the penalised logits.  Otherwise returns n >= 1.
+ */
+static int32_t candidates(struct lc_sampler *s, const float *logits, const int32_t *extra,
+                          int32_t n_extra, double *sum_out, int32_t *best_out)
 {
     const struct lc_sampler_params *p = &s->p;
     const int32_t nv = s->n_vocab;
@@ -177,17 +196,20 @@ int32_t lc_sampler_sample(struct lc_sampler *s, const float *logits)
         c[i] = (struct cand){i, logits[i], 0.0f};
 
     /* Repetition penalty (CTRL paper, as llama.cpp): each distinct recent token once. */
-    int32_t last_n = p->repeat_last_n < 0 ? s->hist_n : p->repeat_last_n;
-    if (last_n > s->hist_n)
-        last_n = s->hist_n;
+    int32_t avail = s->hist_n + n_extra;   /* what the ring would hold after accepting extra */
+    if (avail > s->hist_cap)
+        avail = s->hist_cap;
+    int32_t last_n = p->repeat_last_n < 0 ? avail : p->repeat_last_n;
+    if (last_n > avail)
+        last_n = avail;
     if (p->repeat_penalty != 1.0f && last_n > 0) {
         for (int32_t j = 0; j < last_n; j++) {
-            const int32_t t = s->hist[(s->hist_head - 1 - j + s->hist_cap) % s->hist_cap];
+            const int32_t t = recent(s, extra, n_extra, j);
             if (t < 0 || t >= nv)
                 continue;
             bool seen = false;
             for (int32_t k = 0; k < j && !seen; k++)
-                seen = s->hist[(s->hist_head - 1 - k + s->hist_cap) % s->hist_cap] == t;
+                seen = recent(s, extra, n_extra, k) == t;
             if (seen)
                 continue;
             c[t].logit = c[t].logit > 0 ? c[t].logit / p->repeat_penalty
@@ -200,7 +222,8 @@ int32_t lc_sampler_sample(struct lc_sampler *s, const float *logits)
         for (int32_t i = 1; i < nv; i++)
             if (c[i].logit > c[best].logit)
                 best = i;
-        return best;
+        *best_out = best;
+        return 0;
     }
 
     /* top-k: a partial selection for small k, a full sort otherwise; candidates end sorted. */
@@ -249,12 +272,25 @@ int32_t lc_sampler_sample(struct lc_sampler *s, const float *logits)
             keep++;
         n = keep;
     }
-    /* Temperature, then the draw. */
+    /* Temperature: the weights the draw uses. */
     sum = 0.0;
     for (int32_t i = 0; i < n; i++) {
         c[i].p = expf((c[i].logit - c[0].logit) / p->temp);
         sum += (double)c[i].p;
     }
+    *sum_out = sum;
+    *best_out = c[0].id;
+    return n;
+}
+
+int32_t lc_sampler_sample(struct lc_sampler *s, const float *logits)
+{
+    double sum = 0.0;
+    int32_t best = 0;
+    const int32_t n = candidates(s, logits, NULL, 0, &sum, &best);
+    if (n == 0)
+        return best;
+    const struct cand *c = s->cands;
     double r = rng_uniform(s) * sum;
     for (int32_t i = 0; i < n; i++) {
         r -= (double)c[i].p;
@@ -262,4 +298,66 @@ int32_t lc_sampler_sample(struct lc_sampler *s, const float *logits)
             return c[i].id;
     }
     return c[n - 1].id;
+}
+
+int32_t lc_sampler_dist(struct lc_sampler *s, const float *logits, const int32_t *extra,
+                        int32_t n_extra, float *p)
+{
+    double sum = 0.0;
+    int32_t best = 0;
+    const int32_t n = candidates(s, logits, extra, n_extra, &sum, &best);
+    memset(p, 0, (size_t)s->n_vocab * sizeof(*p));
+    if (n == 0) {
+        p[best] = 1.0f;
+        return best;
+    }
+    for (int32_t i = 0; i < n; i++)
+        p[s->cands[i].id] = (float)((double)s->cands[i].p / sum);
+    return best;
+}
+
+int32_t lc_sampler_draw(struct lc_sampler *s, const float *w)
+{
+    double sum = 0.0;
+    int32_t last = -1;
+    for (int32_t i = 0; i < s->n_vocab; i++)
+        if (w[i] > 0.0f) {
+            sum += (double)w[i];
+            last = i;
+        }
+    if (last < 0)
+        return -1;
+    double r = rng_uniform(s) * sum;
+    for (int32_t i = 0; i < last; i++) {
+        if (w[i] > 0.0f)
+            r -= (double)w[i];
+        if (r < 0.0)
+            return i;
+    }
+    return last;
+}
+
+int32_t lc_sampler_sample_spec(struct lc_sampler *s, const float *logits, int32_t x,
+                               const float *q)
+{
+    if (s->p.temp <= 0.0f)   /* greedy: the choice does not depend on the guess */
+        return lc_sampler_sample(s, logits);
+    if (x < 0 || x >= s->n_vocab || (q && !(q[x] > 0.0f)))
+        return lc_sampler_sample(s, logits);   /* x could not have been drawn from q */
+    float *p = s->pbuf;
+    lc_sampler_dist(s, logits, NULL, 0, p);
+    const double qx = q ? (double)q[x] : 1.0;
+    /* accept x with probability min(1, p(x) / q(x)) */
+    if (rng_uniform(s) * qx < (double)p[x])
+        return x;
+    /* otherwise a draw from the residual max(0, p - q), normalised by lc_sampler_draw; for a
+     * point mass q that is p without x */
+    if (q) {
+        for (int32_t i = 0; i < s->n_vocab; i++)
+            p[i] = p[i] > q[i] ? p[i] - q[i] : 0.0f;
+    } else {
+        p[x] = 0.0f;
+    }
+    const int32_t y = lc_sampler_draw(s, p);
+    return y >= 0 ? y : lc_sampler_sample(s, logits);   /* no residual mass left: rounding */
 }
