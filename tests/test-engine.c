@@ -477,7 +477,12 @@ int main(void)
         tu_shared("models/stories260K.gguf", f32, sizeof(f32));
         struct lc_model *m32 = lc_model_load(f32, false, &err);
         CHECK(m32 != NULL, "load f32: %s", err);
+        /* a slow disk (the engine waits before each switch's load and each DONE), so that the
+         * switch is still busy when it is asked, however busy the machine: without it the
+         * engine could fail to open the missing file before the check */
+        setenv("LLAMACHAT_TEST_SLOW_MS", "200", 1);
         e = lc_engine_start(&cfg, &err);
+        unsetenv("LLAMACHAT_TEST_SLOW_MS");
         CHECK(e && collect(e, &r, true, false), "switch: start");
         if (e && m32) {
             lc_engine_submit(e, p1);
