@@ -828,6 +828,22 @@ INLINE void x16e_q4_0_tile(int ng, int nb, float *s, size_t ld_s, const struct x
             _mm512_storeu_ps(s + (size_t)c * ld_s + 16 * g, acc[g][c]);
 }
 
+/* Step t of steps (1 <= t <= steps; 0: none) of the software prefetch of the pair of groups
+ * from group g on (none past ngr) into L2: its lines in [(t-1) L / steps, t L / steps), L the
+ * pair's lines. */
+#ifndef X16E0_PF_HINT
+#define X16E0_PF_HINT _MM_HINT_T1
+#endif
+INLINE void x16e_pf_pair(const void *w, size_t w_stride, int ngr, int g, int t, int steps)
+{
+    if (t < 1 || g >= ngr)
+        return;
+    const size_t bytes = (size_t)(ngr - g < 2 ? 1 : 2) * 16 * w_stride, lines = bytes / 64;
+    const uint8_t *p = (const uint8_t *)w + (size_t)g * 16 * w_stride;
+    for (size_t l = (size_t)(t - 1) * lines / (size_t)steps; l < (size_t)t * lines / (size_t)steps; l++)
+        _mm_prefetch((const char *)p + 64 * l, X16E0_PF_HINT);
+}
+
 /*
  * kernels.h's gemm_x16 for Q4_0: nr rows (nr % 16 == 0, w the first of a group) x nc columns
  * of Q8_0 activations, s[c * ld_s + r] as vec_dot_q4_0x8.  Scratch per call (threads share
@@ -850,11 +866,17 @@ static void gemm_x16_q4_0(int n, float *s, size_t ld_s, const void *w, size_t w_
     }
     struct x16e_q4_0 *E = (struct x16e_q4_0 *)(void *)mem;
     struct x16_q8_0 *ys = (struct x16_q8_0 *)(void *)(mem + esz);
+    /* the weights of the first pair of groups come into L2 while the column terms are
+     * computed, those of the next pair while the tiles of this one run (x16e_pf_pair): the
+     * expansion, the only reader of the weights, then no longer waits for memory */
+    x16e_pf_pair(w, w_stride, ngr, 0, 0, nc);
     for (int c = 0; c < nc; c++) {
         const lc_block_q8_0 *y = (const void *)((const uint8_t *)a + (size_t)c * a_stride);
         for (int i = 0; i < nb; i++)
             ys[(size_t)c * nb + i] = x16_q8_0_of(y + i);
+        x16e_pf_pair(w, w_stride, ngr, 0, c + 1, nc);
     }
+    const int ntiles = (nc + X16E0_COLS - 1) / X16E0_COLS;
     for (int g = 0; g < ngr; g += 2) {
         const int two = g + 1 < ngr; /* a pair of groups, or the last one alone */
         const struct x16e_q4_0 *const Eg[2] = {E, E + nb};
@@ -862,6 +884,7 @@ static void gemm_x16_q4_0(int n, float *s, size_t ld_s, const void *w, size_t w_
         if (two)
             x16e_expand_q4_0(E + nb, (const uint8_t *)w + (size_t)(g + 1) * 16 * w_stride, nb);
         for (int c0 = 0; c0 < nc; c0 += X16E0_COLS) {
+            x16e_pf_pair(w, w_stride, ngr, g + 2, c0 / X16E0_COLS + 1, ntiles);
             const int k = nc - c0 < X16E0_COLS ? nc - c0 : X16E0_COLS;
             const lc_block_q8_0 *y[X16E0_COLS];
             const struct x16_q8_0 *yc[X16E0_COLS];
