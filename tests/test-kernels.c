@@ -903,7 +903,11 @@ static void check_x16(const struct lc_kernels *S, const struct lc_kernels *K, in
     /* blocks per row (K-quants: super-blocks, up to 1025 * 32 weights as the others) */
     static const int nbs_q4[] = {1, 2, 3, 7, 64, 176, 1025}, nbs_q6[] = {1, 2, 3, 5, 8, 22, 129};
     const int *nbs = kq ? nbs_q6 : nbs_q4;
-    static const int cols[] = {1, 2, 5, 67};
+    /* Q4_0: every column count of its 4-column tiles' remainders, up to two tiles (AVX-512's
+     * gemm_x16_q4_0 expands groups from 4 columns on, and goes column by column below) */
+    static const int cols_any[] = {1, 2, 5, 67}, cols_q4_0[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 67};
+    const int *cols = type == LC_TYPE_Q4_0 ? cols_q4_0 : cols_any;
+    const int ncols = type == LC_TYPE_Q4_0 ? 10 : 4;
     const int at = lc_type_traits(type)->vec_dot_type;
     const size_t wsz = lc_type_traits(type)->type_size, asz = lc_type_traits(at)->type_size;
     const lc_vec_dot_fn ref = type == LC_TYPE_Q4_0 ? S->vec_dot_q4_0x8 : S->vec_dot[type];
@@ -967,9 +971,9 @@ static void check_x16(const struct lc_kernels *S, const struct lc_kernels *K, in
                 CHECK(out[nr] == -12345.0f, "%s gemv_x16 %s wrote past the rows", K->isa,
                       lc_type_name(type));
             }
-            for (int cj = 0; cj < 4; cj++) {
+            for (int cj = 0; cj < ncols; cj++) {
                 const int nc = cols[cj];
-                if (nb * qk > 64 * 32 && nc > 5)
+                if (nb * qk > 64 * 32 && nc > 9)
                     continue;
                 const size_t ld = (size_t)nr + 2;
                 for (size_t i = 0; i < ld * (size_t)(nc + 1); i++)

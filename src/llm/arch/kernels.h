@@ -34,6 +34,8 @@ typedef void (*lc_quantize_row_fn)(const float *x, void *y, int64_t n);
  * The AVX-512 quantized entries take a scratch buffer from malloc per call (160 KiB of
  * unpacked rows + 2.5 KiB per block of column scales: 0.3 MB for n = 2048, 1 MB for
  * n = 11008); when that fails they fall back to register tiles that need none, same results.
+ * (AVX-512's gemm_x16 of Q4_0 keeps a per-thread buffer between calls instead, and falls back
+ * to its GEMV.)
  */
 typedef void (*lc_gemm_fn)(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
                            const void *a, size_t a_stride, int nc);

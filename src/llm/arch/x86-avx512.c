@@ -10,6 +10,8 @@
  */
 #include <immintrin.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -749,6 +751,209 @@ static void gemv_x16_q4_0(int n, float *s, const void *vw, size_t w_stride, int 
 }
 
 /*
+ * The Q4_0 prompt GEMM (gemm_x16[LC_TYPE_Q4_0]; Q4_0 is in the x16 layout only when it follows
+ * llama.cpp's Q4_0x8 order, ggml_gemm_q4_0_8x8_q8_0): per (row, column) and block the 32
+ * integer products (q - 8) * y summed exactly, then acc = fma(float(isum), dx * dy, acc) from
+ * acc = 0 in block order, dx * dy one fp32 multiply of the two fp16 scales as floats; acc is
+ * the result (no lanes, no horizontal sum).  The integer sum is exact in any order, so the
+ * products are grouped as the vector unit likes; only the float chain per (row, column) is
+ * vec_dot_q4_0x8's, hence the same bits (test-kernels compares them with the scalar one).
+ *
+ * As the Q4_1 GEMM above (x16e): each pair of groups (32 rows) is expanded once per call into
+ * x16e_q4_0 blocks (576 bytes per block and group: n = 2048 is 36 KB per group, n = 5632 99 KB),
+ * the column terms dy and -8 * sum(y) once per call (x16_q8_0_of), and then tiles of 32 rows x 4
+ * columns take only what the bits need, per block: for each of the 8 activation dwords of a
+ * column one broadcast serving both groups' byte registers, 16 vpdpbusd per column started
+ * from -8 * sum(y) (the Q4_0 offset folded as in gemv_x16_q4_0: nibbles 0..15 are the unsigned
+ * operand, the activations the signed one; |isum| <= 32 * 15 * 128 + 8 * 32 * 128), then per
+ * group one vcvtdq2ps, one multiply dx * dy and one FMA: 88 vector operations for 4096
+ * products (the 4 x 4 tile of pk_gemm: about 60 for 512).  The 24 float operations share the
+ * two vpdpbusd ports, so this is about 2/3 of the int8 peak, the most these bits allow; 3
+ * groups x 4 columns (fewer loads) and blocks in L1-sized slices were no faster.
+ */
+struct x16e_q4_0 {
+    uint8_t q[8][64]; /* q[j], row r: bytes 4r..4r+3 = the row's weights 4j..4j+3 as 0..15 */
+    float d[16];      /* dx of the 16 rows */
+};
+
+/* one group (G: nb blocks of repack.h's Q4_0 x16 layout, pairs and an odd last one) into E */
+static void x16e_expand_q4_0(struct x16e_q4_0 *E, const uint8_t *G, int nb)
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    for (int i = 0; i < nb; i++) {
+        const uint8_t *q = G + lc_x16_qs_off(LC_TYPE_Q4_0, nb, i);
+        /* chunk k: low nibbles are weights 4k..4k+3, high ones 16 + 4k..16 + 4k + 3 */
+        _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
+            const __m512i v = _mm512_loadu_si512(q + 64 * k);
+            _mm512_store_si512(E[i].q[k], _mm512_and_si512(v, m4));
+            _mm512_store_si512(E[i].q[4 + k], _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
+        }
+        _mm512_store_ps(E[i].d, _mm512_cvtph_ps(_mm256_loadu_si256(
+                                    (const __m256i *)(G + lc_x16_sc_off(LC_TYPE_Q4_0, nb, i)))));
+    }
+}
+
+#define X16E0_COLS 4
+/*
+ * ng (1 or 2, a constant) expanded groups E[0..ng) x 4 columns y[c] (nb blocks each; ys[c]
+ * their x16_q8_0 terms per block): s[c * ld_s + 16 g + r] = vec_dot_q4_0x8 of row r of group g
+ * and column c, for c < ncols (the others repeat a column and are not stored).
+ */
+INLINE void x16e_q4_0_tile(int ng, int nb, float *s, size_t ld_s, const struct x16e_q4_0 *const E[2],
+                           const lc_block_q8_0 *const y[X16E0_COLS],
+                           const struct x16_q8_0 *const ys[X16E0_COLS], int ncols)
+{
+    __m512 acc[2][X16E0_COLS];
+    _Pragma("GCC unroll 4") for (int c = 0; c < X16E0_COLS; c++) acc[0][c] = acc[1][c] =
+        _mm512_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        __m512i is[2][X16E0_COLS];
+        _Pragma("GCC unroll 4") for (int c = 0; c < X16E0_COLS; c++) is[0][c] = is[1][c] =
+            _mm512_set1_epi32(ys[c][i].bias);
+        _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) {
+            const __m512i w0 = _mm512_load_si512(E[0][i].q[j]);
+            const __m512i w1 = ng == 2 ? _mm512_load_si512(E[1][i].q[j]) : w0;
+            _Pragma("GCC unroll 4") for (int c = 0; c < X16E0_COLS; c++) {
+                const __m512i yb = _mm512_set1_epi32(ld_i32(y[c][i].qs + 4 * j));
+                is[0][c] = _mm512_dpbusd_epi32(is[0][c], w0, yb);
+                if (ng == 2)
+                    is[1][c] = _mm512_dpbusd_epi32(is[1][c], w1, yb);
+            }
+        }
+        _Pragma("GCC unroll 4") for (int c = 0; c < X16E0_COLS; c++) {
+            const __m512 dy = _mm512_set1_ps(ys[c][i].d);
+            _Pragma("GCC unroll 2") for (int g = 0; g < ng; g++)
+                acc[g][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[g][c]),
+                                            _mm512_mul_ps(_mm512_load_ps(E[g][i].d), dy), acc[g][c]);
+        }
+    }
+    _Pragma("GCC unroll 4") for (int c = 0; c < X16E0_COLS; c++) if (c < ncols)
+        _Pragma("GCC unroll 2") for (int g = 0; g < ng; g++)
+            _mm512_storeu_ps(s + (size_t)c * ld_s + 16 * g, acc[g][c]);
+}
+
+/* Step t of steps (1 <= t <= steps; 0: none) of the software prefetch of the pair of groups
+ * from group g on (none past ngr) into L2: its lines in [(t-1) L / steps, t L / steps), L the
+ * pair's lines. */
+#ifndef X16E0_PF_HINT
+#define X16E0_PF_HINT _MM_HINT_T1
+#endif
+INLINE void x16e_pf_pair(const void *w, size_t w_stride, int ngr, int g, int t, int steps)
+{
+    if (t < 1 || g >= ngr)
+        return;
+    const size_t bytes = (size_t)(ngr - g < 2 ? 1 : 2) * 16 * w_stride, lines = bytes / 64;
+    const uint8_t *p = (const uint8_t *)w + (size_t)g * 16 * w_stride;
+    for (size_t l = (size_t)(t - 1) * lines / (size_t)steps; l < (size_t)t * lines / (size_t)steps; l++)
+        _mm_prefetch((const char *)p + 64 * l, X16E0_PF_HINT);
+}
+
+/*
+ * Per-thread scratch of gemm_x16_q4_0, kept from call to call instead of a malloc and free per
+ * call: at least bytes bytes, 64-byte aligned, grown as needed (whole pages), freed when the
+ * thread exits (the key's destructor); NULL without memory (or without a key).  About 1 MB
+ * per thread for TinyLlama's down projection in a 512-token batch (n = 5632: 203 KB of
+ * expanded groups, 704 KB of column terms).  (glibc reused the per-call blocks well enough:
+ * a pp512 run page-faults as often either way; this only takes the allocator off the path.)
+ */
+struct x16e_scratch {
+    size_t size; /* bytes usable from data */
+    uint8_t pad[56];
+    uint8_t data[];
+};
+static pthread_key_t x16e_key;
+static pthread_once_t x16e_once = PTHREAD_ONCE_INIT;
+static bool x16e_key_ok;
+
+static void x16e_key_init(void)
+{
+    x16e_key_ok = pthread_key_create(&x16e_key, free) == 0;
+}
+
+static uint8_t *x16e_scratch(size_t bytes)
+{
+    pthread_once(&x16e_once, x16e_key_init);
+    if (!x16e_key_ok)
+        return NULL;
+    struct x16e_scratch *p = pthread_getspecific(x16e_key);
+    if (p && p->size >= bytes)
+        return p->data;
+    if (p) { /* too small: replaced (clearing a slot that was set cannot fail) */
+        pthread_setspecific(x16e_key, NULL);
+        free(p);
+    }
+    bytes = (bytes + 4095) / 4096 * 4096;
+    p = aligned_alloc(64, sizeof *p + bytes);
+    if (!p)
+        return NULL;
+    p->size = bytes;
+    if (pthread_setspecific(x16e_key, p) != 0) {
+        free(p);
+        return NULL;
+    }
+    return p->data;
+}
+
+/*
+ * kernels.h's gemm_x16 for Q4_0: nr rows (nr % 16 == 0, w the first of a group) x nc columns
+ * of Q8_0 activations, s[c * ld_s + r] as vec_dot_q4_0x8.  Scratch (x16e_scratch, the calling
+ * thread's own): two expanded groups and the columns' terms, (2 * 576 + 8 * nc) bytes per
+ * block.  Fewer than 4 columns (speculative verification) do not repay the expansion, and a
+ * failed allocation takes none: both go through gemv_x16_q4_0 column by column (same bits).
+ * bench-gemm-x16 q4_0 (one thread, 256 rows x 512 columns, n = 2048 and 5632, CPU time, Zen 4
+ * under load): 260-310 GMAC/s best, where pk_gemm's 4 x 4 tile gave 50-70.
+ */
+static void gemm_x16_q4_0(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
+                          const void *a, size_t a_stride, int nc)
+{
+    const int nb = n / 32, ngr = nr / 16;
+    const size_t esz = 2 * (size_t)nb * sizeof(struct x16e_q4_0);
+    const size_t csz = (size_t)nc * (size_t)nb * sizeof(struct x16_q8_0);
+    uint8_t *mem = nb > 0 && nc >= X16E0_COLS ? x16e_scratch(esz + csz) : NULL;
+    if (!mem) {
+        for (int c = 0; c < nc; c++)
+            gemv_x16_q4_0(n, s + (size_t)c * ld_s, w, w_stride, nr,
+                          (const uint8_t *)a + (size_t)c * a_stride);
+        return;
+    }
+    struct x16e_q4_0 *E = (struct x16e_q4_0 *)(void *)mem;
+    struct x16_q8_0 *ys = (struct x16_q8_0 *)(void *)(mem + esz);
+    /* the weights of the first pair of groups come into L2 while the column terms are
+     * computed, those of the next pair while the tiles of this one run (x16e_pf_pair): the
+     * expansion, the only reader of the weights, then no longer waits for memory */
+    for (int c = 0; c < nc; c++) {
+        const lc_block_q8_0 *y = (const void *)((const uint8_t *)a + (size_t)c * a_stride);
+        for (int i = 0; i < nb; i++)
+            ys[(size_t)c * nb + i] = x16_q8_0_of(y + i);
+        x16e_pf_pair(w, w_stride, ngr, 0, c + 1, nc);
+    }
+    const int ntiles = (nc + X16E0_COLS - 1) / X16E0_COLS;
+    for (int g = 0; g < ngr; g += 2) {
+        const int two = g + 1 < ngr; /* a pair of groups, or the last one alone */
+        const struct x16e_q4_0 *const Eg[2] = {E, E + nb};
+        x16e_expand_q4_0(E, (const uint8_t *)w + (size_t)g * 16 * w_stride, nb);
+        if (two)
+            x16e_expand_q4_0(E + nb, (const uint8_t *)w + (size_t)(g + 1) * 16 * w_stride, nb);
+        for (int c0 = 0; c0 < nc; c0 += X16E0_COLS) {
+            x16e_pf_pair(w, w_stride, ngr, g + 2, c0 / X16E0_COLS + 1, ntiles);
+            const int k = nc - c0 < X16E0_COLS ? nc - c0 : X16E0_COLS;
+            const lc_block_q8_0 *y[X16E0_COLS];
+            const struct x16_q8_0 *yc[X16E0_COLS];
+            for (int c = 0; c < X16E0_COLS; c++) { /* missing columns repeat the last one */
+                const int cc = c0 + (c < k ? c : k - 1);
+                y[c] = (const void *)((const uint8_t *)a + (size_t)cc * a_stride);
+                yc[c] = ys + (size_t)cc * nb;
+            }
+            float *sg = s + (size_t)c0 * ld_s + 16 * g;
+            if (two)
+                x16e_q4_0_tile(2, nb, sg, ld_s, Eg, y, yc, k);
+            else
+                x16e_q4_0_tile(1, nb, sg, ld_s, Eg, y, yc, k);
+        }
+    }
+}
+
+/*
  * Q6_K over x16 groups (the output matrix of most quantized models), in ggml's AVX2 order like
  * vec_dot_q6_K_q8_K: per super-block 8 exact integer lanes, acc[k] = fma(d, float(lane k),
  * acc[k]) with d = dy * dx, hsum_float_8.  Per half h, quarter v and lane k, the 6-bit q of 16
@@ -1019,7 +1224,6 @@ static void x16_q5_K_nopf(int n, float *s, const void *vw, size_t w_stride, int 
 }
 
 
-DEFINE_X16_GEMM(q4_0, PK_Q4_0X8)
 DEFINE_X16_GEMM_Q6_K()
 DEFINE_X16_GEMM_BY_GROUP_NOPF(q4_K)
 DEFINE_X16_GEMM_BY_GROUP_NOPF(q5_K)
