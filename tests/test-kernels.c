@@ -901,9 +901,15 @@ static void check_x16(const struct lc_kernels *S, const struct lc_kernels *K, in
         if (new_types[t].type == type)
             nt = &new_types[t];
     /* blocks per row (K-quants: super-blocks, up to 1025 * 32 weights as the others) */
-    static const int nbs_q4[] = {1, 2, 3, 7, 64, 176, 1025}, nbs_q6[] = {1, 2, 3, 5, 8, 22, 129};
+    /* K-quants: 24 and 25 on either side of the AVX-512 GEMMs' stack scratch (XK_STACK_NB) */
+    static const int nbs_q4[] = {1, 2, 3, 7, 64, 176, 1025}, nbs_q6[] = {1, 2, 3, 5, 8, 22, 24, 25, 129};
     const int *nbs = kq ? nbs_q6 : nbs_q4;
-    static const int cols[] = {1, 2, 5, 67};
+    const int n_nbs = kq ? (int)(sizeof nbs_q6 / sizeof nbs_q6[0]) : (int)(sizeof nbs_q4 / sizeof nbs_q4[0]);
+    /* K-quants: every column count of the AVX-512 GEMMs' tiles (8, then 4, 2, 1) and their
+     * chunks of columns (67 columns of 22 super-blocks: two chunks) */
+    static const int cols_q4[] = {1, 2, 5, 67}, cols_kq[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 17, 67};
+    const int *cols = kq ? cols_kq : cols_q4;
+    const int n_cols = kq ? (int)(sizeof cols_kq / sizeof cols_kq[0]) : (int)(sizeof cols_q4 / sizeof cols_q4[0]);
     const int at = lc_type_traits(type)->vec_dot_type;
     const size_t wsz = lc_type_traits(type)->type_size, asz = lc_type_traits(at)->type_size;
     const lc_vec_dot_fn ref = type == LC_TYPE_Q4_0 ? S->vec_dot_q4_0x8 : S->vec_dot[type];
@@ -911,7 +917,7 @@ static void check_x16(const struct lc_kernels *S, const struct lc_kernels *K, in
     float *xf = malloc(129 * 256 * sizeof(float)); /* the longest rows: 129 Q6_K super-blocks */
     float *out = malloc((NR + 2) * 68 * sizeof(float));
     long n_checked = 0;
-    for (int bi = 0; bi < 7; bi++) {
+    for (int bi = 0; bi < n_nbs; bi++) {
         const int nb = nbs[bi], n = nb * qk;
         /* padded columns (Q8_K, with a float, stays 4-byte aligned) */
         const size_t row = (size_t)nb * wsz, a_stride = (size_t)nb * asz + (kq ? 4 : 2);
@@ -967,9 +973,9 @@ static void check_x16(const struct lc_kernels *S, const struct lc_kernels *K, in
                 CHECK(out[nr] == -12345.0f, "%s gemv_x16 %s wrote past the rows", K->isa,
                       lc_type_name(type));
             }
-            for (int cj = 0; cj < 4; cj++) {
+            for (int cj = 0; cj < n_cols; cj++) {
                 const int nc = cols[cj];
-                if (nb * qk > 64 * 32 && nc > 5)
+                if (nb * qk > 64 * 32 && nc > (kq && nb <= 25 ? 67 : kq ? 17 : 5))
                     continue;
                 const size_t ld = (size_t)nr + 2;
                 for (size_t i = 0; i < ld * (size_t)(nc + 1); i++)
