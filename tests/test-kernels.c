@@ -905,8 +905,7 @@ static void check_x16(const struct lc_kernels *S, const struct lc_kernels *K, in
     static const int nbs_q4[] = {1, 2, 3, 7, 64, 176, 1025}, nbs_q6[] = {1, 2, 3, 5, 8, 22, 24, 25, 129};
     const int *nbs = kq ? nbs_q6 : nbs_q4;
     const int n_nbs = kq ? (int)(sizeof nbs_q6 / sizeof nbs_q6[0]) : (int)(sizeof nbs_q4 / sizeof nbs_q4[0]);
-    /* K-quants: every column count of the AVX-512 GEMMs' tiles (8, then 4, 2, 1) and their
-     * chunks of columns (67 columns of 22 super-blocks: two chunks) */
+    /* K-quants: every column count of the AVX-512 GEMMs' tiles (8, then 4, 2, 1) */
     static const int cols_q4[] = {1, 2, 5, 67}, cols_kq[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 17, 67};
     const int *cols = kq ? cols_kq : cols_q4;
     const int n_cols = kq ? (int)(sizeof cols_kq / sizeof cols_kq[0]) : (int)(sizeof cols_q4 / sizeof cols_q4[0]);

@@ -1030,8 +1030,10 @@ static void gemv_x16_q5_K(int n, float *s, const void *vw, size_t w_stride, int 
  *     fma(d, float(lane k), acc[c][k]) with d = dy * dx; the mins Q4_K's way (4 accumulators)
  *     or Q5_K's (one); all in super-block order; then hsum_float_8 lane-wise and the mins as
  *     the GEMVs add them.
- *   - The columns go in chunks of about XK_CHUNK_BYTES of activations, which stay in L2 while
- *     every group of the call passes over them (a group is expanded once per chunk).
+ *   - Every column passes over a group before the next group is expanded (expanding a group
+ *     again for each chunk of columns, so that the chunk's activations stayed in L2, read the
+ *     weights from memory each time: slower in the model, where nothing else has them in
+ *     cache); the next group is prefetched meanwhile.
  *
  * bench/bench-gemm-x16 (one thread, 512 columns, TinyLlama shapes, Zen 4 shared with other
  * work, CPU time): see the commit messages for the figures.
@@ -1039,9 +1041,6 @@ static void gemv_x16_q5_K(int n, float *s, const void *vw, size_t w_stride, int 
 #define XK_COLS 8      /* columns per tile */
 #define XK_BLK 4096    /* bytes of an expanded super-block of 16 rows */
 #define XK_STACK_NB 24 /* super-blocks expanded on the stack (96 KB, n <= 6144); more: malloc */
-#ifndef XK_CHUNK_BYTES
-#define XK_CHUNK_BYTES (256 * 1024) /* activations per chunk of columns */
-#endif
 enum { XK_Q4, XK_Q5, XK_Q6 };
 
 /* Q4_K: nb super-blocks of the group G (repack.h's layout) into E (XK_BLK bytes each) */
@@ -1280,11 +1279,19 @@ INLINE void xk_tile(const int kind, const int C, int nb, float *s, size_t ld_s, 
 }
 
 /* the tile for nc columns at a (a_stride bytes apart) against one group, XK_COLS at a time,
- * then 4, 2, 1 (every column gets the same operations whatever tile takes it) */
+ * then 4, 2, 1 (every column gets the same operations whatever tile takes it); meanwhile the
+ * pf_bytes at pf (the next group, to be expanded next: from memory, the expansion waited for
+ * it) are prefetched into L2, a share before each tile */
 INLINE void xk_group(const int kind, int nb, float *s, size_t ld_s, const uint8_t *G,
-                     const uint8_t *E, const uint8_t *a, size_t a_stride, int nc)
+                     const uint8_t *E, const uint8_t *a, size_t a_stride, int nc,
+                     const uint8_t *pf, size_t pf_bytes)
 {
+    const size_t pf_lines = pf_bytes / 64, n_tiles = (size_t)(nc + XK_COLS - 1) / XK_COLS;
+    const size_t per_tile = (pf_lines + n_tiles - 1) / n_tiles;
+    size_t pf_next = 0;
     for (int c0 = 0; c0 < nc;) {
+        for (size_t l = 0; l < per_tile && pf_next < pf_lines; l++, pf_next++)
+            _mm_prefetch((const char *)pf + 64 * pf_next, _MM_HINT_T1);
         const int left = nc - c0;
         const int C = left >= XK_COLS ? XK_COLS : left >= 4 ? 4 : left >= 2 ? 2 : 1;
         const lc_block_q8_K *y[XK_COLS];
@@ -1332,21 +1339,16 @@ INLINE void gemm_x16_kq(const int kind, int n, float *s, size_t ld_s, const void
         }
         return;
     }
-    int chunk = (int)(XK_CHUNK_BYTES / a_stride) / XK_COLS * XK_COLS;
-    chunk = chunk < XK_COLS ? XK_COLS : chunk;
-    for (int c0 = 0; c0 < nc; c0 += chunk) {
-        const int ncc = nc - c0 < chunk ? nc - c0 : chunk;
-        for (int g = 0; g < nr / 16; g++) {
-            const uint8_t *G = (const uint8_t *)w + (size_t)g * 16 * w_stride;
-            if (kind == XK_Q4)
-                xk_expand_q4_K(E, G, nb);
-            else if (kind == XK_Q5)
-                xk_expand_q5_K(E, G, nb);
-            else
-                xk_expand_q6_K(E, G, nb);
-            xk_group(kind, nb, s + (size_t)c0 * ld_s + 16 * g, ld_s, G, E,
-                     (const uint8_t *)a + (size_t)c0 * a_stride, a_stride, ncc);
-        }
+    for (int g = 0; g < nr / 16; g++) {
+        const uint8_t *G = (const uint8_t *)w + (size_t)g * 16 * w_stride;
+        if (kind == XK_Q4)
+            xk_expand_q4_K(E, G, nb);
+        else if (kind == XK_Q5)
+            xk_expand_q5_K(E, G, nb);
+        else
+            xk_expand_q6_K(E, G, nb);
+        xk_group(kind, nb, s + 16 * g, ld_s, G, E, a, a_stride, nc, G + 16 * w_stride,
+                 g + 1 < nr / 16 ? 16 * w_stride : 0);
     }
     if (E != stack_E)
         free(E);
