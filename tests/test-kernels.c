@@ -599,9 +599,12 @@ static void check_q6_K(const struct lc_kernels *S, const struct lc_kernels *K)
 static void check_quantize_stress(const struct lc_kernels *S, const struct lc_kernels *K)
 {
     enum { NB = 4096, N = NB * 32 };
-    static const int types[] = {LC_TYPE_Q8_0, LC_TYPE_Q8_1};
+    static const int types[] = {LC_TYPE_Q8_0, LC_TYPE_Q8_1, LC_TYPE_Q8_K};
     float *x = malloc(N * sizeof(float));
-    uint8_t *a = malloc(NB * sizeof(lc_block_q8_1)), *b = malloc(NB * sizeof(lc_block_q8_1));
+    const size_t max_sz = lc_row_size(LC_TYPE_Q8_K, N) > NB * sizeof(lc_block_q8_1)
+                              ? lc_row_size(LC_TYPE_Q8_K, N)
+                              : NB * sizeof(lc_block_q8_1);
+    uint8_t *a = malloc(max_sz), *b = malloc(max_sz);
     for (int i = 0; i < N; i++) {
         const float range = (float)(1 + (i / 32) % 13) * 0.37f;
         x[i] = frand(-range, range);
@@ -615,7 +618,21 @@ static void check_quantize_stress(const struct lc_kernels *S, const struct lc_ke
         for (int j = 1; j < 32; j++)
             xb[j] = ((float)((int)(rnd() % 254) - 127) + 0.5f) * amax / 127.0f;
     }
-    for (int t = 0; t < 2; t++) {
+    /* Q8_K's super-blocks of 256: all zero but for one -0.0; |max| tied between a negative and
+     * a positive value (the first one sets the sign of the scale), both orders, in two vectors
+     * of 16 and in one; and one zero block */
+    for (int j = 0; j < 256; j++) {
+        x[5 * 256 + j] = 0.0f;
+        x[11 * 256 + j] = 0.0f;
+    }
+    x[5 * 256 + 77] = -0.0f;
+    x[7 * 256 + 10] = -300.0f;
+    x[7 * 256 + 200] = 300.0f;
+    x[9 * 256 + 3] = 250.0f;
+    x[9 * 256 + 100] = -250.0f;
+    x[15 * 256 + 33] = -1000.0f; /* the same 16 floats */
+    x[15 * 256 + 40] = 1000.0f;
+    for (int t = 0; t < 3; t++) {
         const int at = types[t];
         if (K->quantize_row[at] == S->quantize_row[at])
             continue;
