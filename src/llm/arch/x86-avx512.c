@@ -6,8 +6,8 @@
  * machines: the golden data came from that order of float operations (see scalar.c), so the
  * blocks are not processed two per 512-bit register, which would reorder the sums.  The GEMM
  * tiles are 4 x 4 (the 32 vector registers hold the 16 accumulators).  The float dots follow
- * llama.cpp's orders with 512-bit FMAs (see scalar.c).  Quantizers and element-wise kernels come from the AVX2 table,
- * but for Q8_K's (quantize_row_q8_K, here) and those defined below.
+ * llama.cpp's orders with 512-bit FMAs (see scalar.c).  The quantizers but Q8_K's, and the
+ * element-wise kernels not defined here, come from the AVX2 table.
  */
 #include <immintrin.h>
 #include <math.h>
