@@ -1182,9 +1182,11 @@ INLINE void xk_tile(const int kind, const int C, int nb, float *s, size_t ld_s, 
                     _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) {
                         const int8_t *q8 = y[c][i].qs + 4 * k;
                         const int32_t *b = bias[i & 1][c] + k;
-                        __m512i l0 = _mm512_setzero_si512(), l1 = _mm512_setzero_si512();
-                        /* unit t = 4h + v: activations 128h + 32v + 4k, bias dword 32h + 8v + k */
-                        _Pragma("GCC unroll 4") for (int t = 0; t < 8; t += 2) {
+                        /* unit t = 4h + v: activations 128h + 32v + 4k, bias dword 32h + 8v + k;
+                         * the first products of each chain by vpmaddwd (dpwssd from 0) */
+                        __m512i l0 = _mm512_madd_epi16(dpbusd_bias(b, w[0], q8), scl[0]);
+                        __m512i l1 = _mm512_madd_epi16(dpbusd_bias(b + 8, w[1], q8 + 32), scl[1]);
+                        _Pragma("GCC unroll 3") for (int t = 2; t < 8; t += 2) {
                             l0 = dpwssd(l0, dpbusd_bias(b + 8 * t, w[t], q8 + 32 * t), scl[t]);
                             l1 = dpwssd(l1, dpbusd_bias(b + 8 * t + 8, w[t + 1], q8 + 32 * t + 32),
                                         scl[t + 1]);
@@ -1247,12 +1249,14 @@ INLINE void xk_tile(const int kind, const int C, int nb, float *s, size_t ld_s, 
                 w[t] = _mm512_load_si512(Ei + 512 * k + 64 * t);
             _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) {
                 const int8_t *q8 = y[c][i].qs + 4 * k;
-                __m512i l0 = _mm512_setzero_si512(), l1 = _mm512_setzero_si512();
-                _Pragma("GCC unroll 2") for (int j = 0; j < 4; j += 2) {
+                /* the first products of each chain by vpmaddwd (dpwssd from 0) */
+                __m512i l0 = _mm512_madd_epi16(dpbusd_z(w[0], q8), scl[0]);
+                __m512i l1 = _mm512_madd_epi16(dpbusd_z(w[1], q8 + 32), scl[1]);
+                l0 = dpwssd(l0, dpbusd_z(w[2], q8 + 64), scl[2]);
+                l1 = dpwssd(l1, dpbusd_z(w[3], q8 + 96), scl[3]);
+                _Pragma("GCC unroll 2") for (int j = 2; j < 4; j++) {
                     l0 = dpwssd(l0, dpbusd_z(w[2 * j], q8 + 64 * j), scl[2 * j]);
                     l1 = dpwssd(l1, dpbusd_z(w[2 * j + 1], q8 + 64 * j + 32), scl[2 * j + 1]);
-                    l0 = dpwssd(l0, dpbusd_z(w[2 * j + 2], q8 + 64 * j + 64), scl[2 * j + 2]);
-                    l1 = dpwssd(l1, dpbusd_z(w[2 * j + 3], q8 + 64 * j + 96), scl[2 * j + 3]);
                 }
                 const __m512i lane = _mm512_add_epi32(l0, l1);
                 _mm512_store_ps(acc[c][k], _mm512_fmadd_ps(_mm512_load_ps(dd[c]), _mm512_cvtepi32_ps(lane),
