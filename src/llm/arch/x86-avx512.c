@@ -1111,6 +1111,24 @@ INLINE __m512i dpwssd(__m512i t, __m512i a, __m512i b)
     return _mm512_dpwssd_epi32(t, a, b);
 }
 
+/* 0 + (2 s16 of w x 2 s16 at p, summed) per lane, and t + the same: p's dword broadcast as
+ * the instruction's memory operand (a separate broadcast costs a vector operation here) */
+INLINE __m512i dpwssd_z(__m512i w, const int32_t *p)
+{
+    __m512i t;
+    __asm__("vpxord %x0, %x0, %x0\n\t"
+            "vpdpwssd %2%{1to16%}, %1, %0"
+            : "=&v"(t)
+            : "v"(w), "m"(*p));
+    return t;
+}
+
+INLINE __m512i dpwssd_b(__m512i t, __m512i w, const int32_t *p)
+{
+    __asm__("vpdpwssd %2%{1to16%}, %1, %0" : "+v"(t) : "v"(w), "m"(*p));
+    return t;
+}
+
 /* t = bias (broadcast from memory) + (4 u8 of w x 4 s8 at y, summed) per lane */
 INLINE __m512i dpbusd_bias(const int32_t *bias, __m512i w, const int8_t *y)
 {
@@ -1212,31 +1230,34 @@ INLINE void xk_tile(const int kind, const int C, int nb, float *s, size_t ld_s, 
         const __m512i mn03 = _mm512_and_si512(u1, k3f);
         const __m512i mn47 = _mm512_ternarylogic_epi32(_mm512_srli_epi32(u2, 4), k0f,
                                                        _mm512_and_si512(_mm512_srli_epi32(u1, 2), k30), 0xEA);
+        /* the rows' min pairs mn[2m], mn[2m+1] as 16-bit values, for vpdpwssd */
+        __m512i pair[4];
+        _Pragma("GCC unroll 4") for (int m = 0; m < 4; m++)
+            pair[m] = _mm512_shuffle_epi8(m < 2 ? mn03 : mn47, k_byte_pat(2 * (m & 1), 2 * (m & 1) + 1));
         /* the mins and d of every column */
         for (int c = 0; c < C; c++) {
             const lc_block_q8_K *yc = y[c] + i;
             _mm512_store_ps(dd[c], _mm512_mul_ps(_mm512_set1_ps(yc->d), dx));
-            const __m512 dmin = _mm512_mul_ps(_mm512_set1_ps(-yc->d), dminx);
-            /* S[j] = bsums[2j] + bsums[2j+1]; dword m of sp: S[2m] | S[2m+1] << 16 (|S| <= 4096) */
+            /* dy * dmin: the mins' fma(-dy * dmin, x, acc) as fnmadd(dy * dmin, x, acc), the
+             * same value (negation is exact) */
+            const __m512 pmin = _mm512_mul_ps(_mm512_set1_ps(yc->d), dminx);
+            /* S[j] = bsums[2j] + bsums[2j+1]; sp[m] = S[2m] | S[2m+1] << 16 (|S| <= 4096) */
             const __m256i S = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)yc->bsums),
                                                 _mm256_set1_epi16(1));
-            const __m512i sp = _mm512_castsi128_si512(
-                _mm_packs_epi32(_mm256_castsi256_si128(S), _mm256_extracti128_si256(S, 1)));
-            /* mn[2m] * S[2m] + mn[2m+1] * S[2m+1] per row, exact */
-            __m512i mp[4];
-            _Pragma("GCC unroll 4") for (int m = 0; m < 4; m++) {
-                const __m512i pair = _mm512_shuffle_epi8(m < 2 ? mn03 : mn47, k_byte_pat(2 * (m & 1), 2 * (m & 1) + 1));
-                mp[m] = dpwssd(_mm512_setzero_si512(), pair,
-                               _mm512_permutexvar_epi32(_mm512_set1_epi32(m), sp));
-            }
+            int32_t sp[4] __attribute__((aligned(16)));
+            _mm_store_si128((__m128i *)sp, _mm_packs_epi32(_mm256_castsi256_si128(S),
+                                                           _mm256_extracti128_si256(S, 1)));
+            /* mn[2m] * S[2m] + mn[2m+1] * S[2m+1] per row, exact (Q5_K: their sum, in one chain) */
             if (kind == XK_Q5) {
-                const __m512i msum = _mm512_add_epi32(_mm512_add_epi32(mp[0], mp[1]), _mm512_add_epi32(mp[2], mp[3]));
-                _mm512_store_ps(accm[c][0], _mm512_fmadd_ps(dmin, _mm512_cvtepi32_ps(msum),
-                                                            xk_acc(accm[c][0], i)));
+                __m512i msum = dpwssd_z(pair[0], sp);
+                _Pragma("GCC unroll 3") for (int m = 1; m < 4; m++)
+                    msum = dpwssd_b(msum, pair[m], sp + m);
+                _mm512_store_ps(accm[c][0], _mm512_fnmadd_ps(pmin, _mm512_cvtepi32_ps(msum),
+                                                             xk_acc(accm[c][0], i)));
             } else {
                 _Pragma("GCC unroll 4") for (int m = 0; m < 4; m++)
-                    _mm512_store_ps(accm[c][m], _mm512_fmadd_ps(dmin, _mm512_cvtepi32_ps(mp[m]),
-                                                                xk_acc(accm[c][m], i)));
+                    _mm512_store_ps(accm[c][m], _mm512_fnmadd_ps(pmin, _mm512_cvtepi32_ps(dpwssd_z(pair[m], sp + m)),
+                                                                 xk_acc(accm[c][m], i)));
             }
         }
         /* scale j of the 16 rows, zero-extended into 32-bit lanes */
@@ -1249,16 +1270,14 @@ INLINE void xk_tile(const int kind, const int C, int nb, float *s, size_t ld_s, 
                 w[t] = _mm512_load_si512(Ei + 512 * k + 64 * t);
             _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) {
                 const int8_t *q8 = y[c][i].qs + 4 * k;
-                /* the first products of each chain by vpmaddwd (dpwssd from 0) */
-                __m512i l0 = _mm512_madd_epi16(dpbusd_z(w[0], q8), scl[0]);
-                __m512i l1 = _mm512_madd_epi16(dpbusd_z(w[1], q8 + 32), scl[1]);
-                l0 = dpwssd(l0, dpbusd_z(w[2], q8 + 64), scl[2]);
-                l1 = dpwssd(l1, dpbusd_z(w[3], q8 + 96), scl[3]);
-                _Pragma("GCC unroll 2") for (int j = 2; j < 4; j++) {
-                    l0 = dpwssd(l0, dpbusd_z(w[2 * j], q8 + 64 * j), scl[2 * j]);
-                    l1 = dpwssd(l1, dpbusd_z(w[2 * j + 1], q8 + 64 * j + 32), scl[2 * j + 1]);
+                /* one chain (the first product by vpmaddwd: dpwssd from 0); two chains
+                 * and an add were no faster, the other columns hide its latency */
+                __m512i lane = _mm512_madd_epi16(dpbusd_z(w[0], q8), scl[0]);
+                lane = dpwssd(lane, dpbusd_z(w[1], q8 + 32), scl[1]);
+                _Pragma("GCC unroll 3") for (int j = 1; j < 4; j++) {
+                    lane = dpwssd(lane, dpbusd_z(w[2 * j], q8 + 64 * j), scl[2 * j]);
+                    lane = dpwssd(lane, dpbusd_z(w[2 * j + 1], q8 + 64 * j + 32), scl[2 * j + 1]);
                 }
-                const __m512i lane = _mm512_add_epi32(l0, l1);
                 _mm512_store_ps(acc[c][k], _mm512_fmadd_ps(_mm512_load_ps(dd[c]), _mm512_cvtepi32_ps(lane),
                                                            xk_acc(acc[c][k], i)));
             }
