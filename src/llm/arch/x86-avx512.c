@@ -1025,8 +1025,9 @@ static void gemv_x16_q5_K(int n, float *s, const void *vw, size_t w_stride, int 
  *     the rows' scales (and Q4_K / Q5_K mins, dmin) unpacked once per super-block for all its
  *     columns, each lane's 8 expanded registers loaded once for all of them; per column and
  *     lane k, 8 vpdpbusd (the activation dword a {1to16} memory operand; Q6_K: from -32 times
- *     the sum of the 4 activations, as gemv_x16_q6_K) and 8 vpdpwssd by the scales (two
- *     chains, added: the lane is an exact integer), one conversion and one FMA.  The float
+ *     the sum of the 4 activations, as gemv_x16_q6_K) and 8 vpdpwssd by the scales (the
+ *     lane is an exact integer: Q4_K / Q5_K one chain, Q6_K two chains added), one conversion
+ *     and one FMA.  The float
  *     accumulators live in a stack array (6 KB), not in the 32 registers: acc[c][k] =
  *     fma(d, float(lane k), acc[c][k]) with d = dy * dx; the mins Q4_K's way (4 accumulators)
  *     or Q5_K's (one); all in super-block order; then hsum_float_8 lane-wise and the mins as
@@ -1036,8 +1037,11 @@ static void gemv_x16_q5_K(int n, float *s, const void *vw, size_t w_stride, int 
  *     weights from memory each time: slower in the model, where nothing else has them in
  *     cache); the next group is prefetched meanwhile.
  *
- * bench/bench-gemm-x16 (one thread, 512 columns, TinyLlama shapes, Zen 4 shared with other
- * work, CPU time): see the commit messages for the figures.
+ * bench/bench-gemm-x16 (one thread, 512 columns, TinyLlama shapes, BENCH_CPU_TIME=1, best of
+ * 40 on an AMD EPYC (family 26) shared with other work), GMAC/s, GEMV per column -> these:
+ * q4_K 93 / 85 -> 165 / 158, q5_K 54 / 51 -> 170 / 165, q6_K 65 / 54 -> 128 / 125
+ * (2048 x 256 / 5632 x 256).  Every 512-bit operation counts there (a vpbroadcastd of the Q6_K
+ * bias into dpbusd's accumulator costs as much as a vpdpbusd: Q6_K without it would be 155).
  */
 #define XK_COLS 8      /* columns per tile */
 #define XK_BLK 4096    /* bytes of an expanded super-block of 16 rows */
