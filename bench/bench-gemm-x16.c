@@ -2,10 +2,10 @@
  * bench-gemm-x16.c - the prompt GEMM of the x16 layout alone, one thread, on the shapes of a
  * TinyLlama-1.1B pp512 batch as a thread sees them (a chunk of output rows x 512 tokens).
  *
- *   make bench/bench-gemm-x16 && bench/bench-gemm-x16 [TYPE q4_1|q4_0|q6_K, -fast: gemm_x16_fast] [REPS 5] [ISA auto] [COLUMNS 512]
+ *   make bench/bench-gemm-x16 && bench/bench-gemm-x16 [TYPE q4_1|q4_0|q4_K|q5_K|q6_K, -fast: gemm_x16_fast] [REPS 5] [ISA auto] [COLUMNS 512]
  *
  * Prints GMAC/s (weights x columns / time / 1e9), best and median of REPS, per shape: to set
- * against llamachat-int8peak's figures.  Random weights and activations; nothing is checked
+ * against llamachat-int8peak's figures (BENCH_CPU_TIME=1: per CPU second).  Random weights and activations; nothing is checked
  * (test-kernels does that).
  */
 #include <stdio.h>
@@ -17,10 +17,15 @@
 #include "llm/quant.h"
 #include "llm/repack.h"
 
+/* wall time, or with BENCH_CPU_TIME=1 in the environment the process's CPU time (steadier
+ * on a machine shared with other work) */
 static double now(void)
 {
+    static int cpu = -1;
+    if (cpu < 0)
+        cpu = getenv("BENCH_CPU_TIME") && atoi(getenv("BENCH_CPU_TIME")) != 0;
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(cpu ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
@@ -87,8 +92,12 @@ int main(int argc, char **argv)
                 lc_quantize_row_q4_0_ref(xf, (lc_block_q4_0 *)(void *)(W + (size_t)r * row), n);
             else if (type == LC_TYPE_Q6_K)
                 lc_quantize_row_q6_K_ref(xf, (lc_block_q6_K *)(void *)(W + (size_t)r * row), n);
+            else if (type == LC_TYPE_Q4_K)
+                lc_quantize_row_q4_K_ref(xf, (lc_block_q4_K *)(void *)(W + (size_t)r * row), n);
+            else if (type == LC_TYPE_Q5_K)
+                lc_quantize_row_q5_K_ref(xf, (lc_block_q5_K *)(void *)(W + (size_t)r * row), n);
             else {
-                fprintf(stderr, "bench-gemm-x16: q4_0, q4_1 or q6_K\n");
+                fprintf(stderr, "bench-gemm-x16: q4_0, q4_1, q4_K, q5_K or q6_K\n");
                 return 2;
             }
         }

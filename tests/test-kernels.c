@@ -599,9 +599,12 @@ static void check_q6_K(const struct lc_kernels *S, const struct lc_kernels *K)
 static void check_quantize_stress(const struct lc_kernels *S, const struct lc_kernels *K)
 {
     enum { NB = 4096, N = NB * 32 };
-    static const int types[] = {LC_TYPE_Q8_0, LC_TYPE_Q8_1};
+    static const int types[] = {LC_TYPE_Q8_0, LC_TYPE_Q8_1, LC_TYPE_Q8_K};
     float *x = malloc(N * sizeof(float));
-    uint8_t *a = malloc(NB * sizeof(lc_block_q8_1)), *b = malloc(NB * sizeof(lc_block_q8_1));
+    const size_t max_sz = lc_row_size(LC_TYPE_Q8_K, N) > NB * sizeof(lc_block_q8_1)
+                              ? lc_row_size(LC_TYPE_Q8_K, N)
+                              : NB * sizeof(lc_block_q8_1);
+    uint8_t *a = malloc(max_sz), *b = malloc(max_sz);
     for (int i = 0; i < N; i++) {
         const float range = (float)(1 + (i / 32) % 13) * 0.37f;
         x[i] = frand(-range, range);
@@ -615,7 +618,21 @@ static void check_quantize_stress(const struct lc_kernels *S, const struct lc_ke
         for (int j = 1; j < 32; j++)
             xb[j] = ((float)((int)(rnd() % 254) - 127) + 0.5f) * amax / 127.0f;
     }
-    for (int t = 0; t < 2; t++) {
+    /* Q8_K's super-blocks of 256: all zero but for one -0.0; |max| tied between a negative and
+     * a positive value (the first one sets the sign of the scale), both orders, in two vectors
+     * of 16 and in one; and one zero block */
+    for (int j = 0; j < 256; j++) {
+        x[5 * 256 + j] = 0.0f;
+        x[11 * 256 + j] = 0.0f;
+    }
+    x[5 * 256 + 77] = -0.0f;
+    x[7 * 256 + 10] = -300.0f;
+    x[7 * 256 + 200] = 300.0f;
+    x[9 * 256 + 3] = 250.0f;
+    x[9 * 256 + 100] = -250.0f;
+    x[15 * 256 + 33] = -1000.0f; /* the same 16 floats */
+    x[15 * 256 + 40] = 1000.0f;
+    for (int t = 0; t < 3; t++) {
         const int at = types[t];
         if (K->quantize_row[at] == S->quantize_row[at])
             continue;
@@ -901,13 +918,19 @@ static void check_x16(const struct lc_kernels *S, const struct lc_kernels *K, in
         if (new_types[t].type == type)
             nt = &new_types[t];
     /* blocks per row (K-quants: super-blocks, up to 1025 * 32 weights as the others) */
-    static const int nbs_q4[] = {1, 2, 3, 7, 64, 176, 1025}, nbs_q6[] = {1, 2, 3, 5, 8, 22, 129};
+    /* K-quants: 24 and 25 on either side of the AVX-512 GEMMs' stack scratch (XK_STACK_NB) */
+    static const int nbs_q4[] = {1, 2, 3, 7, 64, 176, 1025}, nbs_q6[] = {1, 2, 3, 5, 8, 22, 24, 25, 129};
     const int *nbs = kq ? nbs_q6 : nbs_q4;
-    /* Q4_0: every column count of its 4-column tiles' remainders, up to two tiles (AVX-512's
-     * gemm_x16_q4_0 expands groups from 4 columns on, and goes column by column below) */
-    static const int cols_any[] = {1, 2, 5, 67}, cols_q4_0[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 67};
-    const int *cols = type == LC_TYPE_Q4_0 ? cols_q4_0 : cols_any;
-    const int ncols = type == LC_TYPE_Q4_0 ? 10 : 4;
+    const int n_nbs = kq ? (int)(sizeof nbs_q6 / sizeof nbs_q6[0]) : (int)(sizeof nbs_q4 / sizeof nbs_q4[0]);
+    /* every column count of the AVX-512 GEMMs' tiles: K-quants 8, then 4, 2, 1; Q4_0 4-column
+     * tiles' remainders, up to two tiles (gemm_x16_q4_0 expands groups from 4 columns on, and
+     * goes column by column below) */
+    static const int cols_any[] = {1, 2, 5, 67}, cols_q4_0[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 67},
+                     cols_kq[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 17, 67};
+    const int *cols = kq ? cols_kq : type == LC_TYPE_Q4_0 ? cols_q4_0 : cols_any;
+    const int n_cols = kq ? (int)(sizeof cols_kq / sizeof cols_kq[0])
+                       : type == LC_TYPE_Q4_0 ? (int)(sizeof cols_q4_0 / sizeof cols_q4_0[0])
+                                              : (int)(sizeof cols_any / sizeof cols_any[0]);
     const int at = lc_type_traits(type)->vec_dot_type;
     const size_t wsz = lc_type_traits(type)->type_size, asz = lc_type_traits(at)->type_size;
     const lc_vec_dot_fn ref = type == LC_TYPE_Q4_0 ? S->vec_dot_q4_0x8 : S->vec_dot[type];
@@ -915,7 +938,7 @@ static void check_x16(const struct lc_kernels *S, const struct lc_kernels *K, in
     float *xf = malloc(129 * 256 * sizeof(float)); /* the longest rows: 129 Q6_K super-blocks */
     float *out = malloc((NR + 2) * 68 * sizeof(float));
     long n_checked = 0;
-    for (int bi = 0; bi < 7; bi++) {
+    for (int bi = 0; bi < n_nbs; bi++) {
         const int nb = nbs[bi], n = nb * qk;
         /* padded columns (Q8_K, with a float, stays 4-byte aligned) */
         const size_t row = (size_t)nb * wsz, a_stride = (size_t)nb * asz + (kq ? 4 : 2);
@@ -971,9 +994,9 @@ static void check_x16(const struct lc_kernels *S, const struct lc_kernels *K, in
                 CHECK(out[nr] == -12345.0f, "%s gemv_x16 %s wrote past the rows", K->isa,
                       lc_type_name(type));
             }
-            for (int cj = 0; cj < ncols; cj++) {
+            for (int cj = 0; cj < n_cols; cj++) {
                 const int nc = cols[cj];
-                if (nb * qk > 64 * 32 && nc > 9)
+                if (nb * qk > 64 * 32 && nc > (kq && nb <= 25 ? 67 : kq ? 17 : 9))
                     continue;
                 const size_t ld = (size_t)nr + 2;
                 for (size_t i = 0; i < ld * (size_t)(nc + 1); i++)

@@ -6,7 +6,8 @@
  * machines: the golden data came from that order of float operations (see scalar.c), so the
  * blocks are not processed two per 512-bit register, which would reorder the sums.  The GEMM
  * tiles are 4 x 4 (the 32 vector registers hold the 16 accumulators).  The float dots follow
- * llama.cpp's orders with 512-bit FMAs (see scalar.c).  Quantizers and element-wise kernels come from the AVX2 table.
+ * llama.cpp's orders with 512-bit FMAs (see scalar.c).  The quantizers but Q8_K's, and the
+ * element-wise kernels not defined here, come from the AVX2 table.
  */
 #include <immintrin.h>
 #include <math.h>
@@ -1210,23 +1211,400 @@ static void gemv_x16_q5_K(int n, float *s, const void *vw, size_t w_stride, int 
     gemv_x16_k45(1, 1, n, s, vw, w_stride, nr, va);
 }
 
-/* without the prefetch, for prompt batches (DEFINE_X16_GEMM_BY_GROUP_NOPF) */
-static void x16_q4_K_nopf(int n, float *s, const void *vw, size_t w_stride, int nr,
-                          const void *va)
+
+
+/*
+ * K-quant prompt batches (Q4_K, Q5_K, Q6_K) with the unpacking taken out of the column loop, as
+ * the Q4_1 GEMM's x16e blocks: per (row, column) the integer lanes and the float operations of
+ * gemv_x16_k45 / gemv_x16_q6_K, in their order, so the same bits, with about 170 vector
+ * operations per super-block, 16 rows and column instead of about 280 (Q4_K) to 420 (Q6_K).
+ *
+ *   - Each group of 16 rows is expanded (xk_expand_q4_K / _q5_K / _q6_K) into 4096 bytes per
+ *     super-block: every quant as a byte (Q5_K: with its fifth bit, Q6_K: its 6 bits, 0..63),
+ *     the unsigned operand of vpdpbusd as it is, 16 rows x 4 bytes per 64-byte unit as in the
+ *     x16 layout, lane by lane: super-block i, lane k at E + 4096 i + 512 k, then the 8 units
+ *     of lane k: Q4_K / Q5_K unit (k, j) as its low nibbles (sub-block 2j, weights 64j + 4k..)
+ *     at + 128 j and its high ones (2j + 1) at + 128 j + 64; Q6_K half h, quarter v (weights
+ *     128h + 32v + 4k..) at + 64 (4h + v).
+ *   - xk_tile then takes up to XK_COLS columns against the group, super-block by super-block:
+ *     the rows' scales (and Q4_K / Q5_K mins, dmin) unpacked once per super-block for all its
+ *     columns, each lane's 8 expanded registers loaded once for all of them; per column and
+ *     lane k, 8 vpdpbusd (the activation dword a {1to16} memory operand; Q6_K: from -32 times
+ *     the sum of the 4 activations, as gemv_x16_q6_K) and 8 vpdpwssd by the scales (the
+ *     lane is an exact integer: Q4_K / Q5_K one chain, Q6_K two chains added), one conversion
+ *     and one FMA.  The float
+ *     accumulators live in a stack array (6 KB), not in the 32 registers: acc[c][k] =
+ *     fma(d, float(lane k), acc[c][k]) with d = dy * dx; the mins Q4_K's way (4 accumulators)
+ *     or Q5_K's (one); all in super-block order; then hsum_float_8 lane-wise and the mins as
+ *     the GEMVs add them.
+ *   - Every column passes over a group before the next group is expanded (expanding a group
+ *     again for each chunk of columns, so that the chunk's activations stayed in L2, read the
+ *     weights from memory each time: slower in the model, where nothing else has them in
+ *     cache); the next group is prefetched meanwhile.
+ *
+ * bench/bench-gemm-x16 (one thread, 512 columns, TinyLlama shapes, BENCH_CPU_TIME=1, best of
+ * 40 on an AMD EPYC (family 26) shared with other work), GMAC/s, GEMV per column -> these:
+ * q4_K 93 / 85 -> 165 / 158, q5_K 54 / 51 -> 170 / 165, q6_K 65 / 54 -> 128 / 125
+ * (2048 x 256 / 5632 x 256).  Every 512-bit operation counts there (a vpbroadcastd of the Q6_K
+ * bias into dpbusd's accumulator costs as much as a vpdpbusd: Q6_K without it would be 155).
+ */
+#define XK_COLS 8      /* columns per tile */
+#define XK_BLK 4096    /* bytes of an expanded super-block of 16 rows */
+#define XK_STACK_NB 24 /* super-blocks expanded on the stack (96 KB, n <= 6144); more: malloc */
+enum { XK_Q4, XK_Q5, XK_Q6 };
+
+/* Q4_K: nb super-blocks of the group G (repack.h's layout) into E (XK_BLK bytes each) */
+static void xk_expand_q4_K(uint8_t *E, const uint8_t *G, int nb)
 {
-    gemv_x16_k45(0, 0, n, s, vw, w_stride, nr, va);
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    for (int i = 0; i < nb; i++)
+        for (int k = 0; k < 8; k++)
+            _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) {
+                const __m512i v = _mm512_loadu_si512(G + lc_x16_k_qs_off(LC_TYPE_Q4_K, i, j, k));
+                uint8_t *e = E + (size_t)i * XK_BLK + 512 * k + 128 * j;
+                _mm512_store_si512(e, _mm512_and_si512(v, m4));
+                _mm512_store_si512(e + 64, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
+            }
 }
 
-static void x16_q5_K_nopf(int n, float *s, const void *vw, size_t w_stride, int nr,
-                          const void *va)
+/* Q5_K: the same with the fifth bits (bit 2j of the qh unit: low nibbles, 2j + 1: high), as
+ * gemv_x16_k45 merges them */
+static void xk_expand_q5_K(uint8_t *E, const uint8_t *G, int nb)
 {
-    gemv_x16_k45(1, 0, n, s, vw, w_stride, nr, va);
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m10 = _mm512_set1_epi8(0x10);
+    for (int i = 0; i < nb; i++)
+        for (int k = 0; k < 8; k++) {
+            const __m512i h = _mm512_loadu_si512(G + lc_x16_k_qh_off(i, k));
+            _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) {
+                const __m512i v = _mm512_loadu_si512(G + lc_x16_k_qs_off(LC_TYPE_Q5_K, i, j, k));
+                const __m512i hl = j == 0 ? _mm512_slli_epi16(h, 4) : j == 1 ? _mm512_slli_epi16(h, 2)
+                                   : j == 2 ? h : _mm512_srli_epi16(h, 2);
+                const __m512i hh = j == 0 ? _mm512_slli_epi16(h, 3) : j == 1 ? _mm512_slli_epi16(h, 1)
+                                   : j == 2 ? _mm512_srli_epi16(h, 1) : _mm512_srli_epi16(h, 3);
+                uint8_t *e = E + (size_t)i * XK_BLK + 512 * k + 128 * j;
+                _mm512_store_si512(e, _mm512_ternarylogic_epi32(_mm512_and_si512(v, m4), hl, m10, 0xF8));
+                _mm512_store_si512(e + 64, _mm512_ternarylogic_epi32(
+                                               _mm512_and_si512(_mm512_srli_epi16(v, 4), m4), hh, m10, 0xF8));
+            }
+        }
 }
 
+/* Q6_K: the 6-bit quants of half h, quarter v, lane k (ql nibbles | qh bits 2v, 2v+1 as bits
+ * 4, 5), as gemv_x16_q6_K forms them */
+static void xk_expand_q6_K(uint8_t *E, const uint8_t *G, int nb)
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+    for (int i = 0; i < nb; i++) {
+        const uint8_t *ql = G + lc_x16_q6_K_off(nb, i, LC_X16_QL);
+        const uint8_t *qh = G + lc_x16_q6_K_off(nb, i, LC_X16_QH);
+        for (int k = 0; k < 8; k++)
+            _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
+                const __m512i bh = _mm512_loadu_si512(qh + 64 * (8 * h + k));
+                _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) {
+                    const __m512i b = _mm512_loadu_si512(ql + 64 * (16 * h + 8 * (v & 1) + k));
+                    const __m512i lo4 = v < 2 ? b : _mm512_srli_epi16(b, 4);
+                    const __m512i hi2 = v == 0   ? _mm512_slli_epi16(bh, 4)
+                                        : v == 1 ? _mm512_slli_epi16(bh, 2)
+                                        : v == 2 ? bh
+                                                 : _mm512_srli_epi16(bh, 2);
+                    _mm512_store_si512(E + (size_t)i * XK_BLK + 512 * k + 64 * (4 * h + v),
+                                       _mm512_ternarylogic_epi32(_mm512_and_si512(lo4, m4), hi2, m30, 0xF8));
+                }
+            }
+    }
+}
 
-DEFINE_X16_GEMM_Q6_K()
-DEFINE_X16_GEMM_BY_GROUP_NOPF(q4_K)
-DEFINE_X16_GEMM_BY_GROUP_NOPF(q5_K)
+/* t + (2 s16 x 2 s16 of each lane, summed) */
+INLINE __m512i dpwssd(__m512i t, __m512i a, __m512i b)
+{
+    return _mm512_dpwssd_epi32(t, a, b);
+}
+
+/* 0 + (2 s16 of w x 2 s16 at p, summed) per lane, and t + the same: p's dword broadcast as
+ * the instruction's memory operand (a separate broadcast costs a vector operation here) */
+INLINE __m512i dpwssd_z(__m512i w, const int32_t *p)
+{
+    __m512i t;
+    __asm__("vpxord %x0, %x0, %x0\n\t"
+            "vpdpwssd %2%{1to16%}, %1, %0"
+            : "=&v"(t)
+            : "v"(w), "m"(*p));
+    return t;
+}
+
+INLINE __m512i dpwssd_b(__m512i t, __m512i w, const int32_t *p)
+{
+    __asm__("vpdpwssd %2%{1to16%}, %1, %0" : "+v"(t) : "v"(w), "m"(*p));
+    return t;
+}
+
+/* t = bias (broadcast from memory) + (4 u8 of w x 4 s8 at y, summed) per lane */
+INLINE __m512i dpbusd_bias(const int32_t *bias, __m512i w, const int8_t *y)
+{
+    __m512i t;
+    __asm__("vpbroadcastd %3, %0\n\t"
+            "vpdpbusd %2%{1to16%}, %1, %0"
+            : "=&v"(t)
+            : "v"(w), "m"(*(const int32_t *)(const void *)y), "m"(*bias));
+    return t;
+}
+
+/*
+ * Q6_K: -32 * (activations 4j .. 4j+3) of super-block i of the C columns y into bias[c][j]
+ * (gemv_x16_q6_K's q6_K_bias)
+ */
+INLINE void xk_q6_bias(const int C, int32_t (*bias)[64], const lc_block_q8_K *const *y, int i)
+{
+    for (int c = 0; c < C; c++)
+        q6_K_bias(bias[c], y[c][i].qs);
+}
+
+/* an accumulator of xk_tile before super-block i: 0 for the first (no zeroing of the arrays
+ * beforehand, which GCC made a rep stos of 4 KB per tile: 7 % of the Q4_K GEMM's samples) */
+INLINE __m512 xk_acc(const float *p, int i)
+{
+    return i ? _mm512_load_ps(p) : _mm512_setzero_ps();
+}
+
+/*
+ * 16 rows (group G, expanded as E) x C columns y[0..C) (nb super-blocks each) of kind (XK_Q4,
+ * XK_Q5, XK_Q6): the outputs of column c to s + c * ld_s (16 floats).  Per (row, column) the
+ * GEMV's operations in its order (see above).
+ */
+INLINE void xk_tile(const int kind, const int C, int nb, float *s, size_t ld_s, const uint8_t *G,
+                    const uint8_t *E, const lc_block_q8_K *const *y)
+{
+    const enum lc_type type = kind == XK_Q5 ? LC_TYPE_Q5_K : LC_TYPE_Q4_K;
+    const __m512i k3f = _mm512_set1_epi32(0x3f3f3f3f), k0f = _mm512_set1_epi32(0x0f0f0f0f);
+    const __m512i k30 = _mm512_set1_epi32(0x30303030);
+    float acc[XK_COLS][8][16] __attribute__((aligned(64)));
+    float accm[XK_COLS][4][16] __attribute__((aligned(64)));
+    float dd[XK_COLS][16] __attribute__((aligned(64))); /* d = dy * dx of the super-block */
+    /* Q6_K: the columns' biases of a super-block, computed one super-block ahead (read back
+     * right after their stores, the broadcasts would wait for them) */
+    int32_t bias[2][XK_COLS][64] __attribute__((aligned(64)));
+    if (kind == XK_Q6)
+        xk_q6_bias(C, bias[0], y, 0);
+    for (int i = 0; i < nb; i++) {
+        const uint8_t *Ei = E + (size_t)i * XK_BLK;
+        if (kind == XK_Q6) {
+            const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256(
+                (const __m256i *)(G + lc_x16_q6_K_off(nb, i, LC_X16_D))));
+            for (int c = 0; c < C; c++)
+                _mm512_store_ps(dd[c], _mm512_mul_ps(_mm512_set1_ps(y[c][i].d), dx));
+            if (i + 1 < nb)
+                xk_q6_bias(C, bias[(i + 1) & 1], y, i + 1);
+            __asm__ volatile("" : "+m"(bias));
+            const int8_t *sc = (const int8_t *)(G + lc_x16_q6_K_off(nb, i, LC_X16_SC));
+            /* lanes 0..3 take the scales 8h + 2v of the rows, lanes 4..7 8h + 2v + 1 */
+            for (int kh = 0; kh < 2; kh++) {
+                __m512i scl[8];
+                _Pragma("GCC unroll 8") for (int t = 0; t < 8; t++)
+                    scl[t] = _mm512_cvtepu16_epi32(_mm256_cvtepi8_epi16(
+                        _mm_loadu_si128((const __m128i *)(sc + 16 * (2 * t + kh)))));
+                for (int k = 4 * kh; k < 4 * kh + 4; k++) {
+                    __m512i w[8];
+                    _Pragma("GCC unroll 8") for (int t = 0; t < 8; t++)
+                        w[t] = _mm512_load_si512(Ei + 512 * k + 64 * t);
+                    _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) {
+                        const int8_t *q8 = y[c][i].qs + 4 * k;
+                        const int32_t *b = bias[i & 1][c] + k;
+                        /* unit t = 4h + v: activations 128h + 32v + 4k, bias dword 32h + 8v + k;
+                         * the first products of each chain by vpmaddwd (dpwssd from 0) */
+                        __m512i l0 = _mm512_madd_epi16(dpbusd_bias(b, w[0], q8), scl[0]);
+                        __m512i l1 = _mm512_madd_epi16(dpbusd_bias(b + 8, w[1], q8 + 32), scl[1]);
+                        _Pragma("GCC unroll 3") for (int t = 2; t < 8; t += 2) {
+                            l0 = dpwssd(l0, dpbusd_bias(b + 8 * t, w[t], q8 + 32 * t), scl[t]);
+                            l1 = dpwssd(l1, dpbusd_bias(b + 8 * t + 8, w[t + 1], q8 + 32 * t + 32),
+                                        scl[t + 1]);
+                        }
+                        const __m512i lane = _mm512_add_epi32(l0, l1);
+                        _mm512_store_ps(acc[c][k], _mm512_fmadd_ps(_mm512_load_ps(dd[c]), _mm512_cvtepi32_ps(lane),
+                                                                   xk_acc(acc[c][k], i)));
+                    }
+                }
+            }
+            continue;
+        }
+        const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256(
+            (const __m256i *)(G + lc_x16_part_off(type, i, LC_X16_P_D))));
+        const __m512 dminx = _mm512_cvtph_ps(_mm256_loadu_si256(
+            (const __m256i *)(G + lc_x16_part_off(type, i, LC_X16_P_DMIN))));
+        /* ggml's utmp as gemv_x16_k45 unpacks it */
+        const uint8_t *sc = G + lc_x16_part_off(type, i, LC_X16_P_SC);
+        const __m512i u0 = _mm512_loadu_si512(sc), u1 = _mm512_loadu_si512(sc + 64);
+        const __m512i u2 = _mm512_loadu_si512(sc + 128);
+        const __m512i sc03 = _mm512_and_si512(u0, k3f);
+        const __m512i sc47 = _mm512_ternarylogic_epi32(u2, k0f, _mm512_and_si512(_mm512_srli_epi32(u0, 2), k30), 0xEA);
+        const __m512i mn03 = _mm512_and_si512(u1, k3f);
+        const __m512i mn47 = _mm512_ternarylogic_epi32(_mm512_srli_epi32(u2, 4), k0f,
+                                                       _mm512_and_si512(_mm512_srli_epi32(u1, 2), k30), 0xEA);
+        /* the rows' min pairs mn[2m], mn[2m+1] as 16-bit values, for vpdpwssd */
+        __m512i pair[4];
+        _Pragma("GCC unroll 4") for (int m = 0; m < 4; m++)
+            pair[m] = _mm512_shuffle_epi8(m < 2 ? mn03 : mn47, k_byte_pat(2 * (m & 1), 2 * (m & 1) + 1));
+        /* the mins and d of every column */
+        for (int c = 0; c < C; c++) {
+            const lc_block_q8_K *yc = y[c] + i;
+            _mm512_store_ps(dd[c], _mm512_mul_ps(_mm512_set1_ps(yc->d), dx));
+            /* dy * dmin: the mins' fma(-dy * dmin, x, acc) as fnmadd(dy * dmin, x, acc), the
+             * same value (negation is exact) */
+            const __m512 pmin = _mm512_mul_ps(_mm512_set1_ps(yc->d), dminx);
+            /* S[j] = bsums[2j] + bsums[2j+1]; sp[m] = S[2m] | S[2m+1] << 16 (|S| <= 4096) */
+            const __m256i S = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)yc->bsums),
+                                                _mm256_set1_epi16(1));
+            int32_t sp[4] __attribute__((aligned(16)));
+            _mm_store_si128((__m128i *)sp, _mm_packs_epi32(_mm256_castsi256_si128(S),
+                                                           _mm256_extracti128_si256(S, 1)));
+            /* mn[2m] * S[2m] + mn[2m+1] * S[2m+1] per row, exact (Q5_K: their sum, in one chain) */
+            if (kind == XK_Q5) {
+                __m512i msum = dpwssd_z(pair[0], sp);
+                _Pragma("GCC unroll 3") for (int m = 1; m < 4; m++)
+                    msum = dpwssd_b(msum, pair[m], sp + m);
+                _mm512_store_ps(accm[c][0], _mm512_fnmadd_ps(pmin, _mm512_cvtepi32_ps(msum),
+                                                             xk_acc(accm[c][0], i)));
+            } else {
+                _Pragma("GCC unroll 4") for (int m = 0; m < 4; m++)
+                    _mm512_store_ps(accm[c][m], _mm512_fnmadd_ps(pmin, _mm512_cvtepi32_ps(dpwssd_z(pair[m], sp + m)),
+                                                                 xk_acc(accm[c][m], i)));
+            }
+        }
+        /* scale j of the 16 rows, zero-extended into 32-bit lanes */
+        __m512i scl[8];
+        _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++)
+            scl[j] = _mm512_shuffle_epi8(j < 4 ? sc03 : sc47, k_byte_pat(j & 3, -1));
+        for (int k = 0; k < 8; k++) {
+            __m512i w[8];
+            _Pragma("GCC unroll 8") for (int t = 0; t < 8; t++)
+                w[t] = _mm512_load_si512(Ei + 512 * k + 64 * t);
+            _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) {
+                const int8_t *q8 = y[c][i].qs + 4 * k;
+                /* one chain (the first product by vpmaddwd: dpwssd from 0); two chains
+                 * and an add were no faster, the other columns hide its latency */
+                __m512i lane = _mm512_madd_epi16(dpbusd_z(w[0], q8), scl[0]);
+                lane = dpwssd(lane, dpbusd_z(w[1], q8 + 32), scl[1]);
+                _Pragma("GCC unroll 3") for (int j = 1; j < 4; j++) {
+                    lane = dpwssd(lane, dpbusd_z(w[2 * j], q8 + 64 * j), scl[2 * j]);
+                    lane = dpwssd(lane, dpbusd_z(w[2 * j + 1], q8 + 64 * j + 32), scl[2 * j + 1]);
+                }
+                _mm512_store_ps(acc[c][k], _mm512_fmadd_ps(_mm512_load_ps(dd[c]), _mm512_cvtepi32_ps(lane),
+                                                           xk_acc(acc[c][k], i)));
+            }
+        }
+    }
+    for (int c = 0; c < C; c++) {
+        const float(*a)[16] = acc[c];
+        const __m512 hs = _mm512_add_ps(
+            _mm512_add_ps(_mm512_add_ps(_mm512_load_ps(a[0]), _mm512_load_ps(a[4])),
+                          _mm512_add_ps(_mm512_load_ps(a[2]), _mm512_load_ps(a[6]))),
+            _mm512_add_ps(_mm512_add_ps(_mm512_load_ps(a[1]), _mm512_load_ps(a[5])),
+                          _mm512_add_ps(_mm512_load_ps(a[3]), _mm512_load_ps(a[7]))));
+        if (kind == XK_Q6) {
+            _mm512_storeu_ps(s + (size_t)c * ld_s, hs);
+            continue;
+        }
+        const __m512 ms = kind == XK_Q5
+                              ? _mm512_load_ps(accm[c][0])
+                              : _mm512_add_ps(_mm512_add_ps(_mm512_load_ps(accm[c][0]), _mm512_load_ps(accm[c][2])),
+                                              _mm512_add_ps(_mm512_load_ps(accm[c][1]), _mm512_load_ps(accm[c][3])));
+        _mm512_storeu_ps(s + (size_t)c * ld_s, _mm512_add_ps(hs, ms));
+    }
+}
+
+/* the tile for nc columns at a (a_stride bytes apart) against one group, XK_COLS at a time,
+ * then 4, 2, 1 (every column gets the same operations whatever tile takes it); meanwhile the
+ * pf_bytes at pf (the next group, to be expanded next: from memory, the expansion waited for
+ * it) are prefetched into L2, a share before each tile */
+INLINE void xk_group(const int kind, int nb, float *s, size_t ld_s, const uint8_t *G,
+                     const uint8_t *E, const uint8_t *a, size_t a_stride, int nc,
+                     const uint8_t *pf, size_t pf_bytes)
+{
+    const size_t pf_lines = pf_bytes / 64, n_tiles = (size_t)(nc + XK_COLS - 1) / XK_COLS;
+    const size_t per_tile = (pf_lines + n_tiles - 1) / n_tiles;
+    size_t pf_next = 0;
+    for (int c0 = 0; c0 < nc;) {
+        for (size_t l = 0; l < per_tile && pf_next < pf_lines; l++, pf_next++)
+            _mm_prefetch((const char *)pf + 64 * pf_next, _MM_HINT_T1);
+        const int left = nc - c0;
+        const int C = left >= XK_COLS ? XK_COLS : left >= 4 ? 4 : left >= 2 ? 2 : 1;
+        const lc_block_q8_K *y[XK_COLS];
+        for (int c = 0; c < C; c++)
+            y[c] = (const void *)(a + (size_t)(c0 + c) * a_stride);
+        float *sc = s + (size_t)c0 * ld_s;
+        switch (C) {
+        case XK_COLS: xk_tile(kind, XK_COLS, nb, sc, ld_s, G, E, y); break;
+        case 4: xk_tile(kind, 4, nb, sc, ld_s, G, E, y); break;
+        case 2: xk_tile(kind, 2, nb, sc, ld_s, G, E, y); break;
+        default: xk_tile(kind, 1, nb, sc, ld_s, G, E, y); break;
+        }
+        c0 += C;
+    }
+}
+
+/*
+ * kernels.h's gemm_x16 for Q4_K, Q5_K and Q6_K (kind): the expanded groups for 4 columns or
+ * more (the scratch on the stack, or from malloc for rows of more than XK_STACK_NB
+ * super-blocks), else, or when that allocation fails, the GEMV per column (the same bits).
+ */
+INLINE void gemm_x16_kq(const int kind, int n, float *s, size_t ld_s, const void *w,
+                        size_t w_stride, int nr, const void *a, size_t a_stride, int nc)
+{
+    const int nb = n / LC_QK_K;
+    uint8_t stack_E[XK_STACK_NB * XK_BLK] __attribute__((aligned(64)));
+    uint8_t *E = NULL;
+    if (nc >= 4 && nb > 0)
+        E = nb <= XK_STACK_NB ? stack_E : aligned_alloc(64, (size_t)nb * XK_BLK);
+    if (!E) {
+        for (int g = 0; g < nr / 16; g++) {
+            const uint8_t *G = (const uint8_t *)w + (size_t)g * 16 * w_stride;
+            for (int c = 0; c < nc; c++) {
+                float *sg = s + (size_t)c * ld_s + 16 * g;
+                const uint8_t *ac = (const uint8_t *)a + (size_t)c * a_stride;
+                /* Q4_K / Q5_K: the first column through the decode GEMV (its prefetch streams
+                 * the group in), the others without the prefetch */
+                if (kind == XK_Q6)
+                    gemv_x16_q6_K(n, sg, G, w_stride, 16, ac);
+                else if (c == 0)
+                    gemv_x16_k45(kind == XK_Q5, 1, n, sg, G, w_stride, 16, ac);
+                else
+                    gemv_x16_k45(kind == XK_Q5, 0, n, sg, G, w_stride, 16, ac);
+            }
+        }
+        return;
+    }
+    for (int g = 0; g < nr / 16; g++) {
+        const uint8_t *G = (const uint8_t *)w + (size_t)g * 16 * w_stride;
+        if (kind == XK_Q4)
+            xk_expand_q4_K(E, G, nb);
+        else if (kind == XK_Q5)
+            xk_expand_q5_K(E, G, nb);
+        else
+            xk_expand_q6_K(E, G, nb);
+        xk_group(kind, nb, s + 16 * g, ld_s, G, E, a, a_stride, nc, G + 16 * w_stride,
+                 g + 1 < nr / 16 ? 16 * w_stride : 0);
+    }
+    if (E != stack_E)
+        free(E);
+}
+
+static void gemm_x16_q4_K(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
+                          const void *a, size_t a_stride, int nc)
+{
+    gemm_x16_kq(XK_Q4, n, s, ld_s, w, w_stride, nr, a, a_stride, nc);
+}
+
+static void gemm_x16_q5_K(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
+                          const void *a, size_t a_stride, int nc)
+{
+    gemm_x16_kq(XK_Q5, n, s, ld_s, w, w_stride, nr, a, a_stride, nc);
+}
+
+static void gemm_x16_q6_K(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
+                          const void *a, size_t a_stride, int nc)
+{
+    gemm_x16_kq(XK_Q6, n, s, ld_s, w, w_stride, nr, a, a_stride, nc);
+}
+
 DEFINE_X16_GEMM_BY_GROUP_NOPF(q5_1)
 DEFINE_X16_GEMM(q8_0, PK_Q8_0)
 
@@ -1615,6 +1993,55 @@ static void swiglu(float *y, const float *g, const float *u, int n)
 }
 
 
+/*
+ * Q8_K activation rows (the K-quants' vec_dot_type), 16 floats a vector, with the bits of
+ * lc_quantize_row_q8_K_ref (ggml's quantize_row_q8_K_ref, which ggml-cpu uses on x86): per
+ * super-block of 256, amax = max |x| (exact in any order), max = the first x with |x| == amax
+ * (the one the scalar loop keeps), iscale = -127 / max, q = min(127, nearest_int(iscale * x))
+ * with ggml's nearest_int (add 1.5 * 2^23, take the low mantissa bits), stored as int8 by
+ * truncation as the scalar cast, bsums the sums of those int8 per 16, d = 1 / iscale; an
+ * all-zero block is zeroed.  The same
+ * float operations per element: the same bytes (test-kernels compares them).  pp512 of the 1.1B
+ * Q4_K_M model spent 4 % of its time in the scalar one.
+ */
+static void quantize_row_q8_K(const float *x, void *vy, int64_t n)
+{
+    lc_block_q8_K *y = vy;
+    const __m512 sign = _mm512_set1_ps(-0.0f);
+    const __m512i mant = _mm512_set1_epi32(0x007fffff), half = _mm512_set1_epi32(0x00400000);
+    const __m512i m127 = _mm512_set1_epi32(127);
+    for (int64_t i = 0; i < n / LC_QK_K; i++, x += LC_QK_K) {
+        __m512 am = _mm512_setzero_ps();
+        for (int j = 0; j < LC_QK_K / 16; j++)
+            am = _mm512_max_ps(_mm512_andnot_ps(sign, _mm512_loadu_ps(x + 16 * j)), am);
+        const float amax = _mm512_reduce_max_ps(am);
+        if (amax == 0.0f) {
+            memset(&y[i], 0, sizeof y[i]);
+            continue;
+        }
+        float max = 0.0f;
+        for (int j = 0; j < LC_QK_K / 16; j++) {
+            const __mmask16 eq = _mm512_cmp_ps_mask(_mm512_andnot_ps(sign, _mm512_loadu_ps(x + 16 * j)),
+                                                    _mm512_set1_ps(amax), _CMP_EQ_OQ);
+            if (eq) {
+                max = x[16 * j + __builtin_ctz(eq)];
+                break;
+            }
+        }
+        const float iscale = -127.f / max;
+        const __m512 vs = _mm512_set1_ps(iscale), magic = _mm512_set1_ps(12582912.f);
+        for (int j = 0; j < LC_QK_K / 16; j++) {
+            const __m512 v = _mm512_add_ps(_mm512_mul_ps(vs, _mm512_loadu_ps(x + 16 * j)), magic);
+            const __m512i q = _mm512_min_epi32(
+                _mm512_sub_epi32(_mm512_and_si512(_mm512_castps_si512(v), mant), half), m127);
+            const __m128i q8 = _mm512_cvtepi32_epi8(q); /* truncation, as (int8_t) */
+            _mm_storeu_si128((__m128i *)(y[i].qs + 16 * j), q8);
+            y[i].bsums[j] = (int16_t)_mm512_reduce_add_epi32(_mm512_cvtepi8_epi32(q8));
+        }
+        y[i].d = 1 / iscale;
+    }
+}
+
 /* ---------------------------------------------------------------- quantizer search (Q4_1/Q5_1) */
 
 /* qsearch-lanes.h with 16 blocks a vector; F16C rounds to F16 as lc_fp32_to_fp16 does (to
@@ -1645,6 +2072,7 @@ static inline qs_vf qs_round_f16(qs_vf v, qs_vi *bits)
 
 const struct lc_kernels lc_kernels_avx512 = {
     .isa = "avx512",
+    .quantize_row = {[LC_TYPE_Q8_K] = quantize_row_q8_K},
     .vec_dot = {
         [LC_TYPE_F32] = vec_dot_f32,
         [LC_TYPE_F16] = vec_dot_f16,
