@@ -53,7 +53,16 @@ $T -f /dev/null new-session -d -s lc -x 100 -y 30 \
 $T set-option -t lc status off >/dev/null
 wait_for '^\$' 10 || { echo "FAIL: no shell prompt"; exit 1; }
 # One job (sh -c) so that Ctrl-Z stops and fg continues the whole line.
-$T send-keys -t lc "sh -c \"stty -g >$tmp/stty.before; $LC 2>$tmp/stderr; echo EXIT=\\\$?; stty -g >$tmp/stty.after\"" Enter
+# stty_same NAME FILE: FILE (stty -g after the exit, written by the shell after the EXIT line:
+# moved into place whole, waited for up to 5 s) equals the modes from before the chat
+stty_same() {
+    i=0
+    while [ $i -lt 50 ] && [ ! -f "$2" ]; do sleep 0.1; i=$((i + 1)); done
+    if [ -f "$2" ] && cmp -s "$tmp/stty.before" "$2"; then ok "$1"; else
+        bad "$1"; echo "  before: $(cat "$tmp/stty.before")"; echo "  after:  $(cat "$2" 2>/dev/null)"
+    fi
+}
+$T send-keys -t lc "sh -c \"stty -g >$tmp/stty.before; $LC 2>$tmp/stderr; echo EXIT=\\\$?; stty -g >$tmp/stty.after.tmp; mv $tmp/stty.after.tmp $tmp/stty.after\"" Enter
 
 # 1. the panes
 check "parameter pane" 'Parameters'
@@ -217,11 +226,7 @@ if ! wait_for '^RESTORED-42' 10 >/dev/null; then
     $T send-keys -t lc 'echo RESTORED-$((40+2))' Enter
 fi
 check "shell prompt usable" '^RESTORED-42'
-if [ -s "$tmp/stty.after" ] && cmp -s "$tmp/stty.before" "$tmp/stty.after"; then
-    ok "terminal modes restored (stty -g)"
-else
-    bad "terminal modes restored (stty -g)"
-fi
+stty_same "terminal modes restored (stty -g)" "$tmp/stty.after"
 # the only line on stderr: where the conversation is kept (quitting by mistake loses nothing)
 # (its autosaved file is the newest in chats/, so --continue reopens it: that is the hint)
 kept="$tmp/home/.local/state/llamachat/last-chat.json"
@@ -260,7 +265,7 @@ $T send-keys -t lc C-d
 wait_for '^\$ *$' 10 >/dev/null
 
 for sig in TERM INT SEGV; do
-    $T send-keys -t lc "clear; '$LC' 2>'$tmp/stderr.$sig'; echo EXIT=\$?; stty -g >'$tmp/stty.$sig'" Enter
+    $T send-keys -t lc "clear; '$LC' 2>'$tmp/stderr.$sig'; echo EXIT=\$?; stty -g >'$tmp/stty.$sig.tmp'; mv '$tmp/stty.$sig.tmp' '$tmp/stty.$sig'" Enter
     wait_for '^ idle \|' 30 || { bad "restart for SIG$sig"; continue; }
     shell=$($T list-panes -t lc -F '#{pane_pid}')
     pid=$(child_of "$shell" | head -1)
@@ -270,18 +275,18 @@ for sig in TERM INT SEGV; do
     INT) check "SIGINT while idle: exit 130" '^EXIT=130' ;;
     SEGV) check "SIGSEGV: exit 139" '^EXIT=139' ;;
     esac
-    if cmp -s "$tmp/stty.before" "$tmp/stty.$sig"; then ok "SIG$sig: terminal modes restored"; else bad "SIG$sig: terminal modes restored"; fi
+    stty_same "SIG$sig: terminal modes restored" "$tmp/stty.$sig"
     if screen | grep -q 'Parameters'; then bad "SIG$sig: left the chat screen"; else ok "SIG$sig: left the chat screen"; fi
 done
 
 # 10. a model that cannot be loaded: the screen closes, the reason on stderr, exit status 1
 head -c 5000 "$MODEL" >"$tmp/truncated.gguf"
-$T send-keys -t lc "clear; '$LC' -m '$tmp/truncated.gguf' 2>'$tmp/stderr.bad'; echo EXIT=\$?; stty -g >'$tmp/stty.bad'" Enter
+$T send-keys -t lc "clear; '$LC' -m '$tmp/truncated.gguf' 2>'$tmp/stderr.bad'; echo EXIT=\$?; stty -g >'$tmp/stty.bad.tmp'; mv '$tmp/stty.bad.tmp' '$tmp/stty.bad'" Enter
 check "unloadable model: exit 1" '^EXIT=1 *$'
 if grep -q "^llamachat: $tmp/truncated.gguf: .*truncated" "$tmp/stderr.bad"; then
     ok "unloadable model: the reason on stderr"
 else
     bad "unloadable model: the reason on stderr"; sed 's/^/  | /' "$tmp/stderr.bad"
 fi
-if cmp -s "$tmp/stty.before" "$tmp/stty.bad"; then ok "unloadable model: terminal modes restored"; else bad "unloadable model: terminal modes restored"; fi
+stty_same "unloadable model: terminal modes restored" "$tmp/stty.bad"
 exit $fail
