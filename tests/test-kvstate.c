@@ -23,6 +23,7 @@
 #include "chat.h"
 #include "engine.h"
 #include "llm/context.h"
+#include "llm/arch/kernels.h"
 #include "llm/kvstate.h"
 #include "llm/model.h"
 #include "llm/sampler.h"
@@ -561,8 +562,49 @@ int main(void)
     }
     refused(model, true, conv, path, "made with --cache-type f16; this run uses f32");
     /* the cells' bits depend on --fast-math and -fa: a file made otherwise is read again */
+    /* --fast-math counts where the kernels in use have a faster order for this model's weights
+     * (AVX-512 and repacked Q4_1); elsewhere it computes as without it and the file is used */
+    bool fast_applies = false;
+    {
+        struct lc_context_params fp = lc_context_default_params();
+        fp.n_ctx = 64;
+        fp.n_threads = 1;
+        fp.fast_math = true;
+        struct lc_context *fc = lc_context_new(m, &fp, &err);
+        CHECK(fc != NULL, "fast-math context: %s", err ? err : "?");
+        fast_applies = fc && (lc_context_compute_flags(fc) & LC_COMPUTE_FAST_MATH);
+        lc_context_free(fc);
+    }
+    printf("# --fast-math %s on %s with %s\n", fast_applies ? "applies" : "changes nothing",
+           m->name, lc_kernels()->isa);
     g_fast_math = true;
-    refused(model, false, conv, path, "made in llama.cpp's order; this run uses --fast-math");
+    if (fast_applies) {
+        refused(model, false, conv, path, "made in llama.cpp's order; this run uses --fast-math");
+        char fpath[600];
+        snprintf(fpath, sizeof(fpath), "%s.fast", path);
+        struct reply rf;
+        struct lc_engine *fe = resume(model, false, conv, NULL, &rf);
+        if (fe) {   /* a file made with --fast-math: refused without it */
+            lc_engine_submit(fe, p3);
+            CHECK(collect(fe, &rf, false), "--fast-math: a turn");
+            lc_engine_save_state(fe, fpath);
+            lc_engine_submit(fe, " Again.");
+            CHECK(collect(fe, &rf, false) && rf.errors == 0, "--fast-math: saved: %s", rf.error);
+            lc_engine_free(fe);
+            g_fast_math = false;
+            refused(model, false, conv, fpath, "made with --fast-math; this run computes in "
+                    "llama.cpp's order");
+        }
+        unlink(fpath);
+    } else {
+        struct reply rf;
+        struct lc_engine *fe = resume(model, false, conv, path, &rf);
+        if (fe) {
+            CHECK(rf.n_gen > 10 && rf.notes == 1, "--fast-math without effect: %d restored, '%s'",
+                  rf.n_gen, rf.note);
+            lc_engine_free(fe);
+        }
+    }
     g_fast_math = false;
     g_flash_attn = true;
     refused(model, false, conv, path, "made without flash attention; this run uses it (-fa)");

@@ -769,9 +769,24 @@ int lc_context_k_row(const struct lc_context *c, int il, int32_t pos, float *out
 /* ---------------------------------------------------------------- saved cells (kvstate.h) */
 
 enum lc_type lc_context_kv_type(const struct lc_context *c) { return c->kv_type; }
+/* fast_math changes a product only for a repacked weight whose type has a faster kernel */
+static bool fast_weight(const struct lc_kernels *k, const struct lc_weight *w)
+{
+    return w->data && w->x16 && k->gemm_x16_fast[w->type];
+}
+
 unsigned lc_context_compute_flags(const struct lc_context *c)
 {
-    return (c->fast_math ? LC_COMPUTE_FAST_MATH : 0u) | (c->fa ? LC_COMPUTE_FLASH_ATTN : 0u);
+    const struct lc_model *m = c->model;
+    bool fast = fast_weight(c->k, &m->output);
+    for (int il = 0; c->fast_math && !fast && il < m->hp.n_layer; il++) {
+        const struct lc_layer *L = &m->layers[il];
+        fast = fast_weight(c->k, &L->wq) || fast_weight(c->k, &L->wk) ||
+               fast_weight(c->k, &L->wv) || fast_weight(c->k, &L->wo) ||
+               fast_weight(c->k, &L->ffn_gate) || fast_weight(c->k, &L->ffn_up) ||
+               fast_weight(c->k, &L->ffn_down);
+    }
+    return (c->fast_math && fast ? LC_COMPUTE_FAST_MATH : 0u) | (c->fa ? LC_COMPUTE_FLASH_ATTN : 0u);
 }
 int32_t lc_context_kv_n_embd(const struct lc_context *c) { return c->n_kv; }
 size_t lc_context_kv_row_bytes(const struct lc_context *c) { return c->kv_row; }

@@ -127,7 +127,9 @@ enum lc_type lc_context_kv_type(const struct lc_context *c);
 /*
  * The options that change the bits of what c computes, and so of its KV cells (a saved cache
  * is used only by a context with the same flags): LC_COMPUTE_FAST_MATH (lc_context_params.
- * fast_math) and LC_COMPUTE_FLASH_ATTN (flash_attn, or a q8_0 cache, which implies it).
+ * fast_math, when the kernels in use have a faster order for one of the model's repacked
+ * weight types: --fast-math with another ISA or type computes as without it) and
+ * LC_COMPUTE_FLASH_ATTN (flash_attn, or a q8_0 cache, which implies it).
  */
 #define LC_COMPUTE_FAST_MATH 1u
 #define LC_COMPUTE_FLASH_ATTN 2u

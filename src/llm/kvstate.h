@@ -12,7 +12,7 @@
  * Format, version 2; integers little-endian:
  *   offset size
  *    0      8   magic "LCKVSTAT"
- *    8      4   format version (1)
+ *    8      4   format version (2)
  *   12      4   cache type, ggml's numbering: 0 F32, 1 F16, 8 Q8_0 (--cache-type)
  *   16      8   size of the whole file in bytes
  *   24      8   model bytes: the sizes of the model's GGUF files added up (all split parts)
@@ -23,7 +23,8 @@
  *   52      4   n_tokens: cells of positions 0 .. n_tokens-1
  *   56      4   n_kept: reply token lists
  *   60      4   name_len (<= 255)
- *   64      4   how the cells were computed (lc_context_compute_flags): bit 0 --fast-math, bit 1
+ *   64      4   how the cells were computed (lc_context_compute_flags): bit 0 --fast-math (where a
+ *               kernel has a faster order for the model's weights), bit 1
  *               flash attention (-fa, or a q8_0 cache); both change the cells' last bits, so a
  *               file made otherwise is refused and the conversation read again in this run's
  *               order (version 1 had no such field: it is refused as another version)
