@@ -918,7 +918,8 @@ static void check_x16(const struct lc_kernels *S, const struct lc_kernels *K, in
         if (new_types[t].type == type)
             nt = &new_types[t];
     /* blocks per row (K-quants: super-blocks, up to 1025 * 32 weights as the others) */
-    /* K-quants: 24 and 25 on either side of the AVX-512 GEMMs' stack scratch (XK_STACK_NB) */
+    /* K-quants: 24 and 25 (the AVX-512 GEMMs' scratch once changed from stack to heap there),
+     * 129 (a long row) */
     static const int nbs_q4[] = {1, 2, 3, 7, 64, 176, 1025}, nbs_q6[] = {1, 2, 3, 5, 8, 22, 24, 25, 129};
     const int *nbs = kq ? nbs_q6 : nbs_q4;
     const int n_nbs = kq ? (int)(sizeof nbs_q6 / sizeof nbs_q6[0]) : (int)(sizeof nbs_q4 / sizeof nbs_q4[0]);

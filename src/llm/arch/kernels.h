@@ -37,8 +37,8 @@ typedef void (*lc_quantize_row_fn)(const float *x, void *y, int64_t n);
  * (AVX-512's gemm_x16 of Q4_0 keeps a per-thread buffer between calls instead, and falls back
  * to its GEMV.)
  * The AVX-512 x16 K-quant entries (Q4_K, Q5_K, Q6_K) expand a group of 16 rows into 4 KiB per
- * 256 weights on the stack (up to 96 KiB, n <= 6144; longer rows from malloc, and without
- * memory the GEMV per column, same results).
+ * 256 weights in the same per-thread buffer as Q4_0's (without memory: the GEMV per column,
+ * same results).
  */
 typedef void (*lc_gemm_fn)(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
                            const void *a, size_t a_stride, int nc);

@@ -1250,7 +1250,6 @@ static void gemv_x16_q5_K(int n, float *s, const void *vw, size_t w_stride, int 
  */
 #define XK_COLS 8      /* columns per tile */
 #define XK_BLK 4096    /* bytes of an expanded super-block of 16 rows */
-#define XK_STACK_NB 24 /* super-blocks expanded on the stack (96 KB, n <= 6144); more: malloc */
 enum { XK_Q4, XK_Q5, XK_Q6 };
 
 /* Q4_K: nb super-blocks of the group G (repack.h's layout) into E (XK_BLK bytes each) */
@@ -1543,17 +1542,16 @@ INLINE void xk_group(const int kind, int nb, float *s, size_t ld_s, const uint8_
 
 /*
  * kernels.h's gemm_x16 for Q4_K, Q5_K and Q6_K (kind): the expanded groups for 4 columns or
- * more (the scratch on the stack, or from malloc for rows of more than XK_STACK_NB
- * super-blocks), else, or when that allocation fails, the GEMV per column (the same bits).
+ * more (in the calling thread's scratch, x16e_scratch: 4 KB per super-block), else, or when
+ * that allocation fails, the GEMV per column (the same bits).
  */
 INLINE void gemm_x16_kq(const int kind, int n, float *s, size_t ld_s, const void *w,
                         size_t w_stride, int nr, const void *a, size_t a_stride, int nc)
 {
     const int nb = n / LC_QK_K;
-    uint8_t stack_E[XK_STACK_NB * XK_BLK] __attribute__((aligned(64)));
-    uint8_t *E = NULL;
-    if (nc >= 4 && nb > 0)
-        E = nb <= XK_STACK_NB ? stack_E : aligned_alloc(64, (size_t)nb * XK_BLK);
+    /* the calling thread's scratch, as gemm_x16_q4_0's (64-byte aligned; kept between calls):
+     * 96 KB on the stack made these frames 107 KB, more than some threads' stacks */
+    uint8_t *E = nc >= 4 && nb > 0 ? x16e_scratch((size_t)nb * XK_BLK) : NULL;
     if (!E) {
         for (int g = 0; g < nr / 16; g++) {
             const uint8_t *G = (const uint8_t *)w + (size_t)g * 16 * w_stride;
@@ -1583,8 +1581,6 @@ INLINE void gemm_x16_kq(const int kind, int n, float *s, size_t ld_s, const void
         xk_group(kind, nb, s + 16 * g, ld_s, G, E, a, a_stride, nc, G + 16 * w_stride,
                  g + 1 < nr / 16 ? 16 * w_stride : 0);
     }
-    if (E != stack_E)
-        free(E);
 }
 
 static void gemm_x16_q4_K(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
