@@ -1088,6 +1088,24 @@ INLINE struct x16_q8_K x16_q8_K_of(const lc_block_q8_K *y)
     return r;
 }
 
+/*
+ * ggml's utmp of 16 rows' K-quant scales (the x16 layout's three 64-byte units at sc): v[0]
+ * scales 0..3, v[1] scales 4..7, v[2] mins 0..3, v[3] mins 4..7, a byte each per row dword
+ * (6-bit values), as get_scale_min_k4 gives them
+ */
+INLINE void k_unpack_scmin(const uint8_t *sc, __m512i v[4])
+{
+    const __m512i k3f = _mm512_set1_epi32(0x3f3f3f3f), k0f = _mm512_set1_epi32(0x0f0f0f0f);
+    const __m512i k30 = _mm512_set1_epi32(0x30303030);
+    const __m512i u0 = _mm512_loadu_si512(sc), u1 = _mm512_loadu_si512(sc + 64);
+    const __m512i u2 = _mm512_loadu_si512(sc + 128);
+    v[0] = _mm512_and_si512(u0, k3f);
+    v[1] = _mm512_ternarylogic_epi32(u2, k0f, _mm512_and_si512(_mm512_srli_epi32(u0, 2), k30), 0xEA);
+    v[2] = _mm512_and_si512(u1, k3f);
+    v[3] = _mm512_ternarylogic_epi32(_mm512_srli_epi32(u2, 4), k0f,
+                                     _mm512_and_si512(_mm512_srli_epi32(u1, 2), k30), 0xEA);
+}
+
 /* vpshufb pattern: byte b of every dword to its low byte (zero-extended), b2 >= 0 also to byte 2 */
 INLINE __m512i k_byte_pat(int b, int b2)
 {
@@ -1115,8 +1133,6 @@ INLINE void gemv_x16_k45(int q5, int pf_on, int n, float *s, const void *vw, siz
     for (int i = 0; pre && i < nb; i++)
         yb[i] = x16_q8_K_of(y + i);
     const __m512i m4 = _mm512_set1_epi8(0x0F), m10 = _mm512_set1_epi8(0x10);
-    const __m512i k3f = _mm512_set1_epi32(0x3f3f3f3f), k0f = _mm512_set1_epi32(0x0f0f0f0f);
-    const __m512i k30 = _mm512_set1_epi32(0x30303030);
     const size_t blk = lc_x16_part_off(type, 1, LC_X16_P_D); /* bytes of a super-block */
     const int lines = (int)(blk / 64);
     for (int g = 0; g < nr / 16; g++) {
@@ -1135,14 +1151,9 @@ INLINE void gemv_x16_k45(int q5, int pf_on, int n, float *s, const void *vw, siz
             const __m512 dmin = _mm512_mul_ps(ndy, _mm512_cvtph_ps(_mm256_loadu_si256(
                                                        (const __m256i *)(G + lc_x16_part_off(type, i, LC_X16_P_DMIN)))));
             /* ggml's utmp: u0 scales 0..3, u1' scales 4..7, u2' mins 0..3, u3 mins 4..7 */
-            const uint8_t *sc = G + lc_x16_part_off(type, i, LC_X16_P_SC);
-            const __m512i u0 = _mm512_loadu_si512(sc), u1 = _mm512_loadu_si512(sc + 64);
-            const __m512i u2 = _mm512_loadu_si512(sc + 128);
-            const __m512i sc03 = _mm512_and_si512(u0, k3f);
-            const __m512i sc47 = _mm512_ternarylogic_epi32(u2, k0f, _mm512_and_si512(_mm512_srli_epi32(u0, 2), k30), 0xEA);
-            const __m512i mn03 = _mm512_and_si512(u1, k3f);
-            const __m512i mn47 = _mm512_ternarylogic_epi32(_mm512_srli_epi32(u2, 4), k0f,
-                                                           _mm512_and_si512(_mm512_srli_epi32(u1, 2), k30), 0xEA);
+            __m512i scm[4];
+            k_unpack_scmin(G + lc_x16_part_off(type, i, LC_X16_P_SC), scm);
+            const __m512i sc03 = scm[0], sc47 = scm[1], mn03 = scm[2], mn47 = scm[3];
             /* the mins: mn[2m] * S[2m] + mn[2m+1] * S[2m+1] per row, exact */
             __m512i mp[4];
             _Pragma("GCC unroll 4") for (int m = 0; m < 4; m++) {
@@ -1374,8 +1385,6 @@ INLINE void xk_tile(const int kind, const int C, int nb, float *s, size_t ld_s, 
                     const uint8_t *E, const lc_block_q8_K *const *y)
 {
     const enum lc_type type = kind == XK_Q5 ? LC_TYPE_Q5_K : LC_TYPE_Q4_K;
-    const __m512i k3f = _mm512_set1_epi32(0x3f3f3f3f), k0f = _mm512_set1_epi32(0x0f0f0f0f);
-    const __m512i k30 = _mm512_set1_epi32(0x30303030);
     float acc[XK_COLS][8][16] __attribute__((aligned(64)));
     float accm[XK_COLS][4][16] __attribute__((aligned(64)));
     float dd[XK_COLS][16] __attribute__((aligned(64))); /* d = dy * dx of the super-block */
@@ -1430,14 +1439,9 @@ INLINE void xk_tile(const int kind, const int C, int nb, float *s, size_t ld_s, 
         const __m512 dminx = _mm512_cvtph_ps(_mm256_loadu_si256(
             (const __m256i *)(G + lc_x16_part_off(type, i, LC_X16_P_DMIN))));
         /* ggml's utmp as gemv_x16_k45 unpacks it */
-        const uint8_t *sc = G + lc_x16_part_off(type, i, LC_X16_P_SC);
-        const __m512i u0 = _mm512_loadu_si512(sc), u1 = _mm512_loadu_si512(sc + 64);
-        const __m512i u2 = _mm512_loadu_si512(sc + 128);
-        const __m512i sc03 = _mm512_and_si512(u0, k3f);
-        const __m512i sc47 = _mm512_ternarylogic_epi32(u2, k0f, _mm512_and_si512(_mm512_srli_epi32(u0, 2), k30), 0xEA);
-        const __m512i mn03 = _mm512_and_si512(u1, k3f);
-        const __m512i mn47 = _mm512_ternarylogic_epi32(_mm512_srli_epi32(u2, 4), k0f,
-                                                       _mm512_and_si512(_mm512_srli_epi32(u1, 2), k30), 0xEA);
+        __m512i scm[4];
+        k_unpack_scmin(G + lc_x16_part_off(type, i, LC_X16_P_SC), scm);
+        const __m512i sc03 = scm[0], sc47 = scm[1], mn03 = scm[2], mn47 = scm[3];
         /* the rows' min pairs mn[2m], mn[2m+1] as 16-bit values, for vpdpwssd */
         __m512i pair[4];
         _Pragma("GCC unroll 4") for (int m = 0; m < 4; m++)
