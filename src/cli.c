@@ -166,7 +166,7 @@ int lc_cli_run(const struct lc_options *o)
         }
         struct lc_context_params dp = lc_context_default_params();
         dp.n_ctx = n_ctx;
-        dp.n_threads = o->n_threads;
+        dp.threads_from = ctx;   /* the target's workers: the two take turns (context.h) */
         dp.n_batch = o->n_batch;
         dctx = lc_context_new(dm, &dp, &err);
         if (!dctx) {

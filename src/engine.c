@@ -1712,12 +1712,15 @@ static bool load_draft(struct lc_engine *e)
         return false;
     }
     const int32_t n_ctx = lc_context_n_ctx(e->ctx);
-    if (e->draft_ctx && lc_context_n_ctx(e->draft_ctx) == n_ctx)
+    if (e->draft_ctx && lc_context_n_ctx(e->draft_ctx) == n_ctx &&
+        lc_context_same_threads(e->draft_ctx, e->ctx))
         return true;
-    /* a new context beside the old one: on failure the old model keeps its draft */
+    /* a new context beside the old one: on failure the old model keeps its draft.  It computes
+     * with the target context's workers (the two take turns on this thread), so that one set of
+     * workers spins between jobs rather than two competing for the cores. */
     struct lc_context_params dp = lc_context_default_params();
     dp.n_ctx = n_ctx;
-    dp.n_threads = e->cparams.n_threads;
+    dp.threads_from = e->ctx;
     dp.n_batch = e->cparams.n_batch;
     struct lc_context *dc = lc_context_new(e->draft_model, &dp, &err);
     if (!dc) {
@@ -1904,6 +1907,9 @@ static void switch_model(struct lc_engine *e, const char *path)
         loaded_take(e, &failed);
         loaded_free(&failed);
         loaded_put(e, &old);
+        /* the draft context may have been made for the failed one (its size, its workers) */
+        if (e->draft_path && e->draft_ctx && e->ctx)
+            load_draft(e);
         emit_str(e, LC_EV_NOTE, "%s: still using %s", reason == LC_DONE_STOPPED
                  ? "model switch cancelled" : "the model was not changed",
                  e->model ? e->model->name : "no model");

@@ -311,6 +311,53 @@ out:
 }
 
 /*
+ * A context computing with another's workers (threads_from, as the draft model's does): the same
+ * logits as one with its own, the pool counted as shared, and still working when the context it
+ * borrowed from is freed first (the pool is reference-counted).
+ */
+static void test_shared_threads(const struct lc_model *m, const char *name)
+{
+    const int32_t V = m->hp.n_vocab;
+    struct lc_context *own = new_ctx(m, 128, LC_TYPE_F16, 2), *a = new_ctx(m, 128, LC_TYPE_F16, 2);
+    struct lc_context_params cp = lc_context_default_params();
+    cp.n_ctx = 128;
+    cp.n_threads = 1;   /* ignored: a's count is used */
+    cp.threads_from = a;
+    char *err = NULL;
+    struct lc_context *b = a ? lc_context_new(m, &cp, &err) : NULL;
+    CHECK(b != NULL, "%s: shared context: %s", name, err ? err : "?");
+    free(err);
+    err = NULL;
+    if (!own || !a || !b)
+        goto out;
+    CHECK(lc_context_same_threads(a, b) && !lc_context_same_threads(a, own) &&
+          lc_context_n_threads(b) == 2, "%s: shared pool: same %d/%d, %d threads", name,
+          lc_context_same_threads(a, b), lc_context_same_threads(a, own), lc_context_n_threads(b));
+    int32_t t[256];
+    const int32_t n = tokenize(m, REPETITIVE, t, 256);
+    CHECK(n > 20, "%s: %d tokens", name, n);
+    CHECK(lc_context_decode(own, t, 16, 0, false, &err) == 0 &&
+          lc_context_decode(a, t, 8, 0, false, &err) == 0 &&
+          lc_context_decode(b, t, 16, 0, false, &err) == 0, "%s: prompts", name);
+    CHECK(memcmp(lc_context_logits(own, -1), lc_context_logits(b, -1), (size_t)V * sizeof(float)) == 0,
+          "%s: the shared pool's logits differ", name);
+    lc_context_free(a);
+    a = NULL;
+    for (int i = 16; i < 20; i++) {
+        CHECK(lc_context_decode(own, t + i, 1, i, false, &err) == 0 &&
+              lc_context_decode(b, t + i, 1, i, false, &err) == 0, "%s: decode %d", name, i);
+        CHECK(memcmp(lc_context_logits(own, -1), lc_context_logits(b, -1),
+                     (size_t)V * sizeof(float)) == 0,
+              "%s: after the lender was freed, token %d's logits differ", name, i);
+    }
+    free(err);
+out:
+    lc_context_free(own);
+    lc_context_free(a);
+    lc_context_free(b);
+}
+
+/*
  * Greedy generation as the CLI does it, with (draft > 0) or without speculation: the ids into
  * out, the count returned.  Stops at n_predict, end of text or a full context.
  */
@@ -867,6 +914,19 @@ static void test_draft_model(void)
                 err = NULL;
                 t[0] = old;
             }
+            /* the same tokens, another logit width (an output matrix padded otherwise) */
+            const int32_t nv = twin->hp.n_vocab;
+            twin->hp.n_vocab = nv + 64;
+            char want[1200];
+            snprintf(want, sizeof want, "the draft model d.gguf computes %d logits per token, the "
+                     "model t.gguf %d (both have %d tokens): a draft model must have the same "
+                     "vocabulary", (int)nv + 64, (int)tm->hp.n_vocab,
+                     (int)lc_vocab_n_tokens(tm->vocab));
+            CHECK(lc_spec_check_vocab(tm, "t.gguf", twin, "d.gguf", &err) == -1 && err &&
+                  strcmp(err, want) == 0, "logit width refusal: [%s]", err ? err : "(null)");
+            free(err);
+            err = NULL;
+            twin->hp.n_vocab = nv;
             lc_model_free(twin);
         }
     }
@@ -920,6 +980,8 @@ int main(void)
                 continue;
             test_verify_bits(m, models[k], LC_TYPE_F16);
             test_verify_bits(m, models[k], LC_TYPE_F32);
+            if (k == 0)
+                test_shared_threads(m, models[k]);
             /* whole generations: the default model with every ISA, the others with the best */
             if (k == 0 || i == 2 || (i == 1 && !lc_kernels_isa_available("avx512")) || i == 3)
                 test_generate(m, models[k]);

@@ -254,7 +254,12 @@ struct lc_context *lc_context_new(const struct lc_model *m, const struct lc_cont
     c->n_kv = hp->n_head_kv * hp->head_dim;
     c->kv_row = lc_row_size(c->kv_type, c->n_kv);
     int n_threads = p->n_threads > 0 ? p->n_threads : lc_n_cpus();
-    c->tp = lc_threadpool_new(n_threads, err);
+    if (p->threads_from) {
+        c->tp = lc_threadpool_ref(p->threads_from->tp);
+        n_threads = lc_threadpool_n_threads(c->tp);
+    } else {
+        c->tp = lc_threadpool_new(n_threads, err);
+    }
     if (!c->tp) {
         free(c);
         return NULL;
@@ -350,6 +355,10 @@ int32_t lc_context_n_ctx(const struct lc_context *c) { return c->n_ctx; }
 int32_t lc_context_n_past(const struct lc_context *c) { return c->n_past; }
 int32_t lc_context_n_batch(const struct lc_context *c) { return c->n_batch; }
 int32_t lc_context_n_threads(const struct lc_context *c) { return lc_threadpool_n_threads(c->tp); }
+bool lc_context_same_threads(const struct lc_context *a, const struct lc_context *b)
+{
+    return a->tp == b->tp;
+}
 const struct lc_model *lc_context_model(const struct lc_context *c) { return c->model; }
 
 void lc_context_truncate(struct lc_context *c, int32_t n_past)

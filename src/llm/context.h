@@ -54,6 +54,14 @@ struct lc_context_params {
      * reference order.
      */
     bool fast_math;
+    /*
+     * threads_from (default NULL: a pool of n_threads of its own): compute with the worker
+     * threads of this context instead (n_threads is then its count).  The two contexts share
+     * the pool (reference-counted: either may be freed first) and must never compute at the
+     * same time: a draft model's context beside its target's, both driven by one thread, so
+     * that one set of workers spins between jobs instead of two competing for the cores.
+     */
+    const struct lc_context *threads_from;
 };
 
 struct lc_context_params lc_context_default_params(void);
@@ -69,6 +77,8 @@ int32_t lc_context_n_ctx(const struct lc_context *c);
 int32_t lc_context_n_past(const struct lc_context *c);
 int32_t lc_context_n_batch(const struct lc_context *c);
 int32_t lc_context_n_threads(const struct lc_context *c);
+/* true when a and b compute with the same worker threads (lc_context_params.threads_from). */
+bool lc_context_same_threads(const struct lc_context *a, const struct lc_context *b);
 const struct lc_model *lc_context_model(const struct lc_context *c);
 
 /*

@@ -127,9 +127,16 @@ int lc_spec_check_vocab(const struct lc_model *target, const char *target_name,
 {
     *err = NULL;
     const int32_t nt = lc_vocab_n_tokens(target->vocab), nd = lc_vocab_n_tokens(draft->vocab);
-    if (nt != nd || target->hp.n_vocab != draft->hp.n_vocab) {
+    if (nt != nd) {
         *err = fmt_err("the draft model %s has a vocabulary of %d tokens, the model %s one of %d: "
                        "a draft model must have the same vocabulary", draft_name, nd, target_name,
+                       nt);
+        return -1;
+    }
+    if (target->hp.n_vocab != draft->hp.n_vocab) {   /* same tokens, other output widths */
+        *err = fmt_err("the draft model %s computes %d logits per token, the model %s %d (both "
+                       "have %d tokens): a draft model must have the same vocabulary",
+                       draft_name, (int)draft->hp.n_vocab, target_name, (int)target->hp.n_vocab,
                        nt);
         return -1;
     }

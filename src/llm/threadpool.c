@@ -69,6 +69,7 @@ struct worker {
 };
 
 struct lc_threadpool {
+    atomic_int refs;
     int n_threads;
     struct worker *workers; /* n_threads - 1 of them */
 
@@ -155,6 +156,7 @@ struct lc_threadpool *lc_threadpool_new(int n_threads, char **err)
             *err = strdup("thread pool: out of memory");
         return NULL;
     }
+    atomic_init(&tp->refs, 1);
     tp->n_threads = n_threads;
     pthread_mutex_init(&tp->mutex, NULL);
     pthread_cond_init(&tp->work_cond, NULL);
@@ -188,9 +190,15 @@ struct lc_threadpool *lc_threadpool_new(int n_threads, char **err)
     return tp;
 }
 
+struct lc_threadpool *lc_threadpool_ref(struct lc_threadpool *tp)
+{
+    atomic_fetch_add(&tp->refs, 1);
+    return tp;
+}
+
 void lc_threadpool_free(struct lc_threadpool *tp)
 {
-    if (!tp)
+    if (!tp || atomic_fetch_sub(&tp->refs, 1) > 1)
         return;
     if (tp->workers) {
         atomic_store(&tp->stop, 1);

@@ -11,8 +11,13 @@ struct lc_threadpool;
 
 typedef void (*lc_task_fn)(void *arg, int ith, int nth);
 
-/* n_threads >= 1 (the caller counts as one).  NULL with a malloc'd *err on failure. */
+/* n_threads >= 1 (the caller counts as one).  NULL with a malloc'd *err on failure.  The pool
+ * starts with one reference. */
 struct lc_threadpool *lc_threadpool_new(int n_threads, char **err);
+/* Another reference to tp (returned), for a second owner that never runs jobs on it at the same
+ * time as the first (e.g. a draft model's context beside its target's, driven by one thread). */
+struct lc_threadpool *lc_threadpool_ref(struct lc_threadpool *tp);
+/* Drop a reference; the last one stops and joins the workers and frees the pool.  NULL: no-op. */
 void lc_threadpool_free(struct lc_threadpool *tp);
 int lc_threadpool_n_threads(const struct lc_threadpool *tp);
 /* Run fn(arg, ith, nth) for ith in [0, nth) concurrently; returns when all calls returned. */
