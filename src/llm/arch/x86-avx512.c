@@ -362,33 +362,78 @@ INLINE void x16e_q4_1_tile2(int nb, float *s, size_t ld_s, const struct x16e_blk
     }
 }
 
-/* The scales of nc Q8_1 activation columns (a_stride bytes apart, nb blocks each) as floats:
- * ds[c * nb + i] = {dy, s_y} of column c's block i, malloc'd (caller frees), NULL without
- * memory. */
-static float (*x16e_scales(const void *a, size_t a_stride, int nc, int nb))[2]
+/*
+ * Per-thread scratch of the x16 prompt GEMMs (Q4_1, Q4_0, the K-quants), kept from call to call instead of a malloc and free per
+ * call: at least bytes bytes, 64-byte aligned, grown as needed (whole pages), freed when the
+ * thread exits (the key's destructor); NULL without memory (or without a key).  About 1 MB
+ * per thread for TinyLlama's down projection in a 512-token batch (n = 5632: 203 KB of
+ * expanded groups, 704 KB of column terms).  (glibc reused the per-call blocks well enough:
+ * a pp512 run page-faults as often either way; this only takes the allocator off the path.)
+ */
+struct x16e_scratch {
+    size_t size; /* bytes usable from data */
+    uint8_t pad[56];
+    uint8_t data[];
+};
+static pthread_key_t x16e_key;
+static pthread_once_t x16e_once = PTHREAD_ONCE_INIT;
+static bool x16e_key_ok;
+
+static void x16e_key_init(void)
 {
-    float(*ds)[2] = malloc((size_t)nc * (size_t)nb * sizeof *ds);
-    for (int c = 0; ds && c < nc; c++) {
+    x16e_key_ok = pthread_key_create(&x16e_key, free) == 0;
+}
+
+static uint8_t *x16e_scratch(size_t bytes)
+{
+    pthread_once(&x16e_once, x16e_key_init);
+    if (!x16e_key_ok)
+        return NULL;
+    struct x16e_scratch *p = pthread_getspecific(x16e_key);
+    if (p && p->size >= bytes)
+        return p->data;
+    if (p) { /* too small: replaced (clearing a slot that was set cannot fail) */
+        pthread_setspecific(x16e_key, NULL);
+        free(p);
+    }
+    bytes = (bytes + 4095) / 4096 * 4096;
+    p = aligned_alloc(64, sizeof *p + bytes);
+    if (!p)
+        return NULL;
+    p->size = bytes;
+    if (pthread_setspecific(x16e_key, p) != 0) {
+        free(p);
+        return NULL;
+    }
+    return p->data;
+}
+
+/* The scales of nc Q8_1 activation columns (a_stride bytes apart, nb blocks each) as floats:
+ * ds[c * nb + i] = {dy, s_y} of column c's block i (ds: nc * nb pairs, the caller's). */
+static void x16e_scales(float (*ds)[2], const void *a, size_t a_stride, int nc, int nb)
+{
+    for (int c = 0; c < nc; c++) {
         const lc_block_q8_1 *y = (const void *)((const uint8_t *)a + (size_t)c * a_stride);
         for (int i = 0; i < nb; i++) {
             ds[(size_t)c * nb + i][0] = h2f(y[i].d);
             ds[(size_t)c * nb + i][1] = h2f(y[i].s);
         }
     }
-    return ds;
 }
 
 static void gemm_x16_q4_1(int n, float *s, size_t ld_s, const void *w, size_t w_stride,
                                 int nr, const void *a, size_t a_stride, int nc)
 {
     const int nb = n / 32;
-    /* scratch per call (threads share nothing): one expanded group, the columns' scales; a
+    /* the calling thread's scratch (x16e_scratch): one expanded group, the columns' scales; a
      * few columns (speculative verification) do not repay the expansion and go straight from
      * the x16 layout, as does a failed allocation */
-    const bool expand = nb > 0 && nc >= 4;
-    struct x16e_blk *E = expand ? aligned_alloc(64, (size_t)nb * sizeof *E) : NULL;
-    float(*ds)[2] = expand ? x16e_scales(a, a_stride, nc, nb) : NULL;
-    if (E && ds) {
+    const size_t esz = (size_t)nb * sizeof(struct x16e_blk);
+    uint8_t *mem = nb > 0 && nc >= 4 ? x16e_scratch(esz + (size_t)nc * (size_t)nb * sizeof(float[2])) : NULL;
+    if (mem) {
+        struct x16e_blk *E = (struct x16e_blk *)mem;
+        float(*ds)[2] = (float(*)[2])(mem + esz);
+        x16e_scales(ds, a, a_stride, nc, nb);
         for (int g = 0; g < nr / 16; g++) {
             x16e_expand_q4_1(E, (const uint8_t *)w + (size_t)g * 16 * w_stride, nb);
             for (int c = 0; c < nc; c += 2) {
@@ -399,12 +444,8 @@ static void gemm_x16_q4_1(int n, float *s, size_t ld_s, const void *w, size_t w_
                                 ds + (size_t)c * nb, ds + (size_t)c1 * nb, two);
             }
         }
-        free(E);
-        free(ds);
         return;
     }
-    free(E);
-    free(ds);
     /* few columns or no memory for the scratch: straight from the x16 layout (same bits) */
     for (int g = 0; g < nr / 16; g++) {
         const uint8_t *G = (const uint8_t *)w + (size_t)g * 16 * w_stride;
@@ -524,15 +565,16 @@ static void gemm_x16_q4_1_fast(int n, float *s, size_t ld_s, const void *w, size
                                int nr, const void *a, size_t a_stride, int nc)
 {
     const int nb = n / 32;
-    /* two expanded groups (the 32-row tile), the columns' scales */
-    struct x16e_blk *E = nb > 0 ? aligned_alloc(64, 2 * (size_t)nb * sizeof *E) : NULL;
-    float(*ds)[2] = nb > 0 ? x16e_scales(a, a_stride, nc, nb) : NULL;
-    if (!E || !ds) { /* no memory for the scratch: the same-bits GEMM (its own fallback) */
-        free(E);
-        free(ds);
+    /* the calling thread's scratch: two expanded groups (the 32-row tile), the columns' scales */
+    const size_t esz = 2 * (size_t)nb * sizeof(struct x16e_blk);
+    uint8_t *mem = nb > 0 ? x16e_scratch(esz + (size_t)nc * (size_t)nb * sizeof(float[2])) : NULL;
+    if (!mem) { /* no memory for the scratch: the same-bits GEMM (its own fallback) */
         gemm_x16_q4_1(n, s, ld_s, w, w_stride, nr, a, a_stride, nc);
         return;
     }
+    struct x16e_blk *E = (struct x16e_blk *)mem;
+    float(*ds)[2] = (float(*)[2])(mem + esz);
+    x16e_scales(ds, a, a_stride, nc, nb);
     for (int g = 0; g < nr / 16; g += 2) {
         const int two = g + 1 < nr / 16; /* a pair of groups, or the last one alone */
         x16e_expand_q4_1(E, (const uint8_t *)w + (size_t)g * 16 * w_stride, nb);
@@ -554,8 +596,6 @@ static void gemm_x16_q4_1_fast(int n, float *s, size_t ld_s, const void *w, size
                 x16e_q4_1_fast_tile(nb, s + (size_t)c0 * ld_s + 16 * g, ld_s, E, y, dsc, k);
         }
     }
-    free(E);
-    free(ds);
 }
 
 /*
@@ -849,51 +889,6 @@ INLINE void x16e_pf_pair(const void *w, size_t w_stride, int ngr, int g, int t, 
         _mm_prefetch((const char *)p + 64 * l, X16E0_PF_HINT);
 }
 
-/*
- * Per-thread scratch of gemm_x16_q4_0, kept from call to call instead of a malloc and free per
- * call: at least bytes bytes, 64-byte aligned, grown as needed (whole pages), freed when the
- * thread exits (the key's destructor); NULL without memory (or without a key).  About 1 MB
- * per thread for TinyLlama's down projection in a 512-token batch (n = 5632: 203 KB of
- * expanded groups, 704 KB of column terms).  (glibc reused the per-call blocks well enough:
- * a pp512 run page-faults as often either way; this only takes the allocator off the path.)
- */
-struct x16e_scratch {
-    size_t size; /* bytes usable from data */
-    uint8_t pad[56];
-    uint8_t data[];
-};
-static pthread_key_t x16e_key;
-static pthread_once_t x16e_once = PTHREAD_ONCE_INIT;
-static bool x16e_key_ok;
-
-static void x16e_key_init(void)
-{
-    x16e_key_ok = pthread_key_create(&x16e_key, free) == 0;
-}
-
-static uint8_t *x16e_scratch(size_t bytes)
-{
-    pthread_once(&x16e_once, x16e_key_init);
-    if (!x16e_key_ok)
-        return NULL;
-    struct x16e_scratch *p = pthread_getspecific(x16e_key);
-    if (p && p->size >= bytes)
-        return p->data;
-    if (p) { /* too small: replaced (clearing a slot that was set cannot fail) */
-        pthread_setspecific(x16e_key, NULL);
-        free(p);
-    }
-    bytes = (bytes + 4095) / 4096 * 4096;
-    p = aligned_alloc(64, sizeof *p + bytes);
-    if (!p)
-        return NULL;
-    p->size = bytes;
-    if (pthread_setspecific(x16e_key, p) != 0) {
-        free(p);
-        return NULL;
-    }
-    return p->data;
-}
 
 /*
  * kernels.h's gemm_x16 for Q4_0: nr rows (nr % 16 == 0, w the first of a group) x nc columns
