@@ -1,14 +1,17 @@
 /*
  * llamachat-imatrix - collect an importance matrix over a text, as llama.cpp's llama-imatrix.
  *
- *   llamachat-imatrix -m MODEL -f TEXT -o FILE [-c N_CTX] [-t THREADS] [--chunks N]
+ *   llamachat-imatrix -m MODEL -f TEXT -o FILE [-c N_CTX] [-t THREADS] [--chunks N] [--cov]
+ *   llamachat-imatrix -m MODEL --generate N [--seed S] [--temp T] [--save-text F] -o FILE ...
  *
  * The text is tokenized with BOS and cut into chunks of n_ctx tokens, each evaluated from an
- * empty cache with BOS first (the perplexity protocol).  A matmul observer on the context
- * (context.h) sees the input rows of every matrix product; for each weight matrix the sums of
- * squared inputs per column are kept (imatrix.h), so FILE holds the mean squared activation of
- * every input column of every matrix -- output.weight (or the tied token_embd.weight) included,
- * which llama-imatrix leaves out unless --process-output.
+ * empty cache with BOS first (the perplexity protocol).  With --generate there is no text: the
+ * model samples N tokens itself, in sequences of up to n_ctx from BOS (calib.h), and each
+ * sequence is evaluated as a chunk.  A matmul observer on the context (calib.c) sees the input
+ * rows of every matrix product; for each weight matrix the sums of squared inputs per column
+ * are kept (imatrix.h), so FILE holds the mean squared activation of every input column of
+ * every matrix -- output.weight (or the tied token_embd.weight) included, which llama-imatrix
+ * leaves out unless --process-output.
  *
  * FILE is written in llama.cpp's GGUF imatrix format when its name ends in ".gguf", else in the
  * legacy ".dat" format; both are read by llamachat-quantize --imatrix and by llama-quantize.
