@@ -71,7 +71,7 @@ struct gen_out {
     const struct lc_vocab *v;
     FILE *text;
     const char *text_path;
-    int n_seq;
+    long n_tokens, done; /* tokens asked for, and sampled so far */
 };
 
 static void on_sequence(void *user, const int32_t *tokens, int32_t n, int i_seq)
@@ -85,7 +85,8 @@ static void on_sequence(void *user, const int32_t *tokens, int32_t n, int i_seq)
             die("%s: write error", g->text_path);
         free(s);
     }
-    fprintf(stderr, "\rimatrix: sequence %d/%d (%d tokens)", i_seq + 1, g->n_seq, n);
+    g->done += n;
+    fprintf(stderr, "\rimatrix: sequence %d, %ld/%ld tokens", i_seq + 1, g->done, g->n_tokens);
 }
 
 int main(int argc, char **argv)
@@ -195,9 +196,7 @@ int main(int argc, char **argv)
         /* the model's own text: sequences of up to n_ctx tokens from BOS */
         snprintf(dataset, sizeof(dataset), "generated: %ld tokens, seed %" PRIu64 ", temp %g",
                  n_generate, seed, (double)temp);
-        struct gen_out g = {v, NULL, save_text, (int)((n_generate + n_ctx - 1) / n_ctx)};
-        if (n_chunks_max > 0 && g.n_seq > n_chunks_max)
-            g.n_seq = n_chunks_max;
+        struct gen_out g = {v, NULL, save_text, n_generate, 0};
         if (save_text && !(g.text = fopen(save_text, "w")))
             die("%s: %s", save_text, strerror(errno));
         fprintf(stderr, "imatrix: generating %ld tokens (seed %" PRIu64 ", temp %g), sequences "
