@@ -2,8 +2,9 @@
 # test-selfcal.sh - calibration without a text (bench/QUANTIZE.md, "self-generated
 # calibration"): llamachat-imatrix --generate and llamachat-quantize --self-calibrate on
 # stories260K (FFN 192), measured on tales.txt at n_ctx 128:
-#   - the sampled text for a fixed seed is the golden one, the same bytes with 1 and 2 threads,
-#     and so is the importance matrix (with --cov sums); another seed gives another text;
+#   - the sampled text for a fixed seed is the golden one, the same bytes with 1 and 2 threads
+#     and with every ISA, and so is the importance matrix (with --cov sums); another seed gives
+#     another text;
 #   - the imatrix loads with --imatrix; GPTQ with its x x^T sums gives the golden PPL and a
 #     mean KL divergence against the F32 model at least 30 % below llama.cpp's Q4_1 (measured
 #     0.0402 against 0.0765), the diagonal search with it a lower KLD than ref;
@@ -45,6 +46,20 @@ first=$(head -n 1 "$T/gen1.txt")
 want="Once upon a time, there was an a big lime named TV. Tom loved to run and play with his toys and shoot a big tree. One day, Tom went to the beool shower and put on his wife's grandma's plx. Tom was frightened, but he knew it was better."
 [ "$first" = "$want" ] || bad "first sampled line: '$first'"
 [ "$(cksum <"$T/gen1.txt")" = "2117021635 4605" ] || bad "sampled text: cksum $(cksum <"$T/gen1.txt")"
+# and with every ISA's kernels this CPU has (4 sequences)
+ref_isa=
+for isa in scalar avx2 avx512 neon; do
+    LLAMACHAT_ISA=$isa "$B/llamachat" --version >/dev/null 2>&1 || continue
+    run env LLAMACHAT_ISA=$isa "$I" -m "$F" --generate 512 -c 128 -t 1 --cov -o "$T/$isa.gguf" \
+        --save-text "$T/$isa.txt"
+    if [ -z "$ref_isa" ]; then
+        ref_isa=$isa
+    else
+        cmp -s "$T/$isa.txt" "$T/$ref_isa.txt" || bad "$isa: another text than $ref_isa's"
+        cmp -s "$T/$isa.gguf" "$T/$ref_isa.gguf" || bad "$isa: another imatrix than $ref_isa's"
+    fi
+    echo "ok: the same sampled text and imatrix with $isa"
+done
 run "$I" -m "$F" --generate 256 -c 128 -t 2 --seed 2 -o "$T/seed2.dat" --save-text "$T/seed2.txt"
 [ "$(head -n 1 "$T/seed2.txt")" = "$first" ] && bad "seed 2 gave seed 1's text"
 
