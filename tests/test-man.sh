@@ -6,7 +6,8 @@ set -u
 command -v python3 >/dev/null 2>&1 || { echo "SKIP: python3 not installed"; exit 77; }
 SRC=${srcdir:-.}
 fail=0
-for f in "$SRC"/man/llamachat.1 "$SRC"/man/llamachatrc.5 "$SRC"/man/llamachat-server.1; do
+for f in "$SRC"/man/llamachat.1 "$SRC"/man/llamachatrc.5 "$SRC"/man/llamachat-server.1 \
+    "$SRC"/man/llamachat-imatrix.1 "$SRC"/man/llamachat-quantize.1; do
     if command -v groff >/dev/null 2>&1; then
         w=$(groff -man -Tutf8 -ww "$f" 2>&1 >/dev/null)
         if [ -n "$w" ]; then echo "FAIL $f: groff warnings:"; echo "$w" | head -10; fail=1

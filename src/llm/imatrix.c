@@ -201,6 +201,24 @@ static void mirror_cov(const struct entry *e)
             e->cov[b * n + a] = e->cov[a * n + b];
 }
 
+void lc_imatrix_round_f32(struct lc_imatrix *im)
+{
+    for (int i = 0; i < im->n; i++) {
+        struct entry *e = &im->e[i];
+        for (int64_t j = 0; j < e->n; j++)
+            e->sum2[j] = (double)(float)e->sum2[j];
+        for (int k = 0; k < e->nmat; k++)
+            e->rows[k] = (double)(float)e->rows[k];
+        if (e->cov) {
+            mirror_cov(e);
+            for (int64_t j = 0; j < e->n * e->n; j++)
+                e->cov[j] = (double)(float)e->cov[j];
+        }
+        free(e->mean); /* the cached means were of the unrounded sums */
+        e->mean = NULL;
+    }
+}
+
 const double *lc_imatrix_get_cov(const struct lc_imatrix *im, const char *name, int64_t *n,
                                  double *rows)
 {

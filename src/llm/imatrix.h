@@ -52,6 +52,13 @@ void lc_imatrix_collect_cov(struct lc_imatrix *im, int64_t max_n);
 const double *lc_imatrix_get_cov(const struct lc_imatrix *im, const char *name, int64_t *n,
                                  double *rows);
 
+/*
+ * Round every sum (x^2, x x^T, rows) to float, as a GGUF imatrix file stores them, so that a
+ * quantization with im in memory (llamachat-quantize --self-calibrate) gives the bytes one
+ * with im saved as GGUF and read back gives.  Further adds go on from the rounded sums.
+ */
+void lc_imatrix_round_f32(struct lc_imatrix *im);
+
 /* Count one more chunk of text (the ncall / chunk_count of the files). */
 void lc_imatrix_end_chunk(struct lc_imatrix *im);
 

@@ -46,8 +46,11 @@
 #include <unistd.h>
 
 #include "fileutil.h"
+#include "llm/calib.h"
+#include "llm/context.h"
 #include "llm/gguf.h"
 #include "llm/imatrix.h"
+#include "llm/model.h"
 #include "llm/quant.h"
 #include "llm/quant_gptq.h"
 #include "llm/quant_search.h"
@@ -164,10 +167,18 @@ static void usage(FILE *f)
             "                          search: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 blocks whose F16\n"
             "                          scale (and min) minimize the squared error; same format;\n"
             "                          gptq: the search plus GPTQ's error feedback between\n"
-            "                          columns (needs --imatrix from llamachat-imatrix --cov)\n"
+            "                          columns (needs --imatrix from llamachat-imatrix --cov,\n"
+            "                          or --self-calibrate)\n"
             "  --imatrix FILE          weigh the search's error by an importance matrix\n"
             "                          (llamachat-imatrix or llama-imatrix, .dat or .gguf);\n"
             "                          implies --method search\n"
+            "  --self-calibrate N      no text needed: the input model samples N tokens itself\n"
+            "                          (sequences of up to 128 from BOS, temperature 1, seed 1)\n"
+            "                          and the importance matrix -- with x x^T sums for gptq --\n"
+            "                          is collected over them, as llamachat-imatrix --generate N\n"
+            "                          -c 128 [--cov] does; instead of --imatrix; implies\n"
+            "                          --method search unless gptq (2048: seconds for a small\n"
+            "                          model; bench/QUANTIZE.md)\n"
             "  -h, --help              this help\n");
 }
 
@@ -984,6 +995,47 @@ static int quant_stats(const struct opts *o)
 
 /* ---------------------------------------------------------------- main */
 
+/*
+ * --self-calibrate N: the importance matrix (with x x^T sums when cov) over N tokens that the
+ * model at path samples itself -- llamachat-imatrix --generate N -c 128 --seed 1 --temp 1
+ * [--cov], in memory.  Dies on failure.
+ */
+static struct lc_imatrix *self_calibrate(const char *path, long n_tokens, int n_threads, bool cov)
+{
+    enum { CALIB_CTX = 128 };
+    char *err = NULL;
+    struct lc_model *m = lc_model_load(path, false, &err);
+    if (!m)
+        die("--self-calibrate: %s", err ? err : path);
+    struct lc_context_params cp = lc_context_default_params();
+    cp.n_ctx = CALIB_CTX;
+    cp.n_batch = CALIB_CTX;
+    cp.n_threads = n_threads;
+    struct lc_context *ctx = lc_context_new(m, &cp, &err);
+    if (!ctx)
+        die("--self-calibrate: %s", err ? err : "cannot create a context");
+    struct lc_imatrix *im = lc_imatrix_new();
+    struct lc_calib *cal = im ? lc_calib_new(ctx, im) : NULL;
+    if (!cal)
+        die("out of memory");
+    lc_imatrix_collect_cov(im, cov ? 4096 : 0);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    const struct lc_sampler_params sp = lc_calib_sampler_params(1.0f, 1);
+    const int n_seq = lc_calib_generate(cal, &sp, n_tokens, 0, NULL, NULL, &err);
+    if (n_seq < 0)
+        die("--self-calibrate: %s", err ? err : "generation failed");
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    fprintf(stderr, "self-calibrate: %ld tokens sampled in %d sequences, %d matrices, %.2f s\n",
+            n_tokens, n_seq, lc_imatrix_count(im),
+            (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
+    lc_imatrix_round_f32(im); /* the file's precision: the same bytes as the two-step way */
+    lc_calib_free(cal);
+    lc_context_free(ctx);
+    lc_model_free(m);
+    return im;
+}
+
 static bool same_file(const char *a, const char *b)
 {
     struct stat sa, sb;
@@ -995,8 +1047,10 @@ int main(int argc, char **argv)
 {
     struct opts o = {0};
     o.n_threads = 0;
-    enum { OPT_PURE = 256, OPT_LEAVE, OPT_REQ, OPT_SPLIT, OPT_STATS, OPT_METHOD, OPT_IMATRIX };
+    enum { OPT_PURE = 256, OPT_LEAVE, OPT_REQ, OPT_SPLIT, OPT_STATS, OPT_METHOD, OPT_IMATRIX,
+           OPT_SELF_CALIBRATE };
     const char *method = NULL;
+    long self_cal = 0;
     static const struct option longopts[] = {
         {"pure", no_argument, NULL, OPT_PURE},
         {"leave-output-tensor", no_argument, NULL, OPT_LEAVE},
@@ -1005,6 +1059,7 @@ int main(int argc, char **argv)
         {"stats", required_argument, NULL, OPT_STATS},
         {"method", required_argument, NULL, OPT_METHOD},
         {"imatrix", required_argument, NULL, OPT_IMATRIX},
+        {"self-calibrate", required_argument, NULL, OPT_SELF_CALIBRATE},
         {"threads", required_argument, NULL, 't'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -1027,6 +1082,9 @@ int main(int argc, char **argv)
             method = optarg;
             break;
         case OPT_IMATRIX: o.imatrix_path = optarg; break;
+        case OPT_SELF_CALIBRATE:
+            self_cal = lc_parse_long("--self-calibrate", optarg, 2, 1L << 30);
+            break;
         case 't': {
             char *end;
             long v = strtol(optarg, &end, 10);
@@ -1044,12 +1102,43 @@ int main(int argc, char **argv)
         o.n_threads = ncpu > 0 ? (int)ncpu : 1;
     }
     lc_quant_init();
-    if (o.imatrix_path && method && strcmp(method, "ref") == 0)
-        die("--imatrix needs --method search (ref is llama.cpp's quantizer, which ignores it)");
+    if (o.imatrix_path && self_cal)
+        die("--imatrix and --self-calibrate: one or the other");
+    if ((o.imatrix_path || self_cal) && method && strcmp(method, "ref") == 0)
+        die("%s needs --method search (ref is llama.cpp's quantizer, which ignores it)",
+            self_cal ? "--self-calibrate" : "--imatrix");
     o.gptq = method && strcmp(method, "gptq") == 0;
-    if (o.gptq && !o.imatrix_path)
-        die("--method gptq needs --imatrix FILE.gguf with x x^T sums (llamachat-imatrix --cov)");
-    o.search = (method && strcmp(method, "search") == 0) || o.imatrix_path;
+    if (o.gptq && !o.imatrix_path && !self_cal)
+        die("--method gptq needs --imatrix FILE.gguf with x x^T sums (llamachat-imatrix --cov) "
+            "or --self-calibrate N");
+    o.search = (method && strcmp(method, "search") == 0) || o.imatrix_path || self_cal;
+    if (o.stats ? optind != argc : argc - optind != 3) {
+        usage(stderr);
+        return 2;
+    }
+    if (!o.stats) {
+        o.in = argv[optind];
+        o.out = argv[optind + 1];
+        o.type_name = argv[optind + 2];
+        bool found = false;
+        for (size_t i = 0; i < sizeof(target_types) / sizeof(target_types[0]); i++) {
+            if (strcasecmp(o.type_name, target_types[i].name) == 0) {
+                o.type = target_types[i].type;
+                o.ftype = target_types[i].ftype;
+                found = true;
+            }
+        }
+        if (!found && lc_type_from_name(o.type_name) >= 0) /* a ggml type, not one we write */
+            die("cannot write %s (a ggml type, not one of the presets: see --help for those)",
+                lc_type_name(lc_type_from_name(o.type_name)));
+        if (!found)
+            die("unknown type '%s' (see --help for the list)", o.type_name);
+        if (same_file(o.in, o.out))
+            die("%s: the output would overwrite the input", o.out);
+    }
+    if (self_cal)
+        o.imatrix = self_calibrate(o.stats ? o.stats : argv[optind], self_cal, o.n_threads,
+                                   o.gptq);
     if (o.imatrix_path) {
         char *ierr = NULL;
         o.imatrix = lc_imatrix_load(o.imatrix_path, &ierr);
@@ -1059,36 +1148,10 @@ int main(int argc, char **argv)
                 o.imatrix_path);
     }
     if (o.stats) {
-        if (optind != argc) {
-            usage(stderr);
-            return 2;
-        }
         const int rc = quant_stats(&o);
         lc_imatrix_free(o.imatrix);
         return rc;
     }
-    if (argc - optind != 3) {
-        usage(stderr);
-        return 2;
-    }
-    o.in = argv[optind];
-    o.out = argv[optind + 1];
-    o.type_name = argv[optind + 2];
-    bool found = false;
-    for (size_t i = 0; i < sizeof(target_types) / sizeof(target_types[0]); i++) {
-        if (strcasecmp(o.type_name, target_types[i].name) == 0) {
-            o.type = target_types[i].type;
-            o.ftype = target_types[i].ftype;
-            found = true;
-        }
-    }
-    if (!found && lc_type_from_name(o.type_name) >= 0) /* a ggml type, not one we write */
-        die("cannot write %s (a ggml type, not one of the presets: see --help for those)",
-            lc_type_name(lc_type_from_name(o.type_name)));
-    if (!found)
-        die("unknown type '%s' (see --help for the list)", o.type_name);
-    if (same_file(o.in, o.out))
-        die("%s: the output would overwrite the input", o.out);
     const int rc = quantize_model(&o);
     lc_imatrix_free(o.imatrix);
     return rc;
