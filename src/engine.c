@@ -1693,21 +1693,21 @@ done:
 /*
  * --draft: the draft model (loaded once, with the first model) must have the vocabulary of
  * e->model; its context is made as large as e->ctx and given to e->spec.  A model of another
- * vocabulary is refused with an error naming both files.  false on failure.
+ * vocabulary is refused with a message (type fail_as) naming both files.  false on failure.
  */
-static bool load_draft(struct lc_engine *e)
+static bool load_draft_as(struct lc_engine *e, enum lc_event_type fail_as)
 {
     char *err = NULL;
     if (!e->draft_model) {
         e->draft_model = lc_model_load(e->draft_path, false, &err);
         if (!e->draft_model) {
-            emit_str(e, LC_EV_ERROR, "draft model: %s", err ? err : "cannot load it");
+            emit_str(e, fail_as, "draft model: %s", err ? err : "cannot load it");
             free(err);
             return false;
         }
     }
     if (lc_spec_check_vocab(e->model, e->model_path, e->draft_model, e->draft_path, &err) != 0) {
-        emit_str(e, LC_EV_ERROR, "%s", err ? err : "out of memory");
+        emit_str(e, fail_as, "%s", err ? err : "out of memory");
         free(err);
         return false;
     }
@@ -1724,7 +1724,7 @@ static bool load_draft(struct lc_engine *e)
     dp.n_batch = e->cparams.n_batch;
     struct lc_context *dc = lc_context_new(e->draft_model, &dp, &err);
     if (!dc) {
-        emit_str(e, LC_EV_ERROR, "draft model: %s", err ? err : "cannot create a context");
+        emit_str(e, fail_as, "draft model: %s", err ? err : "cannot create a context");
         free(err);
         return false;
     }
@@ -1733,12 +1733,18 @@ static bool load_draft(struct lc_engine *e)
         lc_context_free(dc);
         if (e->draft_ctx && lc_spec_set_draft(&e->spec, e->draft_ctx) != 0)
             lc_spec_set_draft(&e->spec, NULL);
-        emit_str(e, LC_EV_ERROR, "out of memory");
+        emit_str(e, fail_as, "out of memory");
         return false;
     }
     lc_context_free(e->draft_ctx);
     e->draft_ctx = dc;
     return true;
+}
+
+/* load_draft_as with its failures as errors (the user asked for the draft or the switch) */
+static bool load_draft(struct lc_engine *e)
+{
+    return load_draft_as(e, LC_EV_ERROR);
 }
 
 /* Open e->model_path: model, context, sampler and chat template into e (what is made stays in
@@ -1907,9 +1913,11 @@ static void switch_model(struct lc_engine *e, const char *path)
         loaded_take(e, &failed);
         loaded_free(&failed);
         loaded_put(e, &old);
-        /* the draft context may have been made for the failed one (its size, its workers) */
+        /* the draft context may have been made for the failed one (its size, its workers):
+         * made again for the kept one; if that fails the draft keeps the context it has (its
+         * pool is reference-counted), which works, only slower */
         if (e->draft_path && e->draft_ctx && e->ctx)
-            load_draft(e);
+            load_draft_as(e, LC_EV_NOTE);
         emit_str(e, LC_EV_NOTE, "%s: still using %s", reason == LC_DONE_STOPPED
                  ? "model switch cancelled" : "the model was not changed",
                  e->model ? e->model->name : "no model");

@@ -196,6 +196,17 @@ out=$("$LC" --chat -p "Once upon a time there was a big dog and a cat and" -c 16
 check "--chat: prompt too long" "$rc: $out" "1: llamachat: message not sent: with it the prompt is 16 tokens, and 2 more are kept for the reply; the context holds 16 (-c)"
 err "-p with --continue" "llamachat: --continue opens a saved chat in the full-screen chat: leave out -p, -f and --tokenize" "$LC" -p hi --continue
 err "--resume with --tokenize" "llamachat: --resume opens a saved chat in the full-screen chat: leave out -p, -f and --tokenize" "$LC" --resume x.json --tokenize -p hi
+# A context too large for memory: a clear error (with ASan the allocator is made to return NULL
+# for blocks over 512 MiB; otherwise the address space is limited to 4 GiB)
+big() {
+    if ldd "$LC" 2>/dev/null | grep -q libasan; then
+        ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}allocator_may_return_null=1:max_allocation_size_mb=512" "$@"
+    else
+        (ulimit -v 4194304 && "$@")
+    fi
+}
+err "context too large for memory" "llamachat: out of memory allocating a context of 16777216 tokens (KV cache 10240.0 MiB)" \
+    big "$LC" -m "$S/models/stories260K-ff192-q4_1.gguf" -c 16777216 -p hi -n 1
 err "bad isa" "LLAMACHAT_ISA" env LLAMACHAT_ISA=sparc "$LC" --version
 "$LC" --help | grep -q -- "--print-token-ids" && echo "ok   help" || { echo "FAIL help"; fail=1; }
 "$LC" --version | grep -q "^llamachat " && echo "ok   version" || { echo "FAIL version"; fail=1; }

@@ -100,6 +100,13 @@ grep -q "one or the other" "$T/err" || bad "-f + --generate: $(cat "$T/err")"
 "$I" -m "$F" -f "$TXT" -o "$T/x.dat" --save-text "$T/x.txt" 2>"$T/err" &&
     bad "--save-text without --generate accepted"
 grep -q "goes with --generate" "$T/err" || bad "--save-text: $(cat "$T/err")"
+"$I" -m "$F" -f "$TXT" -o "$T/x.dat" --seed 3 2>"$T/err"
+rc=$?
+[ $rc = 2 ] && grep -q "llamachat-imatrix: --seed / --temp goes with --generate" "$T/err" ||
+    bad "--seed without --generate: exit $rc, $(cat "$T/err")"
+# --chunks stops the generation early: the file says what was sampled
+run "$I" -m "$F" --generate 600 -c 128 --chunks 2 -o "$T/two.gguf"
+grep -q "generated: 256 tokens, seed 1, temp 1" "$T/two.gguf" || bad "--chunks 2: dataset not 256 tokens"
 "$I" -m "$F" --generate 256 --temp 0 -o "$T/x.dat" 2>"$T/err" && bad "--temp 0 accepted"
 grep -q "not a temperature" "$T/err" || bad "--temp 0: $(cat "$T/err")"
 "$Q" --imatrix "$T/gen1.gguf" --self-calibrate 256 "$F" "$T/x.gguf" q4_1 2>"$T/err" &&

@@ -8,6 +8,11 @@
  * sampled from BOS at temperature 1 follow the model's own distribution, which is what its
  * activations will see in use (bench/QUANTIZE.md, "self-generated calibration").  Both paths go
  * through lc_calib_chunk, so a sampled sequence is collected exactly as a chunk of text is.
+ * Calibrating on text the model generates itself is the data-free idea of LLM-QAT (Liu et al.,
+ * "LLM-QAT: Data-Free Quantization Aware Training for Large Language Models", 2023), which
+ * starts each sequence from a random first token and samples on; here every sequence starts at
+ * BOS and is sampled throughout (plain sampling, temperature 1 by default), and the collected
+ * statistics feed an imatrix search or GPTQ (quant_gptq.h) rather than training.
  */
 #ifndef LC_CALIB_H
 #define LC_CALIB_H
@@ -28,6 +33,7 @@ struct lc_calib;
  * only during lc_calib_chunk.  NULL when out of memory.
  */
 struct lc_calib *lc_calib_new(struct lc_context *ctx, struct lc_imatrix *im);
+/* Free a collector (NULL: nothing); ctx and im stay (the observer is set only during a chunk). */
 void lc_calib_free(struct lc_calib *c);
 
 /* The number of weight matrices observed. */

@@ -313,10 +313,10 @@ struct lc_context *lc_context_new(const struct lc_model *m, const struct lc_cont
     c->act = xcalloc(B, c->act_stride, &ok);
     c->n_logits_cap = 1;
     c->logits = xcalloc((size_t)hp->n_vocab, sizeof(float), &ok);
-    if (!ok) {
-        lc_context_free(c);
+    if (!ok) {   /* the message first: it reads c */
         set_err(err, "out of memory allocating a context of %d tokens (KV cache %.1f MiB)",
                 c->n_ctx, (double)(2 * kvrows * c->kv_row) / (1024.0 * 1024.0));
+        lc_context_free(c);
         return NULL;
     }
     c->act_type = LC_TYPE_COUNT;

@@ -133,7 +133,9 @@ int lc_spec_check_vocab(const struct lc_model *target, const char *target_name,
                        nt);
         return -1;
     }
-    if (target->hp.n_vocab != draft->hp.n_vocab) {   /* same tokens, other output widths */
+    /* same tokens, other output widths: defensive (lc_model_load makes hp.n_vocab the token
+     * count today), as the verification compares logit rows of both widths */
+    if (target->hp.n_vocab != draft->hp.n_vocab) {
         *err = fmt_err("the draft model %s computes %d logits per token, the model %s %d (both "
                        "have %d tokens): a draft model must have the same vocabulary",
                        draft_name, (int)draft->hp.n_vocab, target_name, (int)target->hp.n_vocab,

@@ -70,6 +70,7 @@ struct worker {
 
 struct lc_threadpool {
     atomic_int refs;
+    atomic_int running; /* a job is being run (lc_threadpool_run is not re-entrant) */
     int n_threads;
     struct worker *workers; /* n_threads - 1 of them */
 
@@ -220,8 +221,16 @@ int lc_threadpool_n_threads(const struct lc_threadpool *tp)
 
 void lc_threadpool_run(struct lc_threadpool *tp, lc_task_fn fn, void *arg)
 {
+    /* one job at a time: a pool shared by two owners (lc_threadpool_ref) must not be driven by
+     * two threads at once, which would mix their jobs silently; stop loudly instead */
+    if (atomic_exchange(&tp->running, 1)) {
+        fputs("llamachat: internal error: two threads ran jobs on one thread pool at once\n",
+              stderr);
+        abort();
+    }
     if (tp->n_threads == 1) {
         fn(arg, 0, 1);
+        atomic_store(&tp->running, 0);
         return;
     }
     tp->fn = fn;
@@ -237,6 +246,7 @@ void lc_threadpool_run(struct lc_threadpool *tp, lc_task_fn fn, void *arg)
         atomic_store(&tp->caller_sleeping, 0);
         pthread_mutex_unlock(&tp->mutex);
     }
+    atomic_store(&tp->running, 0);
 }
 
 int lc_n_cpus(void)

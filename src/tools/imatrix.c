@@ -96,6 +96,7 @@ int main(int argc, char **argv)
     long cov_max = 0, n_generate = 0;
     uint64_t seed = 1;
     float temp = 1.0f;
+    bool gen_opt = false; /* --seed or --temp given: they go with --generate */
     enum { OPT_CHUNKS = 256, OPT_COV, OPT_GENERATE, OPT_SEED, OPT_TEMP, OPT_SAVE_TEXT };
     static const struct option longopts[] = {
         {"model", required_argument, NULL, 'm'},
@@ -123,7 +124,10 @@ int main(int argc, char **argv)
         case OPT_CHUNKS: n_chunks_max = (int)lc_parse_long("--chunks", optarg, 1, 1 << 30); break;
         case OPT_COV: cov_max = optarg ? lc_parse_long("--cov", optarg, 1, 1 << 15) : 4096; break;
         case OPT_GENERATE: n_generate = lc_parse_long("--generate", optarg, 2, 1L << 30); break;
-        case OPT_SEED: seed = (uint64_t)lc_parse_long("--seed", optarg, 0, LONG_MAX); break;
+        case OPT_SEED:
+            seed = (uint64_t)lc_parse_long("--seed", optarg, 0, LONG_MAX);
+            gen_opt = true;
+            break;
         case OPT_TEMP: {
             char *end;
             errno = 0;
@@ -131,6 +135,7 @@ int main(int argc, char **argv)
             if (errno || end == optarg || *end || !(t > 0.0 && t <= 100.0))
                 die("--temp: '%s' is not a temperature in (0, 100]", optarg);
             temp = (float)t;
+            gen_opt = true;
             break;
         }
         case OPT_SAVE_TEXT: save_text = optarg; break;
@@ -144,8 +149,11 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    if (save_text && !n_generate)
-        die("--save-text goes with --generate");
+    if ((save_text || gen_opt) && !n_generate) { /* a usage error, as the ones above */
+        fprintf(stderr, "%s: %s goes with --generate\n", lc_tool_name,
+                save_text ? "--save-text" : "--seed / --temp");
+        return 2;
+    }
     if (cov_max > 0 && !ends_with(out_path, ".gguf"))
         die("--cov: the x x^T sums need the GGUF format (an output name ending in .gguf)");
     char *err = NULL;
@@ -194,8 +202,6 @@ int main(int argc, char **argv)
     char dataset[128];
     if (n_generate) {
         /* the model's own text: sequences of up to n_ctx tokens from BOS */
-        snprintf(dataset, sizeof(dataset), "generated: %ld tokens, seed %" PRIu64 ", temp %g",
-                 n_generate, seed, (double)temp);
         struct gen_out g = {v, NULL, save_text, n_generate, 0};
         if (save_text && !(g.text = fopen(save_text, "w")))
             die("%s: %s", save_text, strerror(errno));
@@ -204,10 +210,20 @@ int main(int argc, char **argv)
                 n_generate, seed, (double)temp, n_ctx, lc_calib_n_matrices(cal));
         const struct lc_sampler_params sp = lc_calib_sampler_params(temp, seed);
         n_chunk = lc_calib_generate(cal, &sp, n_generate, n_chunks_max, on_sequence, &g, &err);
-        if (n_chunk < 0)
+        if (n_chunk < 0) {
+            if (g.text) { /* no half-written text left behind */
+                fclose(g.text);
+                remove(save_text);
+            }
             die("%s", err ? err : "generation failed");
-        if (g.text && fclose(g.text) != 0)
+        }
+        if (g.text && fclose(g.text) != 0) {
+            remove(save_text);
             die("%s: write error", save_text);
+        }
+        /* what was sampled (--chunks can stop it early; BOS counted) */
+        snprintf(dataset, sizeof(dataset), "generated: %ld tokens, seed %" PRIu64 ", temp %g",
+                 g.done, seed, (double)temp);
     } else {
         snprintf(dataset, sizeof(dataset), "%s", text_path);
         fprintf(stderr, "imatrix: %d tokens, %d chunks of %d, %d matrices\n", n_tokens, n_chunk,

@@ -995,6 +995,14 @@ static int quant_stats(const struct opts *o)
 
 /* ---------------------------------------------------------------- main */
 
+/* lc_calib_seq_fn of --self-calibrate: counts the tokens of each sequence into *(long *)user */
+static void count_tokens(void *user, const int32_t *tokens, int32_t n, int i_seq)
+{
+    (void)tokens;
+    (void)i_seq;
+    *(long *)user += n;
+}
+
 /*
  * --self-calibrate N: the importance matrix (with x x^T sums when cov) over N tokens that the
  * model at path samples itself -- llamachat-imatrix --generate N -c 128 --seed 1 --temp 1
@@ -1022,12 +1030,13 @@ static struct lc_imatrix *self_calibrate(const char *path, long n_tokens, int n_
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     const struct lc_sampler_params sp = lc_calib_sampler_params(1.0f, 1);
-    const int n_seq = lc_calib_generate(cal, &sp, n_tokens, 0, NULL, NULL, &err);
+    long done = 0; /* tokens sampled (BOS counted; a last remainder of one is not) */
+    const int n_seq = lc_calib_generate(cal, &sp, n_tokens, 0, count_tokens, &done, &err);
     if (n_seq < 0)
         die("--self-calibrate: %s", err ? err : "generation failed");
     clock_gettime(CLOCK_MONOTONIC, &t1);
     fprintf(stderr, "self-calibrate: %ld tokens sampled in %d sequences, %d matrices, %.2f s\n",
-            n_tokens, n_seq, lc_imatrix_count(im),
+            done, n_seq, lc_imatrix_count(im),
             (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
     lc_imatrix_round_f32(im); /* the file's precision: the same bytes as the two-step way */
     lc_calib_free(cal);
