@@ -12,7 +12,7 @@
  *   q, k = RoPE(q, k)  adjacent pairs (llama) or NEOX halves (the others), the layer's base and
  *          scale, angles divided by the frequency factors when the model has them
  *   q   *= q_scale                                       (phi3, gemma: 1/sqrt(d); else 1)
- *   K cache rows [pos, pos+T) = k  (n_ctx, n_kv); V cache columns = v  (n_kv, n_ctx)
+ *   K cache rows [pos, pos+T) = k  (n_head_kv, n_ctx, head_dim); V cache columns = v  (n_kv, n_ctx)
  *   s    = q K^T; s = c tanh(s / c) (attn_softcap); s *= kq_scale; keys past the query, or
  *          n_swa or more positions before it on a window layer, masked
  *   att  = softmax(s) V                                  per head; head h reads KV head
@@ -34,7 +34,7 @@
  *
  * With flash_attn (or a q8_0 cache) the attention is attention_fused, one pass over the keys
  * with an online softmax as llama.cpp's -fa (in chunks of keys: not its order, within rounding of
- * the default), and K and V are cached head-major (fa_row); see there.  The default order's
+ * the default), and V is cached head-major as K (kv_head_row); see there.  The default order's
  * one-token steps go through attention_groups where the ISA has dot_f16_rows_multi: the heads
  * of a GQA group read each K and V row together, with the bits of dot_f16 per head
  * (LLAMACHAT_ATTN_HEADS=1 turns it off, for tests).
@@ -68,11 +68,11 @@ struct lc_context {
     struct lc_kernels k_order; /* the kernel table with LC_ORDER_GGML_AVX2's entries (k points here) */
     size_t kv_elt;            /* bytes per KV element (F16/F32; 0 for Q8_0) */
     size_t kv_row;            /* bytes per cache row of n_kv elements (any kv_type) */
-    bool fa;                  /* fused attention (K and V head-major: fa_row) */
+    bool fa;                  /* fused attention (V head-major as K: kv_head_row) */
     int32_t n_kv;             /* n_head_kv * head_dim */
 
-    void *k_cache, *v_cache;  /* (n_layer, n_ctx, n_kv) each; V (n_layer, n_kv, n_ctx); under fa
-                                 both (n_layer, n_head_kv, n_ctx, head_dim): fa_row */
+    void *k_cache, *v_cache;  /* K (n_layer, n_head_kv, n_ctx, head_dim): kv_head_row; V
+                                 (n_layer, n_kv, n_ctx) transposed, or as K under fa */
     size_t head_row;          /* bytes of one KV head's slice of a cache row (any kv_type) */
     void *fa_scratch;         /* fused attention: fa_scratch_bytes per thread */
     size_t fa_scratch_bytes;
@@ -688,12 +688,13 @@ static void rope(float *x, int n_heads, int head_dim, int n_rot, enum lc_rope_ki
 }
 
 /*
- * Under fused attention K and V are cached head-major, (n_layer, n_head_kv, n_ctx, head_dim) in
- * kv_type: one KV head's rows are contiguous, so attention_fused streams them (the row-major
- * layout left 3/4 of every cache line pair it fetched to the other heads, at a stride the
- * hardware prefetcher follows badly).  The row of KV head kvh at position pos of layer il.
+ * K, and V under fused attention, are cached head-major, (n_layer, n_head_kv, n_ctx, head_dim)
+ * in kv_type: one KV head's rows are contiguous, so attention streams them (rows of all heads,
+ * n_kv apart, made each head's pass fetch lines at a stride the hardware prefetcher follows
+ * badly; the state file and lc_context_k_row still see rows of n_kv).  The row of KV head kvh
+ * at position pos of layer il.
  */
-static char *fa_row(const struct lc_context *c, bool v, int il, int kvh, int32_t pos)
+static char *kv_head_row(const struct lc_context *c, bool v, int il, int kvh, int32_t pos)
 {
     const size_t n_hkv = (size_t)c->model->hp.n_head_kv;
     return (char *)(v ? c->v_cache : c->k_cache) +
@@ -755,24 +756,22 @@ int lc_context_shift(struct lc_context *c, int32_t keep, int32_t n_discard)
             cs_base = L->rope_base;
             cs_scale = L->rope_scale;
         }
-        if (c->fa) {   /* head-major (fa_row): each head's rows move and turn on their own */
-            const size_t hr = c->head_row;
-            for (int h = 0; h < hp->n_head_kv; h++) {
-                char *k = fa_row(c, false, layer, h, 0), *v = fa_row(c, true, layer, h, 0);
-                memmove(k + (size_t)keep * hr, k + (size_t)(keep + n_discard) * hr, (size_t)n_move * hr);
+        /* head-major (kv_head_row): each head's rows move and turn on their own, through floats
+         * as ggml ropes an F16 or quantized cache */
+        const size_t hr = c->head_row;
+        for (int h = 0; h < hp->n_head_kv; h++) {
+            char *k = kv_head_row(c, false, layer, h, 0);
+            memmove(k + (size_t)keep * hr, k + (size_t)(keep + n_discard) * hr, (size_t)n_move * hr);
+            for (int32_t p = keep; p < keep + n_move; p++)
+                rope_k_row(c, k + (size_t)p * hr, 1, hp->head_dim, row, cs);
+            if (c->fa) {
+                char *v = kv_head_row(c, true, layer, h, 0);
                 memmove(v + (size_t)keep * hr, v + (size_t)(keep + n_discard) * hr, (size_t)n_move * hr);
-                for (int32_t p = keep; p < keep + n_move; p++)
-                    rope_k_row(c, k + (size_t)p * hr, 1, hp->head_dim, row, cs);
             }
-            continue;
         }
-        const size_t lo = (size_t)layer * nctx;   /* rows */
-        char *k = (char *)c->k_cache + lo * rb;
-        memmove(k + (size_t)keep * rb, k + (size_t)(keep + n_discard) * rb, (size_t)n_move * rb);
-        /* as ggml ropes an F16 or quantized cache: to floats, rotate, convert again */
-        for (int32_t p = keep; p < keep + n_move; p++)
-            rope_k_row(c, k + (size_t)p * c->kv_row, hp->n_head_kv, (int)nkv, row, cs);
-        char *v = (char *)c->v_cache + lo * rb;
+        if (c->fa)
+            continue;
+        char *v = (char *)c->v_cache + (size_t)layer * nctx * rb;
         /* transposed: (n_kv, n_ctx) */
         for (size_t d = 0; d < nkv; d++) {
             char *vr = v + d * nctx * es;
@@ -789,27 +788,18 @@ int lc_context_k_row(const struct lc_context *c, int il, int32_t pos, float *out
 {
     if (il < 0 || il >= c->model->hp.n_layer || pos < 0 || pos >= c->n_past)
         return -1;
-    if (c->fa) {
-        const int hd = c->model->hp.head_dim;
-        for (int h = 0; h < c->model->hp.n_head_kv; h++) {
-            const char *kr = fa_row(c, false, il, h, pos);
-            float *o = out + (size_t)h * (size_t)hd;
-            if (c->kv_type == LC_TYPE_Q8_0)
-                lc_dequantize_row_q8_0((const lc_block_q8_0 *)kr, o, hd);
-            else if (c->kv_type == LC_TYPE_F16)
-                for (int d = 0; d < hd; d++)
-                    o[d] = lc_fp16_to_fp32(((const lc_fp16 *)kr)[d]);
-            else
-                memcpy(o, kr, (size_t)hd * sizeof(float));
-        }
-        return 0;
+    const int hd = c->model->hp.head_dim;
+    for (int h = 0; h < c->model->hp.n_head_kv; h++) {
+        const char *kr = kv_head_row(c, false, il, h, pos);
+        float *o = out + (size_t)h * (size_t)hd;
+        if (c->kv_type == LC_TYPE_Q8_0)
+            lc_dequantize_row_q8_0((const lc_block_q8_0 *)kr, o, hd);
+        else if (c->kv_type == LC_TYPE_F16)
+            for (int d = 0; d < hd; d++)
+                o[d] = lc_fp16_to_fp32(((const lc_fp16 *)kr)[d]);
+        else
+            memcpy(o, kr, (size_t)hd * sizeof(float));
     }
-    const size_t off = ((size_t)il * (size_t)c->n_ctx + (size_t)pos) * (size_t)c->n_kv;
-    if (c->kv_type == LC_TYPE_F16)
-        for (int32_t d = 0; d < c->n_kv; d++)
-            out[d] = lc_fp16_to_fp32(((const lc_fp16 *)c->k_cache)[off + (size_t)d]);
-    else
-        memcpy(out, (const float *)c->k_cache + off, (size_t)c->n_kv * sizeof(float));
     return 0;
 }
 
@@ -838,16 +828,16 @@ unsigned lc_context_compute_flags(const struct lc_context *c)
 int32_t lc_context_kv_n_embd(const struct lc_context *c) { return c->n_kv; }
 size_t lc_context_kv_row_bytes(const struct lc_context *c) { return c->kv_row; }
 
-/* Copy rows [pos, pos + n) of layer il between the cache and buf (to_cache: buf -> cache).  K
- * is rows already; the transposed V (n_kv, n_ctx) of F16/F32 is gathered or scattered element
- * by element; under fused attention (Q8_0 always) each head's slice goes to its fa_row. */
+/* Copy rows [pos, pos + n) of layer il between the cache and buf (to_cache: buf -> cache), buf
+ * holding rows of n_kv: each head's slice of K (and of V under fused attention, Q8_0 always) goes
+ * to its kv_head_row; the transposed V (n_kv, n_ctx) of F16/F32 is gathered or scattered element
+ * by element. */
 static void kv_copy(struct lc_context *c, int il, bool v, int32_t pos, int32_t n, void *buf,
                     bool to_cache)
 {
-    char *cache = v ? c->v_cache : c->k_cache;
-    if (c->fa) {   /* head-major (fa_row): each head's slice of the rows */
+    if (!v || c->fa) {   /* head-major (kv_head_row): each head's slice of the rows */
         for (int h = 0; h < c->model->hp.n_head_kv; h++) {
-            char *rows = fa_row(c, v, il, h, pos);
+            char *rows = kv_head_row(c, v, il, h, pos);
             char *b = (char *)buf + (size_t)h * c->head_row;
             for (int32_t t = 0; t < n; t++, rows += c->head_row, b += c->kv_row) {
                 if (to_cache)
@@ -858,16 +848,8 @@ static void kv_copy(struct lc_context *c, int il, bool v, int32_t pos, int32_t n
         }
         return;
     }
-    if (!v) {
-        char *rows = cache + ((size_t)il * (size_t)c->n_ctx + (size_t)pos) * c->kv_row;
-        if (to_cache)
-            memcpy(rows, buf, (size_t)n * c->kv_row);
-        else
-            memcpy(buf, rows, (size_t)n * c->kv_row);
-        return;
-    }
     const size_t es = c->kv_elt, nkv = (size_t)c->n_kv, nctx = (size_t)c->n_ctx;
-    char *layer = cache + (size_t)il * nctx * nkv * es;
+    char *layer = (char *)c->v_cache + (size_t)il * nctx * nkv * es;
     for (size_t d = 0; d < nkv; d++) {
         char *col = layer + (d * nctx + (size_t)pos) * es;   /* element d of positions pos.. */
         char *b = (char *)buf + d * es;
@@ -978,9 +960,10 @@ static void scores_to_weights(const struct lc_kernels *k, float *s, int k0, int 
  * Per (token, head): scores = q.K^T over the keys the query sees (keys 0 .. pos+i, and on a
  * window layer only the last n_swa of them; the rest of the padded length masked), soft-capped
  * (gemma2: c * tanh(s / c), before the mask as llama.cpp's llm_build_kqv), times kq_scale,
- * softmax, out = V^T p.  K is stored one row per position (n_ctx, n_kv); V is stored
- * transposed (n_kv, n_ctx) so that each output element is one contiguous dot product over
- * positions, as in llama.cpp's cache.
+ * softmax, out = V^T p.  K is stored one row per position and KV head (n_head_kv, n_ctx,
+ * head_dim: kv_head_row, each head's keys contiguous); V is stored transposed (n_kv, n_ctx) so
+ * that each output element is one contiguous dot product over positions, as in llama.cpp's
+ * cache.
  */
 static void attention_heads(void *arg, int ith, int nth)
 {
@@ -1010,13 +993,13 @@ static void attention_heads(void *arg, int ith, int nth)
         const float *q = c->q + (size_t)i * (size_t)hp->n_q + (size_t)h * (size_t)hd;
         float *out = c->att + (size_t)i * (size_t)hp->n_q + (size_t)h * (size_t)hd;
         if (c->kv_type == LC_TYPE_F16) {
-            const lc_fp16 *kc = (const lc_fp16 *)c->k_cache + layer_off + (size_t)kvh * (size_t)hd;
+            const lc_fp16 *kc = (const lc_fp16 *)(const void *)kv_head_row(c, false, t->layer, kvh, 0);
             k->quantize_row[LC_TYPE_F16](q, q16, hd);
-            dots16(k, batch, scores + k0, kc + (size_t)k0 * (size_t)c->n_kv, (size_t)c->n_kv,
+            dots16(k, batch, scores + k0, kc + (size_t)k0 * (size_t)hd, (size_t)hd,
                    n_keys - k0, q16, hd);
         } else {
-            const float *kc = (const float *)c->k_cache + layer_off + (size_t)kvh * (size_t)hd;
-            dots32(k, batch, scores + k0, kc + (size_t)k0 * (size_t)c->n_kv, (size_t)c->n_kv,
+            const float *kc = (const float *)(const void *)kv_head_row(c, false, t->layer, kvh, 0);
+            dots32(k, batch, scores + k0, kc + (size_t)k0 * (size_t)hd, (size_t)hd,
                    n_keys - k0, q, hd);
         }
         scores_to_weights(k, scores, k0, n_keys, n_kv, cap, inv_cap, scale);
@@ -1078,7 +1061,7 @@ static void attention_groups(void *arg, int ith, int nth)
         const int n_keys = t->pos + i + 1;
         const int n_kv = kv_len_padded(c, c->exact ? n_keys : t->pos + t->n_tok);
         const int k0 = n_swa > 0 && n_keys > n_swa ? n_keys - n_swa : 0;
-        const lc_fp16 *kc = (const lc_fp16 *)c->k_cache + layer_off + (size_t)kvh * (size_t)hd;
+        const lc_fp16 *kc = (const lc_fp16 *)(const void *)kv_head_row(c, false, t->layer, kvh, 0);
         for (int g = 0; g < ng; g++) {
             lc_fp16 *qg = p16 + (size_t)g * w;
             k->quantize_row[LC_TYPE_F16](c->q + (size_t)i * (size_t)hp->n_q + (size_t)(h0 + g) * (size_t)hd,
@@ -1086,7 +1069,7 @@ static void attention_groups(void *arg, int ith, int nth)
             y[g] = qg;
             sc[g] = scores + (size_t)g * (size_t)c->n_ctx + k0;
         }
-        k->dot_f16_rows_multi(sc, kc + (size_t)k0 * (size_t)c->n_kv, (size_t)c->n_kv, n_keys - k0, y,
+        k->dot_f16_rows_multi(sc, kc + (size_t)k0 * (size_t)hd, (size_t)hd, n_keys - k0, y,
                               ng, hd, work);
         for (int g = 0; g < ng; g++) {
             float *s = scores + (size_t)g * (size_t)c->n_ctx;
@@ -1147,7 +1130,7 @@ static void attention_fused(void *arg, int ith, int nth)
     const float cap = hp->attn_softcap;
     const float scale = cap > 0.0f ? hp->kq_scale / cap : hp->kq_scale;
     const enum lc_type kt = c->kv_type;
-    const size_t hr = c->head_row;   /* one head's row (fa_row) */
+    const size_t hr = c->head_row;   /* one head's row (kv_head_row) */
     /* slices: enough jobs for every thread, at most GRP_MAX heads each */
     int n_sl = (group + GRP_MAX - 1) / GRP_MAX;
     while (t->n_tok * n_hkv * n_sl < nth && n_sl < group)
@@ -1191,8 +1174,8 @@ static void attention_fused(void *arg, int ith, int nth)
         }
         for (int j0 = k0; j0 < n_keys; j0 += FA_CHUNK) {
             const int nj = n_keys - j0 < FA_CHUNK ? n_keys - j0 : FA_CHUNK;
-            const char *kc = fa_row(c, false, t->layer, kvh, j0);
-            const char *vc = fa_row(c, true, t->layer, kvh, j0);
+            const char *kc = kv_head_row(c, false, t->layer, kvh, j0);
+            const char *vc = kv_head_row(c, true, t->layer, kvh, j0);
             /* the chunk's scores for every head of the slice */
             if (kt == LC_TYPE_F16) {
                 k->qk_f16_rows(sc, ng, (const float *const *)q32, (const lc_fp16 *)kc, (size_t)hd,
@@ -1248,40 +1231,39 @@ static void attention_fused(void *arg, int ith, int nth)
 
 /* ---------------------------------------------------------------- one batch */
 
-/* Write the batch's k rows (one per position) and v columns (V is stored transposed). */
+/* Write the batch's k rows (one per position and KV head, kv_head_row) and v rows (the same,
+ * under fused attention) or columns (V is stored transposed). */
 static void store_kv(struct lc_context *c, int layer, int n_tok, int pos)
 {
     const size_t lo = (size_t)layer * (size_t)c->n_ctx * (size_t)c->n_kv;
-    const size_t koff = lo + (size_t)pos * (size_t)c->n_kv;
-    const size_t nk = (size_t)n_tok * (size_t)c->n_kv;
-    if (c->fa) {
-        /* K and V head-major (fa_row), converted as ggml_cpy does (the CPU from_float of the
-         * type; a Q8_0 block never straddles two heads, head_dim % 32 == 0) */
-        const int hd = c->model->hp.head_dim;
-        for (int t = 0; t < n_tok; t++)
-            for (int h = 0; h < c->model->hp.n_head_kv; h++) {
-                const size_t src = (size_t)t * (size_t)c->n_kv + (size_t)h * (size_t)hd;
-                char *kd = fa_row(c, false, layer, h, pos + t), *vd = fa_row(c, true, layer, h, pos + t);
-                if (c->kv_type == LC_TYPE_F32) {
-                    memcpy(kd, c->kb + src, (size_t)hd * sizeof(float));
+    /* converted as ggml_cpy does (the CPU from_float of the type; a Q8_0 block never straddles
+     * two heads, head_dim % 32 == 0) */
+    const int hd = c->model->hp.head_dim;
+    for (int t = 0; t < n_tok; t++)
+        for (int h = 0; h < c->model->hp.n_head_kv; h++) {
+            const size_t src = (size_t)t * (size_t)c->n_kv + (size_t)h * (size_t)hd;
+            char *kd = kv_head_row(c, false, layer, h, pos + t);
+            char *vd = c->fa ? kv_head_row(c, true, layer, h, pos + t) : NULL;
+            if (c->kv_type == LC_TYPE_F32) {
+                memcpy(kd, c->kb + src, (size_t)hd * sizeof(float));
+                if (vd)
                     memcpy(vd, c->vb + src, (size_t)hd * sizeof(float));
-                } else {
-                    c->k->quantize_row[c->kv_type](c->kb + src, kd, hd);
+            } else {
+                c->k->quantize_row[c->kv_type](c->kb + src, kd, hd);
+                if (vd)
                     c->k->quantize_row[c->kv_type](c->vb + src, vd, hd);
-                }
             }
+        }
+    if (c->fa)
         return;
-    }
     if (c->kv_type == LC_TYPE_F16) {
-        lc_fp16 *kc = (lc_fp16 *)c->k_cache + koff, *vc = (lc_fp16 *)c->v_cache + lo;
-        c->k->quantize_row[LC_TYPE_F16](c->kb, kc, (int64_t)nk);
+        lc_fp16 *vc = (lc_fp16 *)c->v_cache + lo;
         for (int t = 0; t < n_tok; t++)
             for (int d = 0; d < c->n_kv; d++)
                 vc[(size_t)d * (size_t)c->n_ctx + (size_t)(pos + t)] =
                     lc_fp32_to_fp16(c->vb[(size_t)t * (size_t)c->n_kv + (size_t)d]);
     } else {
         float *vc = (float *)c->v_cache + lo;
-        memcpy((float *)c->k_cache + koff, c->kb, nk * sizeof(float));
         for (int t = 0; t < n_tok; t++)
             for (int d = 0; d < c->n_kv; d++)
                 vc[(size_t)d * (size_t)c->n_ctx + (size_t)(pos + t)] =
