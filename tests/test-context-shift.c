@@ -13,9 +13,10 @@
  * (the attention block adds nothing to the residual stream: x = embedding + FFNs).  Then each
  * kept key of every layer must be the fresh one up to the rounding of a rotation by -d on top
  * of one by p (measured: at most 1.7e-5 on keys of magnitude up to 9.5); a wrong angle on one layer moves
- * that layer's keys by O(1).
+ * that layer's keys by O(1).  The same with fused attention (-fa), whose cache is head-major.
  */
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,12 +29,13 @@
 #define KEEP 4
 #define DISCARD 20
 
-static struct lc_context *new_ctx(struct lc_model *m)
+static struct lc_context *new_ctx(struct lc_model *m, bool fa)
 {
     struct lc_context_params cp = lc_context_default_params();
     cp.n_ctx = 128;
     cp.n_threads = 2;
     cp.kv_type = LC_TYPE_F32;
+    cp.flash_attn = fa;   /* its cache is head-major: the shift moves and turns each head's rows */
     char *err = NULL;
     struct lc_context *c = lc_context_new(m, &cp, &err);
     CHECK(c != NULL, "context: %s", err ? err : "?");
@@ -41,7 +43,7 @@ static struct lc_context *new_ctx(struct lc_model *m)
     return c;
 }
 
-static void run(const char *arch)
+static void run(const char *arch, bool fa)
 {
     char rel[128], path[512];
     snprintf(rel, sizeof rel, "models/arch/%s-f16.gguf", arch);
@@ -72,7 +74,7 @@ static void run(const char *arch)
         if (i < KEEP || i >= KEEP + DISCARD)
             kept[n++] = toks[i];
 
-    struct lc_context *a = new_ctx(m), *b = new_ctx(m);
+    struct lc_context *a = new_ctx(m, fa), *b = new_ctx(m, fa);
     float *ka = malloc((size_t)nkv * sizeof(float)), *kb = malloc((size_t)nkv * sizeof(float));
     int ok = a && b && ka && kb && zeros;
     ok = ok && lc_context_decode(a, toks, N_PROMPT, 0, false, &err) == 0;
@@ -100,11 +102,13 @@ static void run(const char *arch)
         for (int d = 0; d < nkv; d++)
             moved = fmax(moved, fabs((double)ka[d] - (double)kb[d]));
     }
-    fprintf(stderr, "%-7s %d layers: shifted vs fresh keys: max diff %.2e (layer %d; max |k| %.1f); "
-            "unshifted key %.2f away\n", arch, m->hp.n_layer, worst, worst_layer, mx, moved);
-    CHECK(ok && worst <= 1e-5 * fmax(mx, 1.0), "%s: a shifted key of layer %d is %.3e off", arch,
-          worst_layer, worst);
-    CHECK(moved > 0.1, "%s: the key at its old position is the same as at the new one", arch);
+    fprintf(stderr, "%-7s%s %d layers: shifted vs fresh keys: max diff %.2e (layer %d; max |k| %.1f); "
+            "unshifted key %.2f away\n", arch, fa ? " -fa" : "", m->hp.n_layer, worst, worst_layer, mx,
+            moved);
+    CHECK(ok && worst <= 1e-5 * fmax(mx, 1.0), "%s%s: a shifted key of layer %d is %.3e off", arch,
+          fa ? " -fa" : "", worst_layer, worst);
+    CHECK(moved > 0.1, "%s%s: the key at its old position is the same as at the new one", arch,
+          fa ? " -fa" : "");
     free(ka);
     free(kb);
     lc_context_free(a);
@@ -124,7 +128,9 @@ int main(void)
     }
     fclose(f);
     static const char *const archs[] = {"llama3", "qwen2", "qwen3", "phi3", "gemma2", "gemma3"};
-    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
-        run(archs[i]);
+    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++) {
+        run(archs[i], false);
+        run(archs[i], true);
+    }
     return tu_finish("test-context-shift");
 }

@@ -174,7 +174,38 @@ static void check_scalar(const struct lc_kernels *S)
     const float g = 1.0f, u = 2.0f;
     S->swiglu(&sw, &g, &u, 1);
     CHECK(fabsf(sw - 2.0f / (1.0f + expf(-1.0f))) < 1e-7f, "swiglu %g", (double)sw);
+    /* the fused attention's steps: exp_sum raises the running max and returns the chunk's sum */
+    float ex[3] = {2.0f, 4.0f, 1.0f}, em = 1.0f;
+    const float es = S->exp_sum(ex, 3, 0.5f, &em);
+    CHECK(em == 2.0f && fabsf(ex[0] - expf(-1.0f)) < 2e-7f && fabsf(ex[1] - 1.0f) < 2e-7f &&
+          fabsf(ex[2] - expf(-1.5f)) < 2e-7f && fabsf(es - (ex[0] + ex[1] + ex[2])) < 1e-6f,
+          "exp_sum %g %g %g sum %g max %g", (double)ex[0], (double)ex[1], (double)ex[2], (double)es,
+          (double)em);
+    em = 9.0f;   /* a larger running max stays */
+    ex[0] = 1.0f;
+    S->exp_sum(ex, 1, 1.0f, &em);
+    CHECK(em == 9.0f && fabsf(ex[0] - expf(-8.0f)) < 1e-9f, "exp_sum max %g %g", (double)em, (double)ex[0]);
+    /* two heads, two value rows of 3: y[j] += p[j][0] x0 + p[j][1] x1 */
+    const lc_fp16 vx[6] = {lc_fp32_to_fp16(1.0f), lc_fp32_to_fp16(2.0f), lc_fp32_to_fp16(-1.0f),
+                           lc_fp32_to_fp16(0.5f), lc_fp32_to_fp16(0.0f), lc_fp32_to_fp16(4.0f)};
+    float y0[3] = {1.0f, 1.0f, 1.0f}, y1[3] = {0.0f, 0.0f, 0.0f};
+    const float p0[2] = {2.0f, 4.0f}, p1[2] = {-1.0f, 1.0f};
+    float *ys[2] = {y0, y1};
+    const float *ps[2] = {p0, p1};
+    S->mad_f16_rows(ys, 2, ps, vx, 3, 2, 3);
+    CHECK(y0[0] == 5.0f && y0[1] == 5.0f && y0[2] == 15.0f && y1[0] == -0.5f && y1[1] == -2.0f &&
+          y1[2] == 5.0f, "mad_f16_rows %g %g %g / %g %g %g", (double)y0[0], (double)y0[1],
+          (double)y0[2], (double)y1[0], (double)y1[1], (double)y1[2]);
+    /* q.K: the same rows against two queries */
+    const float qa[3] = {1.0f, 1.0f, 1.0f}, qb[3] = {2.0f, 0.0f, -1.0f};
+    const float *qs[2] = {qa, qb};
+    float s0[2], s1[2];
+    float *ss[2] = {s0, s1};
+    S->qk_f16_rows(ss, 2, qs, vx, 3, 2, 3);
+    CHECK(s0[0] == 2.0f && s0[1] == 4.5f && s1[0] == 3.0f && s1[1] == -3.0f,
+          "qk_f16_rows %g %g / %g %g", (double)s0[0], (double)s0[1], (double)s1[0], (double)s1[1]);
 }
+
 
 /* ---------------------------------------------------------------- comparisons */
 
@@ -649,6 +680,81 @@ static void check_quantize_stress(const struct lc_kernels *S, const struct lc_ke
     free(x);
     free(a);
     free(b);
+}
+
+/*
+ * The fused attention's kernels (kernels.h): exp_sum and mad_f16_rows / mad_f32_rows have the
+ * scalar reference's bits on every ISA; qk_f16_rows sums in its own order, within float rounding
+ * of a double sum.  Head sizes with and without tails, 1 to 9 heads, odd row counts.
+ */
+static void check_attn(const struct lc_kernels *S, const struct lc_kernels *K)
+{
+    static const int hds[] = {64, 128, 80, 40, 8};
+    static const int nrs[] = {1, 7, 16, 37, 128};
+    enum { NY = 9, NR = 128, HD = 128, STRIDE = 4 * HD + 8 };
+    lc_fp16 *x16 = malloc((size_t)NR * STRIDE * sizeof(lc_fp16));
+    float *x32 = malloc((size_t)NR * STRIDE * sizeof(float));
+    static float q[NY][HD], p[NY][NR], y1[NY][HD], y2[NY][HD], s1[NY][NR], s2[NY][NR];
+    for (size_t i = 0; i < (size_t)NR * STRIDE; i++) {
+        x32[i] = frand(-2.0f, 2.0f);
+        x16[i] = lc_fp32_to_fp16(x32[i]);
+    }
+    for (int j = 0; j < NY; j++) {
+        for (int i = 0; i < HD; i++)
+            q[j][i] = lc_fp16_to_fp32(lc_fp32_to_fp16(frand(-3.0f, 3.0f)));
+        for (int r = 0; r < NR; r++)
+            p[j][r] = frand(0.0f, 1.0f);
+    }
+    float *Y1[NY], *Y2[NY], *S1[NY], *S2[NY];
+    const float *P[NY], *Q[NY];
+    for (int j = 0; j < NY; j++) {
+        Y1[j] = y1[j], Y2[j] = y2[j], S1[j] = s1[j], S2[j] = s2[j], P[j] = p[j], Q[j] = q[j];
+    }
+    for (size_t ih = 0; ih < sizeof(hds) / sizeof(hds[0]); ih++)
+        for (size_t ir = 0; ir < sizeof(nrs) / sizeof(nrs[0]); ir++)
+            for (int ny = 1; ny <= NY; ny += 2) {
+                const int n = hds[ih], nr = nrs[ir];
+                const size_t stride = ir % 2 ? (size_t)n : (size_t)STRIDE; /* packed or strided */
+                for (int j = 0; j < ny; j++)
+                    for (int i = 0; i < n; i++)
+                        y1[j][i] = y2[j][i] = q[j][i] * 0.25f;
+                S->mad_f16_rows(Y1, ny, P, x16, stride, nr, n);
+                K->mad_f16_rows(Y2, ny, P, x16, stride, nr, n);
+                CHECK(!memcmp(y1, y2, sizeof(y1)), "%s mad_f16_rows n=%d nr=%d ny=%d: not the same bits",
+                      K->isa, n, nr, ny);
+                S->mad_f32_rows(Y1, ny, P, x32, stride, nr, n);
+                K->mad_f32_rows(Y2, ny, P, x32, stride, nr, n);
+                CHECK(!memcmp(y1, y2, sizeof(y1)), "%s mad_f32_rows n=%d nr=%d ny=%d: not the same bits",
+                      K->isa, n, nr, ny);
+                S->qk_f16_rows(S1, ny, Q, x16, stride, nr, n);
+                K->qk_f16_rows(S2, ny, Q, x16, stride, nr, n);
+                int bad = 0;
+                for (int j = 0; j < ny; j++)
+                    for (int r = 0; r < nr; r++) {
+                        double want = 0.0, mag = 0.0;
+                        for (int i = 0; i < n; i++) {
+                            const double t = (double)lc_fp16_to_fp32(x16[(size_t)r * stride + (size_t)i]) *
+                                             (double)q[j][i];
+                            want += t;
+                            mag += fabs(t);
+                        }
+                        bad += !close_to(s1[j][r], want, mag, 1e-6) + !close_to(s2[j][r], want, mag, 1e-6);
+                    }
+                CHECK(!bad, "%s qk_f16_rows n=%d nr=%d ny=%d: %d sums off", K->isa, n, nr, ny, bad);
+            }
+    /* exp_sum: scores that saturate, underflow, tails of every length, a running max above */
+    for (int n = 1; n <= NR; n += n < 40 ? 1 : 29) {
+        for (int i = 0; i < n; i++)
+            s1[0][i] = s2[0][i] = frand(-1.0f, 1.0f) * (i % 3 ? 300.0f : 20.0f);
+        float m1 = n % 2 ? -INFINITY : 50.0f, m2 = m1;
+        const float e1 = S->exp_sum(s1[0], n, 0.7f, &m1), e2 = K->exp_sum(s2[0], n, 0.7f, &m2);
+        CHECK(m1 == m2 && !memcmp(&e1, &e2, sizeof(e1)) &&
+              !memcmp(s1[0], s2[0], (size_t)n * sizeof(float)),
+              "%s exp_sum n=%d: not the same bits (max %g %g, sum %.9g %.9g)", K->isa, n,
+              (double)m1, (double)m2, (double)e1, (double)e2);
+    }
+    free(x16);
+    free(x32);
 }
 
 static void check_float(const struct lc_kernels *S, const struct lc_kernels *K)
@@ -1164,6 +1270,7 @@ int main(void)
     fprintf(stderr, "neon dotprod: %s\n", (getauxval(AT_HWCAP) & (1 << 20)) ? "yes" : "no");
 #endif
     check_scalar(S);
+    check_attn(S, S);
     check_q4_0x8(S, S);
     check_x16(S, S, LC_TYPE_Q4_1);
     check_x16(S, S, LC_TYPE_Q4_0);
@@ -1205,6 +1312,7 @@ int main(void)
         check_new_types(S, K);
         check_quantize_stress(S, K);
         check_float(S, K);
+        check_attn(S, K);
         compared++;
     }
     const int rc = tu_finish("test-kernels");

@@ -12,7 +12,7 @@
  *   q, k = RoPE(q, k)  adjacent pairs (llama) or NEOX halves (the others), the layer's base and
  *          scale, angles divided by the frequency factors when the model has them
  *   q   *= q_scale                                       (phi3, gemma: 1/sqrt(d); else 1)
- *   K cache rows [pos, pos+T) = k  (n_ctx, n_kv); V cache columns = v  (n_kv, n_ctx)
+ *   K cache rows [pos, pos+T) = k  (n_head_kv, n_ctx, head_dim); V cache columns = v  (n_kv, n_ctx)
  *   s    = q K^T; s = c tanh(s / c) (attn_softcap); s *= kq_scale; keys past the query, or
  *          n_swa or more positions before it on a window layer, masked
  *   att  = softmax(s) V                                  per head; head h reads KV head
@@ -32,8 +32,9 @@
  * mul_mat does with F16 operands.  Every scaling is one float multiply as ggml_scale, the
  * soft-caps are its scale, tanh, scale, and GELU goes through ggml's F16 table.
  *
- * With flash_attn (or a q8_0 cache) the attention is attention_fused, ggml's flash_attn_ext
- * order (llama.cpp -fa), and V is cached by rows like K; see there.  The default order's
+ * With flash_attn (or a q8_0 cache) the attention is attention_fused, one pass over the keys
+ * with an online softmax as llama.cpp's -fa (in chunks of keys: not its order, within rounding of
+ * the default), and V is cached head-major as K (kv_head_row); see there.  The default order's
  * one-token steps go through attention_groups where the ISA has dot_f16_rows_multi: the heads
  * of a GQA group read each K and V row together, with the bits of dot_f16 per head
  * (LLAMACHAT_ATTN_HEADS=1 turns it off, for tests).
@@ -67,10 +68,12 @@ struct lc_context {
     struct lc_kernels k_order; /* the kernel table with LC_ORDER_GGML_AVX2's entries (k points here) */
     size_t kv_elt;            /* bytes per KV element (F16/F32; 0 for Q8_0) */
     size_t kv_row;            /* bytes per cache row of n_kv elements (any kv_type) */
-    bool fa;                  /* fused attention (V cached by rows) */
+    bool fa;                  /* fused attention (V head-major as K: kv_head_row) */
     int32_t n_kv;             /* n_head_kv * head_dim */
 
-    void *k_cache, *v_cache;  /* (n_layer, n_ctx, n_kv) each; V (n_layer, n_kv, n_ctx) unless fa */
+    void *k_cache, *v_cache;  /* K (n_layer, n_head_kv, n_ctx, head_dim): kv_head_row; V
+                                 (n_layer, n_kv, n_ctx) transposed, or as K under fa */
+    size_t head_row;          /* bytes of one KV head's slice of a cache row (any kv_type) */
     void *fa_scratch;         /* fused attention: fa_scratch_bytes per thread */
     size_t fa_scratch_bytes;
 
@@ -253,6 +256,7 @@ struct lc_context *lc_context_new(const struct lc_model *m, const struct lc_cont
     c->kv_pad = p->kv_pad > 0 ? p->kv_pad : 32;
     c->n_kv = hp->n_head_kv * hp->head_dim;
     c->kv_row = lc_row_size(c->kv_type, c->n_kv);
+    c->head_row = lc_row_size(c->kv_type, hp->head_dim);
     int n_threads = p->n_threads > 0 ? p->n_threads : lc_n_cpus();
     if (p->threads_from) {
         c->tp = lc_threadpool_ref(p->threads_from->tp);
@@ -270,7 +274,8 @@ struct lc_context *lc_context_new(const struct lc_model *m, const struct lc_cont
     c->k_cache = xcalloc(kvrows, c->kv_row, &ok);
     c->v_cache = xcalloc(kvrows, c->kv_row, &ok);
     if (c->fa) {
-        c->fa_scratch_bytes = fa_scratch_size(hp->n_head / hp->n_head_kv, hp->head_dim);
+        const int g = hp->n_head / hp->n_head_kv;
+        c->fa_scratch_bytes = fa_scratch_size(g < GRP_MAX ? g : GRP_MAX, hp->head_dim);
         c->fa_scratch = xcalloc((size_t)n_threads, c->fa_scratch_bytes, &ok);
     }
     c->x = xcalloc(B * E, sizeof(float), &ok);
@@ -692,6 +697,44 @@ static void rope(float *x, int n_heads, int head_dim, int n_rot, enum lc_rope_ki
 }
 
 /*
+ * K, and V under fused attention, are cached head-major, (n_layer, n_head_kv, n_ctx, head_dim)
+ * in kv_type: one KV head's rows are contiguous, so attention streams them (rows of all heads,
+ * n_kv apart, made each head's pass fetch lines at a stride the hardware prefetcher follows
+ * badly; the state file and lc_context_k_row still see rows of n_kv).  The row of KV head kvh
+ * at position pos of layer il.
+ */
+static char *kv_head_row(const struct lc_context *c, bool v, int il, int kvh, int32_t pos)
+{
+    const size_t n_hkv = (size_t)c->model->hp.n_head_kv;
+    return (char *)(v ? c->v_cache : c->k_cache) +
+           (((size_t)il * n_hkv + (size_t)kvh) * (size_t)c->n_ctx + (size_t)pos) * c->head_row;
+}
+
+/* Rotate the key row kr (n_heads heads of kv_type, n elements in all) by cs, through floats
+ * (row: n of scratch) as ggml ropes an F16 or quantized cache. */
+static void rope_k_row(struct lc_context *c, char *kr, int n_heads, int n, float *row,
+                       const float *cs)
+{
+    const struct lc_hparams *hp = &c->model->hp;
+    const enum lc_rope_kind kind = hp->arch->rope;
+    if (c->kv_type == LC_TYPE_Q8_0) {
+        lc_dequantize_row_q8_0((const lc_block_q8_0 *)kr, row, (int64_t)n);
+        rope(row, n_heads, hp->head_dim, hp->n_rot, kind, cs);
+        c->k->quantize_row[LC_TYPE_Q8_0](row, kr, (int64_t)n);
+    } else if (c->kv_type == LC_TYPE_F16) {
+        const lc_fp16 *h = (const lc_fp16 *)kr;
+        for (int d = 0; d < n; d++)
+            row[d] = lc_fp16_to_fp32(h[d]);
+        rope(row, n_heads, hp->head_dim, hp->n_rot, kind, cs);
+        lc_fp16 *o = (lc_fp16 *)kr;
+        for (int d = 0; d < n; d++)
+            o[d] = lc_fp32_to_fp16(row[d]);
+    } else {
+        rope((float *)kr, n_heads, hp->head_dim, hp->n_rot, kind, cs);
+    }
+}
+
+/*
  * Every RoPE this pass applies can be shifted: angles add up per pair whatever the pairing,
  * the frequency factors divide the shift's angle as they divide the position's, and each
  * layer's keys are re-rotated with that layer's base and scale (as llama.cpp's build_k_shift
@@ -703,7 +746,6 @@ int lc_context_shift(struct lc_context *c, int32_t keep, int32_t n_discard)
     if (keep < 0 || n_discard <= 0 || keep + n_discard > c->n_past)
         return -1;
     const struct lc_hparams *hp = &c->model->hp;
-    const enum lc_rope_kind kind = hp->arch->rope;
     const int32_t n_move = c->n_past - keep - n_discard;
     const size_t es = c->kv_elt, nkv = (size_t)c->n_kv, nctx = (size_t)c->n_ctx, rb = c->kv_row;
     float *cs = malloc((size_t)(hp->n_rot > 0 ? hp->n_rot : 1) * sizeof(float));
@@ -723,33 +765,22 @@ int lc_context_shift(struct lc_context *c, int32_t keep, int32_t n_discard)
             cs_base = L->rope_base;
             cs_scale = L->rope_scale;
         }
-        const size_t lo = (size_t)layer * nctx;   /* rows */
-        char *k = (char *)c->k_cache + lo * rb;
-        memmove(k + (size_t)keep * rb, k + (size_t)(keep + n_discard) * rb, (size_t)n_move * rb);
-        for (int32_t p = keep; p < keep + n_move; p++) {
-            char *kr = k + (size_t)p * c->kv_row;
-            if (c->kv_type == LC_TYPE_Q8_0) {
-                /* as ggml ropes a quantized cache: to floats, rotate, quantize again */
-                lc_dequantize_row_q8_0((const lc_block_q8_0 *)kr, row, (int64_t)nkv);
-                rope(row, hp->n_head_kv, hp->head_dim, hp->n_rot, kind, cs);
-                c->k->quantize_row[LC_TYPE_Q8_0](row, kr, (int64_t)nkv);
-            } else if (c->kv_type == LC_TYPE_F16) {
-                const lc_fp16 *h = (const lc_fp16 *)kr;
-                for (size_t d = 0; d < nkv; d++)
-                    row[d] = lc_fp16_to_fp32(h[d]);
-                rope(row, hp->n_head_kv, hp->head_dim, hp->n_rot, kind, cs);
-                lc_fp16 *o = (lc_fp16 *)kr;
-                for (size_t d = 0; d < nkv; d++)
-                    o[d] = lc_fp32_to_fp16(row[d]);
-            } else {
-                rope((float *)kr, hp->n_head_kv, hp->head_dim, hp->n_rot, kind, cs);
+        /* head-major (kv_head_row): each head's rows move and turn on their own, through floats
+         * as ggml ropes an F16 or quantized cache */
+        const size_t hr = c->head_row;
+        for (int h = 0; h < hp->n_head_kv; h++) {
+            char *k = kv_head_row(c, false, layer, h, 0);
+            memmove(k + (size_t)keep * hr, k + (size_t)(keep + n_discard) * hr, (size_t)n_move * hr);
+            for (int32_t p = keep; p < keep + n_move; p++)
+                rope_k_row(c, k + (size_t)p * hr, 1, hp->head_dim, row, cs);
+            if (c->fa) {
+                char *v = kv_head_row(c, true, layer, h, 0);
+                memmove(v + (size_t)keep * hr, v + (size_t)(keep + n_discard) * hr, (size_t)n_move * hr);
             }
         }
-        char *v = (char *)c->v_cache + lo * rb;
-        if (c->fa) {   /* by rows, as K */
-            memmove(v + (size_t)keep * rb, v + (size_t)(keep + n_discard) * rb, (size_t)n_move * rb);
+        if (c->fa)
             continue;
-        }
+        char *v = (char *)c->v_cache + (size_t)layer * nctx * rb;
         /* transposed: (n_kv, n_ctx) */
         for (size_t d = 0; d < nkv; d++) {
             char *vr = v + d * nctx * es;
@@ -766,12 +797,18 @@ int lc_context_k_row(const struct lc_context *c, int il, int32_t pos, float *out
 {
     if (il < 0 || il >= c->model->hp.n_layer || pos < 0 || pos >= c->n_past)
         return -1;
-    const size_t off = ((size_t)il * (size_t)c->n_ctx + (size_t)pos) * (size_t)c->n_kv;
-    if (c->kv_type == LC_TYPE_F16)
-        for (int32_t d = 0; d < c->n_kv; d++)
-            out[d] = lc_fp16_to_fp32(((const lc_fp16 *)c->k_cache)[off + (size_t)d]);
-    else
-        memcpy(out, (const float *)c->k_cache + off, (size_t)c->n_kv * sizeof(float));
+    const int hd = c->model->hp.head_dim;
+    for (int h = 0; h < c->model->hp.n_head_kv; h++) {
+        const char *kr = kv_head_row(c, false, il, h, pos);
+        float *o = out + (size_t)h * (size_t)hd;
+        if (c->kv_type == LC_TYPE_Q8_0)
+            lc_dequantize_row_q8_0((const lc_block_q8_0 *)kr, o, hd);
+        else if (c->kv_type == LC_TYPE_F16)
+            for (int d = 0; d < hd; d++)
+                o[d] = lc_fp16_to_fp32(((const lc_fp16 *)kr)[d]);
+        else
+            memcpy(o, kr, (size_t)hd * sizeof(float));
+    }
     return 0;
 }
 
@@ -800,23 +837,28 @@ unsigned lc_context_compute_flags(const struct lc_context *c)
 int32_t lc_context_kv_n_embd(const struct lc_context *c) { return c->n_kv; }
 size_t lc_context_kv_row_bytes(const struct lc_context *c) { return c->kv_row; }
 
-/* Copy rows [pos, pos + n) of layer il between the cache and buf (to_cache: buf -> cache).  K,
- * and V under fused attention, are rows already; the transposed V (n_kv, n_ctx) of F16/F32 is
- * gathered or scattered element by element (Q8_0 always has fa). */
+/* Copy rows [pos, pos + n) of layer il between the cache and buf (to_cache: buf -> cache), buf
+ * holding rows of n_kv: each head's slice of K (and of V under fused attention, Q8_0 always) goes
+ * to its kv_head_row; the transposed V (n_kv, n_ctx) of F16/F32 is gathered or scattered element
+ * by element. */
 static void kv_copy(struct lc_context *c, int il, bool v, int32_t pos, int32_t n, void *buf,
                     bool to_cache)
 {
-    char *cache = v ? c->v_cache : c->k_cache;
-    if (!v || c->fa) {
-        char *rows = cache + ((size_t)il * (size_t)c->n_ctx + (size_t)pos) * c->kv_row;
-        if (to_cache)
-            memcpy(rows, buf, (size_t)n * c->kv_row);
-        else
-            memcpy(buf, rows, (size_t)n * c->kv_row);
+    if (!v || c->fa) {   /* head-major (kv_head_row): each head's slice of the rows */
+        for (int h = 0; h < c->model->hp.n_head_kv; h++) {
+            char *rows = kv_head_row(c, v, il, h, pos);
+            char *b = (char *)buf + (size_t)h * c->head_row;
+            for (int32_t t = 0; t < n; t++, rows += c->head_row, b += c->kv_row) {
+                if (to_cache)
+                    memcpy(rows, b, c->head_row);
+                else
+                    memcpy(b, rows, c->head_row);
+            }
+        }
         return;
     }
     const size_t es = c->kv_elt, nkv = (size_t)c->n_kv, nctx = (size_t)c->n_ctx;
-    char *layer = cache + (size_t)il * nctx * nkv * es;
+    char *layer = (char *)c->v_cache + (size_t)il * nctx * nkv * es;
     for (size_t d = 0; d < nkv; d++) {
         char *col = layer + (d * nctx + (size_t)pos) * es;   /* element d of positions pos.. */
         char *b = (char *)buf + d * es;
@@ -927,9 +969,10 @@ static void scores_to_weights(const struct lc_kernels *k, float *s, int k0, int 
  * Per (token, head): scores = q.K^T over the keys the query sees (keys 0 .. pos+i, and on a
  * window layer only the last n_swa of them; the rest of the padded length masked), soft-capped
  * (gemma2: c * tanh(s / c), before the mask as llama.cpp's llm_build_kqv), times kq_scale,
- * softmax, out = V^T p.  K is stored one row per position (n_ctx, n_kv); V is stored
- * transposed (n_kv, n_ctx) so that each output element is one contiguous dot product over
- * positions, as in llama.cpp's cache.
+ * softmax, out = V^T p.  K is stored one row per position and KV head (n_head_kv, n_ctx,
+ * head_dim: kv_head_row, each head's keys contiguous); V is stored transposed (n_kv, n_ctx) so
+ * that each output element is one contiguous dot product over positions, as in llama.cpp's
+ * cache.
  */
 static void attention_heads(void *arg, int ith, int nth)
 {
@@ -959,13 +1002,13 @@ static void attention_heads(void *arg, int ith, int nth)
         const float *q = c->q + (size_t)i * (size_t)hp->n_q + (size_t)h * (size_t)hd;
         float *out = c->att + (size_t)i * (size_t)hp->n_q + (size_t)h * (size_t)hd;
         if (c->kv_type == LC_TYPE_F16) {
-            const lc_fp16 *kc = (const lc_fp16 *)c->k_cache + layer_off + (size_t)kvh * (size_t)hd;
+            const lc_fp16 *kc = (const lc_fp16 *)(const void *)kv_head_row(c, false, t->layer, kvh, 0);
             k->quantize_row[LC_TYPE_F16](q, q16, hd);
-            dots16(k, batch, scores + k0, kc + (size_t)k0 * (size_t)c->n_kv, (size_t)c->n_kv,
+            dots16(k, batch, scores + k0, kc + (size_t)k0 * (size_t)hd, (size_t)hd,
                    n_keys - k0, q16, hd);
         } else {
-            const float *kc = (const float *)c->k_cache + layer_off + (size_t)kvh * (size_t)hd;
-            dots32(k, batch, scores + k0, kc + (size_t)k0 * (size_t)c->n_kv, (size_t)c->n_kv,
+            const float *kc = (const float *)(const void *)kv_head_row(c, false, t->layer, kvh, 0);
+            dots32(k, batch, scores + k0, kc + (size_t)k0 * (size_t)hd, (size_t)hd,
                    n_keys - k0, q, hd);
         }
         scores_to_weights(k, scores, k0, n_keys, n_kv, cap, inv_cap, scale);
@@ -1027,7 +1070,7 @@ static void attention_groups(void *arg, int ith, int nth)
         const int n_keys = t->pos + i + 1;
         const int n_kv = kv_len_padded(c, c->exact ? n_keys : t->pos + t->n_tok);
         const int k0 = n_swa > 0 && n_keys > n_swa ? n_keys - n_swa : 0;
-        const lc_fp16 *kc = (const lc_fp16 *)c->k_cache + layer_off + (size_t)kvh * (size_t)hd;
+        const lc_fp16 *kc = (const lc_fp16 *)(const void *)kv_head_row(c, false, t->layer, kvh, 0);
         for (int g = 0; g < ng; g++) {
             lc_fp16 *qg = p16 + (size_t)g * w;
             k->quantize_row[LC_TYPE_F16](c->q + (size_t)i * (size_t)hp->n_q + (size_t)(h0 + g) * (size_t)hd,
@@ -1035,7 +1078,7 @@ static void attention_groups(void *arg, int ith, int nth)
             y[g] = qg;
             sc[g] = scores + (size_t)g * (size_t)c->n_ctx + k0;
         }
-        k->dot_f16_rows_multi(sc, kc + (size_t)k0 * (size_t)c->n_kv, (size_t)c->n_kv, n_keys - k0, y,
+        k->dot_f16_rows_multi(sc, kc + (size_t)k0 * (size_t)hd, (size_t)hd, n_keys - k0, y,
                               ng, hd, work);
         for (int g = 0; g < ng; g++) {
             float *s = scores + (size_t)g * (size_t)c->n_ctx;
@@ -1053,34 +1096,36 @@ static void attention_groups(void *arg, int ith, int nth)
 }
 
 /*
- * Fused attention (llama.cpp's -fa): per query and head, one pass over the keys it sees with an
- * online softmax, in the order of ggml_compute_forward_flash_attn_ext_f16 on the CPU (ggml-cpu
- * ops.cpp, Dao et al., "FlashAttention", 2022, and Milakov & Gimelshein, "Online normalizer
- * calculation for softmax", 2018):
+ * Fused attention (-fa): per query and head one pass over the keys it sees, with an online
+ * softmax (Milakov & Gimelshein, "Online normalizer calculation for softmax", 2018; Dao et al.,
+ * "FlashAttention", 2022) taken a chunk of FA_CHUNK keys at a time, as flash-decoding kernels do
+ * (ggml's flash_attn_ext takes one key at a time with an F16 accumulator; this order is ours):
  *
  *   q converted to K's vec_dot type (F16 for F16 K, Q8_0 for Q8_0 K, F32 for F32 K);
- *   M = -inf, S = 0, acc = 0 (acc in F16 when V is F16, else F32); for each key j seen:
- *     s = dot(K_j, q) * kq_scale  (softcap c: kq_scale / c, then c * tanh(s))
- *     if s > M: ms = exp(M_old - s), M = s, acc *= ms, vs = 1   else: ms = 1, vs = exp(s - M)
- *     acc += vs * V_j  (V_j converted to F32 first when V is quantized);  S = S * ms + vs
- *   out = f32(acc) * (1 / S)
+ *   M = -inf, S = 0, acc = 0 (F32); for each chunk of the keys seen:
+ *     s_j = dot(K_j, q) (F16: qk_f16_rows, F32 sums in the ISA's order; Q8_0: vec_dot), then
+ *     kq_scale (softcap c: c tanh(s kq_scale / c))
+ *     M' = max(M, max s_j); p_j = v_expf(s_j - M'); acc *= e^(M - M'), S = S e^(M - M') (when
+ *     M' > M); S += sum p_j (exp_sum); acc += sum_j p_j V_j (mad_f16_rows / mad_f32_rows, V
+ *     converted to F32 first when it is Q8_0; one fused multiply-add per key and element)
+ *   out = acc * (1 / S)
  *
- * Masked keys (past the query, outside the window) are skipped as ggml skips -inf mask entries,
- * so the cache padding does not matter.  One job is a (token, KV head) pair: the heads sharing a
- * KV head (GQA) walk the keys together, so each K and V row is read once per group; every head
- * still does exactly its own sequence of operations, so the results do not depend on the
- * grouping or the thread split.  Keys are taken in chunks of FA_CHUNK: first the scores of the
- * chunk for every head, then the softmax and V updates.
+ * Masked keys (past the query, outside the window) are skipped, so the cache padding does not
+ * matter.  One job is a token, a KV head and a slice of the heads sharing it (GQA), as
+ * attention_groups: the chunk's K and V rows are widened once for the slice's heads
+ * (qk_f16_rows, mad_f16_rows).  Every head does exactly its own sequence of
+ * operations, so the results do not depend on the slicing or the thread split.  Accumulating in
+ * F32 keeps it closer to the default order than ggml's F16 accumulator (test-kvcache).
  */
-#define FA_CHUNK 64
+#define FA_CHUNK 128
 
-/* Per-thread scratch: for each of g heads, q in K's vec_dot type (<= hd floats), the F32
- * accumulator, the F16 accumulator, the chunk's scores; then one V row in F32. */
+/* Per-thread scratch for a slice of g heads: for each, q in K's vec_dot type (<= hd floats) and
+ * widened back to F32 (F16), the F32 accumulator and the chunk's scores; then a chunk of V rows
+ * in F32 (Q8_0 V). */
 static size_t fa_scratch_size(int g, int hd)
 {
-    const size_t per_head = (size_t)hd * sizeof(float) * 2 + (size_t)hd * sizeof(lc_fp16) +
-                            FA_CHUNK * sizeof(float) + 64;
-    return (size_t)g * per_head + (size_t)hd * sizeof(float) + 64;
+    const size_t per_head = ((size_t)hd * sizeof(float) + 63) / 64 * 64 * 3 + FA_CHUNK * sizeof(float);
+    return (size_t)g * per_head + FA_CHUNK * (size_t)hd * sizeof(float) + 64;
 }
 
 static void attention_fused(void *arg, int ith, int nth)
@@ -1094,134 +1139,140 @@ static void attention_fused(void *arg, int ith, int nth)
     const float cap = hp->attn_softcap;
     const float scale = cap > 0.0f ? hp->kq_scale / cap : hp->kq_scale;
     const enum lc_type kt = c->kv_type;
-    const size_t head_bytes = lc_row_size(kt, hd);          /* one head's slice of a row */
-    const char *kbase = (const char *)c->k_cache + (size_t)t->layer * (size_t)c->n_ctx * c->kv_row;
-    const char *vbase = (const char *)c->v_cache + (size_t)t->layer * (size_t)c->n_ctx * c->kv_row;
+    const size_t hr = c->head_row;   /* one head's row (kv_head_row) */
+    /* slices: enough jobs for every thread, at most GRP_MAX heads each */
+    int n_sl = (group + GRP_MAX - 1) / GRP_MAX;
+    while (t->n_tok * n_hkv * n_sl < nth && n_sl < group)
+        n_sl++;
+    const int hs = (group + n_sl - 1) / n_sl;
+    n_sl = (group + hs - 1) / hs;
     /* scratch layout (fa_scratch_size) */
-    char *sp = (char *)c->fa_scratch + (size_t)ith * c->fa_scratch_bytes;
-    float *qv[group], *acc32[group], *sc[group];
-    lc_fp16 *acc16[group];
-    float M[group], S[group];
-    for (int g = 0; g < group; g++) {
-        qv[g] = (float *)sp, sp += (size_t)hd * sizeof(float);
-        acc32[g] = (float *)sp, sp += (size_t)hd * sizeof(float);
+    char *sp = align64((char *)c->fa_scratch + (size_t)ith * c->fa_scratch_bytes);
+    const size_t row_f32 = ((size_t)hd * sizeof(float) + 63) / 64 * 64;
+    float *qv[GRP_MAX], *q32[GRP_MAX], *acc[GRP_MAX], *sc[GRP_MAX], *out[GRP_MAX];
+    float M[GRP_MAX], S[GRP_MAX];
+    for (int g = 0; g < hs; g++) {
+        qv[g] = (float *)sp, sp += row_f32;
+        q32[g] = (float *)sp, sp += row_f32;
+        acc[g] = (float *)sp, sp += row_f32;
         sc[g] = (float *)sp, sp += FA_CHUNK * sizeof(float);
-        acc16[g] = (lc_fp16 *)sp, sp += ((size_t)hd * sizeof(lc_fp16) + 63) / 64 * 64;
     }
     float *v32 = (float *)sp;
 
     int lo, hi;
-    lc_split_range(t->n_tok * n_hkv, ith, nth, &lo, &hi);
+    lc_split_range(t->n_tok * n_hkv * n_sl, ith, nth, &lo, &hi);
     for (int job = lo; job < hi; job++) {
-        const int i = job / n_hkv, kvh = job % n_hkv;
+        const int i = job / (n_hkv * n_sl), kvh = job / n_sl % n_hkv, sl = job % n_sl;
+        const int h0 = kvh * group + sl * hs;
+        const int ng = sl * hs + hs <= group ? hs : group - sl * hs;
         const int n_keys = t->pos + i + 1;
         const int k0 = n_swa > 0 && n_keys > n_swa ? n_keys - n_swa : 0;
-        for (int g = 0; g < group; g++) {
-            const float *q = c->q + (size_t)i * (size_t)hp->n_q + (size_t)(kvh * group + g) * (size_t)hd;
-            if (kt == LC_TYPE_F32)
+        for (int g = 0; g < ng; g++) {
+            const float *q = c->q + (size_t)i * (size_t)hp->n_q + (size_t)(h0 + g) * (size_t)hd;
+            if (kt == LC_TYPE_F32) {
                 memcpy(qv[g], q, (size_t)hd * sizeof(float));
-            else
+            } else {
                 k->quantize_row[kt](q, qv[g], hd);
+                if (kt == LC_TYPE_F16)  /* q rounded to K's type, as ggml's -fa, then widened */
+                    for (int d = 0; d < hd; d++)
+                        q32[g][d] = lc_fp16_to_fp32(((const lc_fp16 *)qv[g])[d]);
+            }
             M[g] = -INFINITY;
             S[g] = 0.0f;
-            if (kt == LC_TYPE_F16)
-                memset(acc16[g], 0, (size_t)hd * sizeof(lc_fp16));
-            else
-                memset(acc32[g], 0, (size_t)hd * sizeof(float));
+            memset(acc[g], 0, (size_t)hd * sizeof(float));
         }
-        const size_t hoff = (size_t)kvh * head_bytes;
         for (int j0 = k0; j0 < n_keys; j0 += FA_CHUNK) {
             const int nj = n_keys - j0 < FA_CHUNK ? n_keys - j0 : FA_CHUNK;
-            /* scores of the chunk */
-            const char *kc = kbase + (size_t)j0 * c->kv_row + hoff;
-            for (int g = 0; g < group; g++) {
-                if (kt == LC_TYPE_F16) {
-                    dots16(k, false, sc[g], (const lc_fp16 *)kc, c->kv_row / sizeof(lc_fp16), nj,
-                           (const lc_fp16 *)qv[g], hd);
-                } else {
-                    for (int j = 0; j < nj; j++) {
-                        const char *kr = kc + (size_t)j * c->kv_row;
-                        if (kt == LC_TYPE_F32)
-                            sc[g][j] = k->dot_f32((const float *)kr, qv[g], hd);
-                        else
-                            k->vec_dot[kt](hd, &sc[g][j], kr, qv[g]);
-                    }
-                }
-                for (int j = 0; j < nj; j++) {
-                    float s = sc[g][j] * scale;
-                    if (cap > 0.0f)
-                        s = cap * tanhf(s);
-                    sc[g][j] = s;
+            const char *kc = kv_head_row(c, false, t->layer, kvh, j0);
+            const char *vc = kv_head_row(c, true, t->layer, kvh, j0);
+            /* the chunk's scores for every head of the slice */
+            if (kt == LC_TYPE_F16) {
+                k->qk_f16_rows(sc, ng, (const float *const *)q32, (const lc_fp16 *)kc, (size_t)hd,
+                               nj, hd);
+            } else {
+                for (int g = 0; g < ng; g++) {
+                    if (kt == LC_TYPE_F32)
+                        dots32(k, false, sc[g], (const float *)kc, (size_t)hd, nj, qv[g], hd);
+                    else if (k->gemv[kt])
+                        k->gemv[kt](hd, sc[g], kc, hr, nj, qv[g]);
+                    else
+                        for (int j = 0; j < nj; j++)
+                            k->vec_dot[kt](hd, &sc[g][j], kc + (size_t)j * hr, qv[g]);
                 }
             }
-            /* online softmax and the V sums */
-            for (int j = 0; j < nj; j++) {
-                const char *vr = vbase + (size_t)(j0 + j) * c->kv_row + hoff;
-                if (kt == LC_TYPE_Q8_0)
-                    lc_dequantize_row_q8_0((const lc_block_q8_0 *)vr, v32, hd);
-                for (int g = 0; g < group; g++) {
-                    const float s = sc[g][j], Mold = M[g];
-                    float ms = 1.0f, vs = 1.0f;
-                    if (s > Mold) {
-                        M[g] = s;
-                        ms = expf(Mold - s);
-                        if (kt == LC_TYPE_F16)
-                            k->scale_f16(acc16[g], ms, hd);
-                        else
-                            for (int d = 0; d < hd; d++)
-                                acc32[g][d] *= ms;
-                    } else {
-                        vs = expf(s - Mold);
-                    }
-                    if (kt == LC_TYPE_F16)
-                        k->mad_f16(acc16[g], vs, (const lc_fp16 *)vr, hd);
-                    else
-                        k->mad_f32(acc32[g], vs, kt == LC_TYPE_Q8_0 ? v32 : (const float *)vr, hd);
-                    S[g] = S[g] * ms + vs;
+            /* online softmax: p_j = e^(s_j - M'), the running sums rescaled when M grows */
+            for (int g = 0; g < ng; g++) {
+                float s_scale = scale;
+                if (cap > 0.0f) {
+                    for (int j = 0; j < nj; j++)
+                        sc[g][j] = cap * tanhf(sc[g][j] * scale);
+                    s_scale = 1.0f;
                 }
+                const float m_old = M[g];
+                const float sum = k->exp_sum(sc[g], nj, s_scale, &M[g]);
+                if (M[g] > m_old && S[g] != 0.0f) {
+                    const float ms = expf(m_old - M[g]);
+                    S[g] *= ms;
+                    for (int d = 0; d < hd; d++)
+                        acc[g][d] *= ms;
+                }
+                S[g] += sum;
+            }
+            if (kt == LC_TYPE_F16) {
+                k->mad_f16_rows(acc, ng, (const float *const *)sc, (const lc_fp16 *)vc, (size_t)hd,
+                                nj, hd);
+            } else if (kt == LC_TYPE_F32) {
+                k->mad_f32_rows(acc, ng, (const float *const *)sc, (const float *)vc, (size_t)hd,
+                                nj, hd);
+            } else {   /* the chunk's rows are contiguous: one conversion */
+                lc_dequantize_row_q8_0((const lc_block_q8_0 *)vc, v32, (int64_t)nj * hd);
+                k->mad_f32_rows(acc, ng, (const float *const *)sc, v32, (size_t)hd, nj, hd);
             }
         }
-        for (int g = 0; g < group; g++) {
-            float *out = c->att + (size_t)i * (size_t)hp->n_q + (size_t)(kvh * group + g) * (size_t)hd;
+        for (int g = 0; g < ng; g++) {
+            out[g] = c->att + (size_t)i * (size_t)hp->n_q + (size_t)(h0 + g) * (size_t)hd;
             const float s_inv = 1.0f / S[g];
-            for (int d = 0; d < hd; d++) {
-                const float a = kt == LC_TYPE_F16 ? lc_fp16_to_fp32(acc16[g][d]) : acc32[g][d];
-                out[d] = a * s_inv;
-            }
+            for (int d = 0; d < hd; d++)
+                out[g][d] = acc[g][d] * s_inv;
         }
     }
 }
 
 /* ---------------------------------------------------------------- one batch */
 
-/* Write the batch's k rows (one per position) and v columns (V is stored transposed). */
+/* Write the batch's k rows (one per position and KV head, kv_head_row) and v rows (the same,
+ * under fused attention) or columns (V is stored transposed). */
 static void store_kv(struct lc_context *c, int layer, int n_tok, int pos)
 {
     const size_t lo = (size_t)layer * (size_t)c->n_ctx * (size_t)c->n_kv;
-    const size_t koff = lo + (size_t)pos * (size_t)c->n_kv;
-    const size_t nk = (size_t)n_tok * (size_t)c->n_kv;
-    if (c->fa) {
-        /* K and V by rows, converted as ggml_cpy does (the CPU from_float of the type) */
-        const size_t off = ((size_t)layer * (size_t)c->n_ctx + (size_t)pos) * c->kv_row;
-        if (c->kv_type == LC_TYPE_F32) {
-            memcpy((char *)c->k_cache + off, c->kb, nk * sizeof(float));
-            memcpy((char *)c->v_cache + off, c->vb, nk * sizeof(float));
-        } else {
-            c->k->quantize_row[c->kv_type](c->kb, (char *)c->k_cache + off, (int64_t)nk);
-            c->k->quantize_row[c->kv_type](c->vb, (char *)c->v_cache + off, (int64_t)nk);
+    /* converted as ggml_cpy does (the CPU from_float of the type; a Q8_0 block never straddles
+     * two heads, head_dim % 32 == 0) */
+    const int hd = c->model->hp.head_dim;
+    for (int t = 0; t < n_tok; t++)
+        for (int h = 0; h < c->model->hp.n_head_kv; h++) {
+            const size_t src = (size_t)t * (size_t)c->n_kv + (size_t)h * (size_t)hd;
+            char *kd = kv_head_row(c, false, layer, h, pos + t);
+            char *vd = c->fa ? kv_head_row(c, true, layer, h, pos + t) : NULL;
+            if (c->kv_type == LC_TYPE_F32) {
+                memcpy(kd, c->kb + src, (size_t)hd * sizeof(float));
+                if (vd)
+                    memcpy(vd, c->vb + src, (size_t)hd * sizeof(float));
+            } else {
+                c->k->quantize_row[c->kv_type](c->kb + src, kd, hd);
+                if (vd)
+                    c->k->quantize_row[c->kv_type](c->vb + src, vd, hd);
+            }
         }
+    if (c->fa)
         return;
-    }
     if (c->kv_type == LC_TYPE_F16) {
-        lc_fp16 *kc = (lc_fp16 *)c->k_cache + koff, *vc = (lc_fp16 *)c->v_cache + lo;
-        c->k->quantize_row[LC_TYPE_F16](c->kb, kc, (int64_t)nk);
+        lc_fp16 *vc = (lc_fp16 *)c->v_cache + lo;
         for (int t = 0; t < n_tok; t++)
             for (int d = 0; d < c->n_kv; d++)
                 vc[(size_t)d * (size_t)c->n_ctx + (size_t)(pos + t)] =
                     lc_fp32_to_fp16(c->vb[(size_t)t * (size_t)c->n_kv + (size_t)d]);
     } else {
         float *vc = (float *)c->v_cache + lo;
-        memcpy((float *)c->k_cache + koff, c->kb, nk * sizeof(float));
         for (int t = 0; t < n_tok; t++)
             for (int d = 0; d < c->n_kv; d++)
                 vc[(size_t)d * (size_t)c->n_ctx + (size_t)(pos + t)] =

@@ -29,9 +29,10 @@ struct lc_context_params {
                              implies flash_attn, as llama.cpp's quantized V cache needs -fa) */
     bool flash_attn;      /* false (default): llama.cpp's order without -fa: all scores, softmax,
                              then the V product (V cached transposed).  true: one fused pass per
-                             query and head over the cache with an online softmax, in the order of
-                             ggml's flash_attn_ext on the CPU (V cached by rows) -- llama.cpp's
-                             -fa; the last bits of the logits differ from the default order */
+                             query and head over the cache with an online softmax, as llama.cpp's
+                             -fa but in chunks of keys with F32 sums (K and V cached by rows of
+                             each KV head); the last bits of the logits differ from the default
+                             order and from llama.cpp's -fa */
     /*
      * The float order of a llama.cpp other than b4748 (for tests against references it made;
      * the defaults follow b4748's x86 build).  no_tinyblas: products of a batch with F16/F32

@@ -171,6 +171,10 @@ static void merge(struct lc_kernels *t, int from)
     }
     MERGE(scale_f16);
     MERGE(mad_f32);
+    MERGE(exp_sum);
+    MERGE(qk_f16_rows);
+    MERGE(mad_f16_rows);
+    MERGE(mad_f32_rows);
     MERGE(qsearch_asym);
 }
 

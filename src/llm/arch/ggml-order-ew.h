@@ -90,6 +90,31 @@ static void ew_softmax(float *x, int n)
 }
 
 /*
+ * One chunk of the fused attention's online softmax (kernels.h exp_sum): t = x * scale (one
+ * rounding), *m raised to the largest t, x = v_expf(t - *m); returns the sum of the new x in
+ * blocks of 16 (the last padded with zeros), each block's sum by ew_reduce16, added in order to
+ * a float from 0.  Not a ggml order (ours; ggml's flash_attn_ext takes one key at a time): the
+ * AVX-512 version gives these bits with 16 lanes.
+ */
+static float ew_exp_sum(float *x, int n, float scale, float *m)
+{
+    float max = *m;
+    for (int i = 0; i < n; i++) {
+        const float t = x[i] * scale;
+        max = max > t ? max : t;
+    }
+    *m = max;
+    float sum = 0.0f;
+    for (int i = 0; i < n; i += 16) {
+        float b[16] = {0};
+        for (int k = 0; k < 16 && i + k < n; k++)
+            b[k] = x[i + k] = v_expf(x[i + k] * scale - max);
+        sum += ew_reduce16(b);
+    }
+    return sum;
+}
+
+/*
  * SwiGLU as llama.cpp's graph computes it (ggml_silu, then ggml_mul): silu(v) = v / (1 + e^-v)
  * with v_expf in blocks of 16 (ggml_v_silu), libm expf for the tail; then times u.
  */

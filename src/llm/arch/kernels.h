@@ -108,8 +108,9 @@ struct lc_kernels {
     /* y[i] += a * x[i] */
     void (*axpy_f32)(float *y, float a, const float *x, int n);
     /*
-     * The element-wise steps of ggml's fused attention (flash_attn_ext on the CPU; context.c's
-     * attention_fused), y and x n elements, each element rounded as ggml rounds it:
+     * The element-wise steps of ggml's fused attention (flash_attn_ext on the CPU, one key at a
+     * time; context.c's attention_fused took them until it moved to chunks of keys, exp_sum and
+     * mad_f16_rows below), y and x n elements, each element rounded as ggml rounds it:
      *   mad_f16:   y[i] = f16(fma(f32(x[i]), v, f32(y[i])))   (ggml_vec_mad_f16)
      *   scale_f16: y[i] = f16(f32(y[i]) * v)                  (ggml_vec_scale_f16)
      *   mad_f32:   y[i] = fma(x[i], v, y[i])                   (ggml_vec_mad_f32)
@@ -136,6 +137,35 @@ struct lc_kernels {
                                const lc_fp16 *const *y, int ny, int n, float *work);
     void (*scale_f16)(lc_fp16 *y, float v, int n);
     void (*mad_f32)(float *y, float v, const float *x, int n);
+    /*
+     * The fused attention's chunked online softmax (context.c's attention_fused; not ggml's
+     * order, which takes one key at a time):
+     *   exp_sum: t[i] = x[i] * scale; *m = max(*m, max t[i]); x[i] = v_expf(t[i] - *m) for
+     *     i < n (ggml-order-ew.h's v_expf, ggml_v_expf's arithmetic: within 1.5 ulp of expf;
+     *     -inf gives 0); returns the sum of the new x[i] in blocks of 16, the last padded with
+     *     zeros, each block summed as ew_reduce16, added in order to a float from 0.
+     *   mad_f16_rows: y[j][i] = fma(f32(x[r * x_stride + i]), p[j][r], y[j][i]) for r = 0, 1,
+     *     .. nr - 1 in that order, i < n, j < ny: the softmax weights of the ny heads of one GQA
+     *     group times the value rows (x_stride elements apart) of their shared KV head, into F32
+     *     accumulators of n = head size; each row is widened once for all ny heads.  May
+     *     prefetch (never load) up to 64 rows past the last one.  mad_f32_rows: F32 rows.
+     * Each is defined element by element, so every ISA gives the same bits (test-kernels).
+     */
+    float (*exp_sum)(float *x, int n, float scale, float *m);
+    /*
+     * The fused attention's q.K: s[j][r] = sum_i f32(x[r * x_stride + i]) * q[j][i] for r < nr,
+     * j < ny, i < n: the keys of one KV head (x_stride elements apart) against the F32 queries
+     * of the heads sharing it, each row widened once for all of them.  The sum is in float, in
+     * an order of the ISA's own (scalar: one fused multiply-add chain per row): within float
+     * rounding of the exact sum, not the same bits everywhere (test-kernels checks a bound).
+     * May prefetch (never load) up to 64 rows past the last one.
+     */
+    void (*qk_f16_rows)(float *const *s, int ny, const float *const *q, const lc_fp16 *x,
+                        size_t x_stride, int nr, int n);
+    void (*mad_f16_rows)(float *const *y, int ny, const float *const *p, const lc_fp16 *x,
+                         size_t x_stride, int nr, int n);
+    void (*mad_f32_rows)(float *const *y, int ny, const float *const *p, const float *x,
+                         size_t x_stride, int nr, int n);
     /*
      * The Q4_1 / Q5_1 block search of lc_quantize_row_search (qsearch-lanes.h has the
      * algorithm): nb blocks of 32 floats x; weights w (32 nb, non-negative) or, when w is NULL,

@@ -852,6 +852,42 @@ static void mad_f32(float *y, float v, const float *x, int n)
         y[i] = fmaf(x[i], v, y[i]);
 }
 
+/*
+ * mad_f16_rows / mad_f32_rows (kernels.h): the fused attention's p.V over a chunk of keys for
+ * the heads of one GQA group; each output element is one chain of fused multiply-adds over the
+ * rows in order, which is what every ISA's version computes.
+ */
+/* qk_f16_rows (kernels.h): one fused multiply-add chain per row and query */
+static void qk_f16_rows(float *const *s, int ny, const float *const *q, const lc_fp16 *x,
+                        size_t x_stride, int nr, int n)
+{
+    for (int r = 0; r < nr; r++)
+        for (int j = 0; j < ny; j++) {
+            float sum = 0.0f;
+            for (int i = 0; i < n; i++)
+                sum = fmaf(LC_FP16_TO_FP32(x[(size_t)r * x_stride + (size_t)i]), q[j][i], sum);
+            s[j][r] = sum;
+        }
+}
+
+static void mad_f16_rows(float *const *y, int ny, const float *const *p, const lc_fp16 *x,
+                         size_t x_stride, int nr, int n)
+{
+    for (int r = 0; r < nr; r++)
+        for (int j = 0; j < ny; j++)
+            for (int i = 0; i < n; i++)
+                y[j][i] = fmaf(LC_FP16_TO_FP32(x[(size_t)r * x_stride + (size_t)i]), p[j][r], y[j][i]);
+}
+
+static void mad_f32_rows(float *const *y, int ny, const float *const *p, const float *x,
+                         size_t x_stride, int nr, int n)
+{
+    for (int r = 0; r < nr; r++)
+        for (int j = 0; j < ny; j++)
+            for (int i = 0; i < n; i++)
+                y[j][i] = fmaf(x[(size_t)r * x_stride + (size_t)i], p[j][r], y[j][i]);
+}
+
 /* ---------------------------------------------------------------- the table */
 
 
@@ -945,5 +981,9 @@ const struct lc_kernels lc_kernels_scalar = {
     .mad_f16 = mad_f16,
     .scale_f16 = scale_f16,
     .mad_f32 = mad_f32,
+    .exp_sum = ew_exp_sum,
+    .qk_f16_rows = qk_f16_rows,
+    .mad_f16_rows = mad_f16_rows,
+    .mad_f32_rows = mad_f32_rows,
     .qsearch_asym = qsearch_asym,
 };

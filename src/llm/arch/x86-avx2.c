@@ -1097,6 +1097,74 @@ static void mad_f32(float *y, float v, const float *x, int n)
 }
 
 
+/*
+ * mad_f16_rows / mad_f32_rows (kernels.h): 32 elements of up to 2 heads' accumulators in 8
+ * registers while the rows stream by, each row's 32 elements widened once; one fused
+ * multiply-add per element and row, in row order (scalar.c's bits).  The n % 8 last elements
+ * one by one, in the same order.
+ */
+INLINE void mad_rows_block(float *const *y, const float *const *p, const void *x, size_t x_stride,
+                           bool f16, int nr, int i0, const int M, const int NV)
+{
+    __m256 acc[2][4];
+    for (int j = 0; j < M; j++)
+        for (int v = 0; v < NV; v++)
+            acc[j][v] = _mm256_loadu_ps(y[j] + i0 + 8 * v);
+    for (int r = 0; r < nr; r++) {
+        __m256 xv[4];
+        for (int v = 0; v < NV; v++)
+            xv[v] = f16 ? load_h8((const lc_fp16 *)x + (size_t)r * x_stride + (size_t)(i0 + 8 * v))
+                        : _mm256_loadu_ps((const float *)x + (size_t)r * x_stride + (size_t)(i0 + 8 * v));
+        for (int j = 0; j < M; j++) {
+            const __m256 pj = _mm256_set1_ps(p[j][r]);
+            for (int v = 0; v < NV; v++)
+                acc[j][v] = _mm256_fmadd_ps(xv[v], pj, acc[j][v]);
+        }
+    }
+    for (int j = 0; j < M; j++)
+        for (int v = 0; v < NV; v++)
+            _mm256_storeu_ps(y[j] + i0 + 8 * v, acc[j][v]);
+}
+
+static void mad_rows(float *const *y, int ny, const float *const *p, const void *x,
+                     size_t x_stride, bool f16, int nr, int n)
+{
+    const int n8 = n & ~7;
+    for (int j0 = 0; j0 < ny; j0 += 2) {
+        const int m = ny - j0 < 2 ? ny - j0 : 2;
+        int i0 = 0;
+        for (; i0 + 32 <= n8; i0 += 32)
+            if (m == 2)
+                mad_rows_block(y + j0, p + j0, x, x_stride, f16, nr, i0, 2, 4);
+            else
+                mad_rows_block(y + j0, p + j0, x, x_stride, f16, nr, i0, 1, 4);
+        for (; i0 < n8; i0 += 8)
+            if (m == 2)
+                mad_rows_block(y + j0, p + j0, x, x_stride, f16, nr, i0, 2, 1);
+            else
+                mad_rows_block(y + j0, p + j0, x, x_stride, f16, nr, i0, 1, 1);
+    }
+    for (int i = n8; i < n; i++)
+        for (int r = 0; r < nr; r++) {
+            const float xf = f16 ? h2f(((const lc_fp16 *)x)[(size_t)r * x_stride + (size_t)i])
+                                 : ((const float *)x)[(size_t)r * x_stride + (size_t)i];
+            for (int j = 0; j < ny; j++)
+                y[j][i] = fmaf(xf, p[j][r], y[j][i]);
+        }
+}
+
+static void mad_f16_rows(float *const *y, int ny, const float *const *p, const lc_fp16 *x,
+                         size_t x_stride, int nr, int n)
+{
+    mad_rows(y, ny, p, x, x_stride, true, nr, n);
+}
+
+static void mad_f32_rows(float *const *y, int ny, const float *const *p, const float *x,
+                         size_t x_stride, int nr, int n)
+{
+    mad_rows(y, ny, p, x, x_stride, false, nr, n);
+}
+
 /* ---------------------------------------------------------------- quantizer search (Q4_1/Q5_1) */
 
 /* qsearch-lanes.h with 8 blocks a vector; F16C rounds to F16 as lc_fp32_to_fp16 does (to
@@ -1185,5 +1253,8 @@ const struct lc_kernels lc_kernels_avx2 = {
     .mad_f16 = mad_f16,
     .scale_f16 = scale_f16,
     .mad_f32 = mad_f32,
+    .exp_sum = ew_exp_sum, /* ggml-order-ew.h with hardware FMA: the same bits */
+    .mad_f16_rows = mad_f16_rows,
+    .mad_f32_rows = mad_f32_rows,
     .qsearch_asym = qsearch_asym,
 };

@@ -1936,6 +1936,188 @@ INLINE __m512 v_expf16(__m512 x)
     return _mm512_mask_blend_ps(bad, res, alt);
 }
 
+/*
+ * qk_f16_rows (kernels.h): blocks of 16 rows; for each 64-element chunk the M <= 4 queries'
+ * chunks sit in 16 registers while the block's rows go by, each row's chunk widened once and
+ * multiplied into one accumulator per query (one chain of fused multiply-adds, 16 lanes wide,
+ * over the whole row); the 16 rows' vectors of a query are then summed by reduce_16x16 (no
+ * serial horizontal sums).  Elements past n are masked to 0.  The rows of the block 3 ahead
+ * are prefetched, past nr too (the next chunk of keys).
+ */
+#define QK_PF 48
+INLINE void qk_block(float *const *s, const float *const *q, const lc_fp16 *x, size_t x_stride,
+                     int r0, int nb, int n, bool pf, const int M)
+{
+    __m512 a[4][16];
+    for (int c = 0; c < n; c += 64) {
+        __mmask16 mk[4];
+        __m512 qv[4][4];
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; v++) {
+            const int left = n - c - 16 * v;
+            mk[v] = left >= 16 ? (__mmask16)0xFFFF : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
+        }
+#pragma GCC unroll 4
+        for (int j = 0; j < M; j++)
+#pragma GCC unroll 4
+            for (int v = 0; v < 4; v++)
+                qv[j][v] = _mm512_maskz_loadu_ps(mk[v], q[j] + c + 16 * v);
+        for (int i = 0; i < nb; i++) {
+            const lc_fp16 *xr = x + (size_t)(r0 + i) * x_stride + c;
+            if (pf)
+                for (int o = 0; o < (n - c < 64 ? n - c : 64); o += 32)
+                    _mm_prefetch((const char *)(xr + QK_PF * x_stride + o), _MM_HINT_T0);
+            __m512 xv[4];
+#pragma GCC unroll 4
+            for (int v = 0; v < 4; v++)
+                xv[v] = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mk[v], xr + 16 * v));
+#pragma GCC unroll 4
+            for (int j = 0; j < M; j++) {
+                __m512 t = c ? a[j][i] : _mm512_setzero_ps();
+#pragma GCC unroll 4
+                for (int v = 0; v < 4; v++)
+                    t = _mm512_fmadd_ps(xv[v], qv[j][v], t);
+                a[j][i] = t;
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int j = 0; j < M; j++) {
+        for (int i = nb; i < 16; i++)
+            a[j][i] = _mm512_setzero_ps();
+        _mm512_mask_storeu_ps(s[j] + r0, (__mmask16)((1u << nb) - 1), reduce_16x16(a[j]));
+    }
+}
+
+static void qk_block_m(float *const *s, const float *const *q, const lc_fp16 *x, size_t x_stride,
+                       int r0, int nb, int n, bool pf, int m)
+{
+    switch (m) {
+    case 4: qk_block(s, q, x, x_stride, r0, nb, n, pf, 4); break;
+    case 3: qk_block(s, q, x, x_stride, r0, nb, n, pf, 3); break;
+    case 2: qk_block(s, q, x, x_stride, r0, nb, n, pf, 2); break;
+    default: qk_block(s, q, x, x_stride, r0, nb, n, pf, 1); break;
+    }
+}
+
+static void qk_f16_rows(float *const *s, int ny, const float *const *q, const lc_fp16 *x,
+                        size_t x_stride, int nr, int n)
+{
+    for (int r = 0; r < nr; r += 16) {
+        const int nb = nr - r < 16 ? nr - r : 16;
+        for (int j0 = 0; j0 < ny; j0 += 4)
+            qk_block_m(s + j0, q + j0, x, x_stride, r, nb, n, j0 == 0, ny - j0 < 4 ? ny - j0 : 4);
+    }
+}
+
+/* ew_exp_sum (ggml-order-ew.h; kernels.h exp_sum) with 16 lanes at a time: the same max, the
+ * same exps (v_expf16), each block of 16 (the tail's missing lanes zero) reduced as ew_reduce16
+ * and added to a float in order: the same bits. */
+static float exp_sum(float *x, int n, float scale, float *m)
+{
+    const __m512 vs = _mm512_set1_ps(scale);
+    __m512 vmax = _mm512_set1_ps(-INFINITY);
+    int i = 0;
+    for (; i + 16 <= n; i += 16)
+        vmax = _mm512_max_ps(vmax, _mm512_mul_ps(_mm512_loadu_ps(x + i), vs));
+    const __mmask16 tail = (__mmask16)((1u << (n - i)) - 1);
+    if (tail)
+        vmax = _mm512_mask_max_ps(vmax, tail, vmax, _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, x + i), vs));
+    const float bmax = _mm512_reduce_max_ps(vmax);
+    const float max = *m > bmax ? *m : bmax;
+    *m = max;
+    const __m512 vm = _mm512_set1_ps(max);
+    float sum = 0.0f;
+    for (i = 0; i + 16 <= n; i += 16) {
+        const __m512 e = v_expf16(_mm512_sub_ps(_mm512_mul_ps(_mm512_loadu_ps(x + i), vs), vm));
+        _mm512_storeu_ps(x + i, e);
+        sum += _mm512_reduce_add_ps(e);
+    }
+    if (tail) {
+        const __m512 t = _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, x + i), vs);
+        const __m512 e = _mm512_maskz_mov_ps(tail, v_expf16(_mm512_sub_ps(t, vm)));
+        _mm512_mask_storeu_ps(x + i, tail, e);
+        sum += _mm512_reduce_add_ps(e);
+    }
+    return sum;
+}
+
+/*
+ * mad_f16_rows / mad_f32_rows (kernels.h): 64 elements of M <= 4 heads' accumulators stay in
+ * 16 registers while the rows stream by; each row's 64 elements are widened once and multiplied
+ * into every head's accumulator (one fused multiply-add per element and row, in row order: the
+ * bits of scalar.c).  Element blocks past n are masked.  The row 32 ahead is prefetched (the
+ * rows of one KV head are a cache row apart, 8 per page at 4 KV heads of 64, which the hardware
+ * prefetcher follows late).
+ */
+#define MAD_ROWS_PF 32
+INLINE void mad_rows_block(float *const *y, const float *const *p, const void *x, size_t x_stride,
+                           const bool f16, int nr, int i0, int n, const int M)
+{
+    __mmask16 mk[4];
+#pragma GCC unroll 4
+    for (int v = 0; v < 4; v++) {
+        const int left = n - i0 - 16 * v;
+        mk[v] = left >= 16 ? (__mmask16)0xFFFF : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
+    }
+    __m512 acc[4][4];
+#pragma GCC unroll 4
+    for (int j = 0; j < M; j++)
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; v++)
+            acc[j][v] = _mm512_maskz_loadu_ps(mk[v], y[j] + i0 + 16 * v);
+    const size_t elt = f16 ? sizeof(lc_fp16) : sizeof(float);
+    const char *xr = (const char *)x + (size_t)i0 * elt;
+    const size_t stride = x_stride * elt;
+    const size_t w_bytes = (size_t)(n - i0 < 64 ? n - i0 : 64) * elt;
+    for (int r = 0; r < nr; r++, xr += stride) {
+        for (size_t o = 0; o < w_bytes; o += 64)
+            _mm_prefetch(xr + MAD_ROWS_PF * stride + o, _MM_HINT_T0);
+        __m512 xv[4];
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; v++)
+            xv[v] = f16 ? _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mk[v], (const lc_fp16 *)(const void *)xr + 16 * v))
+                        : _mm512_maskz_loadu_ps(mk[v], (const float *)(const void *)xr + 16 * v);
+#pragma GCC unroll 4
+        for (int j = 0; j < M; j++) {
+            const __m512 pj = _mm512_set1_ps(p[j][r]);
+#pragma GCC unroll 4
+            for (int v = 0; v < 4; v++)
+                acc[j][v] = _mm512_fmadd_ps(xv[v], pj, acc[j][v]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int j = 0; j < M; j++)
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; v++)
+            _mm512_mask_storeu_ps(y[j] + i0 + 16 * v, mk[v], acc[j][v]);
+}
+
+INLINE void mad_rows(float *const *y, int ny, const float *const *p, const void *x,
+                     size_t x_stride, const bool f16, int nr, int n)
+{
+    for (int j0 = 0; j0 < ny; j0 += 4)
+        for (int i0 = 0; i0 < n; i0 += 64)
+            switch (ny - j0 < 4 ? ny - j0 : 4) {
+            case 4: mad_rows_block(y + j0, p + j0, x, x_stride, f16, nr, i0, n, 4); break;
+            case 3: mad_rows_block(y + j0, p + j0, x, x_stride, f16, nr, i0, n, 3); break;
+            case 2: mad_rows_block(y + j0, p + j0, x, x_stride, f16, nr, i0, n, 2); break;
+            default: mad_rows_block(y + j0, p + j0, x, x_stride, f16, nr, i0, n, 1); break;
+            }
+}
+
+static void mad_f16_rows(float *const *y, int ny, const float *const *p, const lc_fp16 *x,
+                         size_t x_stride, int nr, int n)
+{
+    mad_rows(y, ny, p, x, x_stride, true, nr, n);
+}
+
+static void mad_f32_rows(float *const *y, int ny, const float *const *p, const float *x,
+                         size_t x_stride, int nr, int n)
+{
+    mad_rows(y, ny, p, x, x_stride, false, nr, n);
+}
+
 /* ew_softmax (ggml-order-ew.h) with 16 lanes at a time: the same max, the same blocks of 16
  * summed by the same reduction into a double, libm expf for the tail: the same bits. */
 static void softmax(float *x, int n)
@@ -2113,6 +2295,10 @@ const struct lc_kernels lc_kernels_avx512 = {
     .dot_f32 = dot_f32,
     .dot_f16 = dot_f16,
     .mad_f16 = mad_f16,
+    .exp_sum = exp_sum,
+    .qk_f16_rows = qk_f16_rows,
+    .mad_f16_rows = mad_f16_rows,
+    .mad_f32_rows = mad_f32_rows,
     .dot_f16_rows = dot_f16_rows,
     .dot_f16_rows_multi = dot_f16_rows_multi,
     .scale_f16 = scale_f16,
