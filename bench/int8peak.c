@@ -14,6 +14,19 @@
  *                acc)): 3 instructions per 64 products, 8 independent chains.  The ceiling of
  *                every same-bits kernel, before any load, unpacking or scale.
  *
+ * With Intel AMX (AMX-TILE + AMX-INT8, Sapphire Rapids and later; skipped elsewhere):
+ *
+ *   amx-dp       tdpbusd, 16 x 64 bytes by 16 x 64 into 16 x 16 int32, four C tiles
+ *                accumulating (the way AMX is meant to be used: one store per output tile).
+ *   amx-dp-store the same per Q4_1 block (K = 32: 8192 products per tdpbusd) with the C tile
+ *                zeroed, loaded operands and stored after every block, in 2 x 2 tiles: what
+ *                any order with per-block float scales (llama.cpp's and --fast-math's) must do.
+ *   amx-scaled   amx-dp-store with the stored integer sums read back, converted and
+ *                accumulated with an FMA per row (16 x 16 per tile): a per-block-scaled GEMM
+ *                with nothing else.  vec_dot's bits need 8 float lanes per block, so a
+ *                same-bits AMX kernel gets an eighth of these products (bench/BENCHMARKS.md,
+ *                "AMX", 2026-12-03).
+ *
  * GMAC/s = products / elapsed / 1e9.  Each thread runs its own loop; the clock is per thread,
  * so -t 2 shows whether two threads on two cores each get the single-core figure.  The best of
  * the repetitions is reported (the machine), and the median (the noise of others sharing it).
@@ -42,6 +55,16 @@ static double now_s(void)
 }
 
 #define ITERS 20000000L /* loop iterations per timed run */
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11 &&            \
+    defined(__linux__)
+#include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#define HAVE_AMX_PROBE 1
+#else
+#define HAVE_AMX_PROBE 0
+#endif
 
 #if HAVE_PROBE
 /* 16 vpdpbusd zmm per iteration, 16 independent accumulators: 1024 products */
@@ -137,18 +160,115 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) static uint64_t 
 }
 #endif
 
+#if HAVE_AMX_PROBE
+/* AMX usable: cpuid 7.0 EDX bits 24, 25; XCR0 bits 17, 18; the tile data state granted by
+ * Linux (arch_prctl ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA = 18) */
+static int amx_available(void)
+{
+    unsigned a, b, c, d;
+    __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(1), "c"(0));
+    if (!((c >> 27) & 1))
+        return 0;
+    unsigned xlo, xhi;
+    __asm__ volatile("xgetbv" : "=a"(xlo), "=d"(xhi) : "c"(0));
+    __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(0));
+    if (!((d >> 24) & 1) || !((d >> 25) & 1) || (xlo & 0x60000) != 0x60000)
+        return 0;
+    return syscall(SYS_arch_prctl, 0x1023, 18) == 0;
+}
+
+struct amx_tilecfg {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+};
+
+/* tmm0-3: C (16 x 64 bytes); tmm4, 5: A (16 x K bytes); tmm6, 7: B (K / 4 x 64 bytes) */
+__attribute__((target("amx-tile,amx-int8,avx512f"))) static void amx_config(int k)
+{
+    struct amx_tilecfg c;
+    memset(&c, 0, sizeof c);
+    c.palette = 1;
+    for (int t = 0; t < 4; t++)
+        c.colsb[t] = 64, c.rows[t] = 16;
+    for (int t = 4; t < 6; t++)
+        c.colsb[t] = (uint16_t)k, c.rows[t] = 16;
+    for (int t = 6; t < 8; t++)
+        c.colsb[t] = 64, c.rows[t] = (uint8_t)(k / 4);
+    /* as an asm with the struct as its operand: GCC 12 drops the stores to c before
+     * _tile_loadconfig (the builtin is not seen to read them) */
+    __asm__ volatile("ldtilecfg %0" : : "m"(c));
+}
+
+static uint8_t amx_a[2][1024] __attribute__((aligned(64))), amx_b[2][1024] __attribute__((aligned(64)));
+
+__attribute__((target("amx-tile,amx-int8,avx512f"))) static uint64_t run_amx_dp(long iters)
+{
+    amx_config(64);
+    _tile_zero(0); _tile_zero(1); _tile_zero(2); _tile_zero(3);
+    _tile_loadd(4, amx_a[0], 64); _tile_loadd(5, amx_a[1], 64);
+    _tile_loadd(6, amx_b[0], 64); _tile_loadd(7, amx_b[1], 64);
+    for (long i = 0; i < iters; i++) {
+        _tile_dpbusd(0, 4, 6); _tile_dpbusd(1, 4, 7); _tile_dpbusd(2, 5, 6); _tile_dpbusd(3, 5, 7);
+    }
+    int32_t out[256] __attribute__((aligned(64)));
+    _tile_stored(0, out, 64);
+    _tile_release();
+    return (uint64_t)out[0];
+}
+
+/* 2 x 2 tiles of one block (K = 32) from loaded operands, each C tile stored; with post, the
+ * previous block's four tiles read back: acc = fma(float(row), d, acc), 64 rows */
+__attribute__((target("amx-tile,amx-int8,avx512f"))) static uint64_t amx_blocks(long iters, int post)
+{
+    static int32_t cb[2][4][256] __attribute__((aligned(64)));
+    amx_config(32);
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    const __m512 d = _mm512_set1_ps(1.0f);
+    for (long i = 0; i < iters; i++) {
+        const int s = (int)(i & 1);
+        _tile_loadd(4, amx_a[0], 32); _tile_loadd(5, amx_a[1], 32);
+        _tile_loadd(6, amx_b[0], 64); _tile_loadd(7, amx_b[1], 64);
+        _tile_zero(0); _tile_zero(1); _tile_zero(2); _tile_zero(3);
+        _tile_dpbusd(0, 4, 6); _tile_dpbusd(1, 4, 7); _tile_dpbusd(2, 5, 6); _tile_dpbusd(3, 5, 7);
+        _tile_stored(0, cb[s][0], 64); _tile_stored(1, cb[s][1], 64);
+        _tile_stored(2, cb[s][2], 64); _tile_stored(3, cb[s][3], 64);
+        if (post && i > 0)
+            for (int t = 0; t < 4; t++)
+                for (int r = 0; r < 16; r += 2) {
+                    const int32_t *row = cb[s ^ 1][t] + 16 * r;
+                    acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(row)), d, acc0);
+                    acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(row + 16)), d, acc1);
+                }
+    }
+    _tile_release();
+    float o[16];
+    _mm512_storeu_ps(o, _mm512_add_ps(acc0, acc1));
+    return (uint64_t)o[0] + (uint64_t)cb[0][0][0];
+}
+
+static uint64_t run_amx_dp_store(long iters) { return amx_blocks(iters, 0); }
+static uint64_t run_amx_scaled(long iters) { return amx_blocks(iters, 1); }
+#endif
+
 struct test {
     const char *name;
     uint64_t (*run)(long);
     double macs_per_iter;
-    const char *isa; /* __builtin_cpu_supports feature */
+    long iters; /* loop iterations per timed run */
+    int amx;    /* needs AMX (skipped without it) */
 };
 
 #if HAVE_PROBE
 static const struct test tests[] = {
-    {"dpbusd-zmm", run_dpbusd_zmm, 16 * 64, "avx512vnni"},
-    {"dpbusd-ymm", run_dpbusd_ymm, 16 * 32, "avx512vnni"},
-    {"exact-zmm", run_exact_zmm, 8 * 64, "avx512vnni"},
+    {"dpbusd-zmm", run_dpbusd_zmm, 16 * 64, ITERS, 0},
+    {"dpbusd-ymm", run_dpbusd_ymm, 16 * 32, ITERS, 0},
+    {"exact-zmm", run_exact_zmm, 8 * 64, ITERS, 0},
+#if HAVE_AMX_PROBE
+    {"amx-dp", run_amx_dp, 4 * 16 * 16 * 64, ITERS / 16, 1},
+    {"amx-dp-store", run_amx_dp_store, 4 * 16 * 16 * 32, ITERS / 32, 1},
+    {"amx-scaled", run_amx_scaled, 4 * 16 * 16 * 32, ITERS / 32, 1},
+#endif
 };
 #define N_TESTS (sizeof tests / sizeof tests[0])
 #endif
@@ -166,9 +286,9 @@ static void *thread_main(void *arg)
     struct thr *th = arg;
     pthread_barrier_wait(th->bar);
     const double t0 = now_s();
-    th->sink = th->t->run(ITERS);
+    th->sink = th->t->run(th->t->iters);
     const double t1 = now_s();
-    th->gmacs = th->t->macs_per_iter * (double)ITERS / (t1 - t0) / 1e9;
+    th->gmacs = th->t->macs_per_iter * (double)th->t->iters / (t1 - t0) / 1e9;
     return NULL;
 }
 
@@ -213,7 +333,17 @@ int main(int argc, char **argv)
     if (!quiet)
         printf("%-12s %8s %16s %16s %14s\n", "test", "threads", "best GMAC/s/thr",
                "median GMAC/s/thr", "best total");
+#if HAVE_AMX_PROBE
+    const int amx = amx_available();
+#else
+    const int amx = 0;
+#endif
     for (size_t k = 0; k < N_TESTS; k++) {
+        if (tests[k].amx && !amx) {
+            if (!quiet)
+                printf("%-12s   (no AMX-INT8 usable here: skipped)\n", tests[k].name);
+            continue;
+        }
         for (int r = 0; r < reps; r++) {
             pthread_barrier_t bar;
             pthread_barrier_init(&bar, NULL, (unsigned)nth);
