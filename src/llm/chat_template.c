@@ -438,6 +438,25 @@ static void render_orion(struct lc_strbuf *b, const struct lc_chat_msg *m, size_
     free(sys.p);
 }
 
+/*
+ * The shape most families share: per message open, the role's name, mid, the content (trimmed of
+ * surrounding white space when trim), close; then ass (the assistant's header) when add_ass.
+ */
+static void render_headed(struct lc_strbuf *b, const struct lc_chat_msg *m, size_t n, bool add_ass,
+                          const char *open, const char *mid, bool trim, const char *close,
+                          const char *ass)
+{
+    for (size_t i = 0; i < n; i++) {
+        lc_strbuf_put(b, open);
+        lc_strbuf_put(b, role_name(m[i].role));
+        lc_strbuf_put(b, mid);
+        put_content(b, m, i, trim);
+        lc_strbuf_put(b, close);
+    }
+    if (add_ass)
+        lc_strbuf_put(b, ass);
+}
+
 /* Append the rendering of m[0..n-1] in family id to b (roles and contents already checked). */
 static void render(struct lc_strbuf *b, int id, const struct lc_chat_msg *m, size_t n, bool add_ass)
 {
@@ -454,15 +473,8 @@ static void render(struct lc_strbuf *b, int id, const struct lc_chat_msg *m, siz
         }
         break;
     case LC_CHAT_TEMPLATE_CHATML:
-        for (size_t i = 0; i < n; i++) {
-            lc_strbuf_put(b, "<|im_start|>");
-            lc_strbuf_put(b, role_name(m[i].role));
-            lc_strbuf_put(b, "\n");
-            put_content(b, m, i, false);
-            lc_strbuf_put(b, "<|im_end|>\n");
-        }
-        if (add_ass)
-            lc_strbuf_put(b, "<|im_start|>assistant\n");
+        render_headed(b, m, n, add_ass, "<|im_start|>", "\n", false, "<|im_end|>\n",
+                      "<|im_start|>assistant\n");
         break;
     case LC_CHAT_TEMPLATE_LLAMA_2:
     case LC_CHAT_TEMPLATE_LLAMA_2_SYS:
@@ -499,28 +511,15 @@ static void render(struct lc_strbuf *b, int id, const struct lc_chat_msg *m, siz
     case LC_CHAT_TEMPLATE_FALCON_3:
     case LC_CHAT_TEMPLATE_ZEPHYR:
         /* <|role|>\n content end, with end "<|end|>\n", "\n", "<|endoftext|>\n" */
-        for (size_t i = 0; i < n; i++) {
-            lc_strbuf_put(b, "<|");
-            lc_strbuf_put(b, role_name(m[i].role));
-            lc_strbuf_put(b, "|>\n");
-            put_content(b, m, i, false);
-            lc_strbuf_put(b, id == LC_CHAT_TEMPLATE_PHI_3     ? "<|end|>\n"
+        render_headed(b, m, n, add_ass, "<|", "|>\n", false,
+                      id == LC_CHAT_TEMPLATE_PHI_3    ? "<|end|>\n"
                       : id == LC_CHAT_TEMPLATE_ZEPHYR ? "<|endoftext|>\n"
-                                                      : "\n");
-        }
-        if (add_ass)
-            lc_strbuf_put(b, "<|assistant|>\n");
+                                                      : "\n",
+                      "<|assistant|>\n");
         break;
     case LC_CHAT_TEMPLATE_PHI_4:
-        for (size_t i = 0; i < n; i++) {
-            lc_strbuf_put(b, "<|im_start|>");
-            lc_strbuf_put(b, role_name(m[i].role));
-            lc_strbuf_put(b, "<|im_sep|>");
-            put_content(b, m, i, false);
-            lc_strbuf_put(b, "<|im_end|>");
-        }
-        if (add_ass)
-            lc_strbuf_put(b, "<|im_start|>assistant<|im_sep|>");
+        render_headed(b, m, n, add_ass, "<|im_start|>", "<|im_sep|>", false, "<|im_end|>",
+                      "<|im_start|>assistant<|im_sep|>");
         break;
     case LC_CHAT_TEMPLATE_MONARCH:
         /* mlabonne/AlphaMonarch-7B: BOS opens every message; the first one is the tokenizer's */
@@ -641,15 +640,8 @@ static void render(struct lc_strbuf *b, int id, const struct lc_chat_msg *m, siz
             lc_strbuf_put(b, "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>");
         break;
     case LC_CHAT_TEMPLATE_LLAMA_3:
-        for (size_t i = 0; i < n; i++) {
-            lc_strbuf_put(b, "<|start_header_id|>");
-            lc_strbuf_put(b, role_name(m[i].role));
-            lc_strbuf_put(b, "<|end_header_id|>\n\n");
-            put_content(b, m, i, true);
-            lc_strbuf_put(b, "<|eot_id|>");
-        }
-        if (add_ass)
-            lc_strbuf_put(b, "<|start_header_id|>assistant<|end_header_id|>\n\n");
+        render_headed(b, m, n, add_ass, "<|start_header_id|>", "<|end_header_id|>\n\n", true,
+                      "<|eot_id|>", "<|start_header_id|>assistant<|end_header_id|>\n\n");
         break;
     case LC_CHAT_TEMPLATE_CHATGLM_3:
     case LC_CHAT_TEMPLATE_CHATGLM_4:
@@ -660,14 +652,8 @@ static void render(struct lc_strbuf *b, int id, const struct lc_chat_msg *m, siz
             lc_strbuf_put(b, "[gMASK]sop");
         else if (id == LC_CHAT_TEMPLATE_CHATGLM_4)
             lc_strbuf_put(b, "[gMASK]<sop>");
-        for (size_t i = 0; i < n; i++) {
-            lc_strbuf_put(b, "<|");
-            lc_strbuf_put(b, role_name(m[i].role));
-            lc_strbuf_put(b, id == LC_CHAT_TEMPLATE_CHATGLM_3 ? "|>\n " : "|>\n");
-            put_content(b, m, i, false);
-        }
-        if (add_ass)
-            lc_strbuf_put(b, "<|assistant|>");
+        render_headed(b, m, n, add_ass, "<|", id == LC_CHAT_TEMPLATE_CHATGLM_3 ? "|>\n " : "|>\n",
+                      false, "", "<|assistant|>");
         break;
     case LC_CHAT_TEMPLATE_MINICPM:
         for (size_t i = 0; i < n; i++) {
@@ -718,15 +704,8 @@ static void render(struct lc_strbuf *b, int id, const struct lc_chat_msg *m, siz
         }
         break;
     case LC_CHAT_TEMPLATE_GRANITE:
-        for (size_t i = 0; i < n; i++) {
-            lc_strbuf_put(b, "<|start_of_role|>");
-            lc_strbuf_put(b, role_name(m[i].role));
-            lc_strbuf_put(b, "<|end_of_role|>");
-            put_content(b, m, i, false);
-            lc_strbuf_put(b, "<|end_of_text|>\n");
-        }
-        if (add_ass)
-            lc_strbuf_put(b, "<|start_of_role|>assistant<|end_of_role|>\n");
+        render_headed(b, m, n, add_ass, "<|start_of_role|>", "<|end_of_role|>", false,
+                      "<|end_of_text|>\n", "<|start_of_role|>assistant<|end_of_role|>\n");
         break;
     case LC_CHAT_TEMPLATE_GIGACHAT: {
         /* ai-sage/GigaChat: only a leading system message is kept; every user turn is followed
@@ -754,15 +733,8 @@ static void render(struct lc_strbuf *b, int id, const struct lc_chat_msg *m, siz
         break;
     }
     case LC_CHAT_TEMPLATE_MEGREZ:
-        for (size_t i = 0; i < n; i++) {
-            lc_strbuf_put(b, "<|role_start|>");
-            lc_strbuf_put(b, role_name(m[i].role));
-            lc_strbuf_put(b, "<|role_end|>");
-            put_content(b, m, i, false);
-            lc_strbuf_put(b, "<|turn_end|>");
-        }
-        if (add_ass)
-            lc_strbuf_put(b, "<|role_start|>assistant<|role_end|>");
+        render_headed(b, m, n, add_ass, "<|role_start|>", "<|role_end|>", false, "<|turn_end|>",
+                      "<|role_start|>assistant<|role_end|>");
         break;
     case LC_CHAT_TEMPLATE_COUNT:
         break;
