@@ -122,20 +122,28 @@ void lc_quantize_row_q4_0_ref(const float *x, lc_block_q4_0 *y, int64_t n)
     }
 }
 
+/* the smallest and largest of x[0..n-1] (INFINITY / -INFINITY for n = 0; NaNs skipped), as
+ * ggml's quantize_row_q4_1_ref / q5_1_ref scan a block */
+static void block_min_max(const float *x, int n, float *min, float *max)
+{
+    float lo = INFINITY, hi = -INFINITY;
+    for (int j = 0; j < n; j++) {
+        if (x[j] < lo)
+            lo = x[j];
+        if (x[j] > hi)
+            hi = x[j];
+    }
+    *min = lo;
+    *max = hi;
+}
+
 void lc_quantize_row_q4_1_ref(const float *x, lc_block_q4_1 *y, int64_t n)
 {
     const int qk = LC_QK4_1;
     const int64_t nb = n / qk;
     for (int64_t i = 0; i < nb; i++) {
-        float min = INFINITY;
-        float max = -INFINITY;
-        for (int j = 0; j < qk; j++) {
-            const float v = x[i * qk + j];
-            if (v < min)
-                min = v;
-            if (v > max)
-                max = v;
-        }
+        float min, max;
+        block_min_max(x + i * qk, qk, &min, &max);
         const float d = (max - min) / ((1 << 4) - 1);
         const float id = d ? 1.0f / d : 0.0f;
         y[i].d = lc_fp32_to_fp16(d);
@@ -228,15 +236,8 @@ void lc_quantize_row_q5_1_ref(const float *x, lc_block_q5_1 *y, int64_t n)
     const int qk = LC_QK5_1;
     const int64_t nb = n / qk;
     for (int64_t i = 0; i < nb; i++) {
-        float min = INFINITY;
-        float max = -INFINITY;
-        for (int j = 0; j < qk; j++) {
-            const float v = x[i * qk + j];
-            if (v < min)
-                min = v;
-            if (v > max)
-                max = v;
-        }
+        float min, max;
+        block_min_max(x + i * qk, qk, &min, &max);
         const float d = (max - min) / ((1 << 5) - 1);
         const float id = d ? 1.0f / d : 0.0f;
         y[i].d = lc_fp32_to_fp16(d);
