@@ -11,7 +11,9 @@
  */
 #include <immintrin.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels.h"
@@ -702,6 +704,196 @@ DEFINE_X16_GEMM_BY_GROUP_NOPF(q6_K)
 DEFINE_X16_GEMM_BY_GROUP_NOPF(q5_1)
 DEFINE_X16_GEMM_BY_GROUP(q8_0) /* only gemm_x16_q8_0_unpacked's fallback */
 
+/* ---------------------------------------------------------------- x16 prompt GEMMs (expanded) */
+
+/*
+ * Per-thread scratch of the expanded x16 prompt GEMMs below (Q4_0, Q4_K, Q5_K, Q6_K), as
+ * x86-avx512.c's x16e_scratch: at least bytes bytes, 64-byte aligned, kept from call to call
+ * and grown as needed (whole pages), freed when the thread exits (the key's destructor).
+ * Returns NULL without memory or without a key; the callers then take their GEMV per column
+ * (the same bits).  Owned by the calling thread; valid until its next call.
+ */
+struct x2e_scratch {
+    size_t size; /* bytes usable from data */
+    uint8_t pad[56];
+    uint8_t data[];
+};
+static pthread_key_t x2e_key;
+static pthread_once_t x2e_once = PTHREAD_ONCE_INIT;
+static bool x2e_key_ok;
+
+static void x2e_key_init(void)
+{
+    x2e_key_ok = pthread_key_create(&x2e_key, free) == 0;
+}
+
+static uint8_t *x2e_scratch(size_t bytes)
+{
+    pthread_once(&x2e_once, x2e_key_init);
+    if (!x2e_key_ok)
+        return NULL;
+    struct x2e_scratch *p = pthread_getspecific(x2e_key);
+    if (p && p->size >= bytes)
+        return p->data;
+    if (p) { /* too small: replaced (clearing a slot that was set cannot fail) */
+        pthread_setspecific(x2e_key, NULL);
+        free(p);
+    }
+    bytes = (bytes + 4095) / 4096 * 4096;
+    p = aligned_alloc(64, sizeof *p + bytes);
+    if (!p)
+        return NULL;
+    p->size = bytes;
+    if (pthread_setspecific(x2e_key, p) != 0) {
+        free(p);
+        return NULL;
+    }
+    return p->data;
+}
+
+/* prefetch into L2 lines [l0, l1) of the bytes at p (the next group, while a tile runs) */
+INLINE void x2e_prefetch(const uint8_t *p, size_t l0, size_t l1)
+{
+    for (size_t l = l0; l < l1; l++)
+        _mm_prefetch((const char *)p + 64 * l, _MM_HINT_T1);
+}
+
+/*
+ * Q4_0 prompt GEMM over x16 groups (gemm_x16[LC_TYPE_Q4_0]), in the Q4_0x8 order of
+ * gemv_x16_q4_0 (llama.cpp's ggml_gemm_q4_0_8x8_q8_0): per (row, column) and block the exact
+ * integer sum(q * y) - 8 * sum(y), then acc = fma(float(isum), dx * dy, acc) from 0 in block
+ * order; acc is the output.  Only the float chain fixes the bits, so the integer work is grouped
+ * as AVX2 likes (test-kernels compares every output with the scalar vec_dot_q4_0x8):
+ *
+ *   - each group of 16 rows is expanded once per call (x2e_expand_q4_0) into 576 bytes per
+ *     block: 8 units of 64 bytes, unit j = the weights 4j .. 4j+3 of every row as bytes 0..15
+ *     (row r at bytes 4r .. 4r+3; rows 0..7 the first 32 bytes), then the 16 dx as floats;
+ *   - the column terms dy and -8 * sum(y) (x16_q8_0_of) once per call;
+ *   - tiles of 16 rows x 4 columns: per block and unit, the two row registers against each
+ *     column's activation dword (a vpbroadcastd from memory, a load) by vpmaddubsw, summed in
+ *     16-bit lanes over the 8 units (each pair at most 2 * 15 * 128, the 8 at most 30720: exact),
+ *     then per 8 rows and column one vpmaddwd by ones, the bias, vcvtdq2ps, dx * dy and the FMA.
+ *     About 160 vector operations per 2048 products, where the GEMV per column needs about 300.
+ */
+struct x2e_q4_0 {
+    uint8_t q[8][64]; /* unit j, row r: bytes 4r .. 4r+3 = the row's weights 4j .. 4j+3 */
+    float d[16];      /* dx of the 16 rows */
+};
+
+/* one group (G: nb blocks of repack.h's Q4_0 x16 layout) into E */
+static void x2e_expand_q4_0(struct x2e_q4_0 *E, const uint8_t *G, int nb)
+{
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    for (int i = 0; i < nb; i++) {
+        const uint8_t *q = G + lc_x16_qs_off(LC_TYPE_Q4_0, nb, i);
+        /* chunk k: low nibbles are weights 4k .. 4k+3, high ones 16 + 4k .. 16 + 4k + 3 */
+        _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
+            _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
+                const __m256i v = _mm256_loadu_si256((const __m256i *)(q + 64 * k + 32 * h));
+                _mm256_store_si256((__m256i *)(E[i].q[k] + 32 * h), _mm256_and_si256(v, m4));
+                _mm256_store_si256((__m256i *)(E[i].q[4 + k] + 32 * h),
+                                   _mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
+            }
+        const uint8_t *d16 = G + lc_x16_sc_off(LC_TYPE_Q4_0, nb, i);
+        _mm256_store_ps(E[i].d, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)d16)));
+        _mm256_store_ps(E[i].d + 8, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(d16 + 16))));
+    }
+}
+
+#define X2E0_COLS 4
+/* the expanded group E (nb blocks) x X2E0_COLS columns y[c] (ys[c]: their x16_q8_0 terms per
+ * block): s[c * ld_s + r] for r < 16, c < ncols (the other columns repeat one, not stored) */
+INLINE void x2e_q4_0_tile(int nb, float *s, size_t ld_s, const struct x2e_q4_0 *E,
+                          const lc_block_q8_0 *const y[X2E0_COLS],
+                          const struct x16_q8_0 *const ys[X2E0_COLS], int ncols)
+{
+    const __m256i ones = _mm256_set1_epi16(1);
+    /* the 8 float accumulators in memory (the 16 registers hold the 16-bit sums, the row
+     * units and the broadcasts): a load and a store each per block */
+    float acc[2][X2E0_COLS][8] __attribute__((aligned(32)));
+    for (int i = 0; i < nb; i++) {
+        __m256i p[2][X2E0_COLS];
+        _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) {
+            const __m256i w0 = _mm256_load_si256((const __m256i *)E[i].q[j]);
+            const __m256i w1 = _mm256_load_si256((const __m256i *)(E[i].q[j] + 32));
+            _Pragma("GCC unroll 4") for (int c = 0; c < X2E0_COLS; c++) {
+                const __m256i yb = _mm256_set1_epi32(ld_i32(y[c][i].qs + 4 * j));
+                const __m256i t0 = _mm256_maddubs_epi16(w0, yb), t1 = _mm256_maddubs_epi16(w1, yb);
+                p[0][c] = j ? _mm256_add_epi16(p[0][c], t0) : t0;
+                p[1][c] = j ? _mm256_add_epi16(p[1][c], t1) : t1;
+                /* a chain per accumulator: GCC would otherwise make each sum a tree of all 8
+                 * products, computed first and spilled */
+                __asm__("" : "+x"(p[0][c]), "+x"(p[1][c]));
+            }
+        }
+        const __m256 dx0 = _mm256_load_ps(E[i].d), dx1 = _mm256_load_ps(E[i].d + 8);
+        _Pragma("GCC unroll 4") for (int c = 0; c < X2E0_COLS; c++) {
+            const __m256 dy = _mm256_set1_ps(ys[c][i].d);
+            const __m256i bias = _mm256_set1_epi32(ys[c][i].bias);
+            const __m256 a0 = i ? _mm256_load_ps(acc[0][c]) : _mm256_setzero_ps();
+            const __m256 a1 = i ? _mm256_load_ps(acc[1][c]) : _mm256_setzero_ps();
+            _mm256_store_ps(acc[0][c], _mm256_fmadd_ps(
+                _mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_madd_epi16(p[0][c], ones), bias)),
+                _mm256_mul_ps(dx0, dy), a0));
+            _mm256_store_ps(acc[1][c], _mm256_fmadd_ps(
+                _mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_madd_epi16(p[1][c], ones), bias)),
+                _mm256_mul_ps(dx1, dy), a1));
+        }
+        __asm__ volatile("" : "+m"(acc));
+    }
+    _Pragma("GCC unroll 4") for (int c = 0; c < X2E0_COLS; c++) if (c < ncols) {
+        _mm256_storeu_ps(s + (size_t)c * ld_s, _mm256_load_ps(acc[0][c]));
+        _mm256_storeu_ps(s + (size_t)c * ld_s + 8, _mm256_load_ps(acc[1][c]));
+    }
+}
+
+/*
+ * kernels.h's gemm_x16 for Q4_0 (see above): nr rows (nr % 16 == 0, w the first of a group) x
+ * nc columns of Q8_0 activations, s[c * ld_s + r] as vec_dot_q4_0x8.  Scratch (x2e_scratch):
+ * one expanded group and the column terms, (576 + 8 * nc) bytes per block.  Fewer than 4
+ * columns, or no memory: the earlier path (pk_gemm's tiles, else the GEMV per column), the
+ * same bits.
+ */
+static void gemm_x2e_q4_0(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
+                          const void *a, size_t a_stride, int nc)
+{
+    const int nb = n / 32, ngr = nr / 16;
+    const size_t esz = (size_t)nb * sizeof(struct x2e_q4_0);
+    const size_t csz = (size_t)nc * (size_t)nb * sizeof(struct x16_q8_0);
+    uint8_t *mem = nb > 0 && nc >= X2E0_COLS ? x2e_scratch(esz + csz) : NULL;
+    if (!mem) {
+        gemm_x16_q4_0(n, s, ld_s, w, w_stride, nr, a, a_stride, nc);
+        return;
+    }
+    struct x2e_q4_0 *E = (struct x2e_q4_0 *)(void *)mem;
+    struct x16_q8_0 *ys = (struct x16_q8_0 *)(void *)(mem + esz);
+    for (int c = 0; c < nc; c++) {
+        const lc_block_q8_0 *y = (const void *)((const uint8_t *)a + (size_t)c * a_stride);
+        for (int i = 0; i < nb; i++)
+            ys[(size_t)c * nb + i] = x16_q8_0_of(y + i);
+    }
+    const int ntiles = (nc + X2E0_COLS - 1) / X2E0_COLS;
+    const size_t glines = 16 * w_stride / 64;
+    for (int g = 0; g < ngr; g++) {
+        const uint8_t *G = (const uint8_t *)w + (size_t)g * 16 * w_stride;
+        x2e_expand_q4_0(E, G, nb);
+        for (int c0 = 0, t = 0; c0 < nc; c0 += X2E0_COLS, t++) {
+            if (g + 1 < ngr) /* the next group into L2, a share before each tile */
+                x2e_prefetch(G + 16 * w_stride, glines * (size_t)t / (size_t)ntiles,
+                             glines * (size_t)(t + 1) / (size_t)ntiles);
+            const int k = nc - c0 < X2E0_COLS ? nc - c0 : X2E0_COLS;
+            const lc_block_q8_0 *y[X2E0_COLS];
+            const struct x16_q8_0 *yc[X2E0_COLS];
+            for (int c = 0; c < X2E0_COLS; c++) { /* missing columns repeat the last one */
+                const int cc = c0 + (c < k ? c : k - 1);
+                y[c] = (const void *)((const uint8_t *)a + (size_t)cc * a_stride);
+                yc[c] = ys + (size_t)cc * nb;
+            }
+            x2e_q4_0_tile(nb, s + (size_t)c0 * ld_s + 16 * g, ld_s, E, y, yc, k);
+        }
+    }
+}
+
 /*
  * Q8_0 prompt batches from the x16 layout: each group of 16 rows is rebuilt in ggml's layout
  * (a 4 x 4 dword transpose per 4 rows and 16 bytes) in a buffer of 16 rows, then multiplied by
@@ -1238,7 +1430,7 @@ const struct lc_kernels lc_kernels_avx2 = {
                  [LC_TYPE_Q6_K] = gemv_x16_q6_K, [LC_TYPE_Q4_K] = gemv_x16_q4_K,
                  [LC_TYPE_Q5_K] = gemv_x16_q5_K, [LC_TYPE_Q5_1] = gemv_x16_q5_1,
                  [LC_TYPE_Q8_0] = gemv_x16_q8_0},
-    .gemm_x16 = {[LC_TYPE_Q4_0] = gemm_x16_q4_0, [LC_TYPE_Q4_1] = gemm_x16_q4_1,
+    .gemm_x16 = {[LC_TYPE_Q4_0] = gemm_x2e_q4_0, [LC_TYPE_Q4_1] = gemm_x16_q4_1,
                  [LC_TYPE_Q6_K] = gemm_x16_q6_K, [LC_TYPE_Q4_K] = gemm_x16_q4_K,
                  [LC_TYPE_Q5_K] = gemm_x16_q5_K, [LC_TYPE_Q5_1] = gemm_x16_q5_1,
                  [LC_TYPE_Q8_0] = gemm_x16_q8_0_unpacked},
