@@ -895,6 +895,313 @@ static void gemm_x2e_q4_0(int n, float *s, size_t ld_s, const void *w, size_t w_
 }
 
 /*
+ * K-quant prompt GEMMs over x16 groups (gemm_x16[Q4_K / Q5_K / Q6_K]): per (row, column) the
+ * integer lanes and float operations of gemv_x16_k45 / x16_q6_K in their order (llama.cpp's
+ * AVX2 vec_dot_q4_K_q8_K / q5_K / q6_K: per super-block 8 exact integer lanes, acc[k] =
+ * fma(dy * dx, float(lane k), acc[k]), the mins as those GEMVs add them, hsum_float_8), so the
+ * same bits (test-kernels compares every output with the scalar vec_dot), with the unpacking
+ * done once per call instead of once per column:
+ *
+ *   - each group of 16 rows is expanded (x2k_expand) into XK2_BLK bytes per super-block: the
+ *     quants as bytes, lane k's 8 units at 512 k + 64 t (rows 0..7 the first 32 bytes of a
+ *     unit, the layout of x86-avx512.c's xk_expand_*): Q4_K / Q5_K unit t = sub-block t's
+ *     weights 32 t + 4k .. + 3 (Q5_K with the fifth bit), unsigned; Q6_K unit t = 4h + v the
+ *     weights 128h + 32v + 4k .. + 3 as q - 32, signed; then the rows' scales as the GEMVs
+ *     spread them for vpmaddwd, the Q4_K / Q5_K mins in 16-bit pairs, dx and dmin as floats,
+ *     and for Q6_K per lane and row the constant -128 * sum_t scale_t * sum(q - 32) (below);
+ *   - tiles of 8 rows x 4 columns (XK2_COLS), super-block by super-block: per lane k and unit
+ *     t, one row register and its scales against each column's activation dword (a vpbroadcastd
+ *     from memory): vpmaddubsw, vpmaddwd by the scales, vpaddd into the lane; per column and lane
+ *     one conversion and one FMA (the float accumulators in memory).  Q6_K takes the
+ *     activations as the unsigned operand, y + 128 (y ^ 0x80, made once per call), against the
+ *     signed q - 32: scale * sum((q - 32)(y + 128)) - 128 * scale * sum(q - 32) is the GEMV's
+ *     scale * (sum(q y) - 32 sum(y)), exactly (pairs at most 2 * 255 * 32 in 16 bits), and the
+ *     second term, which depends on the weights alone, starts the lane: no subtraction of the
+ *     activations' bias per product as in the GEMV.
+ *
+ * Fewer than 4 columns, or no scratch memory: the GEMV per column and group (the same bits).
+ */
+#define XK2_COLS 4
+#define XK2_BLK 6144 /* bytes of an expanded super-block of 16 rows */
+enum {
+    XK2_SCL = 4096,  /* [half][16] x 32 bytes: the vpmaddwd scale operands */
+    XK2_PAIR = 5120, /* [half][4] x 32 bytes: Q4_K / Q5_K min pairs */
+    XK2_DX = 5376,   /* 16 floats */
+    XK2_DMIN = 5440, /* 16 floats */
+    XK2_CORR = 5504, /* [lane 8][16 rows] int32: Q6_K's -128 * sum_t scale_t * sum(q - 32) */
+};
+_Static_assert(XK2_CORR + 512 <= XK2_BLK, "expanded super-block overflows");
+enum { XK2_Q4, XK2_Q5, XK2_Q6 };
+
+/* Q4_K / Q5_K: nb super-blocks of the group G (repack.h's layout) into E */
+static void x2k_expand_k45(int q5, uint8_t *E, const uint8_t *G, int nb)
+{
+    const enum lc_type type = q5 ? LC_TYPE_Q5_K : LC_TYPE_Q4_K;
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m10 = _mm256_set1_epi8(0x10);
+    const __m256i k3f = _mm256_set1_epi32(0x3f3f3f3f), k0f = _mm256_set1_epi32(0x0f0f0f0f);
+    const __m256i k30 = _mm256_set1_epi32(0x30303030);
+    for (int i = 0; i < nb; i++) {
+        uint8_t *Ei = E + (size_t)i * XK2_BLK;
+        for (int k = 0; k < 8; k++)
+            _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
+                const __m256i hb = q5 ? _mm256_loadu_si256((const __m256i *)(G + lc_x16_k_qh_off(i, k) + 32 * h))
+                                      : _mm256_setzero_si256();
+                _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) {
+                    const __m256i v = _mm256_loadu_si256((const __m256i *)(G + lc_x16_k_qs_off(type, i, j, k) + 32 * h));
+                    __m256i lo = _mm256_and_si256(v, m4);
+                    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+                    if (q5) { /* as gemv_x16_k45 merges them */
+                        const __m256i hl = j == 0 ? _mm256_slli_epi16(hb, 4) : j == 1 ? _mm256_slli_epi16(hb, 2)
+                                           : j == 2 ? hb : _mm256_srli_epi16(hb, 2);
+                        const __m256i hh = j == 0 ? _mm256_slli_epi16(hb, 3) : j == 1 ? _mm256_slli_epi16(hb, 1)
+                                           : j == 2 ? _mm256_srli_epi16(hb, 1) : _mm256_srli_epi16(hb, 3);
+                        lo = _mm256_or_si256(lo, _mm256_and_si256(hl, m10));
+                        hi = _mm256_or_si256(hi, _mm256_and_si256(hh, m10));
+                    }
+                    _mm256_store_si256((__m256i *)(Ei + 512 * k + 128 * j + 32 * h), lo);
+                    _mm256_store_si256((__m256i *)(Ei + 512 * k + 128 * j + 64 + 32 * h), hi);
+                }
+            }
+        _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
+            /* ggml's utmp as gemv_x16_k45 unpacks it */
+            const uint8_t *sc = G + lc_x16_part_off(type, i, LC_X16_P_SC) + 32 * h;
+            const __m256i u0 = _mm256_loadu_si256((const __m256i *)sc);
+            const __m256i u1 = _mm256_loadu_si256((const __m256i *)(sc + 64));
+            const __m256i u2 = _mm256_loadu_si256((const __m256i *)(sc + 128));
+            const __m256i sc03 = _mm256_and_si256(u0, k3f);
+            const __m256i sc47 = _mm256_or_si256(_mm256_and_si256(u2, k0f),
+                                                 _mm256_and_si256(_mm256_srli_epi32(u0, 2), k30));
+            const __m256i mn03 = _mm256_and_si256(u1, k3f);
+            const __m256i mn47 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(u2, 4), k0f),
+                                                 _mm256_and_si256(_mm256_srli_epi32(u1, 2), k30));
+            _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++)
+                _mm256_store_si256((__m256i *)(Ei + XK2_SCL + 512 * h + 32 * j),
+                                   _mm256_shuffle_epi8(j < 4 ? sc03 : sc47, k_byte_pat(j & 3, j & 3)));
+            _Pragma("GCC unroll 4") for (int m = 0; m < 4; m++)
+                _mm256_store_si256((__m256i *)(Ei + XK2_PAIR + 128 * h + 32 * m),
+                                   _mm256_shuffle_epi8(m < 2 ? mn03 : mn47, k_byte_pat(2 * (m & 1), 2 * (m & 1) + 1)));
+            _mm256_store_ps((float *)(void *)(Ei + XK2_DX) + 8 * h, _mm256_cvtph_ps(_mm_loadu_si128(
+                (const __m128i *)(G + lc_x16_part_off(type, i, LC_X16_P_D) + 16 * h))));
+            _mm256_store_ps((float *)(void *)(Ei + XK2_DMIN) + 8 * h, _mm256_cvtph_ps(_mm_loadu_si128(
+                (const __m128i *)(G + lc_x16_part_off(type, i, LC_X16_P_DMIN) + 16 * h))));
+        }
+    }
+}
+
+/* Q6_K: nb super-blocks of the group G into E (q - 32 as signed bytes, the scales, dx, the
+ * lanes' constant terms) */
+static void x2k_expand_q6_K(uint8_t *E, const uint8_t *G, int nb)
+{
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
+    const __m256i k32 = _mm256_set1_epi8(32), one8 = _mm256_set1_epi8(1);
+    const __m256i dup16 = _mm256_broadcastsi128_si256(
+        _mm_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13));
+    for (int i = 0; i < nb; i++) {
+        uint8_t *Ei = E + (size_t)i * XK2_BLK;
+        const uint8_t *ql = G + lc_x16_q6_K_off(nb, i, LC_X16_QL);
+        const uint8_t *qh = G + lc_x16_q6_K_off(nb, i, LC_X16_QH);
+        const int8_t *sc = (const int8_t *)(G + lc_x16_q6_K_off(nb, i, LC_X16_SC));
+        _Pragma("GCC unroll 2") for (int hf = 0; hf < 2; hf++) {
+            /* scale j of the 8 rows, sign-extended to 16 bits, in both halves of a dword */
+            __m256i scl[16];
+            _Pragma("GCC unroll 16") for (int j = 0; j < 16; j++) {
+                scl[j] = _mm256_shuffle_epi8(
+                    _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(sc + 16 * j + 8 * hf))), dup16);
+                _mm256_store_si256((__m256i *)(Ei + XK2_SCL + 512 * hf + 32 * j), scl[j]);
+            }
+            _mm256_store_ps((float *)(void *)(Ei + XK2_DX) + 8 * hf, _mm256_cvtph_ps(_mm_loadu_si128(
+                (const __m128i *)(G + lc_x16_q6_K_off(nb, i, LC_X16_D) + 16 * hf))));
+            for (int k = 0; k < 8; k++) {
+                __m256i corr = _mm256_setzero_si256();
+                _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
+                    const __m256i bh = _mm256_loadu_si256((const __m256i *)(qh + 64 * (8 * h + k) + 32 * hf));
+                    const __m256i b0 = _mm256_loadu_si256((const __m256i *)(ql + 64 * (16 * h + k) + 32 * hf));
+                    const __m256i b1 = _mm256_loadu_si256((const __m256i *)(ql + 64 * (16 * h + 8 + k) + 32 * hf));
+                    _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) {
+                        const __m256i b = v & 1 ? b1 : b0;
+                        const __m256i lo4 = v < 2 ? b : _mm256_srli_epi16(b, 4);
+                        const __m256i hi2 = v == 0   ? _mm256_slli_epi16(bh, 4)
+                                            : v == 1 ? _mm256_slli_epi16(bh, 2)
+                                            : v == 2 ? bh
+                                                     : _mm256_srli_epi16(bh, 2);
+                        const __m256i q = _mm256_sub_epi8(
+                            _mm256_or_si256(_mm256_and_si256(lo4, m4), _mm256_and_si256(hi2, m30)), k32);
+                        _mm256_store_si256((__m256i *)(Ei + 512 * k + 64 * (4 * h + v) + 32 * hf), q);
+                        corr = _mm256_add_epi32(corr, _mm256_madd_epi16(_mm256_maddubs_epi16(one8, q),
+                                                                        scl[8 * h + 2 * v + (k >= 4)]));
+                    }
+                }
+                _mm256_store_si256((__m256i *)(Ei + XK2_CORR + 64 * k + 32 * hf),
+                                   _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(corr, 7)));
+            }
+        }
+    }
+}
+
+/*
+ * Rows 8 hf .. 8 hf + 7 of the expanded group E (nb super-blocks) x C columns: y[c] the Q8_K
+ * columns, ys[c] their x16_q8_K terms (Q4_K / Q5_K), yx[c] their quants ^ 0x80 (Q6_K, 256 bytes
+ * per super-block); the 8 outputs of column c to s + c * ld_s.
+ */
+INLINE void x2k_tile(const int kind, const int C, int nb, float *s, size_t ld_s, const uint8_t *E,
+                     int hf, const lc_block_q8_K *const *y, const struct x16_q8_K *const *ys,
+                     const uint8_t *const *yx)
+{
+    float acc[XK2_COLS][8][8] __attribute__((aligned(32)));
+    float accm[XK2_COLS][4][8] __attribute__((aligned(32)));
+    for (int i = 0; i < nb; i++) {
+        const uint8_t *Ei = E + (size_t)i * XK2_BLK;
+        const __m256 dx = _mm256_load_ps((const float *)(const void *)(Ei + XK2_DX) + 8 * hf);
+        __m256 d[XK2_COLS];
+        _Pragma("GCC unroll 4") for (int c = 0; c < C; c++) d[c] = _mm256_mul_ps(_mm256_set1_ps(y[c][i].d), dx);
+        if (kind != XK2_Q6) {
+            const __m256 dminx = _mm256_load_ps((const float *)(const void *)(Ei + XK2_DMIN) + 8 * hf);
+            const uint8_t *pr = Ei + XK2_PAIR + 128 * hf;
+            _Pragma("GCC unroll 4") for (int c = 0; c < C; c++) {
+                const struct x16_q8_K *yc = ys[c] + i;
+                const __m256 dmin = _mm256_mul_ps(_mm256_set1_ps(-yc->d), dminx);
+                __m256i mp[4];
+                _Pragma("GCC unroll 4") for (int m = 0; m < 4; m++) mp[m] = _mm256_madd_epi16(
+                    _mm256_load_si256((const __m256i *)(pr + 32 * m)), _mm256_set1_epi32(yc->spair[m]));
+                if (kind == XK2_Q5) {
+                    const __m256i msum = _mm256_add_epi32(_mm256_add_epi32(mp[0], mp[1]),
+                                                          _mm256_add_epi32(mp[2], mp[3]));
+                    _mm256_store_ps(accm[c][0], _mm256_fmadd_ps(dmin, _mm256_cvtepi32_ps(msum),
+                                                                i ? _mm256_load_ps(accm[c][0]) : _mm256_setzero_ps()));
+                } else {
+                    _Pragma("GCC unroll 4") for (int m = 0; m < 4; m++)
+                        _mm256_store_ps(accm[c][m], _mm256_fmadd_ps(dmin, _mm256_cvtepi32_ps(mp[m]),
+                                                                    i ? _mm256_load_ps(accm[c][m]) : _mm256_setzero_ps()));
+                }
+            }
+        }
+        const uint8_t *scl = Ei + XK2_SCL + 512 * hf;
+        for (int k = 0; k < 8; k++) {
+            __m256i lane[XK2_COLS];
+            const __m256i l0 = kind == XK2_Q6 ? _mm256_load_si256((const __m256i *)(Ei + XK2_CORR + 64 * k + 32 * hf))
+                                              : _mm256_setzero_si256();
+            _Pragma("GCC unroll 4") for (int c = 0; c < C; c++) lane[c] = l0;
+            _Pragma("GCC unroll 8") for (int t = 0; t < 8; t++) {
+                const __m256i w = _mm256_load_si256((const __m256i *)(Ei + 512 * k + 64 * t + 32 * hf));
+                const __m256i sc = _mm256_load_si256(
+                    (const __m256i *)(scl + 32 * (kind == XK2_Q6 ? 2 * t + (k >= 4) : t)));
+                _Pragma("GCC unroll 4") for (int c = 0; c < C; c++) {
+                    const __m256i p = kind == XK2_Q6
+                                          ? _mm256_maddubs_epi16(_mm256_set1_epi32(ld_i32(yx[c] + 256 * (size_t)i + 32 * t + 4 * k)), w)
+                                          : _mm256_maddubs_epi16(w, _mm256_set1_epi32(ld_i32(y[c][i].qs + 32 * t + 4 * k)));
+                    lane[c] = _mm256_add_epi32(lane[c], _mm256_madd_epi16(p, sc));
+                    __asm__("" : "+x"(lane[c])); /* one chain per lane (no tree of spills) */
+                }
+            }
+            _Pragma("GCC unroll 4") for (int c = 0; c < C; c++)
+                _mm256_store_ps(acc[c][k], _mm256_fmadd_ps(d[c], _mm256_cvtepi32_ps(lane[c]),
+                                                           i ? _mm256_load_ps(acc[c][k]) : _mm256_setzero_ps()));
+        }
+        __asm__ volatile("" : "+m"(acc), "+m"(accm));
+    }
+    for (int c = 0; c < C; c++) {
+        __m256 a[8];
+        for (int k = 0; k < 8; k++)
+            a[k] = _mm256_load_ps(acc[c][k]);
+        __m256 r = x16_hsum8(a);
+        if (kind == XK2_Q5)
+            r = _mm256_add_ps(r, _mm256_load_ps(accm[c][0]));
+        else if (kind == XK2_Q4)
+            r = _mm256_add_ps(r, _mm256_add_ps(_mm256_add_ps(_mm256_load_ps(accm[c][0]), _mm256_load_ps(accm[c][2])),
+                                               _mm256_add_ps(_mm256_load_ps(accm[c][1]), _mm256_load_ps(accm[c][3]))));
+        _mm256_storeu_ps(s + (size_t)c * ld_s, r);
+    }
+}
+
+/*
+ * kernels.h's gemm_x16 for Q4_K, Q5_K and Q6_K (kind), see above: nr rows (nr % 16 == 0) x nc
+ * columns of Q8_K activations.  Scratch (x2e_scratch): one expanded group (6 KB per
+ * super-block) and the column terms (Q4_K / Q5_K: 20 bytes per super-block and column, Q6_K:
+ * the 256 shifted quants).
+ */
+INLINE void gemm_x2k(const int kind, int n, float *s, size_t ld_s, const void *w, size_t w_stride,
+                     int nr, const void *a, size_t a_stride, int nc)
+{
+    const int nb = n / LC_QK_K, ngr = nr / 16;
+    const size_t esz = (size_t)nb * XK2_BLK;
+    const size_t per = kind == XK2_Q6 ? 256 : sizeof(struct x16_q8_K);
+    uint8_t *mem = nb > 0 && nc >= XK2_COLS ? x2e_scratch(esz + (size_t)nc * (size_t)nb * per) : NULL;
+    if (!mem) {
+        if (kind == XK2_Q4)
+            gemm_x16_q4_K(n, s, ld_s, w, w_stride, nr, a, a_stride, nc);
+        else if (kind == XK2_Q5)
+            gemm_x16_q5_K(n, s, ld_s, w, w_stride, nr, a, a_stride, nc);
+        else
+            gemm_x16_q6_K(n, s, ld_s, w, w_stride, nr, a, a_stride, nc);
+        return;
+    }
+    uint8_t *E = mem, *cols = mem + esz;
+    for (int c = 0; c < nc; c++) {
+        const lc_block_q8_K *y = (const void *)((const uint8_t *)a + (size_t)c * a_stride);
+        for (int i = 0; i < nb; i++) {
+            if (kind == XK2_Q6) {
+                uint8_t *o = cols + ((size_t)c * nb + i) * 256;
+                _Pragma("GCC unroll 8") for (int t = 0; t < 8; t++) _mm256_store_si256(
+                    (__m256i *)(o + 32 * t),
+                    _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(y[i].qs + 32 * t)),
+                                     _mm256_set1_epi8((char)0x80)));
+            } else {
+                ((struct x16_q8_K *)(void *)cols)[(size_t)c * nb + i] = x16_q8_K_of(y + i);
+            }
+        }
+    }
+    const int ntiles = (nc + XK2_COLS - 1) / XK2_COLS;
+    const size_t glines = 16 * w_stride / 64;
+    for (int g = 0; g < ngr; g++) {
+        const uint8_t *G = (const uint8_t *)w + (size_t)g * 16 * w_stride;
+        if (kind == XK2_Q6)
+            x2k_expand_q6_K(E, G, nb);
+        else
+            x2k_expand_k45(kind == XK2_Q5, E, G, nb);
+        for (int c0 = 0, t = 0; c0 < nc; t++) {
+            if (g + 1 < ngr) /* the next group into L2, a share before each tile */
+                x2e_prefetch(G + 16 * w_stride, glines * (size_t)t / (size_t)ntiles,
+                             glines * (size_t)(t + 1) / (size_t)ntiles);
+            const int C = nc - c0 >= XK2_COLS ? XK2_COLS : 1;
+            const lc_block_q8_K *y[XK2_COLS];
+            const struct x16_q8_K *ys[XK2_COLS];
+            const uint8_t *yx[XK2_COLS];
+            for (int c = 0; c < C; c++) {
+                y[c] = (const void *)((const uint8_t *)a + (size_t)(c0 + c) * a_stride);
+                ys[c] = (const struct x16_q8_K *)(const void *)cols + (size_t)(c0 + c) * nb;
+                yx[c] = cols + (size_t)(c0 + c) * nb * 256;
+            }
+            for (int hf = 0; hf < 2; hf++) {
+                float *so = s + (size_t)c0 * ld_s + 16 * g + 8 * hf;
+                if (C == XK2_COLS)
+                    x2k_tile(kind, XK2_COLS, nb, so, ld_s, E, hf, y, ys, yx);
+                else
+                    x2k_tile(kind, 1, nb, so, ld_s, E, hf, y, ys, yx);
+            }
+            c0 += C;
+        }
+    }
+}
+
+static void gemm_x2k_q4_K(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
+                          const void *a, size_t a_stride, int nc)
+{
+    gemm_x2k(XK2_Q4, n, s, ld_s, w, w_stride, nr, a, a_stride, nc);
+}
+
+static void gemm_x2k_q5_K(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
+                          const void *a, size_t a_stride, int nc)
+{
+    gemm_x2k(XK2_Q5, n, s, ld_s, w, w_stride, nr, a, a_stride, nc);
+}
+
+static void gemm_x2k_q6_K(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
+                          const void *a, size_t a_stride, int nc)
+{
+    gemm_x2k(XK2_Q6, n, s, ld_s, w, w_stride, nr, a, a_stride, nc);
+}
+
+/*
  * Q8_0 prompt batches from the x16 layout: each group of 16 rows is rebuilt in ggml's layout
  * (a 4 x 4 dword transpose per 4 rows and 16 bytes) in a buffer of 16 rows, then multiplied by
  * x86-qdot.h's tiles (gemm_q8_0, ggml's layout's kernel: its bits, its speed, which the GEMV per
@@ -1431,8 +1738,8 @@ const struct lc_kernels lc_kernels_avx2 = {
                  [LC_TYPE_Q5_K] = gemv_x16_q5_K, [LC_TYPE_Q5_1] = gemv_x16_q5_1,
                  [LC_TYPE_Q8_0] = gemv_x16_q8_0},
     .gemm_x16 = {[LC_TYPE_Q4_0] = gemm_x2e_q4_0, [LC_TYPE_Q4_1] = gemm_x16_q4_1,
-                 [LC_TYPE_Q6_K] = gemm_x16_q6_K, [LC_TYPE_Q4_K] = gemm_x16_q4_K,
-                 [LC_TYPE_Q5_K] = gemm_x16_q5_K, [LC_TYPE_Q5_1] = gemm_x16_q5_1,
+                 [LC_TYPE_Q6_K] = gemm_x2k_q6_K, [LC_TYPE_Q4_K] = gemm_x2k_q4_K,
+                 [LC_TYPE_Q5_K] = gemm_x2k_q5_K, [LC_TYPE_Q5_1] = gemm_x16_q5_1,
                  [LC_TYPE_Q8_0] = gemm_x16_q8_0_unpacked},
     .x16_native = (1u << LC_TYPE_Q4_0) | (1u << LC_TYPE_Q4_1) | (1u << LC_TYPE_Q6_K) |
                   (1u << LC_TYPE_Q4_K) | (1u << LC_TYPE_Q5_K) | (1u << LC_TYPE_Q5_1) |
