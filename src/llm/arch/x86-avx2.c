@@ -1204,6 +1204,137 @@ static void gemm_x2k_q6_K(int n, float *s, size_t ld_s, const void *w, size_t w_
 }
 
 /*
+ * Q8_0 prompt GEMM over x16 groups (gemm_x16[LC_TYPE_Q8_0]) in vec_dot_q8_0_q8_0's order (ggml's
+ * AVX2 mul_sum_i8_pairs_float, as gemv_x16_q8_0): per block and row 8 integer lanes, lane k =
+ * the 4 products 4k .. 4k+3, acc[k] = fma(dx * dy, float(lane k), acc[k]), hsum_float_8 at the
+ * end; so the same bits as vec_dot for every block whose weights and activations avoid -128
+ * (ggml's vpsignb wraps there: Q8_0 quantizers give -127 .. 127).  The lanes are computed
+ * differently, in 16 bits, without vec_dot's vpsignb pair:
+ *
+ *   - each group of 16 rows is expanded once per call (x2e_expand_q8_0) into 1088 bytes per
+ *     block: per lane k two units of 64 bytes holding, per row, the weights 4k and 4k+2 (A) and
+ *     4k+1 and 4k+3 (B) sign-extended to 16 bits (rows 0..7 first), then the 16 dx as floats;
+ *   - each column's activations the same way once per call (64 bytes per block) and dy;
+ *   - tiles of 8 rows x 4 columns: per block, lane and column two vpmaddwd (A by the column's
+ *     (y 4k, y 4k+2) dword, B by (y 4k+1, y 4k+3), vpbroadcastd from memory) and an add give
+ *     the exact lane; one conversion and one FMA into the float accumulators (in memory).
+ *     4 multiply-port operations per 32 products where the GEMV per column needs 5.
+ * Fewer than 4 columns, or no scratch memory: gemm_x16_q8_0_unpacked (the same bits).
+ */
+#define X2E8_BLK 1088 /* bytes of an expanded block of 16 rows */
+
+/* one group (G, nb blocks of repack.h's Q8_0 x16 layout) into E */
+static void x2e_expand_q8_0(uint8_t *E, const uint8_t *G, int nb)
+{
+    for (int i = 0; i < nb; i++) {
+        const uint8_t *B = G + lc_x16_part_off(LC_TYPE_Q8_0, i, LC_X16_P_D);
+        uint8_t *Ei = E + (size_t)i * X2E8_BLK;
+        _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
+            _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
+                const __m256i v = _mm256_loadu_si256((const __m256i *)(B + 32 + 64 * k + 32 * h));
+                _mm256_store_si256((__m256i *)(Ei + 128 * k + 32 * h),
+                                   _mm256_srai_epi16(_mm256_slli_epi16(v, 8), 8));
+                _mm256_store_si256((__m256i *)(Ei + 128 * k + 64 + 32 * h), _mm256_srai_epi16(v, 8));
+            }
+        _mm256_store_ps((float *)(void *)(Ei + 1024), _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)B)));
+        _mm256_store_ps((float *)(void *)(Ei + 1024) + 8,
+                        _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(B + 16))));
+    }
+}
+
+#define X2E8_COLS 4
+/* rows 8 hf .. 8 hf + 7 of the expanded group E (nb blocks) x C columns: yq[c] their expanded
+ * activations (64 bytes per block), dy[c] their scales; outputs to s + c * ld_s */
+INLINE void x2e_q8_0_tile(const int C, int nb, float *s, size_t ld_s, const uint8_t *E, int hf,
+                          const uint8_t *const *yq, const float *const *dy)
+{
+    float acc[X2E8_COLS][8][8] __attribute__((aligned(32)));
+    for (int i = 0; i < nb; i++) {
+        const uint8_t *Ei = E + (size_t)i * X2E8_BLK;
+        const __m256 dx = _mm256_load_ps((const float *)(const void *)(Ei + 1024) + 8 * hf);
+        __m256 d[X2E8_COLS];
+        _Pragma("GCC unroll 4") for (int c = 0; c < C; c++) d[c] = _mm256_mul_ps(dx, _mm256_set1_ps(dy[c][i]));
+        _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) {
+            const __m256i xa = _mm256_load_si256((const __m256i *)(Ei + 128 * k + 32 * hf));
+            const __m256i xb = _mm256_load_si256((const __m256i *)(Ei + 128 * k + 64 + 32 * hf));
+            _Pragma("GCC unroll 4") for (int c = 0; c < C; c++) {
+                const uint8_t *yc = yq[c] + 64 * (size_t)i;
+                const __m256i lane = _mm256_add_epi32(
+                    _mm256_madd_epi16(xa, _mm256_set1_epi32(ld_i32(yc + 4 * k))),
+                    _mm256_madd_epi16(xb, _mm256_set1_epi32(ld_i32(yc + 32 + 4 * k))));
+                _mm256_store_ps(acc[c][k], _mm256_fmadd_ps(d[c], _mm256_cvtepi32_ps(lane),
+                                                           i ? _mm256_load_ps(acc[c][k]) : _mm256_setzero_ps()));
+            }
+        }
+        __asm__ volatile("" : "+m"(acc));
+    }
+    for (int c = 0; c < C; c++) {
+        __m256 a[8];
+        for (int k = 0; k < 8; k++)
+            a[k] = _mm256_load_ps(acc[c][k]);
+        _mm256_storeu_ps(s + (size_t)c * ld_s, x16_hsum8(a));
+    }
+}
+
+static void gemm_x16_q8_0_unpacked(int n, float *s, size_t ld_s, const void *w, size_t w_stride,
+                                   int nr, const void *a, size_t a_stride, int nc);
+
+/*
+ * kernels.h's gemm_x16 for Q8_0 (see above): nr rows (nr % 16 == 0) x nc columns of Q8_0
+ * activations.  Scratch (x2e_scratch): one expanded group and the columns, (1088 + 68 nc)
+ * bytes per block.
+ */
+static void gemm_x2e_q8_0(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
+                          const void *a, size_t a_stride, int nc)
+{
+    const int nb = n / 32, ngr = nr / 16;
+    const size_t esz = (size_t)nb * X2E8_BLK, qsz = (size_t)nc * (size_t)nb * 64;
+    uint8_t *mem = nb > 0 && nc >= X2E8_COLS ? x2e_scratch(esz + qsz + (size_t)nc * (size_t)nb * 4) : NULL;
+    if (!mem) {
+        gemm_x16_q8_0_unpacked(n, s, ld_s, w, w_stride, nr, a, a_stride, nc);
+        return;
+    }
+    uint8_t *E = mem, *Y = mem + esz;
+    float *D = (float *)(void *)(mem + esz + qsz);
+    for (int c = 0; c < nc; c++) {
+        const lc_block_q8_0 *y = (const void *)((const uint8_t *)a + (size_t)c * a_stride);
+        for (int i = 0; i < nb; i++) {
+            uint8_t *o = Y + ((size_t)c * nb + i) * 64;
+            const __m256i v = _mm256_loadu_si256((const __m256i *)y[i].qs);
+            _mm256_store_si256((__m256i *)o, _mm256_srai_epi16(_mm256_slli_epi16(v, 8), 8));
+            _mm256_store_si256((__m256i *)(o + 32), _mm256_srai_epi16(v, 8));
+            D[(size_t)c * nb + i] = h2f(y[i].d);
+        }
+    }
+    const int ntiles = (nc + X2E8_COLS - 1) / X2E8_COLS;
+    const size_t glines = 16 * w_stride / 64;
+    for (int g = 0; g < ngr; g++) {
+        const uint8_t *G = (const uint8_t *)w + (size_t)g * 16 * w_stride;
+        x2e_expand_q8_0(E, G, nb);
+        for (int c0 = 0, t = 0; c0 < nc; t++) {
+            if (g + 1 < ngr) /* the next group into L2, a share before each tile */
+                x2e_prefetch(G + 16 * w_stride, glines * (size_t)t / (size_t)ntiles,
+                             glines * (size_t)(t + 1) / (size_t)ntiles);
+            const int C = nc - c0 >= X2E8_COLS ? X2E8_COLS : 1;
+            const uint8_t *yq[X2E8_COLS];
+            const float *dy[X2E8_COLS];
+            for (int c = 0; c < C; c++) {
+                yq[c] = Y + (size_t)(c0 + c) * nb * 64;
+                dy[c] = D + (size_t)(c0 + c) * nb;
+            }
+            for (int hf = 0; hf < 2; hf++) {
+                float *so = s + (size_t)c0 * ld_s + 16 * g + 8 * hf;
+                if (C == X2E8_COLS)
+                    x2e_q8_0_tile(X2E8_COLS, nb, so, ld_s, E, hf, yq, dy);
+                else
+                    x2e_q8_0_tile(1, nb, so, ld_s, E, hf, yq, dy);
+            }
+            c0 += C;
+        }
+    }
+}
+
+/*
  * Q8_0 prompt batches from the x16 layout: each group of 16 rows is rebuilt in ggml's layout
  * (a 4 x 4 dword transpose per 4 rows and 16 bytes) in a buffer of 16 rows, then multiplied by
  * x86-qdot.h's tiles (gemm_q8_0, ggml's layout's kernel: its bits, its speed, which the GEMV per
@@ -1742,7 +1873,7 @@ const struct lc_kernels lc_kernels_avx2 = {
     .gemm_x16 = {[LC_TYPE_Q4_0] = gemm_x2e_q4_0, [LC_TYPE_Q4_1] = gemm_x16_q4_1,
                  [LC_TYPE_Q6_K] = gemm_x2k_q6_K, [LC_TYPE_Q4_K] = gemm_x2k_q4_K,
                  [LC_TYPE_Q5_K] = gemm_x2k_q5_K, [LC_TYPE_Q5_1] = gemm_x16_q5_1,
-                 [LC_TYPE_Q8_0] = gemm_x16_q8_0_unpacked},
+                 [LC_TYPE_Q8_0] = gemm_x2e_q8_0},
     .x16_native = (1u << LC_TYPE_Q4_0) | (1u << LC_TYPE_Q4_1) | (1u << LC_TYPE_Q6_K) |
                   (1u << LC_TYPE_Q4_K) | (1u << LC_TYPE_Q5_K) | (1u << LC_TYPE_Q5_1) |
                   (1u << LC_TYPE_Q8_0),
