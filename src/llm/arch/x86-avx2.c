@@ -1434,6 +1434,62 @@ static void quantize_row_q8_1(const float *x, void *vy, int64_t n)
     }
 }
 
+/*
+ * Q8_K activations (the K-quants' vec_dot_type) as lc_quantize_row_q8_K_ref (ggml's
+ * quantize_row_q8_K_ref): per super-block of 256, max = the first x of largest |x|, iscale =
+ * -127 / max, q = min(127, nearest_int(iscale * x)) by the same magic-number rounding (a
+ * multiply, then an add: no FMA), bsums per 16, d = 1 / iscale; all zero when every |x| is 0.
+ * The same bytes (test-kernels' check_quantize_stress: ties of |max|, -0.0, near-halves).
+ * n a multiple of 256; y: n / 256 blocks.
+ */
+static void quantize_row_q8_K(const float *x, void *vy, int64_t n)
+{
+    lc_block_q8_K *y = vy;
+    const __m256 sign = _mm256_set1_ps(-0.0f), magic = _mm256_set1_ps(12582912.f);
+    const __m256i mant = _mm256_set1_epi32(0x007fffff), half = _mm256_set1_epi32(0x00400000);
+    const __m256i m127 = _mm256_set1_epi32(127);
+    for (int64_t i = 0; i < n / LC_QK_K; i++, x += LC_QK_K) {
+        /* max(|x|, am): a NaN |x| leaves am, as the reference's (ax > amax) */
+        __m256 am = _mm256_setzero_ps();
+        for (int j = 0; j < LC_QK_K / 8; j++)
+            am = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + 8 * j)), am);
+        __m128 m4 = _mm_max_ps(_mm256_extractf128_ps(am, 1), _mm256_castps256_ps128(am));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+        const float amax = _mm_cvtss_f32(m4);
+        if (amax == 0.0f) {
+            memset(&y[i], 0, sizeof y[i]);
+            continue;
+        }
+        float max = 0.0f;
+        for (int j = 0; j < LC_QK_K / 8; j++) {
+            const int eq = _mm256_movemask_ps(_mm256_cmp_ps(
+                _mm256_andnot_ps(sign, _mm256_loadu_ps(x + 8 * j)), _mm256_set1_ps(amax), _CMP_EQ_OQ));
+            if (eq) {
+                max = x[8 * j + __builtin_ctz((unsigned)eq)];
+                break;
+            }
+        }
+        const float iscale = -127.f / max;
+        const __m256 vs = _mm256_set1_ps(iscale);
+        for (int j = 0; j < LC_QK_K / 32; j++) {
+            __m256i q[4];
+            _Pragma("GCC unroll 4") for (int t = 0; t < 4; t++) {
+                const __m256 v = _mm256_add_ps(_mm256_mul_ps(vs, _mm256_loadu_ps(x + 32 * j + 8 * t)), magic);
+                q[t] = _mm256_min_epi32(_mm256_sub_epi32(_mm256_and_si256(_mm256_castps_si256(v), mant), half), m127);
+            }
+            /* |q| <= 127 (|iscale * x| <= 127), so the saturating packs are the reference's
+             * (int8_t) casts; packs work per 128-bit lane: dword order 0 4 1 5 2 6 3 7 */
+            y[i].bsums[2 * j] = (int16_t)hsum_epi32(_mm256_add_epi32(q[0], q[1]));
+            y[i].bsums[2 * j + 1] = (int16_t)hsum_epi32(_mm256_add_epi32(q[2], q[3]));
+            const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+            _mm256_storeu_si256((__m256i *)(y[i].qs + 32 * j),
+                                _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+        }
+        y[i].d = 1 / iscale;
+    }
+}
+
 static void quantize_row_f16(const float *x, void *vy, int64_t n)
 {
     lc_fp16 *y = vy;
@@ -1847,6 +1903,7 @@ const struct lc_kernels lc_kernels_avx2 = {
         [LC_TYPE_F16] = quantize_row_f16,
         [LC_TYPE_Q8_0] = quantize_row_q8_0,
         [LC_TYPE_Q8_1] = quantize_row_q8_1,
+        [LC_TYPE_Q8_K] = quantize_row_q8_K,
     },
     .gemm = {
         [LC_TYPE_F32] = gemm_f32,
