@@ -1335,6 +1335,146 @@ static void gemm_x2e_q8_0(int n, float *s, size_t ld_s, const void *w, size_t w_
 }
 
 /*
+ * Q5_1 prompt GEMM over x16 groups (gemm_x16[LC_TYPE_Q5_1]) in vec_dot_q5_1_q8_1's order (as
+ * gemv_x16_q5_1): per block and row 8 integer lanes, lane L = the 4 products 4L .. 4L+3 (the
+ * 5-bit q times y), acc[L] = fma(float(lane L), dx * dy, acc[L]); m * s_y summed apart in block
+ * order (multiply, then add); hsum_float_8 plus that sum.  So the same bits (test-kernels).
+ * Each group of 16 rows is expanded once per call (x2e_expand_q5_1: the 5-bit quants as bytes,
+ * unit L = weights 4L .. 4L+3 of every row, rows 0..7 first; then dx and m as floats, 640
+ * bytes per block), the columns' dy and s_y as floats once per call; tiles of 8 rows x 4
+ * columns then take per lane and column a `vpmaddubsw`, a `vpmaddwd` by ones, the conversion
+ * and the FMA (float accumulators in memory), without the GEMV's fifth-bit shuffles and
+ * compares per column.  Fewer than 4 columns, or no scratch memory: the GEMV group by group.
+ */
+#define X2E5_BLK 640
+
+/* one group (G, nb blocks of repack.h's Q5_1 x16 layout) into E, as x16_q5_1 forms the bytes */
+static void x2e_expand_q5_1(uint8_t *E, const uint8_t *G, int nb)
+{
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m10 = _mm256_set1_epi8(0x10);
+    const __m256i bit_lo = _mm256_set1_epi32(0x08040201), bit_hi = _mm256_set1_epi32((int)0x80402010);
+    const __m256i dw = _mm256_setr_epi32(0, 0x04040404, 0x08080808, 0x0C0C0C0C, 0, 0x04040404,
+                                         0x08080808, 0x0C0C0C0C);
+    for (int i = 0; i < nb; i++) {
+        const uint8_t *B = G + lc_x16_part_off(LC_TYPE_Q5_1, i, LC_X16_P_D);
+        uint8_t *Ei = E + (size_t)i * X2E5_BLK;
+        _Pragma("GCC unroll 2") for (int hf = 0; hf < 2; hf++) {
+            const __m256i qh = _mm256_loadu_si256((const __m256i *)(B + 64 + 32 * hf));
+            const uint8_t *q = B + 128 + 32 * hf;
+            _Pragma("GCC unroll 2") for (int pr = 0; pr < 2; pr++) {
+                const __m256i hl = _mm256_shuffle_epi8(qh, _mm256_add_epi8(dw, _mm256_set1_epi8((char)pr)));
+                const __m256i hh = _mm256_shuffle_epi8(qh, _mm256_add_epi8(dw, _mm256_set1_epi8((char)(2 + pr))));
+                _Pragma("GCC unroll 2") for (int kk = 0; kk < 2; kk++) {
+                    const int k = 2 * pr + kk;
+                    const __m256i bits = kk ? bit_hi : bit_lo;
+                    const __m256i v = _mm256_loadu_si256((const __m256i *)(q + 64 * k));
+                    _mm256_store_si256((__m256i *)(Ei + 64 * k + 32 * hf), _mm256_or_si256(
+                        _mm256_and_si256(v, m4),
+                        _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hl, bits), bits), m10)));
+                    _mm256_store_si256((__m256i *)(Ei + 64 * (4 + k) + 32 * hf), _mm256_or_si256(
+                        _mm256_and_si256(_mm256_srli_epi16(v, 4), m4),
+                        _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hh, bits), bits), m10)));
+                }
+            }
+            _mm256_store_ps((float *)(void *)(Ei + 512) + 8 * hf,
+                            _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(B + 16 * hf))));
+            _mm256_store_ps((float *)(void *)(Ei + 576) + 8 * hf,
+                            _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(B + 32 + 16 * hf))));
+        }
+    }
+}
+
+#define X2E5_COLS 4
+/* rows 8 hf .. 8 hf + 7 of the expanded group E (nb blocks) x C columns y[c] (ds[c]: their
+ * {dy, s_y} per block); outputs to s + c * ld_s */
+INLINE void x2e_q5_1_tile(const int C, int nb, float *s, size_t ld_s, const uint8_t *E, int hf,
+                          const lc_block_q8_1 *const *y, const float (*const *ds)[2])
+{
+    const __m256i ones = _mm256_set1_epi16(1);
+    float acc[X2E5_COLS][8][8] __attribute__((aligned(32)));
+    float ms[X2E5_COLS][8] __attribute__((aligned(32)));
+    for (int i = 0; i < nb; i++) {
+        const uint8_t *Ei = E + (size_t)i * X2E5_BLK;
+        const __m256 dx = _mm256_load_ps((const float *)(const void *)(Ei + 512) + 8 * hf);
+        const __m256 mx = _mm256_load_ps((const float *)(const void *)(Ei + 576) + 8 * hf);
+        __m256 d[X2E5_COLS];
+        _Pragma("GCC unroll 4") for (int c = 0; c < C; c++) {
+            d[c] = _mm256_mul_ps(dx, _mm256_set1_ps(ds[c][i][0]));
+            const __m256 m = _mm256_mul_ps(mx, _mm256_set1_ps(ds[c][i][1]));
+            _mm256_store_ps(ms[c], i ? _mm256_add_ps(_mm256_load_ps(ms[c]), m) : _mm256_add_ps(_mm256_setzero_ps(), m));
+        }
+        _Pragma("GCC unroll 8") for (int L = 0; L < 8; L++) {
+            const __m256i w = _mm256_load_si256((const __m256i *)(Ei + 64 * L + 32 * hf));
+            _Pragma("GCC unroll 4") for (int c = 0; c < C; c++) {
+                const __m256i lane = _mm256_madd_epi16(
+                    _mm256_maddubs_epi16(w, _mm256_set1_epi32(ld_i32(y[c][i].qs + 4 * L))), ones);
+                _mm256_store_ps(acc[c][L], _mm256_fmadd_ps(_mm256_cvtepi32_ps(lane), d[c],
+                                                           i ? _mm256_load_ps(acc[c][L]) : _mm256_setzero_ps()));
+            }
+        }
+        __asm__ volatile("" : "+m"(acc), "+m"(ms));
+    }
+    for (int c = 0; c < C; c++) {
+        __m256 a[8];
+        for (int L = 0; L < 8; L++)
+            a[L] = _mm256_load_ps(acc[c][L]);
+        _mm256_storeu_ps(s + (size_t)c * ld_s, _mm256_add_ps(x16_hsum8(a), _mm256_load_ps(ms[c])));
+    }
+}
+
+/*
+ * kernels.h's gemm_x16 for Q5_1 (see above): nr rows (nr % 16 == 0) x nc columns of Q8_1
+ * activations.  Scratch (x2e_scratch): one expanded group and the column scales, (640 + 8 nc)
+ * bytes per block.
+ */
+static void gemm_x2e_q5_1(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
+                          const void *a, size_t a_stride, int nc)
+{
+    const int nb = n / 32, ngr = nr / 16;
+    const size_t esz = (size_t)nb * X2E5_BLK;
+    uint8_t *mem = nb > 0 && nc >= X2E5_COLS ? x2e_scratch(esz + (size_t)nc * (size_t)nb * sizeof(float[2])) : NULL;
+    if (!mem) {
+        gemm_x16_q5_1(n, s, ld_s, w, w_stride, nr, a, a_stride, nc);
+        return;
+    }
+    uint8_t *E = mem;
+    float(*DS)[2] = (float(*)[2])(void *)(mem + esz);
+    for (int c = 0; c < nc; c++) {
+        const lc_block_q8_1 *y = (const void *)((const uint8_t *)a + (size_t)c * a_stride);
+        for (int i = 0; i < nb; i++) {
+            DS[(size_t)c * nb + i][0] = h2f(y[i].d);
+            DS[(size_t)c * nb + i][1] = h2f(y[i].s);
+        }
+    }
+    const int ntiles = (nc + X2E5_COLS - 1) / X2E5_COLS;
+    const size_t glines = 16 * w_stride / 64;
+    for (int g = 0; g < ngr; g++) {
+        const uint8_t *G = (const uint8_t *)w + (size_t)g * 16 * w_stride;
+        x2e_expand_q5_1(E, G, nb);
+        for (int c0 = 0, t = 0; c0 < nc; t++) {
+            if (g + 1 < ngr) /* the next group into L2, a share before each tile */
+                x2e_prefetch(G + 16 * w_stride, glines * (size_t)t / (size_t)ntiles,
+                             glines * (size_t)(t + 1) / (size_t)ntiles);
+            const int C = nc - c0 >= X2E5_COLS ? X2E5_COLS : 1;
+            const lc_block_q8_1 *y[X2E5_COLS];
+            const float(*ds[X2E5_COLS])[2];
+            for (int c = 0; c < C; c++) {
+                y[c] = (const void *)((const uint8_t *)a + (size_t)(c0 + c) * a_stride);
+                ds[c] = DS + (size_t)(c0 + c) * nb;
+            }
+            for (int hf = 0; hf < 2; hf++) {
+                float *so = s + (size_t)c0 * ld_s + 16 * g + 8 * hf;
+                if (C == X2E5_COLS)
+                    x2e_q5_1_tile(X2E5_COLS, nb, so, ld_s, E, hf, y, ds);
+                else
+                    x2e_q5_1_tile(1, nb, so, ld_s, E, hf, y, ds);
+            }
+            c0 += C;
+        }
+    }
+}
+
+/*
  * Q8_0 prompt batches from the x16 layout: each group of 16 rows is rebuilt in ggml's layout
  * (a 4 x 4 dword transpose per 4 rows and 16 bytes) in a buffer of 16 rows, then multiplied by
  * x86-qdot.h's tiles (gemm_q8_0, ggml's layout's kernel: its bits, its speed, which the GEMV per
@@ -1929,7 +2069,7 @@ const struct lc_kernels lc_kernels_avx2 = {
                  [LC_TYPE_Q8_0] = gemv_x16_q8_0},
     .gemm_x16 = {[LC_TYPE_Q4_0] = gemm_x2e_q4_0, [LC_TYPE_Q4_1] = gemm_x16_q4_1,
                  [LC_TYPE_Q6_K] = gemm_x2k_q6_K, [LC_TYPE_Q4_K] = gemm_x2k_q4_K,
-                 [LC_TYPE_Q5_K] = gemm_x2k_q5_K, [LC_TYPE_Q5_1] = gemm_x16_q5_1,
+                 [LC_TYPE_Q5_K] = gemm_x2k_q5_K, [LC_TYPE_Q5_1] = gemm_x2e_q5_1,
                  [LC_TYPE_Q8_0] = gemm_x2e_q8_0},
     .x16_native = (1u << LC_TYPE_Q4_0) | (1u << LC_TYPE_Q4_1) | (1u << LC_TYPE_Q6_K) |
                   (1u << LC_TYPE_Q4_K) | (1u << LC_TYPE_Q5_K) | (1u << LC_TYPE_Q5_1) |
