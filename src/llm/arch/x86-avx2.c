@@ -696,8 +696,9 @@ static void x16_q6_K_nopf(int n, float *s, const void *vw, size_t w_stride, int 
 DEFINE_PK_GEMM(q4_1, PK_Q4_1, gemm_q4_1)
 DEFINE_PK_GEMM(q4_0, PK_Q4_0, gemm_q4_0)
 DEFINE_PK_GEMM(q4_0x8, PK_Q4_0X8, gemm_q4_0x8_by_columns)
-/* (gemm_x16_q4_0, _q4_K, _q5_K, _q6_K: only the fallbacks of the expanded GEMMs below,
- * gemm_x2e_q4_0 and gemm_x2k, for fewer than 4 columns or without scratch memory) */
+/* (gemm_x16_q4_0, _q4_K, _q5_K, _q6_K, _q5_1: only the fallbacks of the expanded GEMMs below,
+ * gemm_x2e_q4_0, gemm_x2k and gemm_x2e_q5_1, for fewer than 4 columns or without scratch
+ * memory; gemm_x16_q8_0_unpacked is gemm_x2e_q8_0's) */
 DEFINE_X16_GEMM(q4_1, PK_Q4_1)
 DEFINE_X16_GEMM_BY_GROUP_NOPF(q4_K)
 DEFINE_X16_GEMM_BY_GROUP_NOPF(q5_K)
