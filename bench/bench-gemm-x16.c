@@ -2,7 +2,7 @@
  * bench-gemm-x16.c - the prompt GEMM of the x16 layout alone, one thread, on the shapes of a
  * TinyLlama-1.1B pp512 batch as a thread sees them (a chunk of output rows x 512 tokens).
  *
- *   make bench/bench-gemm-x16 && bench/bench-gemm-x16 [TYPE q4_1|q4_0|q4_K|q5_K|q6_K, -fast: gemm_x16_fast] [REPS 5] [ISA auto] [COLUMNS 512]
+ *   make bench/bench-gemm-x16 && bench/bench-gemm-x16 [TYPE q4_1|q4_0|q4_K|q5_K|q6_K|q8_0|q5_1, -fast: gemm_x16_fast] [REPS 5] [ISA auto] [COLUMNS 512]
  *
  * Prints GMAC/s (weights x columns / time / 1e9), best and median of REPS, per shape: to set
  * against llamachat-int8peak's figures (BENCH_CPU_TIME=1: per CPU second).  Random weights and activations; nothing is checked
@@ -96,8 +96,12 @@ int main(int argc, char **argv)
                 lc_quantize_row_q4_K_ref(xf, (lc_block_q4_K *)(void *)(W + (size_t)r * row), n);
             else if (type == LC_TYPE_Q5_K)
                 lc_quantize_row_q5_K_ref(xf, (lc_block_q5_K *)(void *)(W + (size_t)r * row), n);
+            else if (type == LC_TYPE_Q8_0)
+                lc_quantize_row_q8_0_ref(xf, (lc_block_q8_0 *)(void *)(W + (size_t)r * row), n);
+            else if (type == LC_TYPE_Q5_1)
+                lc_quantize_row_q5_1_ref(xf, (lc_block_q5_1 *)(void *)(W + (size_t)r * row), n);
             else {
-                fprintf(stderr, "bench-gemm-x16: q4_0, q4_1, q4_K, q5_K or q6_K\n");
+                fprintf(stderr, "bench-gemm-x16: q4_0, q4_1, q4_K, q5_K, q6_K, q8_0 or q5_1\n");
                 return 2;
             }
         }

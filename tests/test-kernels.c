@@ -1031,13 +1031,15 @@ static void check_x16(const struct lc_kernels *S, const struct lc_kernels *K, in
     const int n_nbs = kq ? (int)(sizeof nbs_q6 / sizeof nbs_q6[0]) : (int)(sizeof nbs_q4 / sizeof nbs_q4[0]);
     /* every column count of the AVX-512 GEMMs' tiles: K-quants 8, then 4, 2, 1; Q4_0 4-column
      * tiles' remainders, up to two tiles (gemm_x16_q4_0 expands groups from 4 columns on, and
-     * goes column by column below) */
+     * goes column by column below); the AVX2 expanded GEMMs (Q4_0, Q8_0, Q5_1, K-quants): 4-column
+     * tiles, then one column at a time, from 4 columns on */
     static const int cols_any[] = {1, 2, 5, 67}, cols_q4_0[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 67},
                      cols_kq[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 17, 67};
-    const int *cols = kq ? cols_kq : type == LC_TYPE_Q4_0 ? cols_q4_0 : cols_any;
+    const int tiled = type == LC_TYPE_Q4_0 || type == LC_TYPE_Q8_0 || type == LC_TYPE_Q5_1;
+    const int *cols = kq ? cols_kq : tiled ? cols_q4_0 : cols_any;
     const int n_cols = kq ? (int)(sizeof cols_kq / sizeof cols_kq[0])
-                       : type == LC_TYPE_Q4_0 ? (int)(sizeof cols_q4_0 / sizeof cols_q4_0[0])
-                                              : (int)(sizeof cols_any / sizeof cols_any[0]);
+                       : tiled ? (int)(sizeof cols_q4_0 / sizeof cols_q4_0[0])
+                               : (int)(sizeof cols_any / sizeof cols_any[0]);
     const int at = lc_type_traits(type)->vec_dot_type;
     const size_t wsz = lc_type_traits(type)->type_size, asz = lc_type_traits(at)->type_size;
     const lc_vec_dot_fn ref = type == LC_TYPE_Q4_0 ? S->vec_dot_q4_0x8 : S->vec_dot[type];

@@ -11,7 +11,9 @@
  */
 #include <immintrin.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels.h"
@@ -694,6 +696,9 @@ static void x16_q6_K_nopf(int n, float *s, const void *vw, size_t w_stride, int 
 DEFINE_PK_GEMM(q4_1, PK_Q4_1, gemm_q4_1)
 DEFINE_PK_GEMM(q4_0, PK_Q4_0, gemm_q4_0)
 DEFINE_PK_GEMM(q4_0x8, PK_Q4_0X8, gemm_q4_0x8_by_columns)
+/* (gemm_x16_q4_0, _q4_K, _q5_K, _q6_K, _q5_1: only the fallbacks of the expanded GEMMs below,
+ * gemm_x2e_q4_0, gemm_x2k and gemm_x2e_q5_1, for fewer than 4 columns or without scratch
+ * memory; gemm_x16_q8_0_unpacked is gemm_x2e_q8_0's) */
 DEFINE_X16_GEMM(q4_1, PK_Q4_1)
 DEFINE_X16_GEMM_BY_GROUP_NOPF(q4_K)
 DEFINE_X16_GEMM_BY_GROUP_NOPF(q5_K)
@@ -701,6 +706,774 @@ DEFINE_X16_GEMM(q4_0, PK_Q4_0X8)
 DEFINE_X16_GEMM_BY_GROUP_NOPF(q6_K)
 DEFINE_X16_GEMM_BY_GROUP_NOPF(q5_1)
 DEFINE_X16_GEMM_BY_GROUP(q8_0) /* only gemm_x16_q8_0_unpacked's fallback */
+
+/* ---------------------------------------------------------------- x16 prompt GEMMs (expanded) */
+
+/*
+ * Per-thread scratch of the expanded x16 prompt GEMMs below (Q4_0, Q4_K, Q5_K, Q6_K), as
+ * x86-avx512.c's x16e_scratch: at least bytes bytes, 64-byte aligned, kept from call to call
+ * and grown as needed (whole pages), freed when the thread exits (the key's destructor).
+ * Returns NULL without memory or without a key; the callers then take their GEMV per column
+ * (the same bits).  Owned by the calling thread; valid until its next call.
+ */
+struct x2e_scratch {
+    size_t size; /* bytes usable from data */
+    uint8_t pad[56];
+    uint8_t data[];
+};
+static pthread_key_t x2e_key;
+static pthread_once_t x2e_once = PTHREAD_ONCE_INIT;
+static bool x2e_key_ok;
+
+static void x2e_key_init(void)
+{
+    x2e_key_ok = pthread_key_create(&x2e_key, free) == 0;
+}
+
+static uint8_t *x2e_scratch(size_t bytes)
+{
+    pthread_once(&x2e_once, x2e_key_init);
+    if (!x2e_key_ok)
+        return NULL;
+    struct x2e_scratch *p = pthread_getspecific(x2e_key);
+    if (p && p->size >= bytes)
+        return p->data;
+    if (p) { /* too small: replaced (clearing a slot that was set cannot fail) */
+        pthread_setspecific(x2e_key, NULL);
+        free(p);
+    }
+    bytes = (bytes + 4095) / 4096 * 4096;
+    p = aligned_alloc(64, sizeof *p + bytes);
+    if (!p)
+        return NULL;
+    p->size = bytes;
+    if (pthread_setspecific(x2e_key, p) != 0) {
+        free(p);
+        return NULL;
+    }
+    return p->data;
+}
+
+/* prefetch into L2 lines [l0, l1) of the bytes at p (the next group, while a tile runs) */
+INLINE void x2e_prefetch(const uint8_t *p, size_t l0, size_t l1)
+{
+    for (size_t l = l0; l < l1; l++)
+        _mm_prefetch((const char *)p + 64 * l, _MM_HINT_T1);
+}
+
+/*
+ * Q4_0 prompt GEMM over x16 groups (gemm_x16[LC_TYPE_Q4_0]), in the Q4_0x8 order of
+ * gemv_x16_q4_0 (llama.cpp's ggml_gemm_q4_0_8x8_q8_0): per (row, column) and block the exact
+ * integer sum(q * y) - 8 * sum(y), then acc = fma(float(isum), dx * dy, acc) from 0 in block
+ * order; acc is the output.  Only the float chain fixes the bits, so the integer work is grouped
+ * as AVX2 likes (test-kernels compares every output with the scalar vec_dot_q4_0x8):
+ *
+ *   - each group of 16 rows is expanded once per call (x2e_expand_q4_0) into 576 bytes per
+ *     block: 8 units of 64 bytes, unit j = the weights 4j .. 4j+3 of every row as bytes 0..15
+ *     (row r at bytes 4r .. 4r+3; rows 0..7 the first 32 bytes), then the 16 dx as floats;
+ *   - the column terms dy and -8 * sum(y) (x16_q8_0_of) once per call;
+ *   - tiles of 16 rows x 4 columns: per block and unit, the two row registers against each
+ *     column's activation dword (a vpbroadcastd from memory, a load) by vpmaddubsw, summed in
+ *     16-bit lanes over the 8 units (each pair at most 2 * 15 * 128, the 8 at most 30720: exact),
+ *     then per 8 rows and column one vpmaddwd by ones, the bias, vcvtdq2ps, dx * dy and the FMA.
+ *     About 160 vector operations per 2048 products, where the GEMV per column needs about 300.
+ */
+struct x2e_q4_0 {
+    uint8_t q[8][64]; /* unit j, row r: bytes 4r .. 4r+3 = the row's weights 4j .. 4j+3 */
+    float d[16];      /* dx of the 16 rows */
+};
+
+/* one group (G: nb blocks of repack.h's Q4_0 x16 layout) into E */
+static void x2e_expand_q4_0(struct x2e_q4_0 *E, const uint8_t *G, int nb)
+{
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    for (int i = 0; i < nb; i++) {
+        const uint8_t *q = G + lc_x16_qs_off(LC_TYPE_Q4_0, nb, i);
+        /* chunk k: low nibbles are weights 4k .. 4k+3, high ones 16 + 4k .. 16 + 4k + 3 */
+        _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
+            _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
+                const __m256i v = _mm256_loadu_si256((const __m256i *)(q + 64 * k + 32 * h));
+                _mm256_store_si256((__m256i *)(E[i].q[k] + 32 * h), _mm256_and_si256(v, m4));
+                _mm256_store_si256((__m256i *)(E[i].q[4 + k] + 32 * h),
+                                   _mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
+            }
+        const uint8_t *d16 = G + lc_x16_sc_off(LC_TYPE_Q4_0, nb, i);
+        _mm256_store_ps(E[i].d, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)d16)));
+        _mm256_store_ps(E[i].d + 8, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(d16 + 16))));
+    }
+}
+
+#define X2E0_COLS 4
+/* the expanded group E (nb blocks) x X2E0_COLS columns y[c] (ys[c]: their x16_q8_0 terms per
+ * block): s[c * ld_s + r] for r < 16, c < ncols (the other columns repeat one, not stored) */
+INLINE void x2e_q4_0_tile(int nb, float *s, size_t ld_s, const struct x2e_q4_0 *E,
+                          const lc_block_q8_0 *const y[X2E0_COLS],
+                          const struct x16_q8_0 *const ys[X2E0_COLS], int ncols)
+{
+    const __m256i ones = _mm256_set1_epi16(1);
+    /* the 8 float accumulators in memory (the 16 registers hold the 16-bit sums, the row
+     * units and the broadcasts): a load and a store each per block */
+    float acc[2][X2E0_COLS][8] __attribute__((aligned(32)));
+    for (int i = 0; i < nb; i++) {
+        __m256i p[2][X2E0_COLS];
+        _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) {
+            const __m256i w0 = _mm256_load_si256((const __m256i *)E[i].q[j]);
+            const __m256i w1 = _mm256_load_si256((const __m256i *)(E[i].q[j] + 32));
+            _Pragma("GCC unroll 4") for (int c = 0; c < X2E0_COLS; c++) {
+                const __m256i yb = _mm256_set1_epi32(ld_i32(y[c][i].qs + 4 * j));
+                const __m256i t0 = _mm256_maddubs_epi16(w0, yb), t1 = _mm256_maddubs_epi16(w1, yb);
+                p[0][c] = j ? _mm256_add_epi16(p[0][c], t0) : t0;
+                p[1][c] = j ? _mm256_add_epi16(p[1][c], t1) : t1;
+                /* a chain per accumulator: GCC would otherwise make each sum a tree of all 8
+                 * products, computed first and spilled */
+                __asm__("" : "+x"(p[0][c]), "+x"(p[1][c]));
+            }
+        }
+        const __m256 dx0 = _mm256_load_ps(E[i].d), dx1 = _mm256_load_ps(E[i].d + 8);
+        _Pragma("GCC unroll 4") for (int c = 0; c < X2E0_COLS; c++) {
+            const __m256 dy = _mm256_set1_ps(ys[c][i].d);
+            const __m256i bias = _mm256_set1_epi32(ys[c][i].bias);
+            const __m256 a0 = i ? _mm256_load_ps(acc[0][c]) : _mm256_setzero_ps();
+            const __m256 a1 = i ? _mm256_load_ps(acc[1][c]) : _mm256_setzero_ps();
+            _mm256_store_ps(acc[0][c], _mm256_fmadd_ps(
+                _mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_madd_epi16(p[0][c], ones), bias)),
+                _mm256_mul_ps(dx0, dy), a0));
+            _mm256_store_ps(acc[1][c], _mm256_fmadd_ps(
+                _mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_madd_epi16(p[1][c], ones), bias)),
+                _mm256_mul_ps(dx1, dy), a1));
+        }
+        __asm__ volatile("" : "+m"(acc));
+    }
+    _Pragma("GCC unroll 4") for (int c = 0; c < X2E0_COLS; c++) if (c < ncols) {
+        _mm256_storeu_ps(s + (size_t)c * ld_s, _mm256_load_ps(acc[0][c]));
+        _mm256_storeu_ps(s + (size_t)c * ld_s + 8, _mm256_load_ps(acc[1][c]));
+    }
+}
+
+/*
+ * kernels.h's gemm_x16 for Q4_0 (see above): nr rows (nr % 16 == 0, w the first of a group) x
+ * nc columns of Q8_0 activations, s[c * ld_s + r] as vec_dot_q4_0x8.  Scratch (x2e_scratch):
+ * one expanded group and the column terms, (576 + 8 * nc) bytes per block.  Fewer than 4
+ * columns, or no memory: the earlier path (pk_gemm's tiles, else the GEMV per column), the
+ * same bits.
+ */
+static void gemm_x2e_q4_0(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
+                          const void *a, size_t a_stride, int nc)
+{
+    const int nb = n / 32, ngr = nr / 16;
+    const size_t esz = (size_t)nb * sizeof(struct x2e_q4_0);
+    const size_t csz = (size_t)nc * (size_t)nb * sizeof(struct x16_q8_0);
+    uint8_t *mem = nb > 0 && nc >= X2E0_COLS ? x2e_scratch(esz + csz) : NULL;
+    if (!mem) {
+        gemm_x16_q4_0(n, s, ld_s, w, w_stride, nr, a, a_stride, nc);
+        return;
+    }
+    struct x2e_q4_0 *E = (struct x2e_q4_0 *)(void *)mem;
+    struct x16_q8_0 *ys = (struct x16_q8_0 *)(void *)(mem + esz);
+    for (int c = 0; c < nc; c++) {
+        const lc_block_q8_0 *y = (const void *)((const uint8_t *)a + (size_t)c * a_stride);
+        for (int i = 0; i < nb; i++)
+            ys[(size_t)c * nb + i] = x16_q8_0_of(y + i);
+    }
+    const int ntiles = (nc + X2E0_COLS - 1) / X2E0_COLS;
+    const size_t glines = 16 * w_stride / 64;
+    for (int g = 0; g < ngr; g++) {
+        const uint8_t *G = (const uint8_t *)w + (size_t)g * 16 * w_stride;
+        x2e_expand_q4_0(E, G, nb);
+        for (int c0 = 0, t = 0; c0 < nc; c0 += X2E0_COLS, t++) {
+            if (g + 1 < ngr) /* the next group into L2, a share before each tile */
+                x2e_prefetch(G + 16 * w_stride, glines * (size_t)t / (size_t)ntiles,
+                             glines * (size_t)(t + 1) / (size_t)ntiles);
+            const int k = nc - c0 < X2E0_COLS ? nc - c0 : X2E0_COLS;
+            const lc_block_q8_0 *y[X2E0_COLS];
+            const struct x16_q8_0 *yc[X2E0_COLS];
+            for (int c = 0; c < X2E0_COLS; c++) { /* missing columns repeat the last one */
+                const int cc = c0 + (c < k ? c : k - 1);
+                y[c] = (const void *)((const uint8_t *)a + (size_t)cc * a_stride);
+                yc[c] = ys + (size_t)cc * nb;
+            }
+            x2e_q4_0_tile(nb, s + (size_t)c0 * ld_s + 16 * g, ld_s, E, y, yc, k);
+        }
+    }
+}
+
+/*
+ * K-quant prompt GEMMs over x16 groups (gemm_x16[Q4_K / Q5_K / Q6_K]): per (row, column) the
+ * integer lanes and float operations of gemv_x16_k45 / x16_q6_K in their order (llama.cpp's
+ * AVX2 vec_dot_q4_K_q8_K / q5_K / q6_K: per super-block 8 exact integer lanes, acc[k] =
+ * fma(dy * dx, float(lane k), acc[k]), the mins as those GEMVs add them, hsum_float_8), so the
+ * same bits (test-kernels compares every output with the scalar vec_dot), with the unpacking
+ * done once per call instead of once per column:
+ *
+ *   - each group of 16 rows is expanded (x2k_expand) into XK2_BLK bytes per super-block: the
+ *     quants as bytes, lane k's 8 units at 512 k + 64 t (rows 0..7 the first 32 bytes of a
+ *     unit, the layout of x86-avx512.c's xk_expand_*): Q4_K / Q5_K unit t = sub-block t's
+ *     weights 32 t + 4k .. + 3 (Q5_K with the fifth bit), unsigned; Q6_K unit t = 4h + v the
+ *     weights 128h + 32v + 4k .. + 3 as q - 32, signed; then the rows' scales as the GEMVs
+ *     spread them for vpmaddwd, the Q4_K / Q5_K mins in 16-bit pairs, dx and dmin as floats,
+ *     and for Q6_K per lane and row the constant -128 * sum_t scale_t * sum(q - 32) (below);
+ *   - tiles of 8 rows x 4 columns (XK2_COLS), super-block by super-block: per lane k and unit
+ *     t, one row register and its scales against each column's activation dword (a vpbroadcastd
+ *     from memory): vpmaddubsw, vpmaddwd by the scales, vpaddd into the lane; per column and lane
+ *     one conversion and one FMA (the float accumulators in memory).  Q6_K takes the
+ *     activations as the unsigned operand, y + 128 (y ^ 0x80, made once per call), against the
+ *     signed q - 32: scale * sum((q - 32)(y + 128)) - 128 * scale * sum(q - 32) is the GEMV's
+ *     scale * (sum(q y) - 32 sum(y)), exactly (pairs at most 2 * 255 * 32 in 16 bits), and the
+ *     second term, which depends on the weights alone, starts the lane: no subtraction of the
+ *     activations' bias per product as in the GEMV.
+ *
+ * Fewer than 4 columns, or no scratch memory: the GEMV per column and group (the same bits).
+ */
+#define XK2_COLS 4
+#define XK2_BLK 6144 /* bytes of an expanded super-block of 16 rows */
+enum {
+    XK2_SCL = 4096,  /* [half][16] x 32 bytes: the vpmaddwd scale operands */
+    XK2_PAIR = 5120, /* [half][4] x 32 bytes: Q4_K / Q5_K min pairs */
+    XK2_DX = 5376,   /* 16 floats */
+    XK2_DMIN = 5440, /* 16 floats */
+    XK2_CORR = 5504, /* [lane 8][16 rows] int32: Q6_K's -128 * sum_t scale_t * sum(q - 32) */
+};
+_Static_assert(XK2_CORR + 512 <= XK2_BLK, "expanded super-block overflows");
+enum { XK2_Q4, XK2_Q5, XK2_Q6 };
+
+/* Q4_K / Q5_K: nb super-blocks of the group G (repack.h's layout) into E */
+static void x2k_expand_k45(int q5, uint8_t *E, const uint8_t *G, int nb)
+{
+    const enum lc_type type = q5 ? LC_TYPE_Q5_K : LC_TYPE_Q4_K;
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m10 = _mm256_set1_epi8(0x10);
+    const __m256i k3f = _mm256_set1_epi32(0x3f3f3f3f), k0f = _mm256_set1_epi32(0x0f0f0f0f);
+    const __m256i k30 = _mm256_set1_epi32(0x30303030);
+    for (int i = 0; i < nb; i++) {
+        uint8_t *Ei = E + (size_t)i * XK2_BLK;
+        for (int k = 0; k < 8; k++)
+            _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
+                const __m256i hb = q5 ? _mm256_loadu_si256((const __m256i *)(G + lc_x16_k_qh_off(i, k) + 32 * h))
+                                      : _mm256_setzero_si256();
+                _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) {
+                    const __m256i v = _mm256_loadu_si256((const __m256i *)(G + lc_x16_k_qs_off(type, i, j, k) + 32 * h));
+                    __m256i lo = _mm256_and_si256(v, m4);
+                    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+                    if (q5) { /* as gemv_x16_k45 merges them */
+                        const __m256i hl = j == 0 ? _mm256_slli_epi16(hb, 4) : j == 1 ? _mm256_slli_epi16(hb, 2)
+                                           : j == 2 ? hb : _mm256_srli_epi16(hb, 2);
+                        const __m256i hh = j == 0 ? _mm256_slli_epi16(hb, 3) : j == 1 ? _mm256_slli_epi16(hb, 1)
+                                           : j == 2 ? _mm256_srli_epi16(hb, 1) : _mm256_srli_epi16(hb, 3);
+                        lo = _mm256_or_si256(lo, _mm256_and_si256(hl, m10));
+                        hi = _mm256_or_si256(hi, _mm256_and_si256(hh, m10));
+                    }
+                    _mm256_store_si256((__m256i *)(Ei + 512 * k + 128 * j + 32 * h), lo);
+                    _mm256_store_si256((__m256i *)(Ei + 512 * k + 128 * j + 64 + 32 * h), hi);
+                }
+            }
+        _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
+            /* ggml's utmp as gemv_x16_k45 unpacks it */
+            const uint8_t *sc = G + lc_x16_part_off(type, i, LC_X16_P_SC) + 32 * h;
+            const __m256i u0 = _mm256_loadu_si256((const __m256i *)sc);
+            const __m256i u1 = _mm256_loadu_si256((const __m256i *)(sc + 64));
+            const __m256i u2 = _mm256_loadu_si256((const __m256i *)(sc + 128));
+            const __m256i sc03 = _mm256_and_si256(u0, k3f);
+            const __m256i sc47 = _mm256_or_si256(_mm256_and_si256(u2, k0f),
+                                                 _mm256_and_si256(_mm256_srli_epi32(u0, 2), k30));
+            const __m256i mn03 = _mm256_and_si256(u1, k3f);
+            const __m256i mn47 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(u2, 4), k0f),
+                                                 _mm256_and_si256(_mm256_srli_epi32(u1, 2), k30));
+            _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++)
+                _mm256_store_si256((__m256i *)(Ei + XK2_SCL + 512 * h + 32 * j),
+                                   _mm256_shuffle_epi8(j < 4 ? sc03 : sc47, k_byte_pat(j & 3, j & 3)));
+            _Pragma("GCC unroll 4") for (int m = 0; m < 4; m++)
+                _mm256_store_si256((__m256i *)(Ei + XK2_PAIR + 128 * h + 32 * m),
+                                   _mm256_shuffle_epi8(m < 2 ? mn03 : mn47, k_byte_pat(2 * (m & 1), 2 * (m & 1) + 1)));
+            _mm256_store_ps((float *)(void *)(Ei + XK2_DX) + 8 * h, _mm256_cvtph_ps(_mm_loadu_si128(
+                (const __m128i *)(G + lc_x16_part_off(type, i, LC_X16_P_D) + 16 * h))));
+            _mm256_store_ps((float *)(void *)(Ei + XK2_DMIN) + 8 * h, _mm256_cvtph_ps(_mm_loadu_si128(
+                (const __m128i *)(G + lc_x16_part_off(type, i, LC_X16_P_DMIN) + 16 * h))));
+        }
+    }
+}
+
+/* Q6_K: nb super-blocks of the group G into E (q - 32 as signed bytes, the scales, dx, the
+ * lanes' constant terms) */
+static void x2k_expand_q6_K(uint8_t *E, const uint8_t *G, int nb)
+{
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
+    const __m256i k32 = _mm256_set1_epi8(32), one8 = _mm256_set1_epi8(1);
+    const __m256i dup16 = _mm256_broadcastsi128_si256(
+        _mm_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13));
+    for (int i = 0; i < nb; i++) {
+        uint8_t *Ei = E + (size_t)i * XK2_BLK;
+        const uint8_t *ql = G + lc_x16_q6_K_off(nb, i, LC_X16_QL);
+        const uint8_t *qh = G + lc_x16_q6_K_off(nb, i, LC_X16_QH);
+        const int8_t *sc = (const int8_t *)(G + lc_x16_q6_K_off(nb, i, LC_X16_SC));
+        _Pragma("GCC unroll 2") for (int hf = 0; hf < 2; hf++) {
+            /* scale j of the 8 rows, sign-extended to 16 bits, in both halves of a dword */
+            __m256i scl[16];
+            _Pragma("GCC unroll 16") for (int j = 0; j < 16; j++) {
+                scl[j] = _mm256_shuffle_epi8(
+                    _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(sc + 16 * j + 8 * hf))), dup16);
+                _mm256_store_si256((__m256i *)(Ei + XK2_SCL + 512 * hf + 32 * j), scl[j]);
+            }
+            _mm256_store_ps((float *)(void *)(Ei + XK2_DX) + 8 * hf, _mm256_cvtph_ps(_mm_loadu_si128(
+                (const __m128i *)(G + lc_x16_q6_K_off(nb, i, LC_X16_D) + 16 * hf))));
+            for (int k = 0; k < 8; k++) {
+                __m256i corr = _mm256_setzero_si256();
+                _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
+                    const __m256i bh = _mm256_loadu_si256((const __m256i *)(qh + 64 * (8 * h + k) + 32 * hf));
+                    const __m256i b0 = _mm256_loadu_si256((const __m256i *)(ql + 64 * (16 * h + k) + 32 * hf));
+                    const __m256i b1 = _mm256_loadu_si256((const __m256i *)(ql + 64 * (16 * h + 8 + k) + 32 * hf));
+                    _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) {
+                        const __m256i b = v & 1 ? b1 : b0;
+                        const __m256i lo4 = v < 2 ? b : _mm256_srli_epi16(b, 4);
+                        const __m256i hi2 = v == 0   ? _mm256_slli_epi16(bh, 4)
+                                            : v == 1 ? _mm256_slli_epi16(bh, 2)
+                                            : v == 2 ? bh
+                                                     : _mm256_srli_epi16(bh, 2);
+                        const __m256i q = _mm256_sub_epi8(
+                            _mm256_or_si256(_mm256_and_si256(lo4, m4), _mm256_and_si256(hi2, m30)), k32);
+                        _mm256_store_si256((__m256i *)(Ei + 512 * k + 64 * (4 * h + v) + 32 * hf), q);
+                        corr = _mm256_add_epi32(corr, _mm256_madd_epi16(_mm256_maddubs_epi16(one8, q),
+                                                                        scl[8 * h + 2 * v + (k >= 4)]));
+                    }
+                }
+                _mm256_store_si256((__m256i *)(Ei + XK2_CORR + 64 * k + 32 * hf),
+                                   _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(corr, 7)));
+            }
+        }
+    }
+}
+
+/*
+ * Rows 8 hf .. 8 hf + 7 of the expanded group E (nb super-blocks) x C columns: y[c] the Q8_K
+ * columns, ys[c] their x16_q8_K terms (Q4_K / Q5_K), yx[c] their quants ^ 0x80 (Q6_K, 256 bytes
+ * per super-block); the 8 outputs of column c to s + c * ld_s.
+ */
+INLINE void x2k_tile(const int kind, const int C, int nb, float *s, size_t ld_s, const uint8_t *E,
+                     int hf, const lc_block_q8_K *const *y, const struct x16_q8_K *const *ys,
+                     const uint8_t *const *yx)
+{
+    float acc[XK2_COLS][8][8] __attribute__((aligned(32)));
+    float accm[XK2_COLS][4][8] __attribute__((aligned(32)));
+    for (int i = 0; i < nb; i++) {
+        const uint8_t *Ei = E + (size_t)i * XK2_BLK;
+        const __m256 dx = _mm256_load_ps((const float *)(const void *)(Ei + XK2_DX) + 8 * hf);
+        __m256 d[XK2_COLS];
+        _Pragma("GCC unroll 4") for (int c = 0; c < C; c++) d[c] = _mm256_mul_ps(_mm256_set1_ps(y[c][i].d), dx);
+        if (kind != XK2_Q6) {
+            const __m256 dminx = _mm256_load_ps((const float *)(const void *)(Ei + XK2_DMIN) + 8 * hf);
+            const uint8_t *pr = Ei + XK2_PAIR + 128 * hf;
+            _Pragma("GCC unroll 4") for (int c = 0; c < C; c++) {
+                const struct x16_q8_K *yc = ys[c] + i;
+                const __m256 dmin = _mm256_mul_ps(_mm256_set1_ps(-yc->d), dminx);
+                __m256i mp[4];
+                _Pragma("GCC unroll 4") for (int m = 0; m < 4; m++) mp[m] = _mm256_madd_epi16(
+                    _mm256_load_si256((const __m256i *)(pr + 32 * m)), _mm256_set1_epi32(yc->spair[m]));
+                if (kind == XK2_Q5) {
+                    const __m256i msum = _mm256_add_epi32(_mm256_add_epi32(mp[0], mp[1]),
+                                                          _mm256_add_epi32(mp[2], mp[3]));
+                    _mm256_store_ps(accm[c][0], _mm256_fmadd_ps(dmin, _mm256_cvtepi32_ps(msum),
+                                                                i ? _mm256_load_ps(accm[c][0]) : _mm256_setzero_ps()));
+                } else {
+                    _Pragma("GCC unroll 4") for (int m = 0; m < 4; m++)
+                        _mm256_store_ps(accm[c][m], _mm256_fmadd_ps(dmin, _mm256_cvtepi32_ps(mp[m]),
+                                                                    i ? _mm256_load_ps(accm[c][m]) : _mm256_setzero_ps()));
+                }
+            }
+        }
+        const uint8_t *scl = Ei + XK2_SCL + 512 * hf;
+        for (int k = 0; k < 8; k++) {
+            __m256i lane[XK2_COLS];
+            const __m256i l0 = kind == XK2_Q6 ? _mm256_load_si256((const __m256i *)(Ei + XK2_CORR + 64 * k + 32 * hf))
+                                              : _mm256_setzero_si256();
+            _Pragma("GCC unroll 4") for (int c = 0; c < C; c++) lane[c] = l0;
+            _Pragma("GCC unroll 8") for (int t = 0; t < 8; t++) {
+                const __m256i w = _mm256_load_si256((const __m256i *)(Ei + 512 * k + 64 * t + 32 * hf));
+                const __m256i sc = _mm256_load_si256(
+                    (const __m256i *)(scl + 32 * (kind == XK2_Q6 ? 2 * t + (k >= 4) : t)));
+                _Pragma("GCC unroll 4") for (int c = 0; c < C; c++) {
+                    const __m256i p = kind == XK2_Q6
+                                          ? _mm256_maddubs_epi16(_mm256_set1_epi32(ld_i32(yx[c] + 256 * (size_t)i + 32 * t + 4 * k)), w)
+                                          : _mm256_maddubs_epi16(w, _mm256_set1_epi32(ld_i32(y[c][i].qs + 32 * t + 4 * k)));
+                    lane[c] = _mm256_add_epi32(lane[c], _mm256_madd_epi16(p, sc));
+                    __asm__("" : "+x"(lane[c])); /* one chain per lane (no tree of spills) */
+                }
+            }
+            _Pragma("GCC unroll 4") for (int c = 0; c < C; c++)
+                _mm256_store_ps(acc[c][k], _mm256_fmadd_ps(d[c], _mm256_cvtepi32_ps(lane[c]),
+                                                           i ? _mm256_load_ps(acc[c][k]) : _mm256_setzero_ps()));
+        }
+        __asm__ volatile("" : "+m"(acc), "+m"(accm));
+    }
+    for (int c = 0; c < C; c++) {
+        __m256 a[8];
+        for (int k = 0; k < 8; k++)
+            a[k] = _mm256_load_ps(acc[c][k]);
+        __m256 r = x16_hsum8(a);
+        if (kind == XK2_Q5)
+            r = _mm256_add_ps(r, _mm256_load_ps(accm[c][0]));
+        else if (kind == XK2_Q4)
+            r = _mm256_add_ps(r, _mm256_add_ps(_mm256_add_ps(_mm256_load_ps(accm[c][0]), _mm256_load_ps(accm[c][2])),
+                                               _mm256_add_ps(_mm256_load_ps(accm[c][1]), _mm256_load_ps(accm[c][3]))));
+        _mm256_storeu_ps(s + (size_t)c * ld_s, r);
+    }
+}
+
+/*
+ * kernels.h's gemm_x16 for Q4_K, Q5_K and Q6_K (kind), see above: nr rows (nr % 16 == 0) x nc
+ * columns of Q8_K activations.  Scratch (x2e_scratch): one expanded group (6 KB per
+ * super-block) and the column terms (Q4_K / Q5_K: 20 bytes per super-block and column, Q6_K:
+ * the 256 shifted quants).
+ */
+INLINE void gemm_x2k(const int kind, int n, float *s, size_t ld_s, const void *w, size_t w_stride,
+                     int nr, const void *a, size_t a_stride, int nc)
+{
+    const int nb = n / LC_QK_K, ngr = nr / 16;
+    const size_t esz = (size_t)nb * XK2_BLK;
+    const size_t per = kind == XK2_Q6 ? 256 : sizeof(struct x16_q8_K);
+    uint8_t *mem = nb > 0 && nc >= XK2_COLS ? x2e_scratch(esz + (size_t)nc * (size_t)nb * per) : NULL;
+    if (!mem) {
+        if (kind == XK2_Q4)
+            gemm_x16_q4_K(n, s, ld_s, w, w_stride, nr, a, a_stride, nc);
+        else if (kind == XK2_Q5)
+            gemm_x16_q5_K(n, s, ld_s, w, w_stride, nr, a, a_stride, nc);
+        else
+            gemm_x16_q6_K(n, s, ld_s, w, w_stride, nr, a, a_stride, nc);
+        return;
+    }
+    uint8_t *E = mem, *cols = mem + esz;
+    for (int c = 0; c < nc; c++) {
+        const lc_block_q8_K *y = (const void *)((const uint8_t *)a + (size_t)c * a_stride);
+        for (int i = 0; i < nb; i++) {
+            if (kind == XK2_Q6) {
+                uint8_t *o = cols + ((size_t)c * nb + i) * 256;
+                _Pragma("GCC unroll 8") for (int t = 0; t < 8; t++) _mm256_store_si256(
+                    (__m256i *)(o + 32 * t),
+                    _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(y[i].qs + 32 * t)),
+                                     _mm256_set1_epi8((char)0x80)));
+            } else {
+                ((struct x16_q8_K *)(void *)cols)[(size_t)c * nb + i] = x16_q8_K_of(y + i);
+            }
+        }
+    }
+    const int ntiles = (nc + XK2_COLS - 1) / XK2_COLS;
+    const size_t glines = 16 * w_stride / 64;
+    for (int g = 0; g < ngr; g++) {
+        const uint8_t *G = (const uint8_t *)w + (size_t)g * 16 * w_stride;
+        if (kind == XK2_Q6)
+            x2k_expand_q6_K(E, G, nb);
+        else
+            x2k_expand_k45(kind == XK2_Q5, E, G, nb);
+        for (int c0 = 0, t = 0; c0 < nc; t++) {
+            if (g + 1 < ngr) /* the next group into L2, a share before each tile */
+                x2e_prefetch(G + 16 * w_stride, glines * (size_t)t / (size_t)ntiles,
+                             glines * (size_t)(t + 1) / (size_t)ntiles);
+            const int C = nc - c0 >= XK2_COLS ? XK2_COLS : 1;
+            const lc_block_q8_K *y[XK2_COLS];
+            const struct x16_q8_K *ys[XK2_COLS];
+            const uint8_t *yx[XK2_COLS];
+            for (int c = 0; c < C; c++) {
+                y[c] = (const void *)((const uint8_t *)a + (size_t)(c0 + c) * a_stride);
+                ys[c] = (const struct x16_q8_K *)(const void *)cols + (size_t)(c0 + c) * nb;
+                yx[c] = cols + (size_t)(c0 + c) * nb * 256;
+            }
+            for (int hf = 0; hf < 2; hf++) {
+                float *so = s + (size_t)c0 * ld_s + 16 * g + 8 * hf;
+                if (C == XK2_COLS)
+                    x2k_tile(kind, XK2_COLS, nb, so, ld_s, E, hf, y, ys, yx);
+                else
+                    x2k_tile(kind, 1, nb, so, ld_s, E, hf, y, ys, yx);
+            }
+            c0 += C;
+        }
+    }
+}
+
+static void gemm_x2k_q4_K(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
+                          const void *a, size_t a_stride, int nc)
+{
+    gemm_x2k(XK2_Q4, n, s, ld_s, w, w_stride, nr, a, a_stride, nc);
+}
+
+static void gemm_x2k_q5_K(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
+                          const void *a, size_t a_stride, int nc)
+{
+    gemm_x2k(XK2_Q5, n, s, ld_s, w, w_stride, nr, a, a_stride, nc);
+}
+
+static void gemm_x2k_q6_K(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
+                          const void *a, size_t a_stride, int nc)
+{
+    gemm_x2k(XK2_Q6, n, s, ld_s, w, w_stride, nr, a, a_stride, nc);
+}
+
+/*
+ * Q8_0 prompt GEMM over x16 groups (gemm_x16[LC_TYPE_Q8_0]) in vec_dot_q8_0_q8_0's order (ggml's
+ * AVX2 mul_sum_i8_pairs_float, as gemv_x16_q8_0): per block and row 8 integer lanes, lane k =
+ * the 4 products 4k .. 4k+3, acc[k] = fma(dx * dy, float(lane k), acc[k]), hsum_float_8 at the
+ * end; so the same bits as vec_dot for every block whose weights and activations avoid -128
+ * (ggml's vpsignb wraps there: Q8_0 quantizers give -127 .. 127).  The lanes are computed
+ * differently, in 16 bits, without vec_dot's vpsignb pair:
+ *
+ *   - each group of 16 rows is expanded once per call (x2e_expand_q8_0) into 1088 bytes per
+ *     block: per lane k two units of 64 bytes holding, per row, the weights 4k and 4k+2 (A) and
+ *     4k+1 and 4k+3 (B) sign-extended to 16 bits (rows 0..7 first), then the 16 dx as floats;
+ *   - each column's activations the same way once per call (64 bytes per block) and dy;
+ *   - tiles of 8 rows x 4 columns: per block, lane and column two vpmaddwd (A by the column's
+ *     (y 4k, y 4k+2) dword, B by (y 4k+1, y 4k+3), vpbroadcastd from memory) and an add give
+ *     the exact lane; one conversion and one FMA into the float accumulators (in memory).
+ *     4 multiply-port operations per 32 products where the GEMV per column needs 5.
+ * Fewer than 4 columns, or no scratch memory: gemm_x16_q8_0_unpacked (the same bits).
+ */
+#define X2E8_BLK 1088 /* bytes of an expanded block of 16 rows */
+
+/* one group (G, nb blocks of repack.h's Q8_0 x16 layout) into E */
+static void x2e_expand_q8_0(uint8_t *E, const uint8_t *G, int nb)
+{
+    for (int i = 0; i < nb; i++) {
+        const uint8_t *B = G + lc_x16_part_off(LC_TYPE_Q8_0, i, LC_X16_P_D);
+        uint8_t *Ei = E + (size_t)i * X2E8_BLK;
+        _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
+            _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
+                const __m256i v = _mm256_loadu_si256((const __m256i *)(B + 32 + 64 * k + 32 * h));
+                _mm256_store_si256((__m256i *)(Ei + 128 * k + 32 * h),
+                                   _mm256_srai_epi16(_mm256_slli_epi16(v, 8), 8));
+                _mm256_store_si256((__m256i *)(Ei + 128 * k + 64 + 32 * h), _mm256_srai_epi16(v, 8));
+            }
+        _mm256_store_ps((float *)(void *)(Ei + 1024), _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)B)));
+        _mm256_store_ps((float *)(void *)(Ei + 1024) + 8,
+                        _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(B + 16))));
+    }
+}
+
+#define X2E8_COLS 4
+/* rows 8 hf .. 8 hf + 7 of the expanded group E (nb blocks) x C columns: yq[c] their expanded
+ * activations (64 bytes per block), dy[c] their scales; outputs to s + c * ld_s */
+INLINE void x2e_q8_0_tile(const int C, int nb, float *s, size_t ld_s, const uint8_t *E, int hf,
+                          const uint8_t *const *yq, const float *const *dy)
+{
+    float acc[X2E8_COLS][8][8] __attribute__((aligned(32)));
+    for (int i = 0; i < nb; i++) {
+        const uint8_t *Ei = E + (size_t)i * X2E8_BLK;
+        const __m256 dx = _mm256_load_ps((const float *)(const void *)(Ei + 1024) + 8 * hf);
+        __m256 d[X2E8_COLS];
+        _Pragma("GCC unroll 4") for (int c = 0; c < C; c++) d[c] = _mm256_mul_ps(dx, _mm256_set1_ps(dy[c][i]));
+        _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) {
+            const __m256i xa = _mm256_load_si256((const __m256i *)(Ei + 128 * k + 32 * hf));
+            const __m256i xb = _mm256_load_si256((const __m256i *)(Ei + 128 * k + 64 + 32 * hf));
+            _Pragma("GCC unroll 4") for (int c = 0; c < C; c++) {
+                const uint8_t *yc = yq[c] + 64 * (size_t)i;
+                const __m256i lane = _mm256_add_epi32(
+                    _mm256_madd_epi16(xa, _mm256_set1_epi32(ld_i32(yc + 4 * k))),
+                    _mm256_madd_epi16(xb, _mm256_set1_epi32(ld_i32(yc + 32 + 4 * k))));
+                _mm256_store_ps(acc[c][k], _mm256_fmadd_ps(d[c], _mm256_cvtepi32_ps(lane),
+                                                           i ? _mm256_load_ps(acc[c][k]) : _mm256_setzero_ps()));
+            }
+        }
+        __asm__ volatile("" : "+m"(acc));
+    }
+    for (int c = 0; c < C; c++) {
+        __m256 a[8];
+        for (int k = 0; k < 8; k++)
+            a[k] = _mm256_load_ps(acc[c][k]);
+        _mm256_storeu_ps(s + (size_t)c * ld_s, x16_hsum8(a));
+    }
+}
+
+static void gemm_x16_q8_0_unpacked(int n, float *s, size_t ld_s, const void *w, size_t w_stride,
+                                   int nr, const void *a, size_t a_stride, int nc);
+
+/*
+ * kernels.h's gemm_x16 for Q8_0 (see above): nr rows (nr % 16 == 0) x nc columns of Q8_0
+ * activations.  Scratch (x2e_scratch): one expanded group and the columns, (1088 + 68 nc)
+ * bytes per block.
+ */
+static void gemm_x2e_q8_0(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
+                          const void *a, size_t a_stride, int nc)
+{
+    const int nb = n / 32, ngr = nr / 16;
+    const size_t esz = (size_t)nb * X2E8_BLK, qsz = (size_t)nc * (size_t)nb * 64;
+    uint8_t *mem = nb > 0 && nc >= X2E8_COLS ? x2e_scratch(esz + qsz + (size_t)nc * (size_t)nb * 4) : NULL;
+    if (!mem) {
+        gemm_x16_q8_0_unpacked(n, s, ld_s, w, w_stride, nr, a, a_stride, nc);
+        return;
+    }
+    uint8_t *E = mem, *Y = mem + esz;
+    float *D = (float *)(void *)(mem + esz + qsz);
+    for (int c = 0; c < nc; c++) {
+        const lc_block_q8_0 *y = (const void *)((const uint8_t *)a + (size_t)c * a_stride);
+        for (int i = 0; i < nb; i++) {
+            uint8_t *o = Y + ((size_t)c * nb + i) * 64;
+            const __m256i v = _mm256_loadu_si256((const __m256i *)y[i].qs);
+            _mm256_store_si256((__m256i *)o, _mm256_srai_epi16(_mm256_slli_epi16(v, 8), 8));
+            _mm256_store_si256((__m256i *)(o + 32), _mm256_srai_epi16(v, 8));
+            D[(size_t)c * nb + i] = h2f(y[i].d);
+        }
+    }
+    const int ntiles = (nc + X2E8_COLS - 1) / X2E8_COLS;
+    const size_t glines = 16 * w_stride / 64;
+    for (int g = 0; g < ngr; g++) {
+        const uint8_t *G = (const uint8_t *)w + (size_t)g * 16 * w_stride;
+        x2e_expand_q8_0(E, G, nb);
+        for (int c0 = 0, t = 0; c0 < nc; t++) {
+            if (g + 1 < ngr) /* the next group into L2, a share before each tile */
+                x2e_prefetch(G + 16 * w_stride, glines * (size_t)t / (size_t)ntiles,
+                             glines * (size_t)(t + 1) / (size_t)ntiles);
+            const int C = nc - c0 >= X2E8_COLS ? X2E8_COLS : 1;
+            const uint8_t *yq[X2E8_COLS];
+            const float *dy[X2E8_COLS];
+            for (int c = 0; c < C; c++) {
+                yq[c] = Y + (size_t)(c0 + c) * nb * 64;
+                dy[c] = D + (size_t)(c0 + c) * nb;
+            }
+            for (int hf = 0; hf < 2; hf++) {
+                float *so = s + (size_t)c0 * ld_s + 16 * g + 8 * hf;
+                if (C == X2E8_COLS)
+                    x2e_q8_0_tile(X2E8_COLS, nb, so, ld_s, E, hf, yq, dy);
+                else
+                    x2e_q8_0_tile(1, nb, so, ld_s, E, hf, yq, dy);
+            }
+            c0 += C;
+        }
+    }
+}
+
+/*
+ * Q5_1 prompt GEMM over x16 groups (gemm_x16[LC_TYPE_Q5_1]) in vec_dot_q5_1_q8_1's order (as
+ * gemv_x16_q5_1): per block and row 8 integer lanes, lane L = the 4 products 4L .. 4L+3 (the
+ * 5-bit q times y), acc[L] = fma(float(lane L), dx * dy, acc[L]); m * s_y summed apart in block
+ * order (multiply, then add); hsum_float_8 plus that sum.  So the same bits (test-kernels).
+ * Each group of 16 rows is expanded once per call (x2e_expand_q5_1: the 5-bit quants as bytes,
+ * unit L = weights 4L .. 4L+3 of every row, rows 0..7 first; then dx and m as floats, 640
+ * bytes per block), the columns' dy and s_y as floats once per call; tiles of 8 rows x 4
+ * columns then take per lane and column a `vpmaddubsw`, a `vpmaddwd` by ones, the conversion
+ * and the FMA (float accumulators in memory), without the GEMV's fifth-bit shuffles and
+ * compares per column.  Fewer than 4 columns, or no scratch memory: the GEMV group by group.
+ */
+#define X2E5_BLK 640
+
+/* one group (G, nb blocks of repack.h's Q5_1 x16 layout) into E, as x16_q5_1 forms the bytes */
+static void x2e_expand_q5_1(uint8_t *E, const uint8_t *G, int nb)
+{
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m10 = _mm256_set1_epi8(0x10);
+    const __m256i bit_lo = _mm256_set1_epi32(0x08040201), bit_hi = _mm256_set1_epi32((int)0x80402010);
+    const __m256i dw = _mm256_setr_epi32(0, 0x04040404, 0x08080808, 0x0C0C0C0C, 0, 0x04040404,
+                                         0x08080808, 0x0C0C0C0C);
+    for (int i = 0; i < nb; i++) {
+        const uint8_t *B = G + lc_x16_part_off(LC_TYPE_Q5_1, i, LC_X16_P_D);
+        uint8_t *Ei = E + (size_t)i * X2E5_BLK;
+        _Pragma("GCC unroll 2") for (int hf = 0; hf < 2; hf++) {
+            const __m256i qh = _mm256_loadu_si256((const __m256i *)(B + 64 + 32 * hf));
+            const uint8_t *q = B + 128 + 32 * hf;
+            _Pragma("GCC unroll 2") for (int pr = 0; pr < 2; pr++) {
+                const __m256i hl = _mm256_shuffle_epi8(qh, _mm256_add_epi8(dw, _mm256_set1_epi8((char)pr)));
+                const __m256i hh = _mm256_shuffle_epi8(qh, _mm256_add_epi8(dw, _mm256_set1_epi8((char)(2 + pr))));
+                _Pragma("GCC unroll 2") for (int kk = 0; kk < 2; kk++) {
+                    const int k = 2 * pr + kk;
+                    const __m256i bits = kk ? bit_hi : bit_lo;
+                    const __m256i v = _mm256_loadu_si256((const __m256i *)(q + 64 * k));
+                    _mm256_store_si256((__m256i *)(Ei + 64 * k + 32 * hf), _mm256_or_si256(
+                        _mm256_and_si256(v, m4),
+                        _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hl, bits), bits), m10)));
+                    _mm256_store_si256((__m256i *)(Ei + 64 * (4 + k) + 32 * hf), _mm256_or_si256(
+                        _mm256_and_si256(_mm256_srli_epi16(v, 4), m4),
+                        _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hh, bits), bits), m10)));
+                }
+            }
+            _mm256_store_ps((float *)(void *)(Ei + 512) + 8 * hf,
+                            _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(B + 16 * hf))));
+            _mm256_store_ps((float *)(void *)(Ei + 576) + 8 * hf,
+                            _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(B + 32 + 16 * hf))));
+        }
+    }
+}
+
+#define X2E5_COLS 4
+/* rows 8 hf .. 8 hf + 7 of the expanded group E (nb blocks) x C columns y[c] (ds[c]: their
+ * {dy, s_y} per block); outputs to s + c * ld_s */
+INLINE void x2e_q5_1_tile(const int C, int nb, float *s, size_t ld_s, const uint8_t *E, int hf,
+                          const lc_block_q8_1 *const *y, const float (*const *ds)[2])
+{
+    const __m256i ones = _mm256_set1_epi16(1);
+    float acc[X2E5_COLS][8][8] __attribute__((aligned(32)));
+    float ms[X2E5_COLS][8] __attribute__((aligned(32)));
+    for (int i = 0; i < nb; i++) {
+        const uint8_t *Ei = E + (size_t)i * X2E5_BLK;
+        const __m256 dx = _mm256_load_ps((const float *)(const void *)(Ei + 512) + 8 * hf);
+        const __m256 mx = _mm256_load_ps((const float *)(const void *)(Ei + 576) + 8 * hf);
+        __m256 d[X2E5_COLS];
+        _Pragma("GCC unroll 4") for (int c = 0; c < C; c++) {
+            d[c] = _mm256_mul_ps(dx, _mm256_set1_ps(ds[c][i][0]));
+            const __m256 m = _mm256_mul_ps(mx, _mm256_set1_ps(ds[c][i][1]));
+            _mm256_store_ps(ms[c], i ? _mm256_add_ps(_mm256_load_ps(ms[c]), m) : _mm256_add_ps(_mm256_setzero_ps(), m));
+        }
+        _Pragma("GCC unroll 8") for (int L = 0; L < 8; L++) {
+            const __m256i w = _mm256_load_si256((const __m256i *)(Ei + 64 * L + 32 * hf));
+            _Pragma("GCC unroll 4") for (int c = 0; c < C; c++) {
+                const __m256i lane = _mm256_madd_epi16(
+                    _mm256_maddubs_epi16(w, _mm256_set1_epi32(ld_i32(y[c][i].qs + 4 * L))), ones);
+                _mm256_store_ps(acc[c][L], _mm256_fmadd_ps(_mm256_cvtepi32_ps(lane), d[c],
+                                                           i ? _mm256_load_ps(acc[c][L]) : _mm256_setzero_ps()));
+            }
+        }
+        __asm__ volatile("" : "+m"(acc), "+m"(ms));
+    }
+    for (int c = 0; c < C; c++) {
+        __m256 a[8];
+        for (int L = 0; L < 8; L++)
+            a[L] = _mm256_load_ps(acc[c][L]);
+        _mm256_storeu_ps(s + (size_t)c * ld_s, _mm256_add_ps(x16_hsum8(a), _mm256_load_ps(ms[c])));
+    }
+}
+
+/*
+ * kernels.h's gemm_x16 for Q5_1 (see above): nr rows (nr % 16 == 0) x nc columns of Q8_1
+ * activations.  Scratch (x2e_scratch): one expanded group and the column scales, (640 + 8 nc)
+ * bytes per block.
+ */
+static void gemm_x2e_q5_1(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
+                          const void *a, size_t a_stride, int nc)
+{
+    const int nb = n / 32, ngr = nr / 16;
+    const size_t esz = (size_t)nb * X2E5_BLK;
+    uint8_t *mem = nb > 0 && nc >= X2E5_COLS ? x2e_scratch(esz + (size_t)nc * (size_t)nb * sizeof(float[2])) : NULL;
+    if (!mem) {
+        gemm_x16_q5_1(n, s, ld_s, w, w_stride, nr, a, a_stride, nc);
+        return;
+    }
+    uint8_t *E = mem;
+    float(*DS)[2] = (float(*)[2])(void *)(mem + esz);
+    for (int c = 0; c < nc; c++) {
+        const lc_block_q8_1 *y = (const void *)((const uint8_t *)a + (size_t)c * a_stride);
+        for (int i = 0; i < nb; i++) {
+            DS[(size_t)c * nb + i][0] = h2f(y[i].d);
+            DS[(size_t)c * nb + i][1] = h2f(y[i].s);
+        }
+    }
+    const int ntiles = (nc + X2E5_COLS - 1) / X2E5_COLS;
+    const size_t glines = 16 * w_stride / 64;
+    for (int g = 0; g < ngr; g++) {
+        const uint8_t *G = (const uint8_t *)w + (size_t)g * 16 * w_stride;
+        x2e_expand_q5_1(E, G, nb);
+        for (int c0 = 0, t = 0; c0 < nc; t++) {
+            if (g + 1 < ngr) /* the next group into L2, a share before each tile */
+                x2e_prefetch(G + 16 * w_stride, glines * (size_t)t / (size_t)ntiles,
+                             glines * (size_t)(t + 1) / (size_t)ntiles);
+            const int C = nc - c0 >= X2E5_COLS ? X2E5_COLS : 1;
+            const lc_block_q8_1 *y[X2E5_COLS];
+            const float(*ds[X2E5_COLS])[2];
+            for (int c = 0; c < C; c++) {
+                y[c] = (const void *)((const uint8_t *)a + (size_t)(c0 + c) * a_stride);
+                ds[c] = DS + (size_t)(c0 + c) * nb;
+            }
+            for (int hf = 0; hf < 2; hf++) {
+                float *so = s + (size_t)c0 * ld_s + 16 * g + 8 * hf;
+                if (C == X2E5_COLS)
+                    x2e_q5_1_tile(X2E5_COLS, nb, so, ld_s, E, hf, y, ds);
+                else
+                    x2e_q5_1_tile(1, nb, so, ld_s, E, hf, y, ds);
+            }
+            c0 += C;
+        }
+    }
+}
 
 /*
  * Q8_0 prompt batches from the x16 layout: each group of 16 rows is rebuilt in ggml's layout
@@ -799,6 +1572,62 @@ static void quantize_row_q8_1(const float *x, void *vy, int64_t n)
         const float d = quantize_block_q8(x + i * LC_QK8_1, y[i].qs, &sum);
         y[i].d = lc_fp32_to_fp16(d);
         y[i].s = lc_fp32_to_fp16(d * (float)sum);
+    }
+}
+
+/*
+ * Q8_K activations (the K-quants' vec_dot_type) as lc_quantize_row_q8_K_ref (ggml's
+ * quantize_row_q8_K_ref): per super-block of 256, max = the first x of largest |x|, iscale =
+ * -127 / max, q = min(127, nearest_int(iscale * x)) by the same magic-number rounding (a
+ * multiply, then an add: no FMA), bsums per 16, d = 1 / iscale; all zero when every |x| is 0.
+ * The same bytes (test-kernels' check_quantize_stress: ties of |max|, -0.0, near-halves).
+ * n a multiple of 256; y: n / 256 blocks.
+ */
+static void quantize_row_q8_K(const float *x, void *vy, int64_t n)
+{
+    lc_block_q8_K *y = vy;
+    const __m256 sign = _mm256_set1_ps(-0.0f), magic = _mm256_set1_ps(12582912.f);
+    const __m256i mant = _mm256_set1_epi32(0x007fffff), half = _mm256_set1_epi32(0x00400000);
+    const __m256i m127 = _mm256_set1_epi32(127);
+    for (int64_t i = 0; i < n / LC_QK_K; i++, x += LC_QK_K) {
+        /* max(|x|, am): a NaN |x| leaves am, as the reference's (ax > amax) */
+        __m256 am = _mm256_setzero_ps();
+        for (int j = 0; j < LC_QK_K / 8; j++)
+            am = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + 8 * j)), am);
+        __m128 m4 = _mm_max_ps(_mm256_extractf128_ps(am, 1), _mm256_castps256_ps128(am));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+        const float amax = _mm_cvtss_f32(m4);
+        if (amax == 0.0f) {
+            memset(&y[i], 0, sizeof y[i]);
+            continue;
+        }
+        float max = 0.0f;
+        for (int j = 0; j < LC_QK_K / 8; j++) {
+            const int eq = _mm256_movemask_ps(_mm256_cmp_ps(
+                _mm256_andnot_ps(sign, _mm256_loadu_ps(x + 8 * j)), _mm256_set1_ps(amax), _CMP_EQ_OQ));
+            if (eq) {
+                max = x[8 * j + __builtin_ctz((unsigned)eq)];
+                break;
+            }
+        }
+        const float iscale = -127.f / max;
+        const __m256 vs = _mm256_set1_ps(iscale);
+        for (int j = 0; j < LC_QK_K / 32; j++) {
+            __m256i q[4];
+            _Pragma("GCC unroll 4") for (int t = 0; t < 4; t++) {
+                const __m256 v = _mm256_add_ps(_mm256_mul_ps(vs, _mm256_loadu_ps(x + 32 * j + 8 * t)), magic);
+                q[t] = _mm256_min_epi32(_mm256_sub_epi32(_mm256_and_si256(_mm256_castps_si256(v), mant), half), m127);
+            }
+            /* |q| <= 127 (|iscale * x| <= 127), so the saturating packs are the reference's
+             * (int8_t) casts; packs work per 128-bit lane: dword order 0 4 1 5 2 6 3 7 */
+            y[i].bsums[2 * j] = (int16_t)hsum_epi32(_mm256_add_epi32(q[0], q[1]));
+            y[i].bsums[2 * j + 1] = (int16_t)hsum_epi32(_mm256_add_epi32(q[2], q[3]));
+            const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+            _mm256_storeu_si256((__m256i *)(y[i].qs + 32 * j),
+                                _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+        }
+        y[i].d = 1 / iscale;
     }
 }
 
@@ -1215,6 +2044,7 @@ const struct lc_kernels lc_kernels_avx2 = {
         [LC_TYPE_F16] = quantize_row_f16,
         [LC_TYPE_Q8_0] = quantize_row_q8_0,
         [LC_TYPE_Q8_1] = quantize_row_q8_1,
+        [LC_TYPE_Q8_K] = quantize_row_q8_K,
     },
     .gemm = {
         [LC_TYPE_F32] = gemm_f32,
@@ -1238,10 +2068,10 @@ const struct lc_kernels lc_kernels_avx2 = {
                  [LC_TYPE_Q6_K] = gemv_x16_q6_K, [LC_TYPE_Q4_K] = gemv_x16_q4_K,
                  [LC_TYPE_Q5_K] = gemv_x16_q5_K, [LC_TYPE_Q5_1] = gemv_x16_q5_1,
                  [LC_TYPE_Q8_0] = gemv_x16_q8_0},
-    .gemm_x16 = {[LC_TYPE_Q4_0] = gemm_x16_q4_0, [LC_TYPE_Q4_1] = gemm_x16_q4_1,
-                 [LC_TYPE_Q6_K] = gemm_x16_q6_K, [LC_TYPE_Q4_K] = gemm_x16_q4_K,
-                 [LC_TYPE_Q5_K] = gemm_x16_q5_K, [LC_TYPE_Q5_1] = gemm_x16_q5_1,
-                 [LC_TYPE_Q8_0] = gemm_x16_q8_0_unpacked},
+    .gemm_x16 = {[LC_TYPE_Q4_0] = gemm_x2e_q4_0, [LC_TYPE_Q4_1] = gemm_x16_q4_1,
+                 [LC_TYPE_Q6_K] = gemm_x2k_q6_K, [LC_TYPE_Q4_K] = gemm_x2k_q4_K,
+                 [LC_TYPE_Q5_K] = gemm_x2k_q5_K, [LC_TYPE_Q5_1] = gemm_x2e_q5_1,
+                 [LC_TYPE_Q8_0] = gemm_x2e_q8_0},
     .x16_native = (1u << LC_TYPE_Q4_0) | (1u << LC_TYPE_Q4_1) | (1u << LC_TYPE_Q6_K) |
                   (1u << LC_TYPE_Q4_K) | (1u << LC_TYPE_Q5_K) | (1u << LC_TYPE_Q5_1) |
                   (1u << LC_TYPE_Q8_0),
