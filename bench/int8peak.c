@@ -166,6 +166,9 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) static uint64_t 
 static int amx_available(void)
 {
     unsigned a, b, c, d;
+    __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0), "c"(0));
+    if (a < 7) /* no leaf 7 */
+        return 0;
     __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(1), "c"(0));
     if (!((c >> 27) & 1))
         return 0;

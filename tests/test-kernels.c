@@ -663,20 +663,43 @@ static void check_quantize_stress(const struct lc_kernels *S, const struct lc_ke
     x[9 * 256 + 100] = -250.0f;
     x[15 * 256 + 33] = -1000.0f; /* the same 16 floats */
     x[15 * 256 + 40] = 1000.0f;
+    /* near-ties at Q8_K's scale: the whole super-block of 256 takes its max from x[0], so the
+     * 32-float near-ties above are no longer ties there (an FMA for iscale * x + magic changed
+     * 691 of 4096 such blocks, and passed unseen before these) */
+    for (int sb = 40; sb < 72; sb++) {
+        float *xb = x + sb * 256;
+        const float amax = (sb % 2) ? 127.0f : frand(0.01f, 50.0f);
+        xb[0] = (sb % 4 < 2) ? amax : -amax;
+        for (int j = 1; j < 256; j++)
+            xb[j] = ((float)((int)(rnd() % 254) - 127) + 0.5f) * amax / 127.0f;
+    }
+    /* Q8_K only: |max| so small that -127 / max overflows to -inf (+inf): the reference's
+     * int8 cast wraps nearest_int's -4194304 to 0 (AVX2's saturating pack gave -128); one sign
+     * per block, no zeros, as the reference asserts on +inf and NaN products.  (Not for Q8_0 /
+     * Q8_1: there 1 / d overflows too, and ggml's scalar reference converts inf to int8, which
+     * C leaves undefined, while its SIMD quantizers -- llama.cpp's actual path -- give -128.) */
+    float *xk = malloc(N * sizeof(float));
+    memcpy(xk, x, N * sizeof(float));
+    for (int j = 0; j < 256; j++) {
+        xk[13 * 256 + j] = 2e-37f * (float)(j % 7 + 1) / 7.0f;
+        xk[14 * 256 + j] = -1e-39f * (float)(j % 5 + 1); /* subnormal */
+    }
     for (int t = 0; t < 3; t++) {
         const int at = types[t];
         if (K->quantize_row[at] == S->quantize_row[at])
             continue;
         const size_t sz = lc_row_size(at, N);
         memset(b, 0x5A, sz);
-        S->quantize_row[at](x, a, N);
-        K->quantize_row[at](x, b, N);
+        const float *xt = at == LC_TYPE_Q8_K ? xk : x;
+        S->quantize_row[at](xt, a, N);
+        K->quantize_row[at](xt, b, N);
         int bad = 0;
         for (size_t i = 0; i < sz; i++)
             bad += a[i] != b[i];
         CHECK(bad == 0, "%s quantize_row %s, %d blocks: %d bytes differ", K->isa,
               lc_type_name(at), NB, bad);
     }
+    free(xk);
     free(x);
     free(a);
     free(b);

@@ -7,6 +7,7 @@
  */
 #include "quant.h"
 
+#include <float.h>
 #include <math.h>
 #include <pthread.h>
 #include <string.h>
@@ -122,11 +123,12 @@ void lc_quantize_row_q4_0_ref(const float *x, lc_block_q4_0 *y, int64_t n)
     }
 }
 
-/* the smallest and largest of x[0..n-1] (INFINITY / -INFINITY for n = 0; NaNs skipped), as
- * ggml's quantize_row_q4_1_ref / q5_1_ref scan a block */
+/* the smallest and largest of x[0..n-1], starting from FLT_MAX / -FLT_MAX (so a block of +inf
+ * has min FLT_MAX; NaNs are skipped) exactly as ggml's quantize_row_q4_1_ref / q5_1_ref scan a
+ * block */
 static void block_min_max(const float *x, int n, float *min, float *max)
 {
-    float lo = INFINITY, hi = -INFINITY;
+    float lo = FLT_MAX, hi = -FLT_MAX;
     for (int j = 0; j < n; j++) {
         if (x[j] < lo)
             lo = x[j];

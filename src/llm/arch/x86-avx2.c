@@ -710,7 +710,7 @@ DEFINE_X16_GEMM_BY_GROUP(q8_0) /* only gemm_x16_q8_0_unpacked's fallback */
 /* ---------------------------------------------------------------- x16 prompt GEMMs (expanded) */
 
 /*
- * Per-thread scratch of the expanded x16 prompt GEMMs below (Q4_0, Q4_K, Q5_K, Q6_K), as
+ * Per-thread scratch of the expanded x16 prompt GEMMs below (Q4_0, Q4_K, Q5_K, Q6_K, Q8_0, Q5_1), as
  * x86-avx512.c's x16e_scratch: at least bytes bytes, 64-byte aligned, kept from call to call
  * and grown as needed (whole pages), freed when the thread exits (the key's destructor).
  * Returns NULL without memory or without a key; the callers then take their GEMV per column
@@ -1172,7 +1172,9 @@ INLINE void gemm_x2k(const int kind, int n, float *s, size_t ld_s, const void *w
             for (int c = 0; c < C; c++) {
                 y[c] = (const void *)((const uint8_t *)a + (size_t)(c0 + c) * a_stride);
                 ys[c] = (const struct x16_q8_K *)(const void *)cols + (size_t)(c0 + c) * nb;
-                yx[c] = cols + (size_t)(c0 + c) * nb * 256;
+                /* only Q6_K's columns are expanded bytes (256 per super-block); elsewhere the
+                 * pointer would run past the scratch */
+                yx[c] = kind == XK2_Q6 ? cols + (size_t)(c0 + c) * nb * 256 : NULL;
             }
             for (int hf = 0; hf < 2; hf++) {
                 float *so = s + (size_t)c0 * ld_s + 16 * g + 8 * hf;
@@ -1208,8 +1210,9 @@ static void gemm_x2k_q6_K(int n, float *s, size_t ld_s, const void *w, size_t w_
  * Q8_0 prompt GEMM over x16 groups (gemm_x16[LC_TYPE_Q8_0]) in vec_dot_q8_0_q8_0's order (ggml's
  * AVX2 mul_sum_i8_pairs_float, as gemv_x16_q8_0): per block and row 8 integer lanes, lane k =
  * the 4 products 4k .. 4k+3, acc[k] = fma(dx * dy, float(lane k), acc[k]), hsum_float_8 at the
- * end; so the same bits as vec_dot for every block whose weights and activations avoid -128
- * (ggml's vpsignb wraps there: Q8_0 quantizers give -127 .. 127).  The lanes are computed
+ * end; so the same bits as vec_dot for every block whose activations avoid -128 (ggml's
+ * vpsignb wraps on a -128 activation against a negative weight; llamachat's activation
+ * quantizers give -127 .. 127 but for a NaN input).  A -128 weight alone is exact.  The lanes are computed
  * differently, in 16 bits, without vec_dot's vpsignb pair:
  *
  *   - each group of 16 rows is expanded once per call (x2e_expand_q8_0) into 1088 bytes per
@@ -1618,9 +1621,13 @@ static void quantize_row_q8_K(const float *x, void *vy, int64_t n)
             _Pragma("GCC unroll 4") for (int t = 0; t < 4; t++) {
                 const __m256 v = _mm256_add_ps(_mm256_mul_ps(vs, _mm256_loadu_ps(x + 32 * j + 8 * t)), magic);
                 q[t] = _mm256_min_epi32(_mm256_sub_epi32(_mm256_and_si256(_mm256_castps_si256(v), mant), half), m127);
+                /* the reference's (int8_t) cast: |q| <= 127 whenever iscale is finite, but a
+                 * block whose |max| is below ~3.7e-37 overflows iscale to inf and q to
+                 * -4194304, which the cast wraps to 0 (and bsums sum the wrapped bytes) */
+                q[t] = _mm256_srai_epi32(_mm256_slli_epi32(q[t], 24), 24);
             }
-            /* |q| <= 127 (|iscale * x| <= 127), so the saturating packs are the reference's
-             * (int8_t) casts; packs work per 128-bit lane: dword order 0 4 1 5 2 6 3 7 */
+            /* now -128 <= q <= 127, so the saturating packs change nothing; packs work per
+             * 128-bit lane: dword order 0 4 1 5 2 6 3 7 */
             y[i].bsums[2 * j] = (int16_t)hsum_epi32(_mm256_add_epi32(q[0], q[1]));
             y[i].bsums[2 * j + 1] = (int16_t)hsum_epi32(_mm256_add_epi32(q[2], q[3]));
             const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
