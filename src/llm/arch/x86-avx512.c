@@ -363,7 +363,7 @@ INLINE void x16e_q4_1_tile2(int nb, float *s, size_t ld_s, const struct x16e_blk
 }
 
 /*
- * Per-thread scratch of the x16 prompt GEMMs (Q4_1, Q4_0, the K-quants), kept from call to call instead of a malloc and free per
+ * Per-thread scratch of the x16 prompt GEMMs (Q4_1, Q4_0, Q8_0, the K-quants), kept from call to call instead of a malloc and free per
  * call: at least bytes bytes, 64-byte aligned, grown as needed (whole pages), freed when the
  * thread exits (the key's destructor); NULL without memory (or without a key).  About 1 MB
  * per thread for TinyLlama's down projection in a 512-token batch (n = 5632: 203 KB of
