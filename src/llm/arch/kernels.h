@@ -36,7 +36,8 @@ typedef void (*lc_quantize_row_fn)(const float *x, void *y, int64_t n);
  * unpacked rows + 2.5 KiB per block of column scales: 0.3 MB for n = 2048, 1 MB for
  * n = 11008); when that fails they fall back to register tiles that need none, same results.
  * (AVX-512's gemm_x16 of Q4_0 keeps a per-thread buffer between calls instead, and falls back
- * to its GEMV.)
+ * to its GEMV.  So does its gemm_x16 of Q8_0, per block 576 + 36 * nc bytes; without memory, or
+ * for fewer than 4 columns, pk_gemm's tiles or its GEMV, same results.)
  * The AVX-512 x16 K-quant entries (Q4_K, Q5_K, Q6_K) expand a group of 16 rows into 4 KiB per
  * 256 weights in the same per-thread buffer as Q4_0's (without memory: the GEMV per column,
  * same results).

@@ -363,7 +363,7 @@ INLINE void x16e_q4_1_tile2(int nb, float *s, size_t ld_s, const struct x16e_blk
 }
 
 /*
- * Per-thread scratch of the x16 prompt GEMMs (Q4_1, Q4_0, the K-quants), kept from call to call instead of a malloc and free per
+ * Per-thread scratch of the x16 prompt GEMMs (Q4_1, Q4_0, Q8_0, the K-quants), kept from call to call instead of a malloc and free per
  * call: at least bytes bytes, 64-byte aligned, grown as needed (whole pages), freed when the
  * thread exits (the key's destructor); NULL without memory (or without a key).  About 1 MB
  * per thread for TinyLlama's down projection in a 512-token batch (n = 5632: 203 KB of
@@ -729,6 +729,140 @@ static void gemv_x16_q8_0(int n, float *s, const void *vw, size_t w_stride, int 
             _mm512_add_ps(_mm512_add_ps(acc[0], acc[4]), _mm512_add_ps(acc[2], acc[6])),
             _mm512_add_ps(_mm512_add_ps(acc[1], acc[5]), _mm512_add_ps(acc[3], acc[7]))));
     }
+}
+
+/*
+ * The Q8_0 prompt GEMM (gemm_x16[LC_TYPE_Q8_0]), the x16e design of gemm_x16_q4_1 above (the
+ * approach of ik_llama.cpp's PR #534: rows expanded once per call, reused across the batch):
+ *
+ *   - Each group of 16 rows is expanded once per call into x16e_q8_0 blocks (576 bytes per
+ *     block: n = 2048 is 36 KB, in L1; n = 5632, 99 KB, in L2): lane k's 4 bytes of the 16 rows
+ *     as (x + 128) (xor 0x80: the unsigned operand of vpdpbusd as it is), dx of the 16 rows as
+ *     floats.
+ *   - Per column and block, once per call (x16e_q8_0_col): dy as a float and the 8 lane
+ *     corrections -128 * (y[4k] + .. + y[4k+3]) (x16_q8_0_bias, as gemv_x16_q8_0).
+ *   - The 16 x 2 tile, per block and column: 8 vpdpbusd, each starting from its lane's
+ *     correction (a broadcast load) with the activation dword as a {1to16} memory operand, 8
+ *     vcvtdq2ps, 8 FMAs, and dx * dy.
+ *
+ * Each integer lane is then sum((x + 128) * y) - 128 * sum(y) = sum(x * y) over the 4 products
+ * 4k .. 4k+3, exactly (|lane| <= 4 * 128 * 128: no overflow, and the int32 sums are exact), the
+ * integer of vec_dot_q8_0_q8_0's lane k; the float operations are its own (acc[k] = fma(float(
+ * lane k), dx * dy, acc[k]) in block order, hsum_float_8 as ((0+4)+(2+6))+((1+5)+(3+7))): the
+ * same bits (test-kernels compares them with the scalar vec_dot).
+ */
+struct x16e_q8_0 {
+    uint8_t q[8][64]; /* q[k]: lane k's 4 bytes of the 16 rows (as the x16 layout), xor 0x80 */
+    float d[16];      /* dx of the 16 rows */
+};
+
+/* per column and block: dy, and -128 * sum(y) of the 4 bytes of each lane */
+struct x16e_q8_0_col {
+    int32_t bias[8];
+    float d;
+};
+
+/* one group (G, nb blocks of repack.h's Q8_0 x16 layout: 32 bytes of fp16 dx, 8 x 64 bytes of
+ * quants, 544 bytes per block) into E (nb blocks, 64-byte aligned) */
+static void x16e_expand_q8_0(struct x16e_q8_0 *E, const uint8_t *G, int nb)
+{
+    const __m512i m80 = _mm512_set1_epi8((char)0x80);
+    for (int i = 0; i < nb; i++) {
+        const uint8_t *B = G + lc_x16_part_off(LC_TYPE_Q8_0, i, LC_X16_P_D);
+        _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
+            _mm512_store_si512(E[i].q[k], _mm512_xor_si512(_mm512_loadu_si512(B + 32 + 64 * k), m80));
+        _mm512_store_ps(E[i].d, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)B)));
+    }
+}
+
+/* t = bias (broadcast from memory) + (4 u8 of w x 4 s8 at y, summed) per lane (the Q8_0 GEMM below,
+ * the K-quants') */
+INLINE __m512i dpbusd_bias(const int32_t *bias, __m512i w, const int8_t *y)
+{
+    __m512i t;
+    __asm__("vpbroadcastd %3, %0\n\t"
+            "vpdpbusd %2%{1to16%}, %1, %0"
+            : "=&v"(t)
+            : "v"(w), "m"(*(const int32_t *)(const void *)y), "m"(*bias));
+    return t;
+}
+
+/* 16 rows (E, nb blocks) x columns y0, y1 (c0, c1: their x16e_q8_0_col per block): s[r] and
+ * s[ld_s + r] = vec_dot_q8_0_q8_0 of row r with y0, y1; two == 0: y1 is a copy of y0 and its
+ * results are not stored */
+INLINE void x16e_q8_0_tile2(int nb, float *s, size_t ld_s, const struct x16e_q8_0 *E,
+                            const lc_block_q8_0 *y0, const lc_block_q8_0 *y1,
+                            const struct x16e_q8_0_col *c0, const struct x16e_q8_0_col *c1, int two)
+{
+    __m512 acc[2][8];
+    _Pragma("GCC unroll 2") for (int c = 0; c < 2; c++)
+        _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) acc[c][k] = _mm512_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        const struct x16e_q8_0 *B = E + i;
+        const __m512 dx = _mm512_load_ps(B->d);
+        const __m512 d0 = _mm512_mul_ps(dx, _mm512_set1_ps(c0[i].d));
+        const __m512 d1 = _mm512_mul_ps(dx, _mm512_set1_ps(c1[i].d));
+        const int8_t *q0 = y0[i].qs, *q1 = y1[i].qs;
+        _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) {
+            const __m512i v = _mm512_load_si512(B->q[k]);
+            acc[0][k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dpbusd_bias(&c0[i].bias[k], v, q0 + 4 * k)),
+                                        d0, acc[0][k]);
+            acc[1][k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dpbusd_bias(&c1[i].bias[k], v, q1 + 4 * k)),
+                                        d1, acc[1][k]);
+        }
+    }
+    _Pragma("GCC unroll 2") for (int c = 0; c < 2; c++) {
+        if (c == 1 && !two)
+            break;
+        _mm512_storeu_ps(s + (size_t)c * ld_s, _mm512_add_ps(
+            _mm512_add_ps(_mm512_add_ps(acc[c][0], acc[c][4]), _mm512_add_ps(acc[c][2], acc[c][6])),
+            _mm512_add_ps(_mm512_add_ps(acc[c][1], acc[c][5]), _mm512_add_ps(acc[c][3], acc[c][7]))));
+    }
+}
+
+/*
+ * gemm_x16[LC_TYPE_Q8_0]: s[c * ld_s + r] = vec_dot_q8_0_q8_0(row r, column c) for the nr rows
+ * (nr % 16 == 0: whole x16 groups, w_stride bytes per row, of n = 32 * nb weights) and nc Q8_0
+ * activation columns (a_stride bytes apart); s is the caller's.  Scratch: the calling thread's
+ * x16e_scratch (one expanded group, nb * 576 bytes, and nc * nb * 36 bytes of column terms).
+ * Fewer than 4 columns (speculative verification: the expansion does not repay) or no memory
+ * for the scratch: pk_gemm's 4 x 4 tiles, or column by column through gemv_x16_q8_0 when it
+ * fails too (the same bits either way).
+ */
+static void gemm_x16_q8_0(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
+                          const void *a, size_t a_stride, int nc)
+{
+    const int nb = n / 32;
+    const size_t esz = (size_t)nb * sizeof(struct x16e_q8_0);
+    uint8_t *mem = nb > 0 && nc >= 4
+                       ? x16e_scratch(esz + (size_t)nc * (size_t)nb * sizeof(struct x16e_q8_0_col))
+                       : NULL;
+    if (mem) {
+        struct x16e_q8_0 *E = (struct x16e_q8_0 *)(void *)mem;
+        struct x16e_q8_0_col *cs = (struct x16e_q8_0_col *)(void *)(mem + esz);
+        for (int c = 0; c < nc; c++) {
+            const lc_block_q8_0 *y = (const void *)((const uint8_t *)a + (size_t)c * a_stride);
+            for (int i = 0; i < nb; i++) {
+                x16_q8_0_bias(cs[(size_t)c * nb + i].bias, y + i);
+                cs[(size_t)c * nb + i].d = h2f(y[i].d);
+            }
+        }
+        for (int g = 0; g < nr / 16; g++) {
+            x16e_expand_q8_0(E, (const uint8_t *)w + (size_t)g * 16 * w_stride, nb);
+            for (int c = 0; c < nc; c += 2) {
+                const int two = c + 1 < nc, c1 = two ? c + 1 : c;
+                x16e_q8_0_tile2(nb, s + (size_t)c * ld_s + 16 * g, ld_s, E,
+                                (const void *)((const uint8_t *)a + (size_t)c * a_stride),
+                                (const void *)((const uint8_t *)a + (size_t)c1 * a_stride),
+                                cs + (size_t)c * nb, cs + (size_t)c1 * nb, two);
+            }
+        }
+        return;
+    }
+    if (pk_gemm(PK_Q8_0, 1, n, s, ld_s, w, w_stride, nr, a, a_stride, nc) == 0)
+        return;
+    for (int c = 0; c < nc; c++)
+        gemv_x16_q8_0(n, s + (size_t)c * ld_s, w, w_stride, nr, (const uint8_t *)a + (size_t)c * a_stride);
 }
 
 /* what a Q8_0 activation block gives every group: dy, and -8 * sum(y) (the Q4_0 offset
@@ -1343,17 +1477,6 @@ INLINE __m512i dpwssd_b(__m512i t, __m512i w, const int32_t *p)
     return t;
 }
 
-/* t = bias (broadcast from memory) + (4 u8 of w x 4 s8 at y, summed) per lane */
-INLINE __m512i dpbusd_bias(const int32_t *bias, __m512i w, const int8_t *y)
-{
-    __m512i t;
-    __asm__("vpbroadcastd %3, %0\n\t"
-            "vpdpbusd %2%{1to16%}, %1, %0"
-            : "=&v"(t)
-            : "v"(w), "m"(*(const int32_t *)(const void *)y), "m"(*bias));
-    return t;
-}
-
 /*
  * Q6_K: -32 * (activations 4j .. 4j+3) of super-block i of the C columns y into bias[c][j]
  * (gemv_x16_q6_K's q6_K_bias)
@@ -1601,7 +1724,6 @@ static void gemm_x16_q6_K(int n, float *s, size_t ld_s, const void *w, size_t w_
 }
 
 DEFINE_X16_GEMM_BY_GROUP_NOPF(q5_1)
-DEFINE_X16_GEMM(q8_0, PK_Q8_0)
 
 /* ---------------------------------------------------------------- float dots */
 
