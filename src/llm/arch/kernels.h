@@ -35,14 +35,14 @@ typedef void (*lc_quantize_row_fn)(const float *x, void *y, int64_t n);
  * The AVX-512 quantized entries take a scratch buffer from malloc per call (160 KiB of
  * unpacked rows + 2.5 KiB per block of column scales: 0.3 MB for n = 2048, 1 MB for
  * n = 11008); when that fails they fall back to register tiles that need none, same results.
- * (AVX-512's gemm_x16 of Q4_0 keeps a per-thread buffer between calls instead, and falls back
+ * (AVX-512's gemm_x16 of Q4_0 keeps a per-thread buffer, lc_kernel_scratch, instead, and falls back
  * to its GEMV.  So does its gemm_x16 of Q8_0, per block 576 + 36 * nc bytes; without memory, or
  * for fewer than 4 columns, pk_gemm's tiles or its GEMV, same results.)
  * The AVX-512 x16 K-quant entries (Q4_K, Q5_K, Q6_K) expand a group of 16 rows into 4 KiB per
  * 256 weights in the same per-thread buffer as Q4_0's (without memory: the GEMV per column,
  * same results).
  * AVX2's gemm_x16 of Q4_0, Q5_1, Q8_0, Q4_K, Q5_K and Q6_K keep such a per-thread buffer too
- * (x86-avx2.c's x2e_scratch, per block: Q4_0 576 + 8 * nc bytes, Q5_1 640 + 8 * nc, Q8_0
+ * (lc_kernel_scratch, per block: Q4_0 576 + 8 * nc bytes, Q5_1 640 + 8 * nc, Q8_0
  * 1088 + 68 * nc; per super-block: the K-quants 6 KB + 20 * nc, Q6_K 6 KB + 256 * nc); without
  * memory, or for fewer than 4 columns, their earlier path, same results.
  */
@@ -182,6 +182,17 @@ struct lc_kernels {
     void (*qsearch_asym)(const float *x, const float *w, float sigma2, int64_t nb, int nmax,
                          lc_fp16 *d, lc_fp16 *m, uint8_t *L);
 };
+
+/*
+ * For the ISA files' prompt GEMMs: the calling thread's scratch buffer, at least bytes bytes,
+ * 64-byte aligned, kept from call to call and grown as needed (whole pages), freed when the
+ * thread exits (a pthread key's destructor); NULL without memory (the GEMMs then take a path
+ * that needs none, with the same bits).  One buffer per thread, shared by every ISA file: valid
+ * until the thread's next call, so a GEMM must not call another that uses it while it holds
+ * it.  About 1 MB per thread for TinyLlama's down projection in a 512-token batch (AVX-512
+ * Q4_1, n = 5632); AVX2's Q8_0 and Q6_K expand the columns too (~6 MB at n = 5632).
+ */
+uint8_t *lc_kernel_scratch(size_t bytes);
 
 /* The scalar reference table (always complete). */
 extern const struct lc_kernels lc_kernels_scalar;

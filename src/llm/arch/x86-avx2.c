@@ -709,51 +709,6 @@ DEFINE_X16_GEMM_BY_GROUP(q8_0) /* only gemm_x16_q8_0_unpacked's fallback */
 
 /* ---------------------------------------------------------------- x16 prompt GEMMs (expanded) */
 
-/*
- * Per-thread scratch of the expanded x16 prompt GEMMs below (Q4_0, Q4_K, Q5_K, Q6_K, Q8_0, Q5_1), as
- * x86-avx512.c's x16e_scratch: at least bytes bytes, 64-byte aligned, kept from call to call
- * and grown as needed (whole pages), freed when the thread exits (the key's destructor).
- * Returns NULL without memory or without a key; the callers then take their GEMV per column
- * (the same bits).  Owned by the calling thread; valid until its next call.
- */
-struct x2e_scratch {
-    size_t size; /* bytes usable from data */
-    uint8_t pad[56];
-    uint8_t data[];
-};
-static pthread_key_t x2e_key;
-static pthread_once_t x2e_once = PTHREAD_ONCE_INIT;
-static bool x2e_key_ok;
-
-static void x2e_key_init(void)
-{
-    x2e_key_ok = pthread_key_create(&x2e_key, free) == 0;
-}
-
-static uint8_t *x2e_scratch(size_t bytes)
-{
-    pthread_once(&x2e_once, x2e_key_init);
-    if (!x2e_key_ok)
-        return NULL;
-    struct x2e_scratch *p = pthread_getspecific(x2e_key);
-    if (p && p->size >= bytes)
-        return p->data;
-    if (p) { /* too small: replaced (clearing a slot that was set cannot fail) */
-        pthread_setspecific(x2e_key, NULL);
-        free(p);
-    }
-    bytes = (bytes + 4095) / 4096 * 4096;
-    p = aligned_alloc(64, sizeof *p + bytes);
-    if (!p)
-        return NULL;
-    p->size = bytes;
-    if (pthread_setspecific(x2e_key, p) != 0) {
-        free(p);
-        return NULL;
-    }
-    return p->data;
-}
-
 /* prefetch into L2 lines [l0, l1) of the bytes at p (the next group, while a tile runs) */
 INLINE void x2e_prefetch(const uint8_t *p, size_t l0, size_t l1)
 {
@@ -852,7 +807,7 @@ INLINE void x2e_q4_0_tile(int nb, float *s, size_t ld_s, const struct x2e_q4_0 *
 
 /*
  * kernels.h's gemm_x16 for Q4_0 (see above): nr rows (nr % 16 == 0, w the first of a group) x
- * nc columns of Q8_0 activations, s[c * ld_s + r] as vec_dot_q4_0x8.  Scratch (x2e_scratch):
+ * nc columns of Q8_0 activations, s[c * ld_s + r] as vec_dot_q4_0x8.  Scratch (lc_kernel_scratch):
  * one expanded group and the column terms, (576 + 8 * nc) bytes per block.  Fewer than 4
  * columns, or no memory: the earlier path (pk_gemm's tiles, else the GEMV per column), the
  * same bits.
@@ -863,7 +818,7 @@ static void gemm_x2e_q4_0(int n, float *s, size_t ld_s, const void *w, size_t w_
     const int nb = n / 32, ngr = nr / 16;
     const size_t esz = (size_t)nb * sizeof(struct x2e_q4_0);
     const size_t csz = (size_t)nc * (size_t)nb * sizeof(struct x16_q8_0);
-    uint8_t *mem = nb > 0 && nc >= X2E0_COLS ? x2e_scratch(esz + csz) : NULL;
+    uint8_t *mem = nb > 0 && nc >= X2E0_COLS ? lc_kernel_scratch(esz + csz) : NULL;
     if (!mem) {
         gemm_x16_q4_0(n, s, ld_s, w, w_stride, nr, a, a_stride, nc);
         return;
@@ -1118,7 +1073,7 @@ INLINE void x2k_tile(const int kind, const int C, int nb, float *s, size_t ld_s,
 
 /*
  * kernels.h's gemm_x16 for Q4_K, Q5_K and Q6_K (kind), see above: nr rows (nr % 16 == 0) x nc
- * columns of Q8_K activations.  Scratch (x2e_scratch): one expanded group (6 KB per
+ * columns of Q8_K activations.  Scratch (lc_kernel_scratch): one expanded group (6 KB per
  * super-block) and the column terms (Q4_K / Q5_K: 20 bytes per super-block and column, Q6_K:
  * the 256 shifted quants).
  */
@@ -1128,7 +1083,7 @@ INLINE void gemm_x2k(const int kind, int n, float *s, size_t ld_s, const void *w
     const int nb = n / LC_QK_K, ngr = nr / 16;
     const size_t esz = (size_t)nb * XK2_BLK;
     const size_t per = kind == XK2_Q6 ? 256 : sizeof(struct x16_q8_K);
-    uint8_t *mem = nb > 0 && nc >= XK2_COLS ? x2e_scratch(esz + (size_t)nc * (size_t)nb * per) : NULL;
+    uint8_t *mem = nb > 0 && nc >= XK2_COLS ? lc_kernel_scratch(esz + (size_t)nc * (size_t)nb * per) : NULL;
     if (!mem) {
         if (kind == XK2_Q4)
             gemm_x16_q4_K(n, s, ld_s, w, w_stride, nr, a, a_stride, nc);
@@ -1285,7 +1240,7 @@ static void gemm_x16_q8_0_unpacked(int n, float *s, size_t ld_s, const void *w, 
 
 /*
  * kernels.h's gemm_x16 for Q8_0 (see above): nr rows (nr % 16 == 0) x nc columns of Q8_0
- * activations.  Scratch (x2e_scratch): one expanded group and the columns, (1088 + 68 nc)
+ * activations.  Scratch (lc_kernel_scratch): one expanded group and the columns, (1088 + 68 nc)
  * bytes per block.
  */
 static void gemm_x2e_q8_0(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
@@ -1293,7 +1248,7 @@ static void gemm_x2e_q8_0(int n, float *s, size_t ld_s, const void *w, size_t w_
 {
     const int nb = n / 32, ngr = nr / 16;
     const size_t esz = (size_t)nb * X2E8_BLK, qsz = (size_t)nc * (size_t)nb * 64;
-    uint8_t *mem = nb > 0 && nc >= X2E8_COLS ? x2e_scratch(esz + qsz + (size_t)nc * (size_t)nb * 4) : NULL;
+    uint8_t *mem = nb > 0 && nc >= X2E8_COLS ? lc_kernel_scratch(esz + qsz + (size_t)nc * (size_t)nb * 4) : NULL;
     if (!mem) {
         gemm_x16_q8_0_unpacked(n, s, ld_s, w, w_stride, nr, a, a_stride, nc);
         return;
@@ -1428,7 +1383,7 @@ INLINE void x2e_q5_1_tile(const int C, int nb, float *s, size_t ld_s, const uint
 
 /*
  * kernels.h's gemm_x16 for Q5_1 (see above): nr rows (nr % 16 == 0) x nc columns of Q8_1
- * activations.  Scratch (x2e_scratch): one expanded group and the column scales, (640 + 8 nc)
+ * activations.  Scratch (lc_kernel_scratch): one expanded group and the column scales, (640 + 8 nc)
  * bytes per block.
  */
 static void gemm_x2e_q5_1(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
@@ -1436,7 +1391,7 @@ static void gemm_x2e_q5_1(int n, float *s, size_t ld_s, const void *w, size_t w_
 {
     const int nb = n / 32, ngr = nr / 16;
     const size_t esz = (size_t)nb * X2E5_BLK;
-    uint8_t *mem = nb > 0 && nc >= X2E5_COLS ? x2e_scratch(esz + (size_t)nc * (size_t)nb * sizeof(float[2])) : NULL;
+    uint8_t *mem = nb > 0 && nc >= X2E5_COLS ? lc_kernel_scratch(esz + (size_t)nc * (size_t)nb * sizeof(float[2])) : NULL;
     if (!mem) {
         gemm_x16_q5_1(n, s, ld_s, w, w_stride, nr, a, a_stride, nc);
         return;

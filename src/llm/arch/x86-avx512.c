@@ -362,52 +362,6 @@ INLINE void x16e_q4_1_tile2(int nb, float *s, size_t ld_s, const struct x16e_blk
     }
 }
 
-/*
- * Per-thread scratch of the x16 prompt GEMMs (Q4_1, Q4_0, Q8_0, the K-quants), kept from call to call instead of a malloc and free per
- * call: at least bytes bytes, 64-byte aligned, grown as needed (whole pages), freed when the
- * thread exits (the key's destructor); NULL without memory (or without a key).  About 1 MB
- * per thread for TinyLlama's down projection in a 512-token batch (n = 5632: 203 KB of
- * expanded groups, 704 KB of column terms).  (glibc reused the per-call blocks well enough:
- * a pp512 run page-faults as often either way; this only takes the allocator off the path.)
- */
-struct x16e_scratch {
-    size_t size; /* bytes usable from data */
-    uint8_t pad[56];
-    uint8_t data[];
-};
-static pthread_key_t x16e_key;
-static pthread_once_t x16e_once = PTHREAD_ONCE_INIT;
-static bool x16e_key_ok;
-
-static void x16e_key_init(void)
-{
-    x16e_key_ok = pthread_key_create(&x16e_key, free) == 0;
-}
-
-static uint8_t *x16e_scratch(size_t bytes)
-{
-    pthread_once(&x16e_once, x16e_key_init);
-    if (!x16e_key_ok)
-        return NULL;
-    struct x16e_scratch *p = pthread_getspecific(x16e_key);
-    if (p && p->size >= bytes)
-        return p->data;
-    if (p) { /* too small: replaced (clearing a slot that was set cannot fail) */
-        pthread_setspecific(x16e_key, NULL);
-        free(p);
-    }
-    bytes = (bytes + 4095) / 4096 * 4096;
-    p = aligned_alloc(64, sizeof *p + bytes);
-    if (!p)
-        return NULL;
-    p->size = bytes;
-    if (pthread_setspecific(x16e_key, p) != 0) {
-        free(p);
-        return NULL;
-    }
-    return p->data;
-}
-
 /* The scales of nc Q8_1 activation columns (a_stride bytes apart, nb blocks each) as floats:
  * ds[c * nb + i] = {dy, s_y} of column c's block i (ds: nc * nb pairs, the caller's). */
 static void x16e_scales(float (*ds)[2], const void *a, size_t a_stride, int nc, int nb)
@@ -425,11 +379,11 @@ static void gemm_x16_q4_1(int n, float *s, size_t ld_s, const void *w, size_t w_
                                 int nr, const void *a, size_t a_stride, int nc)
 {
     const int nb = n / 32;
-    /* the calling thread's scratch (x16e_scratch): one expanded group, the columns' scales; a
+    /* the calling thread's scratch (lc_kernel_scratch): one expanded group, the columns' scales; a
      * few columns (speculative verification) do not repay the expansion and go straight from
      * the x16 layout, as does a failed allocation */
     const size_t esz = (size_t)nb * sizeof(struct x16e_blk);
-    uint8_t *mem = nb > 0 && nc >= 4 ? x16e_scratch(esz + (size_t)nc * (size_t)nb * sizeof(float[2])) : NULL;
+    uint8_t *mem = nb > 0 && nc >= 4 ? lc_kernel_scratch(esz + (size_t)nc * (size_t)nb * sizeof(float[2])) : NULL;
     if (mem) {
         struct x16e_blk *E = (struct x16e_blk *)mem;
         float(*ds)[2] = (float(*)[2])(mem + esz);
@@ -567,7 +521,7 @@ static void gemm_x16_q4_1_fast(int n, float *s, size_t ld_s, const void *w, size
     const int nb = n / 32;
     /* the calling thread's scratch: two expanded groups (the 32-row tile), the columns' scales */
     const size_t esz = 2 * (size_t)nb * sizeof(struct x16e_blk);
-    uint8_t *mem = nb > 0 ? x16e_scratch(esz + (size_t)nc * (size_t)nb * sizeof(float[2])) : NULL;
+    uint8_t *mem = nb > 0 ? lc_kernel_scratch(esz + (size_t)nc * (size_t)nb * sizeof(float[2])) : NULL;
     if (!mem) { /* no memory for the scratch: the same-bits GEMM (its own fallback) */
         gemm_x16_q4_1(n, s, ld_s, w, w_stride, nr, a, a_stride, nc);
         return;
@@ -824,7 +778,7 @@ INLINE void x16e_q8_0_tile2(int nb, float *s, size_t ld_s, const struct x16e_q8_
  * gemm_x16[LC_TYPE_Q8_0]: s[c * ld_s + r] = vec_dot_q8_0_q8_0(row r, column c) for the nr rows
  * (nr % 16 == 0: whole x16 groups, w_stride bytes per row, of n = 32 * nb weights) and nc Q8_0
  * activation columns (a_stride bytes apart); s is the caller's.  Scratch: the calling thread's
- * x16e_scratch (one expanded group, nb * 576 bytes, and nc * nb * 36 bytes of column terms).
+ * lc_kernel_scratch (one expanded group, nb * 576 bytes, and nc * nb * 36 bytes of column terms).
  * Fewer than 4 columns (speculative verification: the expansion does not repay) or no memory
  * for the scratch: pk_gemm's 4 x 4 tiles, or column by column through gemv_x16_q8_0 when it
  * fails too (the same bits either way).
@@ -835,7 +789,7 @@ static void gemm_x16_q8_0(int n, float *s, size_t ld_s, const void *w, size_t w_
     const int nb = n / 32;
     const size_t esz = (size_t)nb * sizeof(struct x16e_q8_0);
     uint8_t *mem = nb > 0 && nc >= 4
-                       ? x16e_scratch(esz + (size_t)nc * (size_t)nb * sizeof(struct x16e_q8_0_col))
+                       ? lc_kernel_scratch(esz + (size_t)nc * (size_t)nb * sizeof(struct x16e_q8_0_col))
                        : NULL;
     if (mem) {
         struct x16e_q8_0 *E = (struct x16e_q8_0 *)(void *)mem;
@@ -1026,7 +980,7 @@ INLINE void x16e_pf_pair(const void *w, size_t w_stride, int ngr, int g, int t, 
 
 /*
  * kernels.h's gemm_x16 for Q4_0: nr rows (nr % 16 == 0, w the first of a group) x nc columns
- * of Q8_0 activations, s[c * ld_s + r] as vec_dot_q4_0x8.  Scratch (x16e_scratch, the calling
+ * of Q8_0 activations, s[c * ld_s + r] as vec_dot_q4_0x8.  Scratch (lc_kernel_scratch, the calling
  * thread's own): two expanded groups and the columns' terms, (2 * 576 + 8 * nc) bytes per
  * block.  Fewer than 4 columns (speculative verification) do not repay the expansion, and a
  * failed allocation takes none: both go through gemv_x16_q4_0 column by column (same bits).
@@ -1039,7 +993,7 @@ static void gemm_x16_q4_0(int n, float *s, size_t ld_s, const void *w, size_t w_
     const int nb = n / 32, ngr = nr / 16;
     const size_t esz = 2 * (size_t)nb * sizeof(struct x16e_q4_0);
     const size_t csz = (size_t)nc * (size_t)nb * sizeof(struct x16_q8_0);
-    uint8_t *mem = nb > 0 && nc >= X16E0_COLS ? x16e_scratch(esz + csz) : NULL;
+    uint8_t *mem = nb > 0 && nc >= X16E0_COLS ? lc_kernel_scratch(esz + csz) : NULL;
     if (!mem) {
         for (int c = 0; c < nc; c++)
             gemv_x16_q4_0(n, s + (size_t)c * ld_s, w, w_stride, nr,
@@ -1664,7 +1618,7 @@ INLINE void xk_group(const int kind, int nb, float *s, size_t ld_s, const uint8_
 
 /*
  * kernels.h's gemm_x16 for Q4_K, Q5_K and Q6_K (kind): the expanded groups for 4 columns or
- * more (in the calling thread's scratch, x16e_scratch: 4 KB per super-block), else, or when
+ * more (in the calling thread's scratch, lc_kernel_scratch: 4 KB per super-block), else, or when
  * that allocation fails, the GEMV per column (the same bits).
  */
 INLINE void gemm_x16_kq(const int kind, int n, float *s, size_t ld_s, const void *w,
@@ -1673,7 +1627,7 @@ INLINE void gemm_x16_kq(const int kind, int n, float *s, size_t ld_s, const void
     const int nb = n / LC_QK_K;
     /* the calling thread's scratch, as gemm_x16_q4_0's (64-byte aligned; kept between calls):
      * 96 KB on the stack made these frames 107 KB, more than some threads' stacks */
-    uint8_t *E = nc >= 4 && nb > 0 ? x16e_scratch((size_t)nb * XK_BLK) : NULL;
+    uint8_t *E = nc >= 4 && nb > 0 ? lc_kernel_scratch((size_t)nb * XK_BLK) : NULL;
     if (!E) {
         for (int g = 0; g < nr / 16; g++) {
             const uint8_t *G = (const uint8_t *)w + (size_t)g * 16 * w_stride;
