@@ -1167,9 +1167,10 @@ static void check_x16(const struct lc_kernels *S, const struct lc_kernels *K, in
 }
 
 /*
- * The opt-in gemm_x16_fast entries (kernels.h; AVX-512 Q4_1): not vec_dot's bits, so each
- * product is compared with the exact value (in double: sum over blocks of dx dy isum + m s,
- * dx dy rounded to float as both orders do) within the bound of float summation over the blocks,
+ * The opt-in gemm_x16_fast entries (kernels.h; AVX-512 Q4_1 and Q8_0): not vec_dot's bits, so
+ * each product is compared with the exact value (in double: sum over blocks of dx dy isum + m s,
+ * Q8_0 without m s, dx dy rounded to float as both orders do) within the bound of float
+ * summation over the blocks,
  * (nb + 8) * 2^-23 times the sum of the magnitudes of the terms the order rounds (fast: dx dy
  * isum and m s per block; vec_dot, checked against its own bound to show the bound's scale:
  * each of its 8 float lanes, which may cancel).  Same shapes as check_x16: odd and
@@ -1180,15 +1181,18 @@ static void check_x16(const struct lc_kernels *S, const struct lc_kernels *K, in
  */
 static void check_x16_fast(const struct lc_kernels *S, const struct lc_kernels *K, int type)
 {
-    /* AVX-512 has the Q4_1 one: a table without it must not pass unseen */
-    CHECK(K->gemm_x16_fast[type] || type != LC_TYPE_Q4_1 || strcmp(K->isa, "avx512") != 0,
-          "avx512: no --fast-math Q4_1 kernel in the table");
+    /* AVX-512 has Q4_1's and Q8_0's: a table without them must not pass unseen */
+    CHECK(K->gemm_x16_fast[type] || (type != LC_TYPE_Q4_1 && type != LC_TYPE_Q8_0) ||
+              strcmp(K->isa, "avx512") != 0,
+          "avx512: no --fast-math %s kernel in the table", lc_type_name(type));
     if (!K->gemm_x16_fast[type])
         return;
     static const int nbs[] = {1, 2, 3, 7, 64, 176, 1025};
     static const int cols[] = {1, 2, 3, 4, 5, 6, 7, 67};
     const size_t wsz = lc_type_traits(type)->type_size;
-    const size_t asz = lc_type_traits(LC_TYPE_Q8_1)->type_size;
+    const int q8 = type == LC_TYPE_Q8_0; /* else Q4_1 */
+    const int atype = q8 ? LC_TYPE_Q8_0 : LC_TYPE_Q8_1;
+    const size_t asz = lc_type_traits(atype)->type_size;
     enum { NR = 48 };
     float *xf = malloc(1025 * 32 * sizeof(float));
     float *out = malloc((NR + 2) * 68 * sizeof(float));
@@ -1204,7 +1208,7 @@ static void check_x16_fast(const struct lc_kernels *S, const struct lc_kernels *
                          r % 16 < EDGE_COUNT ? (r + r / 16) % EDGE_COUNT : EDGE_RANDOM);
         for (int c = 0; c < 67; c++) {
             make_acts(xf, n, c < EDGE_COUNT ? (c + 1) % EDGE_COUNT : EDGE_RANDOM);
-            S->quantize_row[LC_TYPE_Q8_1](xf, A + c * a_stride, n);
+            S->quantize_row[atype](xf, A + c * a_stride, n);
         }
         lc_x16_repack(type, X, W, n, NR);
         for (int g0 = 0; g0 < NR / 16; g0++) {
@@ -1220,10 +1224,12 @@ static void check_x16_fast(const struct lc_kernels *S, const struct lc_kernels *
                 K->gemm_x16_fast[type](n, out, ld, Xg, row, nr, A, a_stride, nc);
                 for (int c = 0; c < nc; c++)
                     for (int r = 0; r < nr; r++) {
-                        const lc_block_q4_1 *x =
-                            (const lc_block_q4_1 *)(const void *)(W + (size_t)(16 * g0 + r) * row);
-                        const lc_block_q8_1 *y =
-                            (const lc_block_q8_1 *)(const void *)(A + c * a_stride);
+                        const uint8_t *xr = W + (size_t)(16 * g0 + r) * row;
+                        const uint8_t *yr = A + c * a_stride;
+                        const lc_block_q4_1 *x = (const lc_block_q4_1 *)(const void *)xr;
+                        const lc_block_q8_1 *y = (const lc_block_q8_1 *)(const void *)yr;
+                        const lc_block_q8_0 *x8 = (const lc_block_q8_0 *)(const void *)xr;
+                        const lc_block_q8_0 *y8 = (const lc_block_q8_0 *)(const void *)yr;
                         /* mag: the terms the fast order rounds (dx dy isum, m s); mag8: those of
                          * vec_dot's, whose 8 float lanes of 4 products each may cancel */
                         double exact = 0.0, mag = 0.0, mag8 = 0.0;
@@ -1231,17 +1237,22 @@ static void check_x16_fast(const struct lc_kernels *S, const struct lc_kernels *
                             long isum = 0, lanes = 0;
                             for (int k = 0; k < 8; k++) {
                                 long lane = 0;
-                                for (int j = 4 * (k % 4); j < 4 * (k % 4) + 4; j++)
-                                    lane += k < 4 ? (long)(x[i].qs[j] & 0x0F) * y[i].qs[j]
-                                                  : (long)(x[i].qs[j] >> 4) * y[i].qs[j + 16];
+                                for (int t = 0; t < 4; t++) { /* Q4_1: j, j + 16 share a byte */
+                                    const int j = 4 * (k % 4) + t;
+                                    lane += q8      ? (long)x8[i].qs[4 * k + t] * y8[i].qs[4 * k + t]
+                                            : k < 4 ? (long)(x[i].qs[j] & 0x0F) * y[i].qs[j]
+                                                    : (long)(x[i].qs[j] >> 4) * y[i].qs[j + 16];
+                                }
                                 isum += lane;
                                 lanes += labs(lane);
                             }
-                            const double dd = (double)(lc_fp16_to_fp32(x[i].d) *
-                                                       lc_fp16_to_fp32(y[i].d));
+                            const double dd =
+                                q8 ? (double)(lc_fp16_to_fp32(x8[i].d) * lc_fp16_to_fp32(y8[i].d))
+                                   : (double)(lc_fp16_to_fp32(x[i].d) * lc_fp16_to_fp32(y[i].d));
                             const double t1 = dd * (double)isum;
-                            const double t2 = (double)lc_fp16_to_fp32(x[i].m) *
-                                              (double)lc_fp16_to_fp32(y[i].s);
+                            const double t2 = q8 ? 0.0
+                                                 : (double)lc_fp16_to_fp32(x[i].m) *
+                                                       (double)lc_fp16_to_fp32(y[i].s);
                             exact += t1 + t2;
                             mag += fabs(t1) + fabs(t2);
                             mag8 += fabs(dd) * (double)lanes + fabs(t2);
@@ -1338,6 +1349,7 @@ int main(void)
             check_x16(S, K, LC_TYPE_Q5_1);
             check_x16(S, K, LC_TYPE_Q8_0);
             check_x16_fast(S, K, LC_TYPE_Q4_1);
+            check_x16_fast(S, K, LC_TYPE_Q8_0);
         }
         check_q6_K(S, K);
         check_new_types(S, K);

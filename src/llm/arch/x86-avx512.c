@@ -819,6 +819,114 @@ static void gemm_x16_q8_0(int n, float *s, size_t ld_s, const void *w, size_t w_
         gemv_x16_q8_0(n, s + (size_t)c * ld_s, w, w_stride, nr, (const uint8_t *)a + (size_t)c * a_stride);
 }
 
+/*
+ * The opt-in Q8_0 prompt GEMM of lc_context_params.fast_math (--fast-math; default off), not
+ * vec_dot_q8_0_q8_0's bits: per (row, column) and block the 32 products are summed as one
+ * integer (the 8 vpdpbusd of x16e_q8_0_tile2 chained from the block's whole correction
+ * -128 * sum(y): exact, |isum| <= 32 * 128 * 128), then acc = fma(float(isum), dx * dy, acc):
+ * one conversion and one FMA per block where vec_dot's order takes 8 of each (its 8 float
+ * lanes), the order of llama.cpp's Q4_0x8 repack and of ik_llama.cpp's Q8_0 kernels.  Tiles
+ * of 32 rows (two expanded groups, x16e_expand_q8_0) x 4 columns, 16 x 4 for an odd last group,
+ * with the same operations per row (a row's result does not depend on its tile).  The results
+ * differ from the reference order by float rounding only: test-kernels bounds every product,
+ * test-greedy --fast-math checks the Q8_0 references within tolerance.  Scratch: two expanded
+ * groups (2 * 576 bytes per block) and 8 bytes per column and block.
+ */
+struct x16f_q8_0_col {
+    int32_t bias; /* -128 * (y[0] + .. + y[31]) */
+    float d;      /* dy */
+};
+
+INLINE void x16f_q8_0_tile(int two, int nb, float *s, size_t ld_s, const struct x16e_q8_0 *EA,
+                           const struct x16e_q8_0 *EB, const lc_block_q8_0 *const y[X16F_COLS],
+                           const struct x16f_q8_0_col *const cs[X16F_COLS], int ncols)
+{
+    __m512 acc[2][X16F_COLS];
+    _Pragma("GCC unroll 4") for (int c = 0; c < X16F_COLS; c++) acc[0][c] = acc[1][c] =
+        _mm512_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        const struct x16e_q8_0 *A = EA + i, *B = EB + i;
+        __m512i ia[X16F_COLS], ib[X16F_COLS];
+        _Pragma("GCC unroll 4") for (int c = 0; c < X16F_COLS; c++) {
+            ia[c] = _mm512_set1_epi32(cs[c][i].bias);
+            ib[c] = ia[c];
+        }
+        _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) {
+            const __m512i wa = _mm512_load_si512(A->q[k]);
+            const __m512i wb = two ? _mm512_load_si512(B->q[k]) : wa;
+            _Pragma("GCC unroll 4") for (int c = 0; c < X16F_COLS; c++) {
+                const __m512i yb = _mm512_set1_epi32(ld_i32(y[c][i].qs + 4 * k));
+                ia[c] = _mm512_dpbusd_epi32(ia[c], wa, yb);
+                if (two)
+                    ib[c] = _mm512_dpbusd_epi32(ib[c], wb, yb);
+            }
+        }
+        const __m512 dxa = _mm512_load_ps(A->d), dxb = two ? _mm512_load_ps(B->d) : dxa;
+        _Pragma("GCC unroll 4") for (int c = 0; c < X16F_COLS; c++) {
+            const __m512 dy = _mm512_set1_ps(cs[c][i].d);
+            acc[0][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[c]), _mm512_mul_ps(dxa, dy), acc[0][c]);
+            if (two)
+                acc[1][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ib[c]), _mm512_mul_ps(dxb, dy),
+                                            acc[1][c]);
+        }
+    }
+    _Pragma("GCC unroll 4") for (int c = 0; c < X16F_COLS; c++) if (c < ncols) {
+        _mm512_storeu_ps(s + (size_t)c * ld_s, acc[0][c]);
+        if (two)
+            _mm512_storeu_ps(s + (size_t)c * ld_s + 16, acc[1][c]);
+    }
+}
+
+/* gemm_x16_fast[LC_TYPE_Q8_0]: gemm_x16_q8_0's contract (shapes, ownership) in the order above;
+ * no memory for the scratch: gemm_x16_q8_0 (the same-bits order) */
+static void gemm_x16_q8_0_fast(int n, float *s, size_t ld_s, const void *w, size_t w_stride,
+                               int nr, const void *a, size_t a_stride, int nc)
+{
+    const int nb = n / 32;
+    const size_t esz = 2 * (size_t)nb * sizeof(struct x16e_q8_0);
+    uint8_t *mem = nb > 0 ? lc_kernel_scratch(esz + (size_t)nc * (size_t)nb * sizeof(struct x16f_q8_0_col))
+                          : NULL;
+    if (!mem) {
+        gemm_x16_q8_0(n, s, ld_s, w, w_stride, nr, a, a_stride, nc);
+        return;
+    }
+    struct x16e_q8_0 *E = (struct x16e_q8_0 *)(void *)mem;
+    struct x16f_q8_0_col *cs = (struct x16f_q8_0_col *)(void *)(mem + esz);
+    for (int c = 0; c < nc; c++) {
+        const lc_block_q8_0 *y = (const void *)((const uint8_t *)a + (size_t)c * a_stride);
+        for (int i = 0; i < nb; i++) {
+            const __m256i s4 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(1),
+                                                   _mm256_loadu_si256((const __m256i *)y[i].qs));
+            const __m128i h = _mm_add_epi32(_mm256_castsi256_si128(s4), _mm256_extracti128_si256(s4, 1));
+            const __m128i q = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4E));
+            const __m128i o = _mm_add_epi32(q, _mm_shuffle_epi32(q, 0xB1));
+            cs[(size_t)c * nb + i].bias = -128 * _mm_cvtsi128_si32(o);
+            cs[(size_t)c * nb + i].d = h2f(y[i].d);
+        }
+    }
+    for (int g = 0; g < nr / 16; g += 2) {
+        const int two = g + 1 < nr / 16; /* a pair of groups, or the last one alone */
+        x16e_expand_q8_0(E, (const uint8_t *)w + (size_t)g * 16 * w_stride, nb);
+        if (two)
+            x16e_expand_q8_0(E + nb, (const uint8_t *)w + (size_t)(g + 1) * 16 * w_stride, nb);
+        for (int c0 = 0; c0 < nc; c0 += X16F_COLS) {
+            const int k = nc - c0 < X16F_COLS ? nc - c0 : X16F_COLS;
+            const lc_block_q8_0 *y[X16F_COLS];
+            const struct x16f_q8_0_col *csc[X16F_COLS];
+            for (int c = 0; c < X16F_COLS; c++) { /* missing columns repeat the last one */
+                const int cc = c0 + (c < k ? c : k - 1);
+                y[c] = (const void *)((const uint8_t *)a + (size_t)cc * a_stride);
+                csc[c] = cs + (size_t)cc * nb;
+            }
+            float *so = s + (size_t)c0 * ld_s + 16 * g;
+            if (two)
+                x16f_q8_0_tile(1, nb, so, ld_s, E, E + nb, y, csc, k);
+            else
+                x16f_q8_0_tile(0, nb, so, ld_s, E, E, y, csc, k);
+        }
+    }
+}
+
 /* what a Q8_0 activation block gives every group: dy, and -8 * sum(y) (the Q4_0 offset
  * folded as in the Q4_0 GEMV) */
 struct x16_q8_0 {
@@ -2360,7 +2468,7 @@ const struct lc_kernels lc_kernels_avx512 = {
                  [LC_TYPE_Q6_K] = gemv_x16_q6_K, [LC_TYPE_Q4_K] = gemv_x16_q4_K,
                  [LC_TYPE_Q5_K] = gemv_x16_q5_K, [LC_TYPE_Q5_1] = gemv_x16_q5_1,
                  [LC_TYPE_Q8_0] = gemv_x16_q8_0},
-    .gemm_x16_fast = {[LC_TYPE_Q4_1] = gemm_x16_q4_1_fast},
+    .gemm_x16_fast = {[LC_TYPE_Q4_1] = gemm_x16_q4_1_fast, [LC_TYPE_Q8_0] = gemm_x16_q8_0_fast},
     .gemm_x16 = {[LC_TYPE_Q4_0] = gemm_x16_q4_0, [LC_TYPE_Q4_1] = gemm_x16_q4_1,
                  [LC_TYPE_Q6_K] = gemm_x16_q6_K, [LC_TYPE_Q4_K] = gemm_x16_q4_K,
                  [LC_TYPE_Q5_K] = gemm_x16_q5_K, [LC_TYPE_Q5_1] = gemm_x16_q5_1,
