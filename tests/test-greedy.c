@@ -51,7 +51,7 @@ struct ref {
 static int n_repacked; /* references run with x16 weights (repack.h) */
 
 /*
- * --fast-math: the Q4_1 and Q8_0 references with lc_context_params.fast_math, whose prompt batches take
+ * --fast-math: the Q4_1, Q8_0, Q4_K_M and Q5_K_M references with lc_context_params.fast_math, whose prompt batches take
  * the faster float order where a kernel has one (kernels.h: gemm_x16_fast): not llama.cpp's
  * bits.  The products themselves are within float rounding of the reference order
  * (test-kernels bounds them), but each layer's input is quantized again to Q8_1, where a
@@ -373,8 +373,8 @@ static int run_arch(void)
     return nn > 0 ? tu_finish("test-greedy --arch") : 77;
 }
 
-/* --fast-math: every Q4_1 and Q8_0 reference of reference/greedy and reference/arch (the
- * types with a gemm_x16_fast kernel) */
+/* --fast-math: every Q4_1, Q8_0, Q4_K_M and Q5_K_M reference of reference/greedy and
+ * reference/arch (the types with a gemm_x16_fast kernel) */
 static int run_fast_math(void)
 {
     static const char *const dirs[] = {"reference/greedy", "reference/arch"};
@@ -388,8 +388,9 @@ static int run_fast_math(void)
         struct dirent *e;
         while ((e = readdir(d))) {
             const size_t len = strlen(e->d_name);
-            if ((!strstr(e->d_name, "q4_1.p") && !strstr(e->d_name, "q8_0.p")) || len < 4 ||
-                strcmp(e->d_name + len - 4, ".txt"))
+            if ((!strstr(e->d_name, "q4_1.p") && !strstr(e->d_name, "q8_0.p") &&
+                 !strstr(e->d_name, "q4_k_m.p") && !strstr(e->d_name, "q5_k_m.p")) ||
+                len < 4 || strcmp(e->d_name + len - 4, ".txt"))
                 continue;
             char p[1024];
             snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
@@ -405,11 +406,13 @@ static int run_fast_math(void)
     if (!strcmp(K->isa, "avx512")) {
         CHECK(K->gemm_x16_fast[LC_TYPE_Q4_1] != NULL, "avx512: no --fast-math Q4_1 kernel");
         CHECK(K->gemm_x16_fast[LC_TYPE_Q8_0] != NULL, "avx512: no --fast-math Q8_0 kernel");
+        CHECK(K->gemm_x16_fast[LC_TYPE_Q4_K] != NULL, "avx512: no --fast-math Q4_K kernel");
+        CHECK(K->gemm_x16_fast[LC_TYPE_Q5_K] != NULL, "avx512: no --fast-math Q5_K kernel");
         CHECK(nn == 0 || n_repacked > 0, "--fast-math: no reference ran with repacked weights");
     }
-    fprintf(stderr, "test-greedy --fast-math [%s, %s]: %d Q4_1 and Q8_0 references, %d with repacked (x16) "
+    fprintf(stderr, "test-greedy --fast-math [%s, %s]: %d Q4_1, Q8_0, Q4_K_M and Q5_K_M references, %d with repacked (x16) "
             "weights, max top-10 logit deviation %.2e (tolerance + %.2f of the top logit), %d parted in greedy ids\n",
-            K->isa, K->gemm_x16_fast[LC_TYPE_Q4_1] ? "fast Q4_1 and Q8_0 kernels" : "no fast kernel: reference order",
+            K->isa, K->gemm_x16_fast[LC_TYPE_Q4_1] ? "fast Q4_1, Q8_0, Q4_K, Q5_K kernels" : "no fast kernel: reference order",
             nn, n_repacked, fm_max_dev, FM_TOL, fm_parted);
     return nn > 0 ? tu_finish("test-greedy --fast-math") : 77;
 }

@@ -1785,6 +1785,137 @@ static void gemm_x16_q6_K(int n, float *s, size_t ld_s, const void *w, size_t w_
     gemm_x16_kq(XK_Q6, n, s, ld_s, w, w_stride, nr, a, a_stride, nc);
 }
 
+/*
+ * The opt-in Q4_K / Q5_K prompt GEMMs of lc_context_params.fast_math (--fast-math; default
+ * off), not vec_dot's bits: per (row, column) and super-block the 256 products and their
+ * sub-block scales are summed as ONE exact integer, where vec_dot_q4_K_q8_K keeps 8 integer
+ * lanes (products 4k .. 4k+3 of every sub-block) and converts and accumulates each in float.
+ * Per sub-block t (32 weights) and column: the expanded units (k, t) of the 8 lanes (xk_expand_*,
+ * as xk_tile reads them) chained by vpdpbusd in chains short enough for 16 bits (Q4_K: 4 units,
+ * |sum| <= 16 * 15 * 128 = 30720; Q5_K: 2 units, 8 * 31 * 128 = 31744), each chain multiplied by
+ * the row's 6-bit scale by one vpdpwssd against the scale zero-extended into the dword (the
+ * chain's dword is its int16 value and its sign extension, which meets the 0): Q4_K 10 vector
+ * operations per sub-block, 16 rows and column (Q5_K 12) where xk_tile needs 18.  The super-block
+ * total (|isum| <= 63 * 31 * 128 * 256 < 2^31) is converted once: acc = fma(float(isum),
+ * dx * dy, acc); the mins as xk_tile's Q5_K way (one exact integer, macc = fnmadd(dmin * dy,
+ * float(msum), macc)), out = acc + macc -- the order of llama.cpp's AMX/VNNI K-quant kernels and
+ * ik_llama.cpp's, which also sum the super-block in integers.  Within float rounding of the
+ * reference: test-kernels bounds every product, test-greedy --fast-math checks the K-quant
+ * references.  Tiles of 16 rows x XKF_COLS columns (then 4, 2, 1: the same operations per
+ * column), groups expanded and prefetched as gemm_x16_kq's.
+ */
+#define XKF_COLS 8
+
+INLINE void xkf_tile(const int q5, const int C, int nb, float *s, size_t ld_s, const uint8_t *G,
+                     const uint8_t *E, const lc_block_q8_K *const *y)
+{
+    const enum lc_type type = q5 ? LC_TYPE_Q5_K : LC_TYPE_Q4_K;
+    __m512 acc[XKF_COLS], macc[XKF_COLS];
+    _Pragma("GCC unroll 8") for (int c = 0; c < XKF_COLS; c++) acc[c] = macc[c] = _mm512_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        const uint8_t *Ei = E + (size_t)i * XK_BLK;
+        __m512i scm[4];
+        k_unpack_scmin(G + lc_x16_part_off(type, i, LC_X16_P_SC), scm);
+        __m512i isum[XKF_COLS];
+        _Pragma("GCC unroll 8") for (int t = 0; t < 8; t++) {
+            /* sub-block t: unit (k, t) at Ei + 512 k + 64 t, activations 32 t + 4 k */
+            const __m512i scl = _mm512_shuffle_epi8(t < 4 ? scm[0] : scm[1], k_byte_pat(t & 3, -1));
+            __m512i w[8];
+            _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
+                w[k] = _mm512_load_si512(Ei + 512 * k + 64 * t);
+            _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) {
+                const int8_t *q8 = y[c][i].qs + 32 * t;
+                const int L = q5 ? 2 : 4; /* units per chain */
+                _Pragma("GCC unroll 4") for (int h = 0; h < 8 / L; h++) {
+                    __m512i v = dpbusd_z(w[L * h], q8 + 4 * L * h);
+                    _Pragma("GCC unroll 3") for (int u = 1; u < L; u++)
+                        v = dpbusd_b(v, w[L * h + u], q8 + 4 * (L * h + u));
+                    isum[c] = t == 0 && h == 0 ? _mm512_madd_epi16(v, scl) : dpwssd(isum[c], v, scl);
+                }
+            }
+        }
+        const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256(
+            (const __m256i *)(G + lc_x16_part_off(type, i, LC_X16_P_D))));
+        const __m512 dminx = _mm512_cvtph_ps(_mm256_loadu_si256(
+            (const __m256i *)(G + lc_x16_part_off(type, i, LC_X16_P_DMIN))));
+        /* the rows' min pairs mn[2m], mn[2m+1] as 16-bit values, for vpdpwssd (as xk_tile) */
+        __m512i pair[4];
+        _Pragma("GCC unroll 4") for (int m = 0; m < 4; m++)
+            pair[m] = _mm512_shuffle_epi8(m < 2 ? scm[2] : scm[3], k_byte_pat(2 * (m & 1), 2 * (m & 1) + 1));
+        _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) {
+            const lc_block_q8_K *yc = y[c] + i;
+            const __m512 dy = _mm512_set1_ps(yc->d);
+            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[c]), _mm512_mul_ps(dx, dy), acc[c]);
+            /* S[j] = bsums[2j] + bsums[2j+1]; sp[m] = S[2m] | S[2m+1] << 16 (|S| <= 4096) */
+            const __m256i S = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)yc->bsums),
+                                                _mm256_set1_epi16(1));
+            int32_t sp[4] __attribute__((aligned(16)));
+            _mm_store_si128((__m128i *)sp, _mm_packs_epi32(_mm256_castsi256_si128(S),
+                                                           _mm256_extracti128_si256(S, 1)));
+            __m512i msum = dpwssd_z(pair[0], sp);
+            _Pragma("GCC unroll 3") for (int m = 1; m < 4; m++) msum = dpwssd_b(msum, pair[m], sp + m);
+            macc[c] = _mm512_fnmadd_ps(_mm512_mul_ps(dminx, dy), _mm512_cvtepi32_ps(msum), macc[c]);
+        }
+    }
+    _Pragma("GCC unroll 8") for (int c = 0; c < C; c++)
+        _mm512_storeu_ps(s + (size_t)c * ld_s, _mm512_add_ps(acc[c], macc[c]));
+}
+
+/* gemm_x16_fast[LC_TYPE_Q4_K / Q5_K]: gemm_x16_kq's contract and scratch in the order above,
+ * for any number of columns (one order whatever the batch); no scratch: gemm_x16_kq (the
+ * same-bits order) */
+INLINE void gemm_x16_kq_fast(const int q5, int n, float *s, size_t ld_s, const void *w,
+                             size_t w_stride, int nr, const void *a, size_t a_stride, int nc)
+{
+    const int nb = n / LC_QK_K;
+    uint8_t *E = nb > 0 ? lc_kernel_scratch((size_t)nb * XK_BLK) : NULL;
+    if (!E) {
+        gemm_x16_kq(q5 ? XK_Q5 : XK_Q4, n, s, ld_s, w, w_stride, nr, a, a_stride, nc);
+        return;
+    }
+    const size_t n_tiles = (size_t)(nc + XKF_COLS - 1) / XKF_COLS;
+    for (int g = 0; g < nr / 16; g++) {
+        const uint8_t *G = (const uint8_t *)w + (size_t)g * 16 * w_stride;
+        if (q5)
+            xk_expand_q5_K(E, G, nb);
+        else
+            xk_expand_q4_K(E, G, nb);
+        /* the next group into L2, a share before each tile */
+        const size_t pf_lines = g + 1 < nr / 16 ? 16 * w_stride / 64 : 0;
+        const size_t per_tile = (pf_lines + n_tiles - 1) / n_tiles;
+        size_t pf_next = 0;
+        for (int c0 = 0; c0 < nc;) {
+            for (size_t l = 0; l < per_tile && pf_next < pf_lines; l++, pf_next++)
+                _mm_prefetch((const char *)G + 16 * w_stride + 64 * pf_next, _MM_HINT_T1);
+            const int left = nc - c0;
+            const int C = left >= XKF_COLS ? XKF_COLS : left >= 4 ? 4 : left >= 2 ? 2 : 1;
+            const lc_block_q8_K *y[XKF_COLS];
+            for (int c = 0; c < C; c++)
+                y[c] = (const void *)((const uint8_t *)a + (size_t)(c0 + c) * a_stride);
+            float *sc = s + (size_t)c0 * ld_s + 16 * g;
+            switch (C) {
+            case XKF_COLS: xkf_tile(q5, XKF_COLS, nb, sc, ld_s, G, E, y); break;
+            case 4: xkf_tile(q5, 4, nb, sc, ld_s, G, E, y); break;
+            case 2: xkf_tile(q5, 2, nb, sc, ld_s, G, E, y); break;
+            default: xkf_tile(q5, 1, nb, sc, ld_s, G, E, y); break;
+            }
+            c0 += C;
+        }
+    }
+}
+
+static void gemm_x16_q4_K_fast(int n, float *s, size_t ld_s, const void *w, size_t w_stride,
+                               int nr, const void *a, size_t a_stride, int nc)
+{
+    gemm_x16_kq_fast(0, n, s, ld_s, w, w_stride, nr, a, a_stride, nc);
+}
+
+static void gemm_x16_q5_K_fast(int n, float *s, size_t ld_s, const void *w, size_t w_stride,
+                               int nr, const void *a, size_t a_stride, int nc)
+{
+    gemm_x16_kq_fast(1, n, s, ld_s, w, w_stride, nr, a, a_stride, nc);
+}
+
 DEFINE_X16_GEMM_BY_GROUP_NOPF(q5_1)
 
 /* ---------------------------------------------------------------- float dots */
@@ -2468,7 +2599,8 @@ const struct lc_kernels lc_kernels_avx512 = {
                  [LC_TYPE_Q6_K] = gemv_x16_q6_K, [LC_TYPE_Q4_K] = gemv_x16_q4_K,
                  [LC_TYPE_Q5_K] = gemv_x16_q5_K, [LC_TYPE_Q5_1] = gemv_x16_q5_1,
                  [LC_TYPE_Q8_0] = gemv_x16_q8_0},
-    .gemm_x16_fast = {[LC_TYPE_Q4_1] = gemm_x16_q4_1_fast, [LC_TYPE_Q8_0] = gemm_x16_q8_0_fast},
+    .gemm_x16_fast = {[LC_TYPE_Q4_1] = gemm_x16_q4_1_fast, [LC_TYPE_Q8_0] = gemm_x16_q8_0_fast,
+                      [LC_TYPE_Q4_K] = gemm_x16_q4_K_fast, [LC_TYPE_Q5_K] = gemm_x16_q5_K_fast},
     .gemm_x16 = {[LC_TYPE_Q4_0] = gemm_x16_q4_0, [LC_TYPE_Q4_1] = gemm_x16_q4_1,
                  [LC_TYPE_Q6_K] = gemm_x16_q6_K, [LC_TYPE_Q4_K] = gemm_x16_q4_K,
                  [LC_TYPE_Q5_K] = gemm_x16_q5_K, [LC_TYPE_Q5_1] = gemm_x16_q5_1,
