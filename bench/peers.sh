@@ -14,7 +14,9 @@
 # is skipped when unset or not executable; PEER_ARGS (extra llama-bench options, default
 # "-fa off": llamachat's default attention is llama.cpp's without flash attention), THREADS (2),
 # REPS (3), P (512), N (128), BUILD (an optimised build directory, default: the source tree's
-# own, as bench/run.sh), CACHE (bench/.cache), ISA (passed to llamachat-bench as --isa).
+# own, as bench/run.sh), CACHE (bench/.cache), ISA (passed to llamachat-bench as --isa),
+# OURS_ARGS (extra llamachat-bench options, e.g. "--fast-math": the opt-in prompt order of the
+# AVX-512 Q4_1, Q8_0, Q4_K and Q5_K GEMMs; one-token decoding is the same either way).
 #
 # Checking what a peer runs: `llama-bench --list-devices` and its load lines on stderr (the
 # CPU backend's variant, e.g. libggml-cpu-zen4.so; its repacking is on by default: "repack":
@@ -66,7 +68,8 @@ theirs_col() {
 
 echo "# llamachat beside its peers, $(date -u '+%Y-%m-%d %H:%M UTC'), $(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo '?')"
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs; load average $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "threads $THREADS, $REPS repetitions, medians; peers with: $PEER_ARGS"
+OURS_ARGS=${OURS_ARGS:-}
+echo "threads $THREADS, $REPS repetitions, medians; peers with: $PEER_ARGS; llamachat with: ${OURS_ARGS:-(defaults)}"
 for v in $peers; do eval "echo \"$v: \$$v\""; done
 echo
 hdr="| file | llamachat pp$P | llamachat tg$N |"
@@ -79,7 +82,7 @@ echo "$hdr"
 echo "$sep"
 for f in "$@"; do
     # shellcheck disable=SC2086
-    "$BUILD/llamachat-bench" -m "$f" -p "$P" -n "$N" -t "$THREADS" -r "$REPS" $ISA_OPT \
+    "$BUILD/llamachat-bench" -m "$f" -p "$P" -n "$N" -t "$THREADS" -r "$REPS" $ISA_OPT $OURS_ARGS \
         >"$tmp/ours.md" 2>"$tmp/ours.err" || { cat "$tmp/ours.err" >&2; exit 1; }
     opp=$(ours_col "$f" "pp$P") otg=$(ours_col "$f" "tg$N")
     row="| $(basename "$f" .gguf) | $opp | $otg |"

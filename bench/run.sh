@@ -19,7 +19,7 @@
 #      bench/peers.sh, each file's pp and tg by llamachat and by each peer, one after the other.
 #
 # Environment: THREADS (default 2), REPS (default 3), P and N (default 512 and 128; smaller for
-# quick trials), TYPES and AB (step 4a), BUILD (an existing configured build directory), CACHE (default bench/.cache),
+# quick trials), TYPES, AB and FAST (step 4a), BUILD (an existing configured build directory), CACHE (default bench/.cache),
 # SYNTH_ARGS (extra llamachat-synth options, e.g. "--output-type q8_0"; the model names then
 # carry a suffix), ISA (passed as --isa), CPU_TEST, ROOT (the source tree: set it when running
 # a copy of this script, e.g. while editing the original), LLAMA_BENCH, IK_LLAMA_BENCH and
@@ -180,6 +180,14 @@ if [ -n "$TYPES" ]; then
     # shellcheck disable=SC2086
     "$BUILD/llamachat-bench" -m "$files" -p "$P" -n 0 -t "$THREADS" -r "$REPS" $ISA_OPT \
         >"$CACHE/bench-types-pp.md" 2>>"$CACHE/bench.err" || { cat "$CACHE/bench.err" >&2; exit 1; }
+    # and with --fast-math (FAST=0 skips): the opt-in prompt order of the AVX-512 Q4_1, Q8_0,
+    # Q4_K and Q5_K GEMMs (its rows say "fast-math"; elsewhere the same order as above)
+    if [ "${FAST:-1}" = 1 ]; then
+        # shellcheck disable=SC2086
+        "$BUILD/llamachat-bench" -m "$Q41,$files" -p "$P" -n 0 -t "$THREADS" -r "$REPS" $ISA_OPT \
+            --fast-math >>"$CACHE/bench-types-pp.md" 2>>"$CACHE/bench.err" ||
+            { cat "$CACHE/bench.err" >&2; exit 1; }
+    fi
 fi
 
 # ------------------------------------------------------------------ 4b. CPU cost per token

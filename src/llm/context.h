@@ -49,9 +49,9 @@ struct lc_context_params {
     enum lc_order order;
     /*
      * fast_math (default false): prompt batches may multiply by weights in a faster float order
-     * that is not llama.cpp's where a kernel has one (kernels.h: gemm_x16_fast; AVX-512 Q4_1, Q8_0, Q4_K, Q5_K):
-     * logits within float rounding of the default order, not bit for bit, so greedy outputs can
-     * part from llama.cpp's.  One-token decodes and verification (lc_context_verify) keep the
+     * that is not llama.cpp's where a kernel has one (kernels.h: gemm_x16_fast; AVX-512 Q4_1,
+     * Q8_0, Q4_K, Q5_K): logits within float rounding of the default order, not bit for bit, so
+     * greedy outputs can part from llama.cpp's.  One-token decodes and verification (lc_context_verify) keep the
      * reference order.
      */
     bool fast_math;
