@@ -1167,187 +1167,138 @@ static void check_x16(const struct lc_kernels *S, const struct lc_kernels *K, in
 }
 
 /*
- * The opt-in gemm_x16_fast entries (kernels.h; AVX-512 Q4_1 and Q8_0): not vec_dot's bits, so
- * each product is compared with the exact value (in double: sum over blocks of dx dy isum + m s,
- * Q8_0 without m s, dx dy rounded to float as both orders do) within the bound of float
- * summation over the blocks,
- * (nb + 8) * 2^-23 times the sum of the magnitudes of the terms the order rounds (fast: dx dy
- * isum and m s per block; vec_dot, checked against its own bound to show the bound's scale:
- * each of its 8 float lanes, which may cancel).  Same shapes as check_x16: odd and
- * even block counts up to 1025, slices starting at later groups (whose rows then come from
- * other tiles, with the same bits), 1 to 67 columns (every remainder of the 4-column tile),
- * nothing written outside.  Products whose magnitudes reach
+ * The exact value of one product of check_x16_fast, in double: the sum over blocks of
+ * fl(dx dy) isum (+ fl(m s_y) for Q4_1), and for Q4_K / Q5_K over super-blocks of
+ * fl(dx dy) sum_j sc_j D_j - fl(dmin dy) sum_j m_j S_j (ggml's 6-bit scales and mins, D_j the
+ * sub-block's integer product, S_j its activations' sum).  *mag: the sum of the magnitudes of
+ * those terms (what the fast order rounds); *mag8: the same over vec_dot's 8 float lanes of 4
+ * products each, which may cancel (Q4_1, Q8_0; -1 for the K-quants, not checked).
+ */
+static double fast_exact(int type, const uint8_t *xr, const uint8_t *yr, int nb, double *mag,
+                         double *mag8)
+{
+    const size_t wsz = lc_type_traits(type)->type_size;
+    double exact = 0.0;
+    *mag = 0.0;
+    *mag8 = 0.0;
+    if (type == LC_TYPE_Q4_K || type == LC_TYPE_Q5_K) {
+        const int q5 = type == LC_TYPE_Q5_K;
+        const lc_block_q8_K *y = (const lc_block_q8_K *)(const void *)yr;
+        for (int i = 0; i < nb; i++) {
+            /* Q4_K and Q5_K share d, dmin, scales[12], then Q5_K's qh[32], qs[128] */
+            const lc_block_q5_K *b5 = (const lc_block_q5_K *)(const void *)(xr + (size_t)i * wsz);
+            const lc_block_q4_K *b4 = (const lc_block_q4_K *)(const void *)(xr + (size_t)i * wsz);
+            const uint8_t *qs = q5 ? b5->qs : b4->qs;
+            long isum = 0, msum = 0;
+            for (int j = 0; j < 8; j++) {
+                uint8_t sc, m;
+                lc_get_scale_min_k4(j, b4->scales, &sc, &m);
+                long dj = 0, sj = 0;
+                for (int l = 0; l < 32; l++) {
+                    int q = j % 2 ? qs[32 * (j / 2) + l] >> 4 : qs[32 * (j / 2) + l] & 0xF;
+                    if (q5 && (b5->qh[l] >> j & 1))
+                        q += 16;
+                    dj += (long)q * y[i].qs[32 * j + l];
+                    sj += y[i].qs[32 * j + l];
+                }
+                isum += sc * dj;
+                msum += m * sj;
+            }
+            const double t1 = (double)(lc_fp16_to_fp32(b4->d) * y[i].d) * (double)isum;
+            const double t2 = (double)(lc_fp16_to_fp32(b4->dmin) * y[i].d) * (double)msum;
+            exact += t1 - t2;
+            *mag += fabs(t1) + fabs(t2);
+        }
+        *mag8 = -1.0;
+        return exact;
+    }
+    const int q8 = type == LC_TYPE_Q8_0; /* else Q4_1 */
+    const lc_block_q4_1 *x = (const lc_block_q4_1 *)(const void *)xr;
+    const lc_block_q8_1 *y = (const lc_block_q8_1 *)(const void *)yr;
+    const lc_block_q8_0 *x8 = (const lc_block_q8_0 *)(const void *)xr;
+    const lc_block_q8_0 *y8 = (const lc_block_q8_0 *)(const void *)yr;
+    for (int i = 0; i < nb; i++) {
+        long isum = 0, lanes = 0;
+        for (int k = 0; k < 8; k++) {
+            long lane = 0;
+            for (int t = 0; t < 4; t++) { /* Q4_1: j, j + 16 share a byte */
+                const int j = 4 * (k % 4) + t;
+                lane += q8      ? (long)x8[i].qs[4 * k + t] * y8[i].qs[4 * k + t]
+                        : k < 4 ? (long)(x[i].qs[j] & 0x0F) * y[i].qs[j]
+                                : (long)(x[i].qs[j] >> 4) * y[i].qs[j + 16];
+            }
+            isum += lane;
+            lanes += labs(lane);
+        }
+        const double dd = q8 ? (double)(lc_fp16_to_fp32(x8[i].d) * lc_fp16_to_fp32(y8[i].d))
+                             : (double)(lc_fp16_to_fp32(x[i].d) * lc_fp16_to_fp32(y[i].d));
+        const double t1 = dd * (double)isum;
+        const double t2 =
+            q8 ? 0.0 : (double)lc_fp16_to_fp32(x[i].m) * (double)lc_fp16_to_fp32(y[i].s);
+        exact += t1 + t2;
+        *mag += fabs(t1) + fabs(t2);
+        *mag8 += fabs(dd) * (double)lanes + fabs(t2);
+    }
+    return exact;
+}
+
+/*
+ * The opt-in gemm_x16_fast entries (kernels.h; AVX-512 Q4_1, Q8_0, Q4_K, Q5_K): not vec_dot's
+ * bits, so each product is compared with the exact value (fast_exact) within the bound of float
+ * summation over the blocks, (nb + 8) * 2^-23 times the sum of the magnitudes of the terms the
+ * order rounds (Q4_1 / Q8_0: scalar vec_dot is checked against its own bound over its 8 float
+ * lanes, to show the bound's scale).  Shapes as check_x16: odd and even block counts up to 1025
+ * (K-quants: 129 super-blocks), slices starting at later groups (whose rows then come from other
+ * tiles, with the same bits), 1 to 67 columns (every remainder of the 4-column and the K-quants'
+ * 8-column tiles), nothing written outside.  Weights: make_weights' edge blocks (K-quants:
+ * check_new_types' random and edge blocks: scales 0, 65504, subnormal; all quant bits set or
+ * clear); activations: make_acts' shapes through the scalar quantizer, for the K-quants column 1
+ * all -128 (the largest chains the kernels keep in 16 bits).  Products whose magnitudes reach
  * the float range (the huge-scale edge blocks) are skipped: no order is meaningful there.
  */
 static void check_x16_fast(const struct lc_kernels *S, const struct lc_kernels *K, int type)
 {
-    /* AVX-512 has Q4_1's and Q8_0's: a table without them must not pass unseen */
-    CHECK(K->gemm_x16_fast[type] || (type != LC_TYPE_Q4_1 && type != LC_TYPE_Q8_0) ||
-              strcmp(K->isa, "avx512") != 0,
-          "avx512: no --fast-math %s kernel in the table", lc_type_name(type));
-    if (!K->gemm_x16_fast[type])
-        return;
-    static const int nbs[] = {1, 2, 3, 7, 64, 176, 1025};
-    static const int cols[] = {1, 2, 3, 4, 5, 6, 7, 67};
-    const size_t wsz = lc_type_traits(type)->type_size;
-    const int q8 = type == LC_TYPE_Q8_0; /* else Q4_1 */
-    const int atype = q8 ? LC_TYPE_Q8_0 : LC_TYPE_Q8_1;
-    const size_t asz = lc_type_traits(atype)->type_size;
-    enum { NR = 48 };
-    float *xf = malloc(1025 * 32 * sizeof(float));
-    float *out = malloc((NR + 2) * 68 * sizeof(float));
-    float *first = malloc(sizeof cols / sizeof cols[0] * NR * 67 * sizeof(float));
-    long n_checked = 0, n_skipped = 0;
-    double worst = 0.0; /* largest |fast - exact| / bound */
-    for (int bi = 0; bi < 7; bi++) {
-        const int nb = nbs[bi], n = nb * 32;
-        const size_t row = (size_t)nb * wsz, a_stride = (size_t)nb * asz + 2;
-        uint8_t *W = malloc(NR * row), *X = malloc(NR * row), *A = calloc(67, a_stride);
-        for (int r = 0; r < NR; r++)
-            make_weights(type, W + r * row, nb,
-                         r % 16 < EDGE_COUNT ? (r + r / 16) % EDGE_COUNT : EDGE_RANDOM);
-        for (int c = 0; c < 67; c++) {
-            make_acts(xf, n, c < EDGE_COUNT ? (c + 1) % EDGE_COUNT : EDGE_RANDOM);
-            S->quantize_row[atype](xf, A + c * a_stride, n);
-        }
-        lc_x16_repack(type, X, W, n, NR);
-        for (int g0 = 0; g0 < NR / 16; g0++) {
-            const int nr = NR - 16 * g0;
-            const uint8_t *Xg = X + (size_t)g0 * 16 * row;
-            for (size_t cj = 0; cj < sizeof cols / sizeof cols[0]; cj++) {
-                const int nc = cols[cj];
-                if (nb > 64 && nc > 7)
-                    continue;
-                const size_t ld = (size_t)nr + 2;
-                for (size_t i = 0; i < ld * (size_t)(nc + 1); i++)
-                    out[i] = -12345.0f;
-                K->gemm_x16_fast[type](n, out, ld, Xg, row, nr, A, a_stride, nc);
-                for (int c = 0; c < nc; c++)
-                    for (int r = 0; r < nr; r++) {
-                        const uint8_t *xr = W + (size_t)(16 * g0 + r) * row;
-                        const uint8_t *yr = A + c * a_stride;
-                        const lc_block_q4_1 *x = (const lc_block_q4_1 *)(const void *)xr;
-                        const lc_block_q8_1 *y = (const lc_block_q8_1 *)(const void *)yr;
-                        const lc_block_q8_0 *x8 = (const lc_block_q8_0 *)(const void *)xr;
-                        const lc_block_q8_0 *y8 = (const lc_block_q8_0 *)(const void *)yr;
-                        /* mag: the terms the fast order rounds (dx dy isum, m s); mag8: those of
-                         * vec_dot's, whose 8 float lanes of 4 products each may cancel */
-                        double exact = 0.0, mag = 0.0, mag8 = 0.0;
-                        for (int i = 0; i < nb; i++) {
-                            long isum = 0, lanes = 0;
-                            for (int k = 0; k < 8; k++) {
-                                long lane = 0;
-                                for (int t = 0; t < 4; t++) { /* Q4_1: j, j + 16 share a byte */
-                                    const int j = 4 * (k % 4) + t;
-                                    lane += q8      ? (long)x8[i].qs[4 * k + t] * y8[i].qs[4 * k + t]
-                                            : k < 4 ? (long)(x[i].qs[j] & 0x0F) * y[i].qs[j]
-                                                    : (long)(x[i].qs[j] >> 4) * y[i].qs[j + 16];
-                                }
-                                isum += lane;
-                                lanes += labs(lane);
-                            }
-                            const double dd =
-                                q8 ? (double)(lc_fp16_to_fp32(x8[i].d) * lc_fp16_to_fp32(y8[i].d))
-                                   : (double)(lc_fp16_to_fp32(x[i].d) * lc_fp16_to_fp32(y[i].d));
-                            const double t1 = dd * (double)isum;
-                            const double t2 = q8 ? 0.0
-                                                 : (double)lc_fp16_to_fp32(x[i].m) *
-                                                       (double)lc_fp16_to_fp32(y[i].s);
-                            exact += t1 + t2;
-                            mag += fabs(t1) + fabs(t2);
-                            mag8 += fabs(dd) * (double)lanes + fabs(t2);
-                        }
-                        if (!(mag8 < 1e37)) {
-                            n_skipped++;
-                            continue;
-                        }
-                        const double bound = (nb + 8) * 0x1p-23 * mag + 1e-30;
-                        const float f = out[c * ld + r];
-                        float ss;
-                        S->vec_dot[type](n, &ss, W + (size_t)(16 * g0 + r) * row,
-                                         A + c * a_stride);
-                        n_checked++;
-                        /* a row's result does not depend on the tile that computed it (a 32-row
-                         * pair of groups or a group alone: slices at later groups pair them
-                         * differently, as threads' chunks do) */
-                        float *f0 = &first[(cj * NR + (size_t)(16 * g0 + r)) * 67 + (size_t)c];
-                        if (g0 == 0)
-                            *f0 = f;
-                        else
-                            CHECK(same_bits(f, *f0), "%s gemm_x16_fast %s n=%d row %d col %d: "
-                                  "%.9g from the slice at group %d, %.9g from group 0", K->isa,
-                                  lc_type_name(type), n, 16 * g0 + r, c, (double)f, g0, (double)*f0);
-                        const double e = fabs((double)f - exact) / bound;
-                        if (e > worst)
-                            worst = e;
-                        CHECK(e <= 1.0, "%s gemm_x16_fast %s n=%d %dx%d (r%d,c%d): %.9g, exact %.9g, bound %.3g",
-                              K->isa, lc_type_name(type), n, nr, nc, r, c, (double)f, exact, bound);
-                        CHECK(fabs((double)ss - exact) <= (nb + 8) * 0x1p-23 * mag8 + 1e-30,
-                              "scalar vec_dot %s n=%d: %.9g, exact %.9g, bound %.3g",
-                              lc_type_name(type), n, (double)ss, exact, (nb + 8) * 0x1p-23 * mag8);
-                    }
-                for (size_t i = 0; i < ld * (size_t)(nc + 1); i++)
-                    if (i % ld >= (size_t)nr || i >= ld * (size_t)nc)
-                        CHECK(out[i] == -12345.0f, "%s gemm_x16_fast %s %dx%d wrote outside",
-                              K->isa, lc_type_name(type), nr, nc);
-            }
-        }
-        free(W);
-        free(X);
-        free(A);
-    }
-    fprintf(stderr, "  %s x16 %s fast: %ld products within bound (worst %.3f of it), %ld huge skipped\n",
-            K->isa, lc_type_name(type), n_checked, worst, n_skipped);
-    free(first);
-    free(xf);
-    free(out);
-}
-
-/*
- * The opt-in K-quant gemm_x16_fast entries (AVX-512 Q4_K, Q5_K; kernels.h): each super-block's
- * scaled products summed as one integer, so each product is compared with the exact value (in
- * double: sum over super-blocks of fl(dx dy) isum - fl(dmin dy) msum, isum = sum_j sc_j D_j,
- * msum = sum_j m_j S_j from ggml's 6-bit scales and mins) within (nb + 8) 2^-23 times the sum of
- * the magnitudes of those terms.  Weights: check_new_types' random and edge blocks (scales 0,
- * 65504, subnormal; all quant bits set or clear); activations: make_acts' shapes through the
- * scalar Q8_K quantizer, column 1 all -128 (the largest chains the kernels keep in 16 bits);
- * 1 to 129 super-blocks; 1 to 67 columns (every tile width); slices from later groups; nothing
- * written outside.  Products whose magnitudes reach the float range are skipped.
- */
-static void check_x16_fast_k(const struct lc_kernels *K, int type)
-{
+    /* AVX-512 has these four: a table without one must not pass unseen */
     CHECK(K->gemm_x16_fast[type] || strcmp(K->isa, "avx512") != 0,
           "avx512: no --fast-math %s kernel in the table", lc_type_name(type));
     if (!K->gemm_x16_fast[type])
         return;
-    const struct lc_kernels *S = &lc_kernels_scalar;
-    const int q5 = type == LC_TYPE_Q5_K;
+    const int kq = type == LC_TYPE_Q4_K || type == LC_TYPE_Q5_K;
+    static const int nbs_b[] = {1, 2, 3, 7, 64, 176, 1025}, nbs_k[] = {1, 2, 3, 8, 25, 129};
+    static const int cols_b[] = {1, 2, 3, 4, 5, 6, 7, 67}, cols_k[] = {1, 2, 3, 4, 5, 7, 8, 9, 15, 17, 67};
+    const int *nbs = kq ? nbs_k : nbs_b, *cols = kq ? cols_k : cols_b;
+    const int n_nbs = kq ? 6 : 7, n_cols = kq ? 11 : 8;
+    const int qk = lc_type_traits(type)->blck_size;
+    const int atype = kq ? LC_TYPE_Q8_K : type == LC_TYPE_Q8_0 ? LC_TYPE_Q8_0 : LC_TYPE_Q8_1;
+    const size_t wsz = lc_type_traits(type)->type_size, asz = lc_type_traits(atype)->type_size;
     const struct newtype *nt = NULL;
     for (size_t t = 0; t < sizeof new_types / sizeof new_types[0]; t++)
         if (new_types[t].type == type)
             nt = &new_types[t];
-    static const int nbs[] = {1, 2, 3, 8, 25, 129};
-    static const int cols[] = {1, 2, 3, 4, 5, 7, 8, 9, 15, 17, 67};
-    const size_t wsz = lc_type_traits(type)->type_size, asz = lc_type_traits(LC_TYPE_Q8_K)->type_size;
     enum { NR = 48 };
-    float *xf = malloc(129 * 256 * sizeof(float));
+    float *xf = malloc(129 * 256 * sizeof(float)); /* the longest rows (> 1025 * 32) */
     float *out = malloc((NR + 2) * 68 * sizeof(float));
-    float *first = malloc(sizeof cols / sizeof cols[0] * NR * 67 * sizeof(float));
+    float *first = malloc((size_t)n_cols * NR * 67 * sizeof(float));
     long n_checked = 0, n_skipped = 0;
-    double worst = 0.0;
-    for (size_t bi = 0; bi < sizeof nbs / sizeof nbs[0]; bi++) {
-        const int nb = nbs[bi], n = nb * LC_QK_K;
-        const size_t row = (size_t)nb * wsz, a_stride = (size_t)nb * asz + 4;
+    double worst = 0.0; /* largest |fast - exact| / bound */
+    for (int bi = 0; bi < n_nbs; bi++) {
+        const int nb = nbs[bi], n = nb * qk;
+        const size_t row = (size_t)nb * wsz, a_stride = (size_t)nb * asz + (kq ? 4 : 2);
         uint8_t *W = malloc(NR * row), *X = malloc(NR * row), *A = calloc(67, a_stride);
-        for (int r = 0; r < NR; r++)
-            for (int i = 0; i < nb; i++)
-                make_new_block(nt, W + r * row + (size_t)i * wsz, wsz,
-                               r % 16 < NEW_EDGES ? (r + r / 16) % NEW_EDGES : 0);
+        for (int r = 0; r < NR; r++) {
+            if (kq)
+                for (int i = 0; i < nb; i++)
+                    make_new_block(nt, W + r * row + (size_t)i * wsz, wsz,
+                                   r % 16 < NEW_EDGES ? (r + r / 16) % NEW_EDGES : 0);
+            else
+                make_weights(type, W + r * row, nb,
+                             r % 16 < EDGE_COUNT ? (r + r / 16) % EDGE_COUNT : EDGE_RANDOM);
+        }
         for (int c = 0; c < 67; c++) {
             make_acts(xf, n, c < EDGE_COUNT ? (c + 1) % EDGE_COUNT : EDGE_RANDOM);
-            S->quantize_row[LC_TYPE_Q8_K](xf, A + c * a_stride, n);
+            S->quantize_row[atype](xf, A + c * a_stride, n);
         }
-        for (int i = 0; i < nb; i++) { /* column 1: every activation -128 */
+        for (int i = 0; kq && i < nb; i++) { /* column 1: every activation -128 */
             lc_block_q8_K *y = (lc_block_q8_K *)(void *)(A + a_stride) + i;
             memset(y->qs, 0x80, sizeof y->qs);
             for (int j = 0; j < LC_QK_K / 16; j++)
@@ -1357,9 +1308,9 @@ static void check_x16_fast_k(const struct lc_kernels *K, int type)
         for (int g0 = 0; g0 < NR / 16; g0++) {
             const int nr = NR - 16 * g0;
             const uint8_t *Xg = X + (size_t)g0 * 16 * row;
-            for (size_t cj = 0; cj < sizeof cols / sizeof cols[0]; cj++) {
+            for (int cj = 0; cj < n_cols; cj++) {
                 const int nc = cols[cj];
-                if (nb > 8 && nc > 9)
+                if (nb > (kq ? 8 : 64) && nc > 9) /* long rows: the narrow tiles only */
                     continue;
                 const size_t ld = (size_t)nr + 2;
                 for (size_t i = 0; i < ld * (size_t)(nc + 1); i++)
@@ -1368,41 +1319,19 @@ static void check_x16_fast_k(const struct lc_kernels *K, int type)
                 for (int c = 0; c < nc; c++)
                     for (int r = 0; r < nr; r++) {
                         const uint8_t *xr = W + (size_t)(16 * g0 + r) * row;
-                        const lc_block_q8_K *y = (const lc_block_q8_K *)(const void *)(A + c * a_stride);
-                        double exact = 0.0, mag = 0.0;
-                        for (int i = 0; i < nb; i++) {
-                            /* Q4_K and Q5_K share d, dmin, scales[12], then Q5_K's qh[32], qs[128] */
-                            const lc_block_q5_K *b5 = (const lc_block_q5_K *)(const void *)(xr + (size_t)i * wsz);
-                            const lc_block_q4_K *b4 = (const lc_block_q4_K *)(const void *)(xr + (size_t)i * wsz);
-                            const uint8_t *qs = q5 ? b5->qs : b4->qs;
-                            long isum = 0, msum = 0;
-                            for (int j = 0; j < 8; j++) {
-                                uint8_t sc, m;
-                                lc_get_scale_min_k4(j, b4->scales, &sc, &m);
-                                long dj = 0, sj = 0;
-                                for (int l = 0; l < 32; l++) {
-                                    int q = j % 2 ? qs[32 * (j / 2) + l] >> 4 : qs[32 * (j / 2) + l] & 0xF;
-                                    if (q5 && (b5->qh[l] >> j & 1))
-                                        q += 16;
-                                    dj += (long)q * y[i].qs[32 * j + l];
-                                    sj += y[i].qs[32 * j + l];
-                                }
-                                isum += sc * dj;
-                                msum += m * sj;
-                            }
-                            const double t1 = (double)(lc_fp16_to_fp32(b4->d) * y[i].d) * (double)isum;
-                            const double t2 = (double)(lc_fp16_to_fp32(b4->dmin) * y[i].d) * (double)msum;
-                            exact += t1 - t2;
-                            mag += fabs(t1) + fabs(t2);
-                        }
-                        if (!(mag < 1e37)) {
+                        double mag, mag8;
+                        const double exact = fast_exact(type, xr, A + c * a_stride, nb, &mag, &mag8);
+                        if (!(mag < 1e37) || !(mag8 < 1e37)) {
                             n_skipped++;
                             continue;
                         }
                         const double bound = (nb + 8) * 0x1p-23 * mag + 1e-30;
                         const float f = out[c * ld + r];
                         n_checked++;
-                        float *f0 = &first[(cj * NR + (size_t)(16 * g0 + r)) * 67 + (size_t)c];
+                        /* a row's result does not depend on the tile that computed it (a 32-row
+                         * pair of groups or a group alone: slices at later groups pair them
+                         * differently, as threads' chunks do) */
+                        float *f0 = &first[((size_t)cj * NR + (size_t)(16 * g0 + r)) * 67 + (size_t)c];
                         if (g0 == 0)
                             *f0 = f;
                         else
@@ -1414,6 +1343,13 @@ static void check_x16_fast_k(const struct lc_kernels *K, int type)
                             worst = e;
                         CHECK(e <= 1.0, "%s gemm_x16_fast %s n=%d %dx%d (r%d,c%d): %.9g, exact %.9g, bound %.3g",
                               K->isa, lc_type_name(type), n, nr, nc, r, c, (double)f, exact, bound);
+                        if (mag8 >= 0.0) {
+                            float ss;
+                            S->vec_dot[type](n, &ss, xr, A + c * a_stride);
+                            CHECK(fabs((double)ss - exact) <= (nb + 8) * 0x1p-23 * mag8 + 1e-30,
+                                  "scalar vec_dot %s n=%d: %.9g, exact %.9g, bound %.3g",
+                                  lc_type_name(type), n, (double)ss, exact, (nb + 8) * 0x1p-23 * mag8);
+                        }
                     }
                 for (size_t i = 0; i < ld * (size_t)(nc + 1); i++)
                     if (i % ld >= (size_t)nr || i >= ld * (size_t)nc)
@@ -1479,8 +1415,8 @@ int main(void)
             check_x16(S, K, LC_TYPE_Q8_0);
             check_x16_fast(S, K, LC_TYPE_Q4_1);
             check_x16_fast(S, K, LC_TYPE_Q8_0);
-            check_x16_fast_k(K, LC_TYPE_Q4_K);
-            check_x16_fast_k(K, LC_TYPE_Q5_K);
+            check_x16_fast(S, K, LC_TYPE_Q4_K);
+            check_x16_fast(S, K, LC_TYPE_Q5_K);
         }
         check_q6_K(S, K);
         check_new_types(S, K);
