@@ -101,7 +101,7 @@ static void usage(FILE *f)
             "                           spellings) must name the same type\n"
             "  -fa, --flash-attn        fused attention, llama.cpp's -fa order (last bits differ)\n"
             "      --fast-math          prompts in a faster float order (AVX-512 Q4_1, Q8_0, Q4_K,\n"
-            "                           Q5_K: 1.25-1.9x less CPU per prompt token); not llama.cpp's bits\n"
+            "                           Q5_K: 1.25-1.7x less CPU per prompt token); not llama.cpp's bits\n"
             "Sampling:\n"
             "  -n, --n-predict N        tokens to generate (-1: until end of text or context)\n"
             "      --temp T             temperature, 0 = greedy (default 0.8)\n"

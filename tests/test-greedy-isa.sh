@@ -19,7 +19,7 @@ for isa in scalar avx2 avx512 neon; do
         echo "== ISA $isa, weights not repacked"
         LLAMACHAT_REPACK=0 LLAMACHAT_ISA=$isa "$B/tests/test-greedy" || rc=1
     fi
-    if [ "$isa" = avx512 ]; then # its opt-in fast Q4_1 prompt GEMM, within tolerance
+    if [ "$isa" = avx512 ]; then # its opt-in fast prompt GEMMs (Q4_1, Q8_0, Q4_K, Q5_K), within tolerance
         echo "== ISA $isa, --fast-math"
         LLAMACHAT_ISA=$isa "$B/tests/test-greedy" --fast-math || rc=1
     fi

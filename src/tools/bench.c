@@ -64,7 +64,7 @@ static void usage(FILE *f)
             "  -fa, --flash-attn 0|1\n"
             "                       fused one-pass attention (default 0; q8_0 implies 1)\n"
             "      --fast-math      prompt batches in a faster float order where a kernel has one\n"
-            "                       (AVX-512 Q4_1): not llama.cpp's bits (lc_context_params)\n"
+            "                       (AVX-512 Q4_1, Q8_0, Q4_K, Q5_K): not llama.cpp's bits\n"
             "      --cpu-time       add a column: process CPU time per token (median), ms; with\n"
             "                       -t 1 this is the cost of a token however busy the machine is\n"
             "  -h, --help\n"

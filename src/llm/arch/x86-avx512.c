@@ -837,6 +837,9 @@ struct x16f_q8_0_col {
     float d;      /* dy */
 };
 
+/* rows 0..15 (EA) and, two != 0, 16..31 (EB) x the X16F_COLS columns y (cs: their terms per
+ * block; missing columns repeat the last one): s[c * ld_s + r] for c < ncols, r < 16 (two: 32);
+ * EB is not read when two == 0 */
 INLINE void x16f_q8_0_tile(int two, int nb, float *s, size_t ld_s, const struct x16e_q8_0 *EA,
                            const struct x16e_q8_0 *EB, const lc_block_q8_0 *const y[X16F_COLS],
                            const struct x16f_q8_0_col *const cs[X16F_COLS], int ncols)
@@ -1798,8 +1801,9 @@ static void gemm_x16_q6_K(int n, float *s, size_t ld_s, const void *w, size_t w_
  * operations per sub-block, 16 rows and column (Q5_K 12) where xk_tile needs 18.  The super-block
  * total (|isum| <= 63 * 31 * 128 * 256 < 2^31) is converted once: acc = fma(float(isum),
  * dx * dy, acc); the mins as xk_tile's Q5_K way (one exact integer, macc = fnmadd(dmin * dy,
- * float(msum), macc)), out = acc + macc -- the order of llama.cpp's AMX/VNNI K-quant kernels and
- * ik_llama.cpp's, which also sum the super-block in integers.  Within float rounding of the
+ * float(msum), macc)), out = acc + macc -- the integer scheme of llama.cpp's AMX/VNNI K-quant
+ * kernels and ik_llama.cpp's, which also sum the super-block in integers (their float steps
+ * differ: llama.cpp's subtracts the mins from the one accumulator per super-block).  Within float rounding of the
  * reference: test-kernels bounds every product, test-greedy --fast-math checks the K-quant
  * references.  Tiles of 16 rows x XKF_COLS columns (then 4, 2, 1: the same operations per
  * column), groups expanded and prefetched as gemm_x16_kq's.
@@ -1825,10 +1829,10 @@ INLINE void xkf_tile(const int q5, const int C, int nb, float *s, size_t ld_s, c
                 w[k] = _mm512_load_si512(Ei + 512 * k + 64 * t);
             _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) {
                 const int8_t *q8 = y[c][i].qs + 32 * t;
-                const int L = q5 ? 2 : 4; /* units per chain */
-                _Pragma("GCC unroll 4") for (int h = 0; h < 8 / L; h++) {
+                const int L = q5 ? 2 : 4; /* units per chain (a constant once inlined) */
+                for (int h = 0; h < 8 / L; h++) {
                     __m512i v = dpbusd_z(w[L * h], q8 + 4 * L * h);
-                    _Pragma("GCC unroll 3") for (int u = 1; u < L; u++)
+                    for (int u = 1; u < L; u++)
                         v = dpbusd_b(v, w[L * h + u], q8 + 4 * (L * h + u));
                     isum[c] = t == 0 && h == 0 ? _mm512_madd_epi16(v, scl) : dpwssd(isum[c], v, scl);
                 }
