@@ -105,6 +105,26 @@ const struct lc_option_def *lc_config_option_at(size_t i)
     return i < N_SETTINGS ? &settings[i] : NULL;
 }
 
+_Static_assert(N_SETTINGS <= 64, "lc_options.cli_set has one bit per setting");
+
+uint64_t lc_config_option_bit(const struct lc_option_def *def)
+{
+    return def >= settings && def < settings + N_SETTINGS ? UINT64_C(1) << (def - settings) : 0;
+}
+
+void lc_config_keep_cli(struct lc_options *o, const struct lc_options *given, const char *section)
+{
+    for (size_t i = 0; i < N_SETTINGS; i++) {
+        const struct setting *st = &settings[i];
+        if (!(o->cli_set & (UINT64_C(1) << i)) || (section && strcmp(section, st->section) != 0))
+            continue;
+        size_t size = st->type == K_INT ? sizeof(int32_t) : st->type == K_FLOAT ? sizeof(float)
+                      : st->type == K_BOOL ? sizeof(bool) : st->type == K_SEED ? sizeof(uint64_t) : 0;
+        if (size)
+            memcpy((char *)o + st->off, (const char *)given + st->off, size);
+    }
+}
+
 /* "plain, chatml, llama2, ..." (static, built once). */
 static const char *template_names(void)
 {

@@ -232,6 +232,7 @@ static int parse_args(struct lc_options *o, int argc, char **argv)
                 free(err);
                 return -1;
             }
+            o->cli_set |= lc_config_option_bit(def);
             continue;
         }
         switch (c) {

@@ -2,7 +2,8 @@
 # test-tui-ux.sh - faults a demanding new user met, driven in a detached tmux session as
 # tests/test-tui-first.sh is (tests/tui-lib.sh: private HOME and rc, every wait polls the
 # screen): the parameter pane shows every value whole (a seed or top-k wider than its row is
-# not cut to its first digits).
+# not cut to its first digits); --resume keeps the command line's options over the saved
+# parameters and applies --system.
 set -u
 . "$(dirname "$0")/tui-lib.sh"
 tui_lib_paths
@@ -45,5 +46,58 @@ $T send-keys -t lc "/set seed 5" Enter "/set top-k 40" Enter
 check "pane: a short seed as before" '│ seed               5$'
 check "pane: top-k as before" '│ top-k             40$'
 quit pane
+
+# 2. --resume and --continue: options given on the command line win over the parameters saved
+# in the transcript (-n 3 and --temp 0 were ignored: the saved max_tokens 8 and temp 0.8 ran),
+# and --system replaces the saved system prompt (it was dropped without a word); the rc file's
+# values and system prompt do not
+start saved || exit 1
+$T send-keys -t lc "/set temp 0.7" Enter "/set max-tokens 6" Enter "Once upon a time" Enter
+check "resume: answered" 'max tokens reached \(6\)'
+$T send-keys -t lc "/save $tmp/r.json" Enter
+check "resume: saved" "saved $tmp/r.json"
+quit saved
+rm -f "$tmp/r.json.kv"
+# start_args NAME ARGS...: llamachat with ARGS (one string, for the shell) and the token log
+start_args() {
+    name=$1; shift
+    $T send-keys -t lc "clear; '$LC' $* --log-file '$tmp/$name.log' 2>'$tmp/$name.err'; echo EXIT=\$?" Enter
+    wait_for '^ idle \|' 30 >/dev/null || { bad "$name: chat started"; return 1; }
+}
+start_args cli "--resume '$tmp/r.json' -n 3 --temp 0 --seed 77 --system 'Be kind.'" || exit 1
+check "resume: -n wins over the saved max_tokens" '│ max-tokens         3$'
+check "resume: --temp wins over the saved temp" '│ temp            0\.00$'
+check "resume: --seed wins over the saved seed" '│ seed {14}77$'
+check "resume: the saved top-k stays (not on the command line)" '│ top-k             40$'
+check "resume: --system says it was added" '^--system: its system prompt is added to the saved chat'
+check "resume: the system prompt is shown first" '^Be kind\. +│ Parameters$'
+$T send-keys -t lc "The end" Enter
+check "resume: three tokens" 'max tokens reached \(3\)'
+if grep -q '^prompt text: "<s> Be kind\.\\n\\nOnce upon a time' "$tmp/cli.log"; then
+    ok "resume: the model reads the system prompt first"
+else bad "resume: the model reads the system prompt first"; grep '^prompt text' "$tmp/cli.log"; fi
+# 3 tokens written, the first 2 evaluated (the last ends the reply before it is)
+n=$(grep -c '^reply pos' "$tmp/cli.log")
+[ "$n" = 2 ] && ok "resume: the reply has 3 tokens" || bad "resume: the reply has 3 tokens ($n evaluated)"
+quit cli
+# without options: the saved parameters (max_tokens 6, temp 0.7), not the rc file's (8, 0)
+start_args plain "--resume '$tmp/r.json'" || exit 1
+check "resume: the saved max_tokens" '│ max-tokens         6$'
+check "resume: the saved temp" '│ temp            0\.70$'
+not_on_screen "resume: no note about --system" '^--system'
+quit plain
+# --continue with --system "": the kept chat's system prompt removed
+start_args sys "--resume '$tmp/r.json' --system 'Be kind.'" || exit 1
+$T send-keys -t lc "/save $tmp/r2.json" Enter
+check "resume: saved with the system prompt" "saved $tmp/r2.json"
+quit sys
+start_args nosys "--resume '$tmp/r2.json' --system ''" || exit 1
+check "resume: --system '' says the saved one is removed" '^--system "": the saved system prompt is removed'
+not_on_screen "resume: the system prompt is gone" '^Be kind\.'
+quit nosys
+start_args other "--resume '$tmp/r2.json' --system 'Be brief.'" || exit 1
+check "resume: --system says it replaced the saved one" '^--system: its system prompt replaces the saved one'
+check "resume: the new system prompt is shown" '^Be brief\. +│ Parameters$'
+quit other
 
 exit $fail

@@ -1987,6 +1987,7 @@ int lc_tui_run(struct lc_options *o)
     /* --resume FILE, or --continue: the most recent conversation in chats/, kept on in its file */
     const char *opened = o->resume_path;
     char *continue_path = NULL, *continue_note = NULL;
+    const char *system_note = NULL;   /* --system changed the resumed chat's system prompt */
     if (o->continue_last) {
         char *err = NULL;
         char *dir = lc_state_dir("chats", &err);
@@ -2018,9 +2019,29 @@ int lc_tui_run(struct lc_options *o)
         }
         lc_chat_free(t->chat);
         t->chat = c;
-        if (c->has_params) {
+        if (c->has_params) {   /* the saved parameters, under those of the command line */
+            struct lc_options given = *o;   /* a shallow copy: only its numbers are read */
             o->sampling = c->params;
             o->n_predict = c->max_tokens;
+            lc_config_keep_cli(o, &given, "sampling");
+            c->params = o->sampling;
+            c->max_tokens = o->n_predict;
+        }
+        /* --system on the command line replaces the saved system prompt (as /system would);
+         * the rc file's does not */
+        const struct lc_option_def *sys_def = lc_config_option("system", 0);
+        const char *sys_old = c->n && c->msgs[0].role == LC_ROLE_SYSTEM ? c->msgs[0].text : "";
+        const char *sys_new = o->system_prompt ? o->system_prompt : "";
+        if ((o->cli_set & lc_config_option_bit(sys_def)) && strcmp(sys_old, sys_new) != 0) {
+            if (lc_chat_set_system(c, *sys_new ? sys_new : NULL) != 0) {
+                fprintf(stderr, "llamachat: out of memory\n");
+                free(continue_path);
+                lc_chat_free(t->chat);
+                return 1;
+            }
+            system_note = !*sys_new ? "--system \"\": the saved system prompt is removed"
+                          : *sys_old ? "--system: its system prompt replaces the saved one"
+                                     : "--system: its system prompt is added to the saved chat";
         }
     } else if (o->system_prompt && *o->system_prompt) {
         lc_chat_set_system(t->chat, o->system_prompt);
@@ -2136,6 +2157,8 @@ int lc_tui_run(struct lc_options *o)
         note(t, E_NOTE, "--continue: %zu messages from %s", t->chat->n, t->chat_path);
         tui_message(t, false, "continued %zu messages from %s", t->chat->n, t->chat_path);
     }
+    if (system_note)
+        tui_add_entry(t, E_NOTE, system_note, strlen(system_note));
     if (model_note) {
         tui_add_entry(t, E_NOTE, model_note, strlen(model_note));
         tui_message(t, true, "%s", model_note);
