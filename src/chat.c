@@ -799,7 +799,7 @@ struct lc_chat *lc_chat_from_json(const char *text, size_t len, const char *name
                        !(json_object_get_int64(seed) < 0)) {
                 c->params.seed = json_object_get_uint64(seed);
             } else {
-                *err = fmt_err("%s: parameters.seed: expected an integer >= 0 or \"random\"", name);
+                *err = fmt_err("%s: parameters.seed: expected an integer from 0 to 18446744073709551614 or \"random\"", name);
                 goto fail;
             }
         }

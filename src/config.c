@@ -68,7 +68,7 @@ static const struct setting settings[] = {
     { "sampling", "repeat_penalty", "repeat-penalty", 0, K_FLOAT, 0.01, 100, OFF(sampling.repeat_penalty), "a number from 0.01 to 100" },
     { "sampling", "repeat_last_n", "repeat-last-n", 0, K_INT, -1, INT32_MAX, OFF(sampling.repeat_last_n), "an integer >= -1 (-1 = whole context)" },
     { "sampling", "max_tokens", "n-predict", 'n', K_INT, -1, INT32_MAX, OFF(n_predict), "an integer >= -1 (-1 = no limit)" },
-    { "sampling", "seed", "seed", 0, K_SEED, 0, 0, OFF(sampling.seed), "an integer >= 0 or \"random\"" },
+    { "sampling", "seed", "seed", 0, K_SEED, 0, 0, OFF(sampling.seed), "an integer from 0 to 18446744073709551614 or \"random\"" },
     { "ui", "theme", NULL, 0, K_THEME, 0, 0, OFF(theme), "default, mono or light" },
     { "ui", "history", NULL, 0, K_BOOL, 0, 0, OFF(history), "on or off" },
     { "ui", "show_params", NULL, 0, K_BOOL, 0, 0, OFF(show_params), "on or off" },
