@@ -3,7 +3,7 @@
 # tests/test-tui-first.sh is (tests/tui-lib.sh: private HOME and rc, every wait polls the
 # screen): the parameter pane shows every value whole (a seed or top-k wider than its row is
 # not cut to its first digits); --resume keeps the command line's options over the saved
-# parameters and applies --system.
+# parameters and applies --system; /save onto a directory or a FIFO says so at once.
 set -u
 . "$(dirname "$0")/tui-lib.sh"
 tui_lib_paths
@@ -99,5 +99,26 @@ start_args other "--resume '$tmp/r2.json' --system 'Be brief.'" || exit 1
 check "resume: --system says it replaced the saved one" '^--system: its system prompt replaces the saved one'
 check "resume: the new system prompt is shown" '^Be brief\. +│ Parameters$'
 quit other
+
+# 3. /save onto what is not a file: a directory or a FIFO was "exists: Enter replaces it
+# (/save! NAME)", and Enter then failed ("cannot rename the temporary file over it: Is a
+# directory"); now it says what is there at once and gives the line back to correct
+mkdir "$tmp/dir"
+mkfifo "$tmp/fifo"
+start save || exit 1
+$T send-keys -t lc "Once upon a time" Enter
+check "save: answered" 'max tokens reached'
+$T send-keys -t lc "/save $tmp/dir" Enter
+check "save: a directory is said to be one" "save failed: $tmp/dir is a directory; not saved"
+check "save: the line is back to correct" "^> /save $tmp/dir *\$"
+not_on_screen "save: no offer to replace a directory" 'Enter replaces it'
+$T send-keys -t lc C-e C-u "/save! $tmp/fifo" Enter
+check "save: a FIFO is said to be one" "save failed: $tmp/fifo is a FIFO; not saved"
+check "save: /save! comes back as typed" "^> /save! $tmp/fifo *\$"
+[ -p "$tmp/fifo" ] && [ -d "$tmp/dir" ] && ok "save: both left as they were" || bad "save: both left as they were"
+[ -z "$(ls "$tmp/dir")" ] && ok "save: nothing written in the directory" || bad "save: nothing written in the directory"
+$T send-keys -t lc C-e C-u "/save $tmp/dir/a.md" Enter
+check "save: a file in it is saved" "saved $tmp/dir/a\.md"
+quit save
 
 exit $fail

@@ -670,6 +670,20 @@ static void do_save(struct tui *t, const char *name, bool force)
     } else {
         path = lc_path_expand(name, &err);
         struct stat st;
+        /* what cannot be replaced is said at once, not offered to /save! to fail then */
+        if (path && stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+            const char *what = S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO"
+                               : S_ISCHR(st.st_mode) ? "a character device"
+                               : S_ISBLK(st.st_mode) ? "a block device"
+                               : S_ISSOCK(st.st_mode) ? "a socket" : "not a regular file";
+            tui_message(t, true, "save failed: %s is %s; not saved (give a file name)", path, what);
+            char *again = NULL;   /* the line back, to correct the name */
+            if (asprintf(&again, "/save%s %s", force ? "!" : "", name) >= 0)
+                input_restore(again);
+            free(again);
+            free(path);
+            return;
+        }
         if (path && !force && stat(path, &st) == 0) {
             tui_message(t, true, "%s exists: Enter replaces it (/save! %s)", path, name);
             char *again = NULL;
