@@ -208,6 +208,25 @@ big() {
 err "context too large for memory" "llamachat: out of memory allocating a context of 16777216 tokens (KV cache 10240.0 MiB)" \
     big "$LC" -m "$S/models/stories260K-ff192-q4_1.gguf" -c 16777216 -p hi -n 1
 err "bad isa" "LLAMACHAT_ISA" env LLAMACHAT_ISA=sparc "$LC" --version
+# --log-file in the plain one-shot mode: it was ignored (no file, exit 0 with a path that cannot
+# be opened); now every decode is logged as in the chat and --chat, and a bad path is an error
+rm -f "$B/cli-oneshot.log" "$B/cli-chat.log"
+"$LC" -p "Once upon" -n 4 --temp 0 --log-file "$B/cli-oneshot.log" >/dev/null 2>&1
+check "--log-file -p: every decode" "$(cat "$B/cli-oneshot.log" 2>/dev/null)" 'prompt pos=0 n=3: 1 403 407
+prompt text: "<s> Once upon"
+reply pos=3 n=1: 261
+reply text: " a"
+reply pos=4 n=1: 378
+reply text: " time"
+reply pos=5 n=1: 432
+reply text: ","'
+"$LC" --chat -p "Once upon" -n 4 --temp 0 --log-file "$B/cli-chat.log" >/dev/null 2>&1
+check "--log-file -p: the same as --chat's" "$(cat "$B/cli-oneshot.log" 2>/dev/null)" "$(cat "$B/cli-chat.log" 2>/dev/null)"
+LLAMACHAT_LOG="$B/cli-oneshot.log" "$LC" -p "Once" -n 1 --temp 0 >/dev/null 2>&1
+check "LLAMACHAT_LOG -p" "$(head -1 "$B/cli-oneshot.log" 2>/dev/null)" "prompt pos=0 n=2: 1 403"
+rm -f "$B/cli-oneshot.log" "$B/cli-chat.log"
+err "--log-file -p: a path that cannot be opened" "llamachat: cannot open the token log /nonexistent/dir/x.log: No such file or directory" \
+    "$LC" -p hi -n 1 --log-file /nonexistent/dir/x.log
 "$LC" --help | grep -q -- "--print-token-ids" && echo "ok   help" || { echo "FAIL help"; fail=1; }
 "$LC" --version | grep -q "^llamachat " && echo "ok   version" || { echo "FAIL version"; fail=1; }
 exit $fail
