@@ -180,7 +180,7 @@ err "not a gguf" "magic" "$LC" -m "$S/text/tales.txt" -p hi
 err "bad option" "unknown option --bogus" "$LC" --bogus
 err "bad number" "--temp: bad value 'abc' for temp: expected a number from 0 to 100" "$LC" --temp abc -p hi
 # one definition per option (issue 10 item 7): a subnormal temperature, seed -1, threads 0
-for a in "--temp 1e-40" "--seed -1" "-t 0" "--chat-template chatml"; do
+for a in "--temp 1e-40" "--seed -1" "-t 0" "--chat --chat-template chatml"; do
     if "$LC" -p "Once" -n 2 $a >/dev/null 2>&1; then echo "ok   accepted: $a"; else echo "FAIL accepted: $a"; fail=1; fi
 done
 err "unknown template lists the names" "--chat-template: bad value 'nope' for template: expected one of plain, chatml, llama2," "$LC" --chat-template nope -p hi
@@ -227,6 +227,19 @@ check "LLAMACHAT_LOG -p" "$(head -1 "$B/cli-oneshot.log" 2>/dev/null)" "prompt p
 rm -f "$B/cli-oneshot.log" "$B/cli-chat.log"
 err "--log-file -p: a path that cannot be opened" "llamachat: cannot open the token log /nonexistent/dir/x.log: No such file or directory" \
     "$LC" -p hi -n 1 --log-file /nonexistent/dir/x.log
+# --system, --chat-template(-file) with -p (no --chat) were ignored without a word: an error now;
+# the rc file's system prompt is for the chat and does not stop -p
+err "-p with --system" "llamachat: --system applies to the chat and --chat; -p and --tokenize read the prompt as it is (add --chat for one message in the chat template)" \
+    "$LC" -p hi -n 1 --system "Be brief."
+err "-p with --chat-template" "llamachat: --chat-template applies to the chat and --chat" "$LC" -p hi -n 1 --chat-template chatml
+printf '{{ messages[0].content }}' >"$B/cli-tmpl.jinja"
+err "--tokenize with --chat-template-file" "llamachat: --chat-template-file applies to the chat and --chat" \
+    "$LC" -p hi --tokenize --chat-template-file "$B/cli-tmpl.jinja"
+rm -f "$B/cli-tmpl.jinja"
+printf '[chat]\nsystem_prompt = Be brief.\n' >"$B/cli-sys.rc"
+got=$(LLAMACHATRC="$B/cli-sys.rc" "$LC" -p "Once" --tokenize 2>/dev/null)
+check "-p with the rc file's system prompt: the prompt as it is" "$got" "1 403"
+rm -f "$B/cli-sys.rc"
 "$LC" --help | grep -q -- "--print-token-ids" && echo "ok   help" || { echo "FAIL help"; fail=1; }
 "$LC" --version | grep -q "^llamachat " && echo "ok   version" || { echo "FAIL version"; fail=1; }
 exit $fail
