@@ -3,7 +3,8 @@
 # tests/test-tui-first.sh is (tests/tui-lib.sh: private HOME and rc, every wait polls the
 # screen): the parameter pane shows every value whole (a seed or top-k wider than its row is
 # not cut to its first digits); --resume keeps the command line's options over the saved
-# parameters and applies --system; /save onto a directory or a FIFO says so at once.
+# parameters and applies --system; /save onto a directory or a FIFO says so at once; a second
+# chat's --continue does not take over the conversation file another one is writing.
 set -u
 . "$(dirname "$0")/tui-lib.sh"
 tui_lib_paths
@@ -120,5 +121,51 @@ check "save: /save! comes back as typed" "^> /save! $tmp/fifo *\$"
 $T send-keys -t lc C-e C-u "/save $tmp/dir/a.md" Enter
 check "save: a file in it is saved" "saved $tmp/dir/a\.md"
 quit save
+
+# 4. two chats on one kept conversation: a second llamachat's --continue took over the file the
+# first one was still writing, and each save of one overwrote the other's turns (the second's
+# exchange was lost).  Now the first keeps its file (a lock in chats/.lock) and the second goes
+# on in a new one with a note; both keep every turn; /delete of the kept file is refused.
+CHATS="$tmp/home/.local/state/llamachat/chats"
+rm -rf "$CHATS"
+start first || exit 1
+$T send-keys -t lc "Alpha one" Enter
+check "two: first answered" 'max tokens reached'
+i=0; while [ -z "$(ls "$CHATS"/*.json 2>/dev/null)" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+kept=$(ls "$CHATS"/*.json)
+[ "$(stat -c %a "$CHATS/.lock" 2>/dev/null)" = 600 ] && ok "two: the lock file is hidden, 0600" || bad "two: the lock file is hidden, 0600"
+$T -f /dev/null new-session -d -s lc2 -x 100 -y 24 \
+    "env HOME='$tmp/home' LLAMACHATRC='$tmp/rc' LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=tmux-256color '$LC' --continue 2>'$tmp/second.err'; echo EXIT=\$?; sleep 30"
+screen2() { $T capture-pane -t lc2 -p; }
+i=0; while ! screen2 | grep -q '^ idle |' && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+if screen2 | tr -d '\n' | grep -q "which another llamachat has open: this copy goes on in a new file"; then
+    ok "two: --continue says the chat is open elsewhere"
+else bad "two: --continue says the chat is open elsewhere"; screen2 | sed 's/^/  | /'; fi
+$T send-keys -t lc2 "Beta two" Enter
+i=0; while ! screen2 | grep -q 'max tokens reached' && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+# the first may not delete the file the second keeps
+$T send-keys -t lc "/chats" Enter
+check "two: /chats lists both" '^ *2\. '
+n=$(screen | sed -n 's/^ *\([0-9]\)\. .*/\1 &/p' | grep -v 'this one' | cut -d' ' -f1 | head -1)
+$T send-keys -t lc "/delete! $n" Enter
+check "two: /delete of the file another chat keeps is refused" "not deleted: another llamachat has it open: /"
+old=$(ctx_now)
+$T send-keys -t lc "Gamma three" Enter
+check_answered "two: first answered again" "$old"
+sleep 1.5   # the saves of both (about once a second, and after each turn)
+$T send-keys -t lc2 C-d
+i=0; while ! screen2 | grep -q '^EXIT=0' && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+quit first
+n=$(ls "$CHATS"/*.json | wc -l)
+[ "$n" = 2 ] && ok "two: two conversation files" || bad "two: two conversation files ($n)"
+if grep -q '"content": "Gamma three"' "$kept" && ! grep -q '"content": "Beta two"' "$kept"; then
+    ok "two: the first file has the first chat's turns"
+else bad "two: the first file has the first chat's turns"; cat "$kept"; fi
+other=$(ls "$CHATS"/*.json | grep -v "^$kept\$")
+if grep -q '"content": "Alpha one"' "$other" && grep -q '"content": "Beta two"' "$other"; then
+    ok "two: the second file has the conversation and the second chat's turn"
+else bad "two: the second file has the conversation and the second chat's turn"; cat "$other"; fi
+n=$(ls "$CHATS" | grep -vc '\.json$\|\.json\.kv$')
+[ "$n" = 0 ] && ok "two: nothing else in chats/" || bad "two: nothing else in chats/: $(ls "$CHATS")"
 
 exit $fail

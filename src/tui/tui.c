@@ -378,11 +378,30 @@ void chat_touched(struct tui *t, bool urgent)
         t->save_soon = true;
 }
 
+bool chat_take_path(struct tui *t, char *path)
+{
+    lc_state_unlock_chat(t->chat_lock);
+    t->chat_lock = -1;
+    free(t->chat_path);
+    t->chat_path = NULL;
+    if (!path)
+        return true;
+    char *err = NULL;
+    int fd = lc_state_lock_chat(path, &err);
+    free(err);   /* -1: no lock can be made there; the saves say why they fail, if they do */
+    if (fd == -2) {
+        free(path);
+        return false;
+    }
+    t->chat_lock = fd;
+    t->chat_path = path;
+    return true;
+}
+
 /* A new conversation (/clear, /load): the next save starts a new file. */
 void chat_restart(struct tui *t)
 {
-    free(t->chat_path);
-    t->chat_path = NULL;
+    chat_take_path(t, NULL);
     t->chat_start = time(NULL);
     t->chat_changed = false;
     t->save_soon = false;
@@ -457,8 +476,9 @@ void autosave(struct tui *t, bool force)
     char *err = NULL;
     if (!t->chat_path) {
         char *dir = lc_state_dir("chats", &err);
-        if (dir)
-            t->chat_path = lc_state_new_chat(dir, t->chat_start, &err);
+        char *path = dir ? lc_state_new_chat(dir, t->chat_start, &err) : NULL;
+        if (path)
+            chat_take_path(t, path);   /* a new file: no other llamachat has it */
         free(dir);
     }
     if (t->chat_path && t->writer) {
@@ -1979,6 +1999,7 @@ int lc_tui_run(struct lc_options *o)
     struct tui tt;
     struct tui *t = &tt;
     memset(t, 0, sizeof(*t));
+    t->chat_lock = -1;
     t->ascii_text = !utf8;
     t->ascii_lines = !utf8 || vt_terminal();
     t->o = o;
@@ -2061,15 +2082,23 @@ int lc_tui_run(struct lc_options *o)
         lc_chat_set_system(t->chat, o->system_prompt);
     }
 
+    char *continue_shared = NULL;   /* the chat --continue found is kept by another llamachat */
     if (continue_path) {   /* its next saves go to the same file */
-        t->chat_path = continue_path;
+        char *name = strdup(continue_path);
+        if (!chat_take_path(t, continue_path)) {   /* continue_path is chat_path, or freed */
+            continue_shared = name;
+            name = NULL;
+        }
+        free(name);
         continue_path = NULL;
+        opened = t->chat_path ? t->chat_path : continue_shared;   /* for its KV state */
     }
     if (pipe(sig_pipe) != 0) {
         fprintf(stderr, "llamachat: pipe: %s\n", strerror(errno));
         lc_chat_free(t->chat);
-        free(t->chat_path);
+        chat_take_path(t, NULL);
         free(continue_note);
+        free(continue_shared);
         return 1;
     }
     for (int i = 0; i < 2; i++) {
@@ -2106,9 +2135,10 @@ int lc_tui_run(struct lc_options *o)
         free(err);
         reset_signals();
         lc_chat_free(t->chat);
-        free(t->chat_path);
+        chat_take_path(t, NULL);
         free(t->model_path);
         free(continue_note);
+        free(continue_shared);
         free(model_note);
         return 1;
     }
@@ -2136,9 +2166,10 @@ int lc_tui_run(struct lc_options *o)
         lc_engine_free(t->engine);
         reset_signals();
         lc_chat_free(t->chat);
-        free(t->chat_path);
+        chat_take_path(t, NULL);
         free(t->model_path);
         free(continue_note);
+        free(continue_shared);
         free(model_note);
         return 1;
     }
@@ -2170,6 +2201,12 @@ int lc_tui_run(struct lc_options *o)
     if (t->chat_path) {
         note(t, E_NOTE, "--continue: %zu messages from %s", t->chat->n, t->chat_path);
         tui_message(t, false, "continued %zu messages from %s", t->chat->n, t->chat_path);
+    }
+    if (continue_shared) {
+        note(t, E_NOTE, "--continue: %zu messages from %s, which another llamachat has open: "
+             "this copy goes on in a new file", t->chat->n, continue_shared);
+        tui_message(t, false, "continued %zu messages from %s (open elsewhere: kept in a new file)",
+                    t->chat->n, continue_shared);
     }
     if (system_note)
         tui_add_entry(t, E_NOTE, system_note, strlen(system_note));
@@ -2206,6 +2243,8 @@ int lc_tui_run(struct lc_options *o)
     }
     if (!opened && !t->state_errors)
         tui_message(t, false, "loading %s ...", model);
+    free(continue_shared);   /* (opened pointed to it) */
+    opened = NULL;
     t->dirty = true;
 
     struct pollfd fds[4] = {
@@ -2301,8 +2340,7 @@ int lc_tui_run(struct lc_options *o)
         lc_text_fprintf(stderr, "%s", t->state_errors);
     free(t->state_errors);
     t->state_errors = NULL;
-    free(t->chat_path);
-    t->chat_path = NULL;
+    chat_take_path(t, NULL);   /* the writer is done: the lock goes */
     free(t->model_path);
     free(t->switch_path);
     t->model_path = t->switch_path = NULL;
