@@ -4,7 +4,8 @@
 # screen): the parameter pane shows every value whole (a seed or top-k wider than its row is
 # not cut to its first digits); --resume keeps the command line's options over the saved
 # parameters and applies --system; /save onto a directory or a FIFO says so at once; a second
-# chat's --continue does not take over the conversation file another one is writing.
+# chat's --continue does not take over the conversation file another one is writing; commands
+# without arguments refuse one.
 set -u
 . "$(dirname "$0")/tui-lib.sh"
 tui_lib_paths
@@ -122,7 +123,25 @@ $T send-keys -t lc C-e C-u "/save $tmp/dir/a.md" Enter
 check "save: a file in it is saved" "saved $tmp/dir/a\.md"
 quit save
 
-# 4. two chats on one kept conversation: a second llamachat's --continue took over the file the
+# 4. a command that takes no argument, given one: "/undo 3" took back one exchange, "/clear x"
+# cleared; now refused, nothing done, the line back; /copy N says N as typed
+start args || exit 1
+$T send-keys -t lc "Once upon a time" Enter
+check "args: answered" 'max tokens reached'
+$T send-keys -t lc "/undo 3" Enter
+check "args: /undo 3 refused" '/undo takes no argument \(not done\): /undo alone'
+check "args: the line is back" '^> /undo 3 *$'
+check "args: the exchange is still there" '^Once upon a time'
+$T send-keys -t lc C-e C-u "/clear all" Enter
+check "args: /clear all refused" '/clear takes no argument \(not done\)'
+check "args: nothing cleared" '^Once upon a time'
+$T send-keys -t lc C-e C-u "/copy 99999999999999999999" Enter
+check "args: /copy N as typed" '/copy 99999999999999999999: the conversation has 2 messages'
+$T send-keys -t lc C-e C-u "/undo" Enter
+check "args: /undo alone works" 'removed the last exchange \(2 messages\)'
+quit args
+
+# 5. two chats on one kept conversation: a second llamachat's --continue took over the file the
 # first one was still writing, and each save of one overwrote the other's turns (the second's
 # exchange was lost).  Now the first keeps its file (a lock in chats/.lock) and the second goes
 # on in a new one with a note; both keep every turn; /delete of the kept file is refused.

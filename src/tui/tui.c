@@ -1126,7 +1126,8 @@ static void do_copy(struct tui *t, const char *arg)
             return;
         }
         if ((size_t)n > c->n) {
-            tui_message(t, true, "/copy %ld: the conversation has %zu message%s", n, c->n, c->n == 1 ? "" : "s");
+            /* N as typed (strtol says LONG_MAX for 99999999999999999999) */
+            tui_message(t, true, "/copy %s: the conversation has %zu message%s", arg, c->n, c->n == 1 ? "" : "s");
             return;
         }
         const struct lc_message *m = &c->msgs[c->n - (size_t)n];
@@ -1185,6 +1186,19 @@ static void command(struct tui *t, const char *line)
     snprintf(arg, sizeof(arg), "%s", args);
     for (size_t k = strlen(arg); k > 0 && (arg[k - 1] == ' ' || arg[k - 1] == '\n'); k--)
         arg[k - 1] = '\0';
+    /* A command without arguments given one ("/undo 3", "/clear history") did its one thing
+     * and dropped the rest: /undo 3 took back one exchange, /clear x cleared.  Refused, with
+     * the line back to correct. */
+    static const char *const no_args[] = { "quit", "exit", "q", "clear", "regen", "undo", "edit",
+                                           "raw", "think", "params", "show", "models" };
+    for (size_t i = 0; *arg && i < sizeof(no_args) / sizeof(no_args[0]); i++)
+        if (!strcmp(cmd, no_args[i])) {
+            if (t->cur_line)
+                input_restore(t->cur_line);
+            tui_message(t, true, "/%s takes no argument (not done): /%s alone", cmd, cmd);
+            t->dirty = true;
+            return;
+        }
     if (!strcmp(cmd, "help") || !strcmp(cmd, "?")) {
         t->show_help = true;
         t->help_scroll = 0;
