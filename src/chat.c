@@ -582,7 +582,7 @@ static int get_num(json_object *p, const char *key, double lo, double hi, const 
     }
     double d = json_object_get_double(v);
     if (!(d >= lo && d <= hi)) {
-        *err = fmt_err("%s: parameters.%s: %g out of range [%g, %g]", name, key, d, lo, hi);
+        *err = fmt_err("%s: parameters.%s: %.15g out of range [%.15g, %.15g]", name, key, d, lo, hi);
         return -1;
     }
     *out = d;
@@ -778,7 +778,9 @@ struct lc_chat *lc_chat_from_json(const char *text, size_t len, const char *name
         int r;
         if ((r = get_num(p, "temp", 0, 100, name, &d, err)) < 0) goto fail;
         if (r) c->params.temp = (float)d;
-        if ((r = get_num(p, "top_k", 0, 1 << 24, name, &d, err)) < 0) goto fail;
+        /* the ranges of /set and the command line (config.c's table): what the chat
+         * accepted and saved must open again */
+        if ((r = get_num(p, "top_k", 0, INT32_MAX, name, &d, err)) < 0) goto fail;
         if (r) c->params.top_k = (int32_t)d;
         if ((r = get_num(p, "top_p", 0, 1, name, &d, err)) < 0) goto fail;
         if (r) c->params.top_p = (float)d;
@@ -786,9 +788,9 @@ struct lc_chat *lc_chat_from_json(const char *text, size_t len, const char *name
         if (r) c->params.min_p = (float)d;
         if ((r = get_num(p, "repeat_penalty", 0.01, 100, name, &d, err)) < 0) goto fail;
         if (r) c->params.repeat_penalty = (float)d;
-        if ((r = get_num(p, "repeat_last_n", -1, 1 << 20, name, &d, err)) < 0) goto fail;
+        if ((r = get_num(p, "repeat_last_n", -1, INT32_MAX, name, &d, err)) < 0) goto fail;
         if (r) c->params.repeat_last_n = (int32_t)d;
-        if ((r = get_num(p, "max_tokens", -1, 1 << 20, name, &d, err)) < 0) goto fail;
+        if ((r = get_num(p, "max_tokens", -1, INT32_MAX, name, &d, err)) < 0) goto fail;
         if (r) c->max_tokens = (int32_t)d;
         json_object *seed = NULL;
         if (json_object_object_get_ex(p, "seed", &seed) && seed) {
@@ -799,7 +801,7 @@ struct lc_chat *lc_chat_from_json(const char *text, size_t len, const char *name
                        !(json_object_get_int64(seed) < 0)) {
                 c->params.seed = json_object_get_uint64(seed);
             } else {
-                *err = fmt_err("%s: parameters.seed: expected an integer >= 0 or \"random\"", name);
+                *err = fmt_err("%s: parameters.seed: expected an integer from 0 to 18446744073709551614 or \"random\"", name);
                 goto fail;
             }
         }

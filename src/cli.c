@@ -92,6 +92,7 @@ int lc_cli_run(const struct lc_options *o)
     struct lc_spec spec = { 0 };
     struct lc_model *dm = NULL;       /* --draft */
     struct lc_context *dctx = NULL;
+    FILE *log = NULL;                 /* --log-file, LLAMACHAT_LOG: every decode (engine.h) */
     if (!m) {
         lc_text_fprintf(stderr, "llamachat: %s\n", err ? err : "cannot load the model");
         goto out;
@@ -115,6 +116,12 @@ int lc_cli_run(const struct lc_options *o)
     }
     if (n_prompt == 0) {
         fprintf(stderr, "llamachat: the prompt is empty and the model adds no BOS token\n");
+        goto out;
+    }
+    const char *log_path = o->log_path ? o->log_path : getenv("LLAMACHAT_LOG");
+    if (log_path && *log_path && !(log = fopen(log_path, "we"))) {   /* as the chat's engine */
+        lc_text_fprintf(stderr, "llamachat: cannot open the token log %s: %s\n", log_path,
+                        strerror(errno));
         goto out;
     }
     if (o->verbose_prompt) {   /* as llama.cpp's --verbose-prompt */
@@ -196,6 +203,7 @@ int lc_cli_run(const struct lc_options *o)
     }
     for (int32_t i = 0; i < n_prompt; i++)
         lc_sampler_accept(smp, toks[i]);
+    lc_token_log(log, v, "prompt", toks, n_prompt, 0);
     if (lc_context_decode(ctx, toks, n_prompt, 0, false, &err) != 0) {
         lc_text_fprintf(stderr, "llamachat: %s\n", err ? err : "decode failed");
         goto out;
@@ -233,6 +241,7 @@ int lc_cli_run(const struct lc_options *o)
             break;
         }
         toks[pos] = tok;
+        lc_token_log(log, v, "reply", &tok, 1, pos);   /* drafts verified with it: not logged */
         if (lc_spec_step(&spec, ctx, smp, toks, tok, pos,
                          o->n_predict >= 0 ? o->n_predict - n_gen : -1, &err) != 0) {
             lc_text_fprintf(stderr, "\nllamachat: %s\n", err ? err : "decode failed");
@@ -282,6 +291,8 @@ int lc_cli_run(const struct lc_options *o)
         fprintf(stderr, "llamachat: seed %llu\n", seed);
     status = 0;
 out:
+    if (log)
+        fclose(log);
     free(err);
     free(toks);
     lc_sampler_free(smp);

@@ -68,7 +68,7 @@ static const struct setting settings[] = {
     { "sampling", "repeat_penalty", "repeat-penalty", 0, K_FLOAT, 0.01, 100, OFF(sampling.repeat_penalty), "a number from 0.01 to 100" },
     { "sampling", "repeat_last_n", "repeat-last-n", 0, K_INT, -1, INT32_MAX, OFF(sampling.repeat_last_n), "an integer >= -1 (-1 = whole context)" },
     { "sampling", "max_tokens", "n-predict", 'n', K_INT, -1, INT32_MAX, OFF(n_predict), "an integer >= -1 (-1 = no limit)" },
-    { "sampling", "seed", "seed", 0, K_SEED, 0, 0, OFF(sampling.seed), "an integer >= 0 or \"random\"" },
+    { "sampling", "seed", "seed", 0, K_SEED, 0, 0, OFF(sampling.seed), "an integer from 0 to 18446744073709551614 or \"random\"" },
     { "ui", "theme", NULL, 0, K_THEME, 0, 0, OFF(theme), "default, mono or light" },
     { "ui", "history", NULL, 0, K_BOOL, 0, 0, OFF(history), "on or off" },
     { "ui", "show_params", NULL, 0, K_BOOL, 0, 0, OFF(show_params), "on or off" },
@@ -103,6 +103,26 @@ const struct lc_option_def *lc_config_option(const char *long_name, int short_na
 const struct lc_option_def *lc_config_option_at(size_t i)
 {
     return i < N_SETTINGS ? &settings[i] : NULL;
+}
+
+_Static_assert(N_SETTINGS <= 64, "lc_options.cli_set has one bit per setting");
+
+uint64_t lc_config_option_bit(const struct lc_option_def *def)
+{
+    return def >= settings && def < settings + N_SETTINGS ? UINT64_C(1) << (def - settings) : 0;
+}
+
+void lc_config_keep_cli(struct lc_options *o, const struct lc_options *given, const char *section)
+{
+    for (size_t i = 0; i < N_SETTINGS; i++) {
+        const struct setting *st = &settings[i];
+        if (!(o->cli_set & (UINT64_C(1) << i)) || (section && strcmp(section, st->section) != 0))
+            continue;
+        size_t size = st->type == K_INT ? sizeof(int32_t) : st->type == K_FLOAT ? sizeof(float)
+                      : st->type == K_BOOL ? sizeof(bool) : st->type == K_SEED ? sizeof(uint64_t) : 0;
+        if (size)
+            memcpy((char *)o + st->off, (const char *)given + st->off, size);
+    }
 }
 
 /* "plain, chatml, llama2, ..." (static, built once). */

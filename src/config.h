@@ -43,6 +43,17 @@ const struct lc_option_def *lc_config_option(const char *long_name, int short_na
  * end: for listing them (Tab completion of /set names). */
 const struct lc_option_def *lc_config_option_at(size_t i);
 
+/* The bit of def (a pointer into the table, from lc_config_option) in lc_options.cli_set. */
+uint64_t lc_config_option_bit(const struct lc_option_def *def);
+
+/*
+ * The settings of section ("sampling", or NULL: every section) that were given on the command
+ * line (o->cli_set) get back the values they have in given (a copy of o taken before a
+ * transcript's saved values were put in o): numbers, booleans and seeds only (strings are
+ * left as o has them).  So "--resume FILE --temp 0" reads at temperature 0 whatever FILE saved.
+ */
+void lc_config_keep_cli(struct lc_options *o, const struct lc_options *given, const char *section);
+
 /* Fill o with the built-in defaults (llama.cpp's sampling defaults, history and the parameter
  * pane on).  Strings are NULL. */
 void lc_config_defaults(struct lc_options *o);

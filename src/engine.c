@@ -429,36 +429,41 @@ static void pick_up_params(struct lc_engine *e)
 
 /* ---------------------------------------------------------------- the token log */
 
-/* With a log (LLAMACHAT_LOG or lc_engine_config.log_path), every decode is written as
- *   <what> pos=P n=N: id id ...
- *   <what> text: "the pieces, special tokens included, C-escaped"
- * so that tests and users can see exactly what the model read (llama.cpp's --verbose-prompt). */
-static void log_tokens(struct lc_engine *e, const char *what, const int32_t *t, int32_t n,
-                       int32_t pos)
+void lc_token_log(FILE *log, const struct lc_vocab *v, const char *what, const int32_t *t,
+                  int32_t n, int32_t pos)
 {
-    if (!e->log)
+    if (!log)
         return;
-    fprintf(e->log, "%s pos=%d n=%d:", what, pos, n);
+    fprintf(log, "%s pos=%d n=%d:", what, pos, n);
     for (int32_t i = 0; i < n; i++)
-        fprintf(e->log, " %d", t[i]);
-    fprintf(e->log, "\n%s text: \"", what);
+        fprintf(log, " %d", t[i]);
+    fprintf(log, "\n%s text: \"", what);
     for (int32_t i = 0; i < n; i++) {
         size_t len;
-        const unsigned char *p = (const unsigned char *)lc_vocab_piece(e->model->vocab, t[i], true, &len);
+        const unsigned char *p = (const unsigned char *)lc_vocab_piece(v, t[i], true, &len);
         for (size_t k = 0; k < len; k++) {
             unsigned char ch = p[k];
             if (ch == '\n')
-                fputs("\\n", e->log);
+                fputs("\\n", log);
             else if (ch == '"' || ch == '\\')
-                fprintf(e->log, "\\%c", ch);
+                fprintf(log, "\\%c", ch);
             else if (ch < 0x20 || ch == 0x7F)
-                fprintf(e->log, "\\x%02x", ch);
+                fprintf(log, "\\x%02x", ch);
             else
-                fputc(ch, e->log);
+                fputc(ch, log);
         }
     }
-    fputs("\"\n", e->log);
-    fflush(e->log);
+    fputs("\"\n", log);
+    fflush(log);
+}
+
+/* With a log (LLAMACHAT_LOG or lc_engine_config.log_path), every decode is written
+ * (lc_token_log), so that tests and users can see exactly what the model read (llama.cpp's
+ * --verbose-prompt). */
+static void log_tokens(struct lc_engine *e, const char *what, const int32_t *t, int32_t n,
+                       int32_t pos)
+{
+    lc_token_log(e->log, e->model->vocab, what, t, n, pos);
 }
 
 /* --verbose-prompt: the text the model is about to read (special tokens spelled out) as a

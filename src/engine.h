@@ -25,6 +25,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "chat.h"
 #include "llm/sampler.h"
@@ -170,5 +171,16 @@ void lc_engine_stop(struct lc_engine *e);
 /* True while a reply, a prompt or a model switch is being processed (commands queued count as
  * busy); false again before its LC_EV_DONE is pushed, so never true after the last DONE. */
 bool lc_engine_busy(const struct lc_engine *e);
+
+/*
+ * One record of the token log (lc_engine_config.log_path, LLAMACHAT_LOG, --log-file; also the
+ * one-shot mode's): the n ids of a decode at position pos and their text,
+ *   WHAT pos=P n=N: id id ...
+ *   WHAT text: "the pieces, special tokens included, C-escaped"
+ * then flushed.  log NULL: nothing is written.
+ */
+struct lc_vocab;
+void lc_token_log(FILE *log, const struct lc_vocab *v, const char *what, const int32_t *t,
+                  int32_t n, int32_t pos);
 
 #endif

@@ -232,6 +232,7 @@ static int parse_args(struct lc_options *o, int argc, char **argv)
                 free(err);
                 return -1;
             }
+            o->cli_set |= lc_config_option_bit(def);
             continue;
         }
         switch (c) {
@@ -437,6 +438,16 @@ int main(int argc, char **argv)
         status = lc_tui_run(&o);
     } else if (o.chat_oneshot) {
         status = lc_cli_chat(&o);   /* the chat's engine: a local model or --remote */
+    } else if ((o.cli_set & (lc_config_option_bit(lc_config_option("system", 0)) |
+                             lc_config_option_bit(lc_config_option("chat-template", 0)))) ||
+               o.chat_template_text) {
+        /* -p and --tokenize read the prompt as it is: a system prompt or template given for
+         * them would be ignored without a word (the rc file's are for the chat) */
+        fprintf(stderr, "llamachat: %s applies to the chat and --chat; -p and --tokenize read the "
+                "prompt as it is (add --chat for one message in the chat template)\n",
+                (o.cli_set & lc_config_option_bit(lc_config_option("system", 0))) ? "--system"
+                : o.chat_template_text ? "--chat-template-file" : "--chat-template");
+        status = 2;
     } else if (o.remote_url && *o.remote_url) {
         /* -p and --tokenize run the local model: say so rather than ignore the server */
         lc_text_fprintf(stderr, "llamachat: --remote works in the chat and with --chat only; -p and "

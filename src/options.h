@@ -72,6 +72,9 @@ struct lc_options {
     bool flash_attn;           /* fused attention, llama.cpp's -fa (context.h) */
     bool fast_math;            /* --fast-math: prompt batches in a faster float order where a
                                   kernel has one (context.h: lc_context_params.fast_math) */
+    uint64_t cli_set;          /* bit i: setting i of config.h's table (lc_config_option_at) was
+                                  given on the command line (main.c), so that it wins over what
+                                  a resumed transcript saved (lc_config_keep_cli) */
 };
 
 #endif

@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -262,6 +263,59 @@ char *lc_state_new_chat(const char *dir, time_t start, char **err)
     }
     *err = fmt_err("%s/%s.json: cannot create: too many conversations started that second", dir, stamp);
     return NULL;
+}
+
+int lc_state_lock_chat(const char *path, char **err)
+{
+    *err = NULL;
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    char *lock = NULL;
+    if (asprintf(&lock, "%.*s.lock", (int)(base - path), path) < 0) {
+        *err = fmt_err("out of memory");
+        return -1;
+    }
+    int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) {
+        *err = fmt_err("%s: cannot open: %s", lock, strerror(errno));
+        free(lock);
+        return -1;
+    }
+    /* one byte per conversation, at the FNV-1a hash of its name (two names sharing a byte only
+     * make the second one go on in a new file) */
+    uint32_t h = 2166136261u;
+    for (const unsigned char *p = (const unsigned char *)base; *p; p++)
+        h = (h ^ *p) * 16777619u;
+    struct flock fl;
+    memset(&fl, 0, sizeof(fl));
+    fl.l_type = F_WRLCK;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = (off_t)(h & 0x3fffffffu);
+    fl.l_len = 1;
+#ifdef F_OFD_SETLK
+    int rc = fcntl(fd, F_OFD_SETLK, &fl);   /* the open file's own: closing fd lets it go */
+#else
+    int rc = fcntl(fd, F_SETLK, &fl);
+#endif
+    if (rc != 0) {
+        int e = errno;
+        close(fd);
+        if (e == EAGAIN || e == EACCES) {
+            free(lock);
+            return -2;
+        }
+        *err = fmt_err("%s: cannot lock: %s", lock, strerror(e));
+        free(lock);
+        return -1;
+    }
+    free(lock);
+    return fd;
+}
+
+void lc_state_unlock_chat(int fd)
+{
+    if (fd >= 0)
+        close(fd);
 }
 
 int lc_state_append_history(const char *path, const char *line, char **err)

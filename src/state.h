@@ -68,6 +68,20 @@ int lc_state_latest_chat(const char *dir, char **path, char **err);
 char *lc_state_new_chat(const char *dir, time_t start, char **err);
 
 /*
+ * Mark the conversation file path (chats/START.json) as kept by this process, so that a second
+ * llamachat (--continue, /chats N) does not take it over and the two overwrite each other's
+ * turns: a write lock (an OFD lock, fcntl) on one byte of the hidden file .lock beside it
+ * (created 0600; one for the directory, never removed), chosen by a hash of path's name; held
+ * until lc_state_unlock_chat or the process ends (kill -9 included: nothing is left behind).
+ * Returns the lock's fd (>= 0); -2 when another process holds it; -1 with a malloc'd *err when
+ * it cannot be taken (the caller goes on without it).
+ */
+int lc_state_lock_chat(const char *path, char **err);
+
+/* Release a lock of lc_state_lock_chat (fd < 0: nothing). */
+void lc_state_unlock_chat(int fd);
+
+/*
  * A numbered listing for the chat (/chats, /models): the text to show, one line per entry
  * after a heading, and the path of entry i + 1 in paths[i] (what "/chats N" or "/model N"
  * opens).  Everything is malloc'd; free with lc_listing_free (NULL is fine).

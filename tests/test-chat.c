@@ -119,6 +119,34 @@ static void test_json_round_trip(void)
     lc_chat_free(c);
 }
 
+/* Every value /set and the command line accept (config.c's table: top-k, repeat-last-n and
+ * max-tokens up to INT32_MAX) opens again: a chat saved with max-tokens 2000000 was refused by
+ * /load and --continue ("out of range [-1, 1.04858e+06]"). */
+static void test_json_largest_params(void)
+{
+    struct lc_chat *c = sample_chat();
+    c->params.top_k = INT32_MAX;
+    c->params.repeat_last_n = INT32_MAX;
+    c->max_tokens = INT32_MAX;
+    c->params.seed = UINT64_MAX - 1;
+    char *err = NULL;
+    const char *p = path_in("big.json");
+    CHECK(lc_chat_save(c, p, LC_CHAT_JSON, &err) == 0, "save: %s", err);
+    free(err);
+    err = NULL;
+    struct lc_chat *d = lc_chat_load(p, &err);
+    CHECK(d != NULL, "load: %s", err ? err : "?");
+    free(err);
+    if (d) {
+        CHECK(d->params.top_k == INT32_MAX, "top_k %d", d->params.top_k);
+        CHECK(d->params.repeat_last_n == INT32_MAX, "repeat_last_n %d", d->params.repeat_last_n);
+        CHECK(d->max_tokens == INT32_MAX, "max_tokens %d", d->max_tokens);
+        CHECK(d->params.seed == UINT64_MAX - 1, "seed %llu", (unsigned long long)d->params.seed);
+        lc_chat_free(d);
+    }
+    lc_chat_free(c);
+}
+
 static void test_markdown(void)
 {
     struct lc_chat *c = sample_chat();
@@ -168,6 +196,10 @@ static void test_bad_transcripts(void)
     expect_load_error("{\"format\": \"llamachat-transcript\", \"version\": 1, \"parameters\": "
                       "{\"temp\": -1}, \"messages\": []}",
                       "x.json: parameters.temp: -1 out of range [0, 100]");
+    /* integers are said as integers (it was "2.14748e+09 out of range [-1, 1.04858e+06]") */
+    expect_load_error("{\"format\": \"llamachat-transcript\", \"version\": 1, \"parameters\": "
+                      "{\"max_tokens\": 2147483648}, \"messages\": []}",
+                      "x.json: parameters.max_tokens: 2147483648 out of range [-1, 2147483647]");
     expect_load_error("{\"format\": \"llamachat-transcript\", \"version\": 1, \"messages\": "
                       "[{\"role\": \"user\", \"content\": \"a\", \"time\": \"yesterday\"}]}",
                       "x.json: messages[0].time: 'yesterday' is not YYYY-MM-DDTHH:MM:SSZ");
@@ -658,6 +690,7 @@ int main(void)
     test_versions();
     test_too_large();
     test_json_round_trip();
+    test_json_largest_params();
     test_markdown();
     test_bad_transcripts();
     test_json_invalid_utf8();

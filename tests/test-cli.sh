@@ -180,7 +180,7 @@ err "not a gguf" "magic" "$LC" -m "$S/text/tales.txt" -p hi
 err "bad option" "unknown option --bogus" "$LC" --bogus
 err "bad number" "--temp: bad value 'abc' for temp: expected a number from 0 to 100" "$LC" --temp abc -p hi
 # one definition per option (issue 10 item 7): a subnormal temperature, seed -1, threads 0
-for a in "--temp 1e-40" "--seed -1" "-t 0" "--chat-template chatml"; do
+for a in "--temp 1e-40" "--seed -1" "-t 0" "--chat --chat-template chatml"; do
     if "$LC" -p "Once" -n 2 $a >/dev/null 2>&1; then echo "ok   accepted: $a"; else echo "FAIL accepted: $a"; fail=1; fi
 done
 err "unknown template lists the names" "--chat-template: bad value 'nope' for template: expected one of plain, chatml, llama2," "$LC" --chat-template nope -p hi
@@ -208,6 +208,38 @@ big() {
 err "context too large for memory" "llamachat: out of memory allocating a context of 16777216 tokens (KV cache 10240.0 MiB)" \
     big "$LC" -m "$S/models/stories260K-ff192-q4_1.gguf" -c 16777216 -p hi -n 1
 err "bad isa" "LLAMACHAT_ISA" env LLAMACHAT_ISA=sparc "$LC" --version
+# --log-file in the plain one-shot mode: it was ignored (no file, exit 0 with a path that cannot
+# be opened); now every decode is logged as in the chat and --chat, and a bad path is an error
+rm -f "$B/cli-oneshot.log" "$B/cli-chat.log"
+"$LC" -p "Once upon" -n 4 --temp 0 --log-file "$B/cli-oneshot.log" >/dev/null 2>&1
+check "--log-file -p: every decode" "$(cat "$B/cli-oneshot.log" 2>/dev/null)" 'prompt pos=0 n=3: 1 403 407
+prompt text: "<s> Once upon"
+reply pos=3 n=1: 261
+reply text: " a"
+reply pos=4 n=1: 378
+reply text: " time"
+reply pos=5 n=1: 432
+reply text: ","'
+"$LC" --chat -p "Once upon" -n 4 --temp 0 --log-file "$B/cli-chat.log" >/dev/null 2>&1
+check "--log-file -p: the same as --chat's" "$(cat "$B/cli-oneshot.log" 2>/dev/null)" "$(cat "$B/cli-chat.log" 2>/dev/null)"
+LLAMACHAT_LOG="$B/cli-oneshot.log" "$LC" -p "Once" -n 1 --temp 0 >/dev/null 2>&1
+check "LLAMACHAT_LOG -p" "$(head -1 "$B/cli-oneshot.log" 2>/dev/null)" "prompt pos=0 n=2: 1 403"
+rm -f "$B/cli-oneshot.log" "$B/cli-chat.log"
+err "--log-file -p: a path that cannot be opened" "llamachat: cannot open the token log /nonexistent/dir/x.log: No such file or directory" \
+    "$LC" -p hi -n 1 --log-file /nonexistent/dir/x.log
+# --system, --chat-template(-file) with -p (no --chat) were ignored without a word: an error now;
+# the rc file's system prompt is for the chat and does not stop -p
+err "-p with --system" "llamachat: --system applies to the chat and --chat; -p and --tokenize read the prompt as it is (add --chat for one message in the chat template)" \
+    "$LC" -p hi -n 1 --system "Be brief."
+err "-p with --chat-template" "llamachat: --chat-template applies to the chat and --chat" "$LC" -p hi -n 1 --chat-template chatml
+printf '{{ messages[0].content }}' >"$B/cli-tmpl.jinja"
+err "--tokenize with --chat-template-file" "llamachat: --chat-template-file applies to the chat and --chat" \
+    "$LC" -p hi --tokenize --chat-template-file "$B/cli-tmpl.jinja"
+rm -f "$B/cli-tmpl.jinja"
+printf '[chat]\nsystem_prompt = Be brief.\n' >"$B/cli-sys.rc"
+got=$(LLAMACHATRC="$B/cli-sys.rc" "$LC" -p "Once" --tokenize 2>/dev/null)
+check "-p with the rc file's system prompt: the prompt as it is" "$got" "1 403"
+rm -f "$B/cli-sys.rc"
 "$LC" --help | grep -q -- "--print-token-ids" && echo "ok   help" || { echo "FAIL help"; fail=1; }
 "$LC" --version | grep -q "^llamachat " && echo "ok   version" || { echo "FAIL version"; fail=1; }
 exit $fail

@@ -327,7 +327,10 @@ static void test_one_definition(void)
         { "temp", 0, "temp", "abc", -1, "bad value 'abc' for temp: expected a number from 0 to 100" },
         { "seed", 0, "seed", "-1", 0, NULL },
         { "seed", 0, "seed", "random", 0, NULL },
-        { "seed", 0, "seed", "-2", -1, "bad value '-2' for seed: expected an integer >= 0 or \"random\"" },
+        { "seed", 0, "seed", "-2", -1, "bad value '-2' for seed: expected an integer from 0 to 18446744073709551614 or \"random\"" },
+        { "seed", 0, "seed", "18446744073709551614", 0, NULL },
+        /* 2^64 - 1 is "random" inside: the message gives the range that is accepted */
+        { "seed", 0, "seed", "18446744073709551615", -1, "bad value '18446744073709551615' for seed: expected an integer from 0 to 18446744073709551614 or \"random\"" },
         { "threads", 't', "threads", "0", 0, NULL },
         { "threads", 't', "threads", "1025", -1, "bad value '1025' for threads: expected an integer from 0 (all cores) to 1024" },
         { "ctx-size", 'c', "context_size", "100000", 0, NULL },

@@ -125,6 +125,8 @@ struct tui {
     /* the conversation kept on disk as it goes (state.h) */
     char *chat_path;               /* chats/START.json of this conversation; NULL until its first
                                       save (a new one after /clear and /load) */
+    int chat_lock;                 /* lc_state_lock_chat's fd on chat_path (another llamachat
+                                      does not take it over); -1: none */
     time_t chat_start;             /* when this conversation started: the file's name */
     bool chat_changed;             /* changed since the last save */
     bool save_soon;                /* a turn ended or a command changed it: save without waiting */
@@ -235,6 +237,10 @@ void tui_param_text(const struct tui *t, int idx, char *buf, size_t len);
  * the conversation now if it changed (force) or when due. */
 void rebuild_entries(struct tui *t);
 void chat_restart(struct tui *t);
+/* chat_path becomes path (malloc'd, or NULL), locked (state.h: lc_state_lock_chat), the lock
+ * of the one before let go.  false when another llamachat keeps path: it is freed and
+ * chat_path is NULL (the next save starts a new file, so neither overwrites the other). */
+bool chat_take_path(struct tui *t, char *path);
 bool refuse_if_busy(struct tui *t, const char *what);
 void params_changed(struct tui *t);
 void autosave(struct tui *t, bool force);

@@ -339,13 +339,25 @@ static void open_done(struct tui *t, struct tui_job *j)
     }
     params_changed(t);
     chat_restart(t);
-    t->chat_path = strdup(j->arg);   /* its next saves go to the same file */
+    char *own = strdup(j->arg);   /* its next saves go to the same file, unless another
+                                     llamachat keeps it: then to a new one */
+    bool shared = own && !chat_take_path(t, own);
     lc_engine_set_conversation(t->engine, c);
     tui_kv_load(t, j->arg);
     t->n_past = -1;
     t->pp_tps = t->gen_tps = -1;
     rebuild_entries(t);
-    tui_message(t, false, "opened %zu messages from %s", c->n, j->arg);
+    if (shared) {
+        char *line = NULL;
+        if (asprintf(&line, "%s is open in another llamachat: this copy goes on in a new file",
+                     j->arg) >= 0)
+            tui_add_entry(t, E_NOTE, line, strlen(line));
+        free(line);
+        tui_message(t, false, "opened %zu messages from %s (open elsewhere: kept in a new file)",
+                    c->n, j->arg);
+    } else {
+        tui_message(t, false, "opened %zu messages from %s", c->n, j->arg);
+    }
 }
 
 /* /chats [N]: list the saved chats, or open entry N of the last listing. */
@@ -401,10 +413,24 @@ static void cmd_rename(struct tui *t, const char *arg)
 /* Delete the saved file at path, and its KV state (path.kv).  Returns true when it is gone. */
 static bool delete_file(struct tui *t, const char *path)
 {
+    /* another chat's file: not while another llamachat keeps it (its next save would bring it
+     * back); the lock is held while it goes */
+    int lock = -1;
+    if (!t->chat_path || strcmp(path, t->chat_path) != 0) {
+        char *err = NULL;
+        lock = lc_state_lock_chat(path, &err);
+        free(err);
+        if (lock == -2) {
+            tui_message(t, true, "not deleted: another llamachat has it open: %s", path);
+            return false;
+        }
+    }
     if (unlink(path) != 0 && errno != ENOENT) {
         tui_message(t, true, "could not delete %s: %s", path, strerror(errno));
+        lc_state_unlock_chat(lock);
         return false;
     }
+    lc_state_unlock_chat(lock);
     char *kv = NULL;
     if (asprintf(&kv, "%s.kv", path) >= 0) {
         unlink(kv);

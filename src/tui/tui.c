@@ -378,11 +378,30 @@ void chat_touched(struct tui *t, bool urgent)
         t->save_soon = true;
 }
 
+bool chat_take_path(struct tui *t, char *path)
+{
+    lc_state_unlock_chat(t->chat_lock);
+    t->chat_lock = -1;
+    free(t->chat_path);
+    t->chat_path = NULL;
+    if (!path)
+        return true;
+    char *err = NULL;
+    int fd = lc_state_lock_chat(path, &err);
+    free(err);   /* -1: no lock can be made there; the saves say why they fail, if they do */
+    if (fd == -2) {
+        free(path);
+        return false;
+    }
+    t->chat_lock = fd;
+    t->chat_path = path;
+    return true;
+}
+
 /* A new conversation (/clear, /load): the next save starts a new file. */
 void chat_restart(struct tui *t)
 {
-    free(t->chat_path);
-    t->chat_path = NULL;
+    chat_take_path(t, NULL);
     t->chat_start = time(NULL);
     t->chat_changed = false;
     t->save_soon = false;
@@ -457,8 +476,9 @@ void autosave(struct tui *t, bool force)
     char *err = NULL;
     if (!t->chat_path) {
         char *dir = lc_state_dir("chats", &err);
-        if (dir)
-            t->chat_path = lc_state_new_chat(dir, t->chat_start, &err);
+        char *path = dir ? lc_state_new_chat(dir, t->chat_start, &err) : NULL;
+        if (path)
+            chat_take_path(t, path);   /* a new file: no other llamachat has it */
         free(dir);
     }
     if (t->chat_path && t->writer) {
@@ -670,6 +690,20 @@ static void do_save(struct tui *t, const char *name, bool force)
     } else {
         path = lc_path_expand(name, &err);
         struct stat st;
+        /* what cannot be replaced is said at once, not offered to /save! to fail then */
+        if (path && stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+            const char *what = S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO"
+                               : S_ISCHR(st.st_mode) ? "a character device"
+                               : S_ISBLK(st.st_mode) ? "a block device"
+                               : S_ISSOCK(st.st_mode) ? "a socket" : "not a regular file";
+            tui_message(t, true, "save failed: %s is %s; not saved (give a file name)", path, what);
+            char *again = NULL;   /* the line back, to correct the name */
+            if (asprintf(&again, "/save%s %s", force ? "!" : "", name) >= 0)
+                input_restore(again);
+            free(again);
+            free(path);
+            return;
+        }
         if (path && !force && stat(path, &st) == 0) {
             tui_message(t, true, "%s exists: Enter replaces it (/save! %s)", path, name);
             char *again = NULL;
@@ -1092,7 +1126,8 @@ static void do_copy(struct tui *t, const char *arg)
             return;
         }
         if ((size_t)n > c->n) {
-            tui_message(t, true, "/copy %ld: the conversation has %zu message%s", n, c->n, c->n == 1 ? "" : "s");
+            /* N as typed (strtol says LONG_MAX for 99999999999999999999) */
+            tui_message(t, true, "/copy %s: the conversation has %zu message%s", arg, c->n, c->n == 1 ? "" : "s");
             return;
         }
         const struct lc_message *m = &c->msgs[c->n - (size_t)n];
@@ -1151,6 +1186,19 @@ static void command(struct tui *t, const char *line)
     snprintf(arg, sizeof(arg), "%s", args);
     for (size_t k = strlen(arg); k > 0 && (arg[k - 1] == ' ' || arg[k - 1] == '\n'); k--)
         arg[k - 1] = '\0';
+    /* A command without arguments given one ("/undo 3", "/clear history") did its one thing
+     * and dropped the rest: /undo 3 took back one exchange, /clear x cleared.  Refused, with
+     * the line back to correct. */
+    static const char *const no_args[] = { "quit", "exit", "q", "clear", "regen", "undo", "edit",
+                                           "raw", "think", "params", "show", "models" };
+    for (size_t i = 0; *arg && i < sizeof(no_args) / sizeof(no_args[0]); i++)
+        if (!strcmp(cmd, no_args[i])) {
+            if (t->cur_line)
+                input_restore(t->cur_line);
+            tui_message(t, true, "/%s takes no argument (not done): /%s alone", cmd, cmd);
+            t->dirty = true;
+            return;
+        }
     if (!strcmp(cmd, "help") || !strcmp(cmd, "?")) {
         t->show_help = true;
         t->help_scroll = 0;
@@ -1965,6 +2013,7 @@ int lc_tui_run(struct lc_options *o)
     struct tui tt;
     struct tui *t = &tt;
     memset(t, 0, sizeof(*t));
+    t->chat_lock = -1;
     t->ascii_text = !utf8;
     t->ascii_lines = !utf8 || vt_terminal();
     t->o = o;
@@ -1987,6 +2036,7 @@ int lc_tui_run(struct lc_options *o)
     /* --resume FILE, or --continue: the most recent conversation in chats/, kept on in its file */
     const char *opened = o->resume_path;
     char *continue_path = NULL, *continue_note = NULL;
+    const char *system_note = NULL;   /* --system changed the resumed chat's system prompt */
     if (o->continue_last) {
         char *err = NULL;
         char *dir = lc_state_dir("chats", &err);
@@ -2018,23 +2068,51 @@ int lc_tui_run(struct lc_options *o)
         }
         lc_chat_free(t->chat);
         t->chat = c;
-        if (c->has_params) {
+        if (c->has_params) {   /* the saved parameters, under those of the command line */
+            struct lc_options given = *o;   /* a shallow copy: only its numbers are read */
             o->sampling = c->params;
             o->n_predict = c->max_tokens;
+            lc_config_keep_cli(o, &given, "sampling");
+            c->params = o->sampling;
+            c->max_tokens = o->n_predict;
+        }
+        /* --system on the command line replaces the saved system prompt (as /system would);
+         * the rc file's does not */
+        const struct lc_option_def *sys_def = lc_config_option("system", 0);
+        const char *sys_old = c->n && c->msgs[0].role == LC_ROLE_SYSTEM ? c->msgs[0].text : "";
+        const char *sys_new = o->system_prompt ? o->system_prompt : "";
+        if ((o->cli_set & lc_config_option_bit(sys_def)) && strcmp(sys_old, sys_new) != 0) {
+            if (lc_chat_set_system(c, *sys_new ? sys_new : NULL) != 0) {
+                fprintf(stderr, "llamachat: out of memory\n");
+                free(continue_path);
+                lc_chat_free(t->chat);
+                return 1;
+            }
+            system_note = !*sys_new ? "--system \"\": the saved system prompt is removed"
+                          : *sys_old ? "--system: its system prompt replaces the saved one"
+                                     : "--system: its system prompt is added to the saved chat";
         }
     } else if (o->system_prompt && *o->system_prompt) {
         lc_chat_set_system(t->chat, o->system_prompt);
     }
 
+    char *continue_shared = NULL;   /* the chat --continue found is kept by another llamachat */
     if (continue_path) {   /* its next saves go to the same file */
-        t->chat_path = continue_path;
+        char *name = strdup(continue_path);
+        if (!chat_take_path(t, continue_path)) {   /* continue_path is chat_path, or freed */
+            continue_shared = name;
+            name = NULL;
+        }
+        free(name);
         continue_path = NULL;
+        opened = t->chat_path ? t->chat_path : continue_shared;   /* for its KV state */
     }
     if (pipe(sig_pipe) != 0) {
         fprintf(stderr, "llamachat: pipe: %s\n", strerror(errno));
         lc_chat_free(t->chat);
-        free(t->chat_path);
+        chat_take_path(t, NULL);
         free(continue_note);
+        free(continue_shared);
         return 1;
     }
     for (int i = 0; i < 2; i++) {
@@ -2071,9 +2149,10 @@ int lc_tui_run(struct lc_options *o)
         free(err);
         reset_signals();
         lc_chat_free(t->chat);
-        free(t->chat_path);
+        chat_take_path(t, NULL);
         free(t->model_path);
         free(continue_note);
+        free(continue_shared);
         free(model_note);
         return 1;
     }
@@ -2101,9 +2180,10 @@ int lc_tui_run(struct lc_options *o)
         lc_engine_free(t->engine);
         reset_signals();
         lc_chat_free(t->chat);
-        free(t->chat_path);
+        chat_take_path(t, NULL);
         free(t->model_path);
         free(continue_note);
+        free(continue_shared);
         free(model_note);
         return 1;
     }
@@ -2136,6 +2216,14 @@ int lc_tui_run(struct lc_options *o)
         note(t, E_NOTE, "--continue: %zu messages from %s", t->chat->n, t->chat_path);
         tui_message(t, false, "continued %zu messages from %s", t->chat->n, t->chat_path);
     }
+    if (continue_shared) {
+        note(t, E_NOTE, "--continue: %zu messages from %s, which another llamachat has open: "
+             "this copy goes on in a new file", t->chat->n, continue_shared);
+        tui_message(t, false, "continued %zu messages from %s (open elsewhere: kept in a new file)",
+                    t->chat->n, continue_shared);
+    }
+    if (system_note)
+        tui_add_entry(t, E_NOTE, system_note, strlen(system_note));
     if (model_note) {
         tui_add_entry(t, E_NOTE, model_note, strlen(model_note));
         tui_message(t, true, "%s", model_note);
@@ -2169,6 +2257,8 @@ int lc_tui_run(struct lc_options *o)
     }
     if (!opened && !t->state_errors)
         tui_message(t, false, "loading %s ...", model);
+    free(continue_shared);   /* (opened pointed to it) */
+    opened = NULL;
     t->dirty = true;
 
     struct pollfd fds[4] = {
@@ -2264,8 +2354,7 @@ int lc_tui_run(struct lc_options *o)
         lc_text_fprintf(stderr, "%s", t->state_errors);
     free(t->state_errors);
     t->state_errors = NULL;
-    free(t->chat_path);
-    t->chat_path = NULL;
+    chat_take_path(t, NULL);   /* the writer is done: the lock goes */
     free(t->model_path);
     free(t->switch_path);
     t->model_path = t->switch_path = NULL;

@@ -670,9 +670,24 @@ static void draw_params(struct tui *t, int y0, int h, int x0, int width)
         const char *label = param_names[i];
         if (i == 7 && t->o->sampling.seed == LC_SEED_RANDOM && t->last_seed != LC_SEED_RANDOM)
             label = "seed (random)";   /* the value is the seed the last reply used */
-        snprintf(line, sizeof(line), "%-14s%*s", label, w - 14 > 0 ? w - 14 : 0, val);
         bool sel = t->focus == FOCUS_PARAMS && t->param_sel == i;
-        put_str(y, x, w, line, sel ? attr_of(t, PAIR_SEL, A_REVERSE * t->mono) : A_NORMAL);
+        attr_t attr = sel ? attr_of(t, PAIR_SEL, A_REVERSE * t->mono) : A_NORMAL;
+        int vw = (int)strlen(val);   /* digits, "off", "random": ASCII */
+        int lw = (int)strlen(label) > 14 ? (int)strlen(label) : 14;
+        if (lw + vw > w && (int)strlen(label) + 1 + vw > w) {
+            /* a value too wide for its row (seed 4294967295 after "seed (random)", top-k
+             * 1000000) is never cut: the label on its row, the value whole on the next */
+            snprintf(line, sizeof(line), "%-*s", w, label);
+            put_str(y, x, w, line, attr);
+            if (++y >= y0 + h)
+                break;
+            snprintf(line, sizeof(line), "%*s", w, val);
+        } else if (lw + vw > w) {   /* fits with one space between them */
+            snprintf(line, sizeof(line), "%s %*s", label, w - (int)strlen(label) - 1, val);
+        } else {
+            snprintf(line, sizeof(line), "%-14s%*s", label, w - 14 > 0 ? w - 14 : 0, val);
+        }
+        put_str(y, x, w, line, attr);
     }
     static const char *const help[] = { "", "Tab   edit here", "Up/Dn choose", "Lt/Rt change",
                                         "F2    hide pane", "F1    help" };
