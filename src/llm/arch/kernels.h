@@ -42,7 +42,7 @@ typedef void (*lc_quantize_row_fn)(const float *x, void *y, int64_t n);
  * 256 weights in the same per-thread buffer as Q4_0's (without memory: the GEMV per column,
  * same results).
  * AVX-512's F16 entry, for two columns or more, widens 16 rows at a time into that per-thread
- * buffer too (32 KB: 16 rows x 256 elements, and the partial sums of 16 columns) and skips a
+ * buffer too (40 KB: 16 rows x 128 elements, and the partial sums of 32 columns) and skips a
  * column's trailing zeros when the rows are finite (fma(x, 0, acc) == acc: the same bits);
  * without memory, one column at a time, same results.
  * AVX2's gemm_x16 of Q4_0, Q5_1, Q8_0, Q4_K, Q5_K and Q6_K keep such a per-thread buffer too
