@@ -139,10 +139,9 @@ static size_t grp_scratch_size(int g, int hd, int n_ctx)
  * 64-byte aligned. */
 static size_t bat_scratch_size(int hd, int n_ctx)
 {
-    const size_t q = BAT_Q, a = 63;
-    return ((q * (size_t)hd * sizeof(lc_fp16) + a) & ~a) + ((q * (size_t)n_ctx * sizeof(float) + a) & ~a) +
-           ((q * (size_t)n_ctx * sizeof(lc_fp16) + a) & ~a) + ((q * (size_t)hd * sizeof(float) + a) & ~a) +
-           64;
+    const size_t q = BAT_Q, a = 63, h = (size_t)hd, n = (size_t)n_ctx;
+    return ((q * h * sizeof(lc_fp16) + a) & ~a) + ((q * n * sizeof(float) + a) & ~a) +
+           ((q * n * sizeof(lc_fp16) + a) & ~a) + ((q * h * sizeof(float) + a) & ~a) + 64;
 }
 
 static size_t fa_scratch_size(int g, int hd);
@@ -1126,8 +1125,8 @@ static void attention_groups(void *arg, int ith, int nth)
  * with an F16 cache, the same bits for every query and key: one job is a KV head, a block of
  * tokens and (when a GQA group has more than BAT_Q heads) a slice of the heads sharing it, so
  * that each K and V row is widened once for all the job's queries -- the F16 gemm entry is
- * called with them as its columns (up to BAT_Q; AVX-512: gemm_f16_cols) where attention_heads
- * calls it once per query.  Every output of that entry is one tinyBLAS-ordered dot, whatever the
+ * called with them as its columns (up to BAT_Q; AVX-512's and AVX2's gemm_f16_cols) where
+ * attention_heads calls it once per query.  Every output of that entry is one tinyBLAS-ordered dot, whatever the
  * rows and columns around it, so each query's scores over its keys, its softmax over the padded
  * length n_kv, the F16 rounding of that row and its p.V are attention_heads' operations on the
  * same values.  The keys computed are those of the block's last token from the first token's
