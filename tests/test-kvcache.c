@@ -89,6 +89,71 @@ static void test_rows_kernel(void)
 }
 
 /*
+ * The F16 gemm entry with many columns (attention_batch's: the queries of a block of tokens and
+ * a GQA group; AVX-512 widens each 16-row block once for all of them, in chunks of 256 elements,
+ * and skips a column's trailing zeros) against the same entry one row and one column at a time,
+ * bit for bit: row lengths within and past one chunk, with and without a remainder, short row
+ * blocks, columns with trailing zeros (softmax rows past their keys, some ending mid-chunk, one
+ * all zero) and rows holding an infinity (the zeros then count: 0 * inf is NaN).
+ */
+static void test_gemm_f16_columns(void)
+{
+    static const char *isas[] = {"scalar", "avx2", "avx512", "neon"};
+    for (size_t ii = 0; ii < sizeof(isas) / sizeof(isas[0]); ii++) {
+        if (!lc_kernels_isa_available(isas[ii]) || lc_kernels_select(isas[ii], NULL))
+            continue;
+        const struct lc_kernels *k = lc_kernels();
+        static const int ns[] = {16, 64, 128, 256, 272, 512, 800, 2080, 72};
+        static const int nrs[] = {1, 15, 16, 37, 64};
+        static const int ncs[] = {1, 2, 5, 16, 17, 33};
+        for (size_t in = 0; in < sizeof ns / sizeof ns[0]; in++)
+            for (size_t ir = 0; ir < sizeof nrs / sizeof nrs[0]; ir++)
+                for (size_t ic = 0; ic < sizeof ncs / sizeof ncs[0]; ic++)
+                    for (int inf = 0; inf < 2; inf++) {
+                        const int n = ns[in], nr = nrs[ir], nc = ncs[ic];
+                        const size_t xs = (size_t)n + 40, ys = (size_t)n + 8, ld = (size_t)nr + 3;
+                        lc_fp16 *x = malloc((size_t)nr * xs * sizeof *x);
+                        lc_fp16 *y = malloc((size_t)nc * ys * sizeof *y);
+                        float *s = malloc((size_t)nc * ld * sizeof *s);
+                        for (size_t i = 0; i < (size_t)nr * xs; i++)
+                            x[i] = lc_fp32_to_fp16(frand() * 4.0f);
+                        if (inf) /* in the last row, past the first column's nonzeros */
+                            x[(size_t)(nr - 1) * xs + (size_t)n - 1] = lc_fp32_to_fp16(INFINITY);
+                        for (int c = 0; c < nc; c++) {
+                            /* column c: nonzero up to len (c = 0 keeps 1 element, some none) */
+                            const int len = c % 7 == 3 ? 0 : c == nc - 1 ? n : 1 + (c * 97) % n;
+                            for (int i = 0; i < n; i++)
+                                y[(size_t)c * ys + (size_t)i] =
+                                    i < len ? lc_fp32_to_fp16(frand()) : lc_fp32_to_fp16(c % 2 ? -0.0f : 0.0f);
+                        }
+                        for (size_t i = 0; i < (size_t)nc * ld; i++)
+                            s[i] = 12345.0f;
+                        k->gemm[LC_TYPE_F16](n, s, ld, x, xs * sizeof *x, nr, y, ys * sizeof *y, nc);
+                        int bad = 0, spill = 0;
+                        for (int c = 0; c < nc; c++) {
+                            for (int r = 0; r < nr; r++) {
+                                float want;
+                                k->gemm[LC_TYPE_F16](n, &want, 1, x + (size_t)r * xs, xs * sizeof *x, 1,
+                                                     y + (size_t)c * ys, 0, 1);
+                                const float got = s[(size_t)c * ld + (size_t)r];
+                                bad += memcmp(&want, &got, sizeof want) != 0 && !(isnan(want) && isnan(got));
+                            }
+                            for (size_t r = (size_t)nr; r < ld; r++)
+                                spill += s[(size_t)c * ld + r] != 12345.0f;
+                        }
+                        CHECK(bad == 0 && spill == 0,
+                              "%s gemm f16 n=%d nr=%d nc=%d%s: %d of %d products differ from one "
+                              "at a time, %d stores past the rows", isas[ii], n, nr, nc,
+                              inf ? " (an infinity)" : "", bad, nr * nc, spill);
+                        free(x);
+                        free(y);
+                        free(s);
+                    }
+    }
+    lc_kernels_select("auto", NULL);
+}
+
+/*
  * dot_f16_rows_multi against dot_f16, bit for bit: ny queries (1 .. 32, so 4-query passes and
  * their remainders) over nr rows (short blocks and 16-row blocks) for n that is a multiple of
  * 64, ones that are not (the leftover elements, short and long rows), and one below 64.  Also checks that each output
@@ -404,9 +469,67 @@ static void test_groups_same_bits(const char *rel, int n_ctx, int n_threads)
     lc_model_free(m);
 }
 
+/*
+ * attention_batch (prompt batches in blocks of tokens x the heads of a GQA group) against
+ * attention_heads (LLAMACHAT_ATTN_HEADS=1): every token's logits of a prompt of n_prompt tokens
+ * and of a second batch after it, bit for bit, with n_threads threads.
+ */
+static void test_batch_same_bits(const char *rel, int n_prompt, int n_more, int n_threads)
+{
+    char path[512];
+    if (rel[0] == '/')
+        snprintf(path, sizeof(path), "%s", rel);
+    else
+        tu_shared(rel, path, sizeof(path));
+    char *err = NULL;
+    struct lc_model *m = lc_model_load(path, false, &err);
+    if (!m) {
+        fprintf(stderr, "SKIP batch: %s: %s\n", rel, err ? err : "?");
+        free(err);
+        return;
+    }
+    const int nv = m->hp.n_vocab, n_all = n_prompt + n_more;
+    float *out[2];
+    for (int v = 0; v < 2; v++) {
+        out[v] = calloc((size_t)n_all * (size_t)nv, sizeof(float));
+        if (v)
+            setenv("LLAMACHAT_ATTN_HEADS", "1", 1);
+        struct lc_context_params cp = lc_context_default_params();
+        cp.n_ctx = n_all + 5;
+        cp.n_threads = n_threads;
+        struct lc_context *c = lc_context_new(m, &cp, &err);
+        unsetenv("LLAMACHAT_ATTN_HEADS");
+        CHECK(c != NULL, "%s: context: %s", rel, err ? err : "?");
+        if (!c)
+            break;
+        int32_t *toks = malloc((size_t)n_all * sizeof *toks);
+        for (int i = 0; i < n_all; i++)
+            toks[i] = 1 + (i * 53) % (nv - 1);
+        CHECK(lc_context_decode(c, toks, n_prompt, 0, true, NULL) == 0, "%s: prompt", rel);
+        memcpy(out[v], lc_context_logits(c, 0), (size_t)n_prompt * (size_t)nv * sizeof(float));
+        CHECK(lc_context_decode(c, toks + n_prompt, n_more, n_prompt, true, NULL) == 0,
+              "%s: second batch", rel);
+        memcpy(out[v] + (size_t)n_prompt * (size_t)nv, lc_context_logits(c, 0),
+               (size_t)n_more * (size_t)nv * sizeof(float));
+        free(toks);
+        lc_context_free(c);
+    }
+    int bad = -1;
+    for (int i = 0; i < n_all && bad < 0; i++)
+        if (memcmp(out[0] + (size_t)i * (size_t)nv, out[1] + (size_t)i * (size_t)nv,
+                   (size_t)nv * sizeof(float)))
+            bad = i;
+    CHECK(bad < 0, "%s, %d threads: batched attention's logits differ from per-head attention's "
+          "at token %d", rel, n_threads, bad);
+    free(out[0]);
+    free(out[1]);
+    lc_model_free(m);
+}
+
 int main(void)
 {
     test_rows_kernel();
+    test_gemm_f16_columns();
     test_rows_multi_kernel();
     static const char *const gqa[] = {"models/synth-small-f16.gguf", "models/arch/llama3-f16.gguf",
                                       "models/arch/gemma2-f16.gguf", "models/arch/gemma3-f16.gguf",
@@ -415,6 +538,12 @@ int main(void)
     for (size_t i = 0; i < sizeof gqa / sizeof gqa[0]; i++) {
         test_groups_same_bits(gqa[i], 200, 1);
         test_groups_same_bits(gqa[i], 200, 3);
+    }
+    /* prompt batches: blocks of tokens, GQA and not, windows (gemma2/3), a second batch at a
+     * later position, 1 and 3 threads */
+    for (size_t i = 0; i < sizeof gqa / sizeof gqa[0]; i++) {
+        test_batch_same_bits(gqa[i], 45, 22, 1);
+        test_batch_same_bits(gqa[i], 45, 22, 3);
     }
     /* groups of 8 and 16 heads (TinyLlama's 8) with short contexts: the values' rows are then
      * short too, and dot_f16_rows_multi widens every query of the group at once (the scratch
@@ -433,8 +562,19 @@ int main(void)
             test_groups_same_bits(synth, 48, 1);
             test_groups_same_bits(synth, 300, 1);
             test_groups_same_bits(synth, 300, 3);
+            test_batch_same_bits(synth, 45, 22, 1);
+            test_batch_same_bits(synth, 45, 22, 3);
             unlink(synth);
         }
+        /* a group of 40 heads: attention_batch's jobs take slices of at most 32 */
+        char synth[512], cmd[1024];
+        snprintf(synth, sizeof(synth), "%s/test-kvcache-g40.%d.gguf", tmp, (int)getpid());
+        snprintf(cmd, sizeof(cmd), "%s/llamachat-synth -q -o %s --n-embd 640 --n-layer 2 --n-head 40 "
+                 "--n-head-kv 1 --n-ff 256 --n-vocab 512 --type f16 --scale 0.5", bd ? bd : ".", synth);
+        CHECK(system(cmd) == 0, "%s", cmd);
+        test_batch_same_bits(synth, 45, 22, 1);
+        test_batch_same_bits(synth, 45, 22, 3);
+        unlink(synth);
     }
     /* F32 weights and cache: only the summation order differs (masks, GQA, windows of the
      * fused loop checked on a real model, head size 8) */

@@ -36,8 +36,10 @@
  * with an online softmax as llama.cpp's -fa (in chunks of keys: not its order, within rounding of
  * the default), and V is cached head-major as K (kv_head_row); see there.  The default order's
  * one-token steps go through attention_groups where the ISA has dot_f16_rows_multi: the heads
- * of a GQA group read each K and V row together, with the bits of dot_f16 per head
- * (LLAMACHAT_ATTN_HEADS=1 turns it off, for tests).
+ * of a GQA group read each K and V row together, with the bits of dot_f16 per head; prompt
+ * batches with an F16 cache through attention_batch: the queries of a block of tokens and a GQA
+ * group as the columns of one F16 gemm call, with tinyBLAS's bits per query and key
+ * (LLAMACHAT_ATTN_HEADS=1 turns both off, for tests).
  */
 #include "context.h"
 
@@ -93,6 +95,8 @@ struct lc_context {
     char *grp;                /* attention_groups' per-thread scratch (grp_stride bytes each) */
     size_t grp_stride;
     int grp_max;              /* heads of one GQA group handled by one job (<= GRP_MAX) */
+    char *bat;                /* attention_batch's per-thread scratch (bat_stride bytes each) */
+    size_t bat_stride;
     void *act;                /* activations converted to a vec_dot_type, (n_batch, max row) */
     size_t act_stride;        /* bytes per row in act */
     enum lc_type act_type;    /* what act holds now (LC_TYPE_COUNT = nothing) */
@@ -125,6 +129,19 @@ static size_t grp_scratch_size(int g, int hd, int n_ctx)
     const size_t work = (size_t)g * w_short > 4 * w ? (size_t)g * w_short : 4 * w;
     return ((size_t)g * (size_t)n_ctx * sizeof(float) + (size_t)g * w * sizeof(lc_fp16) +
             work * sizeof(float) + 3 * 64 + 63) & ~(size_t)63;
+}
+
+/* attention_batch: at most this many queries (tokens x heads of a GQA group) per job */
+#define BAT_Q 32
+
+/* attention_batch's scratch for one thread: BAT_Q queries in F16 (hd each), their score rows
+ * (n_ctx floats), their softmax rows in F16 (n_ctx) and their outputs (hd floats), each array
+ * 64-byte aligned. */
+static size_t bat_scratch_size(int hd, int n_ctx)
+{
+    const size_t q = BAT_Q, a = 63, h = (size_t)hd, n = (size_t)n_ctx;
+    return ((q * h * sizeof(lc_fp16) + a) & ~a) + ((q * n * sizeof(float) + a) & ~a) +
+           ((q * n * sizeof(lc_fp16) + a) & ~a) + ((q * h * sizeof(float) + a) & ~a) + 64;
 }
 
 static size_t fa_scratch_size(int g, int hd);
@@ -310,6 +327,13 @@ struct lc_context *lc_context_new(const struct lc_model *m, const struct lc_cont
         c->grp_stride = grp_scratch_size(c->grp_max, hp->head_dim, c->n_ctx);
         c->grp = xcalloc((size_t)n_threads, c->grp_stride, &ok);
     }
+    /* attention_batch's, for prompt batches in tinyBLAS's order with an F16 cache (off with
+     * LLAMACHAT_ATTN_HEADS=1 too: tests compare it with attention_heads) */
+    if (c->kv_type == LC_TYPE_F16 && !c->fa && !c->no_tinyblas && c->k->gemm[LC_TYPE_F16] &&
+        !(heads_only && *heads_only && strcmp(heads_only, "0") != 0)) {
+        c->bat_stride = bat_scratch_size(hp->head_dim, c->n_ctx);
+        c->bat = xcalloc((size_t)n_threads, c->bat_stride, &ok);
+    }
     /* Widest activation row: n_ff, n_embd or n_q floats in any vec_dot_type; F32 is the largest. */
     size_t maxn = E > F ? E : F;
     if (Q > maxn)
@@ -351,6 +375,7 @@ void lc_context_free(struct lc_context *c)
     free(c->scores);
     free(c->q16);
     free(c->grp);
+    free(c->bat);
     free(c->act);
     free(c->logits);
     free(c);
@@ -1096,6 +1121,77 @@ static void attention_groups(void *arg, int ith, int nth)
 }
 
 /*
+ * attention_heads for prompt batches (tinyBLAS's order: n_tok > 1, not exact, not no_tinyblas)
+ * with an F16 cache, the same bits for every query and key: one job is a KV head, a block of
+ * tokens and (when a GQA group has more than BAT_Q heads) a slice of the heads sharing it, so
+ * that each K and V row is widened once for all the job's queries -- the F16 gemm entry is
+ * called with them as its columns (up to BAT_Q; AVX-512's and AVX2's gemm_f16_cols) where
+ * attention_heads calls it once per query.  Every output of that entry is one tinyBLAS-ordered dot, whatever the
+ * rows and columns around it, so each query's scores over its keys, its softmax over the padded
+ * length n_kv, the F16 rounding of that row and its p.V are attention_heads' operations on the
+ * same values.  The keys computed are those of the block's last token from the first token's
+ * window start; each query then masks the ones it does not see (scores_to_weights).  Jobs are
+ * KV-head-major and, within a head, alternate early and late blocks (causal: a late block has
+ * more keys), so that lc_split_range's contiguous ranges carry similar work.
+ */
+static void attention_batch(void *arg, int ith, int nth)
+{
+    const struct attn_task *t = arg;
+    struct lc_context *c = t->c;
+    const struct lc_hparams *hp = &c->model->hp;
+    const int hd = hp->head_dim, n_hkv = hp->n_head_kv, n_swa = c->model->layers[t->layer].n_swa;
+    const int group = hp->n_head / hp->n_head_kv;
+    const float scale = hp->kq_scale, cap = hp->attn_softcap, inv_cap = cap > 0.0f ? 1.0f / cap : 0.0f;
+    const size_t layer_off = (size_t)t->layer * (size_t)c->n_ctx * (size_t)c->n_kv;
+    const size_t ctx = (size_t)c->n_ctx;
+    const int n_kv = kv_len_padded(c, t->pos + t->n_tok);
+    /* a job: nt tokens x hs heads <= BAT_Q queries, blocks and slices enough for every thread */
+    const int n_sl = (group + BAT_Q - 1) / BAT_Q, hs = (group + n_sl - 1) / n_sl;
+    int nt = BAT_Q / hs;
+    while (nt > 1 && n_hkv * n_sl * ((t->n_tok + nt - 1) / nt) < nth)
+        nt--;
+    const int n_blk = (t->n_tok + nt - 1) / nt;
+    char *base = align64(c->bat + (size_t)ith * c->bat_stride);
+    lc_fp16 *q16 = (lc_fp16 *)(void *)base;
+    float *sc = (float *)(void *)align64((char *)(q16 + (size_t)BAT_Q * (size_t)hd));
+    lc_fp16 *p16 = (lc_fp16 *)(void *)align64((char *)(sc + (size_t)BAT_Q * ctx));
+    float *o = (float *)(void *)align64((char *)(p16 + (size_t)BAT_Q * ctx));
+    const struct lc_kernels *k = c->k;
+    int lo, hi;
+    lc_split_range(n_hkv * n_sl * n_blk, ith, nth, &lo, &hi);
+    for (int job = lo; job < hi; job++) {
+        const int kvh = job / (n_sl * n_blk), sl = job / n_blk % n_sl, jb = job % n_blk;
+        const int b = jb % 2 ? n_blk - 1 - jb / 2 : jb / 2;   /* 0, last, 1, last - 1, .. */
+        const int i0 = b * nt, ni = t->n_tok - i0 < nt ? t->n_tok - i0 : nt;
+        const int h0 = kvh * group + sl * hs, ng = group - sl * hs < hs ? group - sl * hs : hs;
+        const int nq = ni * ng;  /* query q: token i0 + q / ng, head h0 + q % ng */
+        for (int q = 0; q < nq; q++)
+            k->quantize_row[LC_TYPE_F16](c->q + (size_t)(i0 + q / ng) * (size_t)hp->n_q +
+                                             (size_t)(h0 + q % ng) * (size_t)hd,
+                                         q16 + (size_t)q * (size_t)hd, hd);
+        /* keys [ka, kb): the first token's window start to the last token's causal end */
+        const int kb = t->pos + i0 + ni, n_first = t->pos + i0 + 1;
+        const int ka = n_swa > 0 && n_first > n_swa ? n_first - n_swa : 0;
+        const lc_fp16 *kc = (const lc_fp16 *)(const void *)kv_head_row(c, false, t->layer, kvh, 0);
+        k->gemm[LC_TYPE_F16](hd, sc + ka, ctx, kc + (size_t)ka * (size_t)hd, (size_t)hd * sizeof *kc,
+                             kb - ka, q16, (size_t)hd * sizeof *q16, nq);
+        for (int q = 0; q < nq; q++) {
+            const int n_keys = t->pos + i0 + q / ng + 1;
+            const int k0 = n_swa > 0 && n_keys > n_swa ? n_keys - n_swa : 0;
+            float *s = sc + (size_t)q * ctx;
+            scores_to_weights(k, s, k0, n_keys, n_kv, cap, inv_cap, scale);
+            /* ggml rounds the softmax row to f16 for the product with the f16 V cache */
+            k->quantize_row[LC_TYPE_F16](s, p16 + (size_t)q * ctx, n_kv);
+        }
+        const lc_fp16 *vc = (const lc_fp16 *)c->v_cache + layer_off + (size_t)kvh * (size_t)hd * ctx;
+        k->gemm[LC_TYPE_F16](n_kv, o, (size_t)hd, vc, ctx * sizeof *vc, hd, p16, ctx * sizeof *p16, nq);
+        for (int q = 0; q < nq; q++)
+            memcpy(c->att + (size_t)(i0 + q / ng) * (size_t)hp->n_q + (size_t)(h0 + q % ng) * (size_t)hd,
+                   o + (size_t)q * (size_t)hd, (size_t)hd * sizeof *o);
+    }
+}
+
+/*
  * Fused attention (-fa): per query and head one pass over the keys it sees, with an online
  * softmax (Milakov & Gimelshein, "Online normalizer calculation for softmax", 2018; Dao et al.,
  * "FlashAttention", 2022) taken a chunk of FA_CHUNK keys at a time, as flash-decoding kernels do
@@ -1341,9 +1437,12 @@ static void attention_block(struct lc_context *c, int il, int n_tok, int pos)
             c->q[j] *= hp->q_scale;
     store_kv(c, il, n_tok, pos);
     struct attn_task at = {c, il, n_tok, pos};
-    const bool grouped = c->grp && c->k->dot_f16_rows_multi &&
-                         !(n_tok > 1 && !c->exact && !c->no_tinyblas);
-    lc_threadpool_run(c->tp, c->fa ? attention_fused : grouped ? attention_groups : attention_heads,
+    const bool tiny = n_tok > 1 && !c->exact && !c->no_tinyblas;
+    const bool grouped = c->grp && c->k->dot_f16_rows_multi && !tiny;
+    lc_threadpool_run(c->tp, c->fa                ? attention_fused
+                             : tiny && c->bat     ? attention_batch
+                             : grouped            ? attention_groups
+                                                  : attention_heads,
                       &at);
     c->act_type = LC_TYPE_COUNT;
     matmul(c, &L->wo, c->att, (size_t)Q, n_tok, c->xb, (size_t)E);

@@ -8,9 +8,9 @@
  * Entries an ISA does not provide fall back to the next-best one, down to scalar.
  *
  * Conventions: n is a number of elements (a multiple of the block size for quantized types);
- * rows are contiguous; nothing here allocates except the AVX-512 quantized gemm entries and
- * AVX2's x16 gemm entries but Q4_1's (see lc_gemm_fn); every entry may be called from several
- * threads at once.
+ * rows are contiguous; nothing here allocates except the AVX-512 quantized and F16 gemm entries
+ * and AVX2's F16 and x16 gemm entries but Q4_1's (see lc_gemm_fn); every entry may be called
+ * from several threads at once.
  */
 #ifndef LC_KERNELS_H
 #define LC_KERNELS_H
@@ -41,6 +41,10 @@ typedef void (*lc_quantize_row_fn)(const float *x, void *y, int64_t n);
  * The AVX-512 x16 K-quant entries (Q4_K, Q5_K, Q6_K) expand a group of 16 rows into 4 KiB per
  * 256 weights in the same per-thread buffer as Q4_0's (without memory: the GEMV per column,
  * same results).
+ * AVX-512's and AVX2's F16 entries, for two columns or more, widen 16 (AVX2: 6) rows at a time
+ * into that per-thread buffer too (AVX-512 40 KB: 16 rows x 128 elements and the partial sums of
+ * 32 columns; AVX2 18 KB) and skip a column's trailing zeros when the rows are finite
+ * (fma(x, 0, acc) == acc: the same bits); without memory, one column at a time, same results.
  * AVX2's gemm_x16 of Q4_0, Q5_1, Q8_0, Q4_K, Q5_K and Q6_K keep such a per-thread buffer too
  * (lc_kernel_scratch, per block: Q4_0 576 + 8 * nc bytes, Q5_1 640 + 8 * nc, Q8_0
  * 1088 + 68 * nc; per super-block: the K-quants 6 KB + 20 * nc, Q6_K 6 KB + 256 * nc); without

@@ -1806,6 +1806,99 @@ static void dot_f16_rows_multi(float *const *s, const lc_fp16 *x, size_t x_strid
 
 #include "float-rows.h"
 
+/*
+ * The F16 gemm entry for two columns or more (kernels.h; attention's prompt batches, context.c's
+ * attention_batch, and F16 weights): x86-avx512.c's gemm_f16_cols with 8-lane halves.  Each block
+ * of F16X_R rows is widened to F32 once per chunk of F16X_KC elements into the thread's scratch
+ * (lc_kernel_scratch), step-major (the rows' 16 elements of step k side by side), and serves every
+ * column: per column and step two widened activation vectors and 2 F16X_R FMAs from L1 instead of
+ * 2 F16X_R + 2 conversions.  Each output keeps tiny_dot_f16's order: lo and hi accumulators from
+ * k = 0, then reduce16 -- the same bits.  Rows longer than a chunk keep the accumulators of
+ * F16X_CB columns between chunks in the scratch; a column's trailing zeros are skipped when the
+ * chunk's rows are finite (fma(x, 0, acc) == acc; see x86-avx512.c).  n % 16 != 0, one column, or
+ * no scratch memory: float-rows.h's gemm_f16.
+ */
+#define F16X_R 6    /* rows per block: 12 accumulators + 2 activation vectors of the 16 registers */
+#define F16X_KC 256 /* elements of a row chunk: 6 KB widened */
+#define F16X_CB 32  /* columns per pass over rows longer than a chunk: 12 KB of partial sums */
+#define F16X_SCRATCH ((size_t)F16X_R * F16X_KC * sizeof(float) + (size_t)F16X_CB * 16 * F16X_R * sizeof(float))
+
+static void gemm_f16_cols(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
+                          const void *a, size_t a_stride, int nc, float *X, float *part)
+{
+    const int cb = n > F16X_KC ? F16X_CB : nc;
+    const __m256 z = _mm256_setzero_ps();
+    for (int c0 = 0; c0 < nc; c0 += cb) {
+        const int c1 = nc - c0 < cb ? nc : c0 + cb;
+        for (int r = 0; r < nr; r += F16X_R) {
+            const int rows = nr - r < F16X_R ? nr - r : F16X_R;
+            const char *x0 = (const char *)w + (size_t)r * w_stride;
+            for (int k0 = 0; k0 < n; k0 += F16X_KC) {
+                const int kc = n - k0 < F16X_KC ? n - k0 : F16X_KC;
+                const bool last = k0 + kc == n;
+                /* x * 0 is +-0 for finite x, NaN otherwise; OR-ed, a NaN iff one was */
+                __m256 probe = z;
+                for (int i = 0; i < F16X_R; i++) {
+                    const lc_fp16 *xi = (const lc_fp16 *)(const void *)(x0 + (size_t)i * w_stride) + k0;
+                    float *d = X + 16 * i;
+                    for (int k = 0; k < kc; k += 16) {
+                        const __m256 lo = i < rows ? load_h8(xi + k) : z;
+                        const __m256 hi = i < rows ? load_h8(xi + k + 8) : z;
+                        probe = _mm256_or_ps(probe, _mm256_or_ps(_mm256_mul_ps(lo, z), _mm256_mul_ps(hi, z)));
+                        _mm256_store_ps(d + F16X_R * k, lo);
+                        _mm256_store_ps(d + F16X_R * k + 8, hi);
+                    }
+                }
+                const bool nonfinite = _mm256_movemask_ps(_mm256_cmp_ps(probe, probe, _CMP_UNORD_Q)) != 0;
+                for (int c = c0; c < c1; c++) {
+                    const lc_fp16 *y = (const lc_fp16 *)(const void *)((const char *)a + (size_t)c * a_stride) + k0;
+                    float *pc = part + (size_t)(c - c0) * 16 * F16X_R;
+                    __m256 acc[2 * F16X_R];
+#pragma GCC unroll 12
+                    for (int j = 0; j < 2 * F16X_R; j++)
+                        acc[j] = k0 ? _mm256_load_ps(pc + 8 * j) : z;
+                    int kend = kc;
+                    while (!nonfinite && kend > 0 &&
+                           _mm256_testz_si256(_mm256_loadu_si256((const __m256i *)(y + kend - 16)),
+                                              _mm256_set1_epi16(0x7FFF)))
+                        kend -= 16;
+                    const float *xk = X;
+                    for (int k = 0; k < kend; k += 16, xk += 16 * F16X_R) {
+                        const __m256 ylo = load_h8(y + k), yhi = load_h8(y + k + 8);
+#pragma GCC unroll 6
+                        for (int i = 0; i < F16X_R; i++) {
+                            acc[2 * i] = _mm256_fmadd_ps(_mm256_load_ps(xk + 16 * i), ylo, acc[2 * i]);
+                            acc[2 * i + 1] = _mm256_fmadd_ps(_mm256_load_ps(xk + 16 * i + 8), yhi, acc[2 * i + 1]);
+                        }
+                    }
+                    if (!last) {
+#pragma GCC unroll 12
+                        for (int j = 0; j < 2 * F16X_R; j++)
+                            _mm256_store_ps(pc + 8 * j, acc[j]);
+                    } else {
+                        float *sc = s + (size_t)c * ld_s + r;
+                        for (int i = 0; i < rows; i++)
+                            sc[i] = reduce16(acc[2 * i], acc[2 * i + 1]);
+                    }
+                }
+            }
+        }
+    }
+}
+
+static void gemm_f16_x(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
+                       const void *a, size_t a_stride, int nc)
+{
+    if (n % 16 == 0 && nc > 1 && nr > 0) {
+        float *X = (float *)(void *)lc_kernel_scratch(F16X_SCRATCH);
+        if (X) {
+            gemm_f16_cols(n, s, ld_s, w, w_stride, nr, a, a_stride, nc, X, X + F16X_R * F16X_KC);
+            return;
+        }
+    }
+    gemm_f16(n, s, ld_s, w, w_stride, nr, a, a_stride, nc);
+}
+
 /* RMS norm as scalar.c: float squares summed in double, then (x * scale) * w. */
 static void rms_norm(float *y, const float *x, const float *w, int n, float eps)
 {
@@ -2010,7 +2103,7 @@ const struct lc_kernels lc_kernels_avx2 = {
     },
     .gemm = {
         [LC_TYPE_F32] = gemm_f32,
-        [LC_TYPE_F16] = gemm_f16,
+        [LC_TYPE_F16] = gemm_f16_x,
         [LC_TYPE_Q4_0] = pk_gemm_q4_0,
         [LC_TYPE_Q4_1] = pk_gemm_q4_1,
         [LC_TYPE_Q8_0] = gemm_q8_0,

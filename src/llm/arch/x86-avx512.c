@@ -2004,14 +2004,17 @@ INLINE __m512 reduce_16x16(const __m512 a[16])
     const __m512i perm = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
     __m512 s1[8], s2[4], s3[2];
     /* 1: lanes i + (i + 8) of rows 2k (low half) and 2k + 1 (high half) */
+#pragma GCC unroll 8
     for (int k = 0; k < 8; k++)
         s1[k] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * k], a[2 * k + 1], 0x44),
                               _mm512_shuffle_f32x4(a[2 * k], a[2 * k + 1], 0xEE));
     /* 2: lanes i + (i + 4); quarter q of s2[m] = row 4m + q */
+#pragma GCC unroll 8
     for (int m = 0; m < 4; m++)
         s2[m] = _mm512_add_ps(_mm512_shuffle_f32x4(s1[2 * m], s1[2 * m + 1], 0x88),
                               _mm512_shuffle_f32x4(s1[2 * m], s1[2 * m + 1], 0xDD));
     /* 3: (0+2, 1+3) per quarter; quarter q of s3[t] = rows 8t + q (lanes 0-1), 8t + 4 + q */
+#pragma GCC unroll 8
     for (int t = 0; t < 2; t++)
         s3[t] = _mm512_add_ps(_mm512_shuffle_ps(s2[2 * t], s2[2 * t + 1], 0x44),
                               _mm512_shuffle_ps(s2[2 * t], s2[2 * t + 1], 0xEE));
@@ -2038,14 +2041,104 @@ static void dot_f16_rows(float *s, const lc_fp16 *x, size_t x_stride, int nr, co
 }
 
 /*
+ * gemm_f16_rows16's path for several columns: each 16-row block is widened to F32 once, a chunk
+ * of F16G_KC elements at a time, into the calling thread's scratch (lc_kernel_scratch), laid out
+ * step-major (the 16 rows' vectors of elements 16k..16k+15 side by side, 1 KB per step), and then
+ * serves every column: per column and step one widened activation vector and 16 FMAs whose
+ * other operand is a load from L1, instead of 16 conversions per column.  Each output still sees
+ * acc = fma(x[16k..], y[16k..], acc) from k = 0 and reduce_16x16 (a short last block: the
+ * missing rows widened as zeros, their lanes not stored) -- tiny_dot_f16's bits.  Rows longer
+ * than one chunk (attention's p.V: n = cached positions) keep the 16 accumulators of F16G_CB
+ * columns between chunks in the scratch (32 KB: a block of 32 attention queries widens the
+ * values once; 256-element chunks for 16 columns widened them twice: pp2048 14.7 -> 14.4 ms
+ * per token).
+ * A column's trailing zeros (a softmax row past its query's keys: half of a prompt's p.V) are
+ * skipped when the chunk's weights are all finite: fma(x, 0, acc) is acc for finite x (acc
+ * starts at +0 and a round-to-nearest sum is -0 only when both terms are), so the bits do not
+ * change; an infinity or NaN among them (0 * inf is NaN) turns the skipping off for the chunk.
+ * Attention's batches (context.c's attention_batch) call this with the queries of a block of
+ * tokens and a GQA group as columns.
+ */
+#define F16G_KC 128 /* elements of a row chunk: 16 rows widened, 8 KB */
+#define F16G_CB 32  /* columns per pass over rows longer than one chunk: 32 KB of partial sums */
+#define F16G_SCRATCH ((size_t)16 * F16G_KC * sizeof(float) + (size_t)F16G_CB * 256 * sizeof(float))
+
+static void gemm_f16_cols(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
+                          const void *a, size_t a_stride, int nc, float *X, float *part)
+{
+    const bool chunked = n > F16G_KC;
+    const int cb = chunked ? F16G_CB : nc;
+    for (int c0 = 0; c0 < nc; c0 += cb) {
+        const int c1 = nc - c0 < cb ? nc : c0 + cb;
+        for (int r = 0; r < nr; r += 16) {
+            const int rows = nr - r < 16 ? nr - r : 16;
+            const __mmask16 live = (__mmask16)((1u << rows) - 1);
+            const char *x0 = (const char *)w + (size_t)r * w_stride;
+            for (int k0 = 0; k0 < n; k0 += F16G_KC) {
+                const int kc = n - k0 < F16G_KC ? n - k0 : F16G_KC;
+                const bool last = k0 + kc == n;
+                /* x * 0 is +-0 for finite x, NaN for an infinity or a NaN; OR-ed together (a
+                 * one-cycle chain, not an FMA's four) they are a NaN iff one was */
+                __m512 probe = _mm512_setzero_ps();
+                for (int i = 0; i < 16; i++) {
+                    const lc_fp16 *xi = (const lc_fp16 *)(const void *)(x0 + (size_t)i * w_stride) + k0;
+                    float *d = X + 16 * i;
+                    if (i < rows)
+                        for (int k = 0; k < kc; k += 16) {
+                            const __m512 v = load_h16(xi + k);
+                            probe = _mm512_or_ps(probe, _mm512_mul_ps(v, _mm512_setzero_ps()));
+                            _mm512_store_ps(d + 16 * k, v);
+                        }
+                    else
+                        for (int k = 0; k < kc; k += 16)
+                            _mm512_store_ps(d + 16 * k, _mm512_setzero_ps());
+                }
+                const bool nonfinite = _mm512_cmp_ps_mask(probe, probe, _CMP_UNORD_Q) != 0;
+                for (int c = c0; c < c1; c++) {
+                    const lc_fp16 *y = (const lc_fp16 *)(const void *)((const char *)a + (size_t)c * a_stride) + k0;
+                    float *pc = part + (size_t)(c - c0) * 256;
+                    __m512 acc[16];
+#pragma GCC unroll 16
+                    for (int i = 0; i < 16; i++)
+                        acc[i] = k0 ? _mm512_load_ps(pc + 16 * i) : _mm512_setzero_ps();
+                    /* the column's trailing zeros (a softmax row past its query's keys) add
+                     * nothing to finite weights: the steps from the last nonzero one on are
+                     * skipped */
+                    int kend = kc;
+                    while (!nonfinite && kend > 0 &&
+                           !_mm256_test_epi16_mask(_mm256_loadu_si256((const __m256i *)(y + kend - 16)),
+                                                   _mm256_set1_epi16(0x7FFF)))
+                        kend -= 16;
+                    const float *xk = X;
+                    for (int k = 0; k < kend; k += 16, xk += 256) {
+                        const __m512 yv = load_h16(y + k);
+#pragma GCC unroll 16
+                        for (int i = 0; i < 16; i++)
+                            acc[i] = _mm512_fmadd_ps(_mm512_load_ps(xk + 16 * i), yv, acc[i]);
+                    }
+                    if (!last)
+#pragma GCC unroll 16
+                        for (int i = 0; i < 16; i++)
+                            _mm512_store_ps(pc + 16 * i, acc[i]);
+                    else
+                        _mm512_mask_storeu_ps(s + (size_t)c * ld_s + r, live, reduce_16x16(acc));
+                }
+            }
+        }
+    }
+}
+
+/*
  * The F16 gemm entry (tinyBLAS's order, tiny_dot_f16: one 16-lane accumulator per output,
  * acc = fma(x[16k..], y[16k..], acc) from k = 0, then _mm512_reduce_add_ps) for 16 rows at a
  * time when n % 16 == 0: the 16 accumulators advance together (one activation load serves 16
  * rows, 16 independent FMA chains instead of one) and are reduced by reduce_16x16 -- the same
  * bits as 16 tiny_dot_f16 calls (test-kvcache compares them).  Attention's q.K (n = head size,
  * one row per key) and p.V (n = cached positions, one row per output element) of a prompt
- * batch: 13-16 % of a Q4_1 pp512 before, more after the Q4_1 GEMM got faster.  Other n and the
- * last nr % 16 rows: tiny_dot_f16.
+ * batch: 13-16 % of a Q4_1 pp512 before, more after the Q4_1 GEMM got faster.  Several
+ * columns: gemm_f16_cols (each row widened once for all of them; without scratch memory, the
+ * path below per column, same bits).  Other n and the last nr % 16 rows of one column:
+ * tiny_dot_f16.
  */
 static void gemm_f16_rows16(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
                             const void *a, size_t a_stride, int nc)
@@ -2053,6 +2146,13 @@ static void gemm_f16_rows16(int n, float *s, size_t ld_s, const void *w, size_t 
     if (n % 16) { /* float-rows.h's, row by row */
         gemm_f16(n, s, ld_s, w, w_stride, nr, a, a_stride, nc);
         return;
+    }
+    if (nc > 1 && nr > 0) {
+        float *X = (float *)(void *)lc_kernel_scratch(F16G_SCRATCH);
+        if (X) {
+            gemm_f16_cols(n, s, ld_s, w, w_stride, nr, a, a_stride, nc, X, X + 16 * F16G_KC);
+            return;
+        }
     }
     for (int c = 0; c < nc; c++) {
         const lc_fp16 *y = (const lc_fp16 *)(const void *)((const char *)a + (size_t)c * a_stride);
