@@ -54,11 +54,12 @@ first=$(printf '%s' "$cont" | cut -c1-40)
 check "continuation on screen" "$first"
 # the speed is the server's time from first to last token, not the arrival of events that came
 # in one batch (it showed 32078096.6 t/s, a thousand times the engine's own speed): at most
-# twice what the engine itself decodes at on this machine (the CLI's figure)
+# ten times what the engine itself decodes at on this machine (the CLI's figure; on a loaded
+# machine the two runs get different shares of it: 18000 against 7464 once in CI)
 gen=$(screen | sed -n 's/.*| gen \([0-9.]*k\{0,1\}\) t\/s.*/\1/p' | head -n 1)
 case $gen in *k) gen=$(awk -v g="${gen%k}" 'BEGIN { print g * 1000 }') ;; esac   # "12k": thousands
 gen_shown=$(screen | grep -c '| gen - t/s')
-if [ -n "$gen" ] && [ -n "$cli_tps" ] && awk -v g="$gen" -v c="$cli_tps" 'BEGIN { exit !(g > 0 && g < 2 * c) }'; then
+if [ -n "$gen" ] && [ -n "$cli_tps" ] && awk -v g="$gen" -v c="$cli_tps" 'BEGIN { exit !(g > 0 && g < 10 * c) }'; then
     ok "generation speed plausible ($gen t/s; the engine alone: $cli_tps)"
 elif [ "$gen_shown" = 1 ] && [ -n "$cli_tps" ] && awk -v c="$cli_tps" -v n=$N 'BEGIN { exit !(n / c < 0.002) }'; then
     # a reply that arrives within a millisecond or two says nothing of the speed: none shown

@@ -2082,6 +2082,7 @@ int lc_tui_run(struct lc_options *o)
         const char *sys_old = c->n && c->msgs[0].role == LC_ROLE_SYSTEM ? c->msgs[0].text : "";
         const char *sys_new = o->system_prompt ? o->system_prompt : "";
         if ((o->cli_set & lc_config_option_bit(sys_def)) && strcmp(sys_old, sys_new) != 0) {
+            const bool had_old = *sys_old != '\0';   /* sys_old is freed by the replacement */
             if (lc_chat_set_system(c, *sys_new ? sys_new : NULL) != 0) {
                 fprintf(stderr, "llamachat: out of memory\n");
                 free(continue_path);
@@ -2089,7 +2090,7 @@ int lc_tui_run(struct lc_options *o)
                 return 1;
             }
             system_note = !*sys_new ? "--system \"\": the saved system prompt is removed"
-                          : *sys_old ? "--system: its system prompt replaces the saved one"
+                          : had_old  ? "--system: its system prompt replaces the saved one"
                                      : "--system: its system prompt is added to the saved chat";
         }
     } else if (o->system_prompt && *o->system_prompt) {
