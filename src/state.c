@@ -364,35 +364,55 @@ int lc_state_append_history(const char *path, const char *line, char **err)
 
 /* ---------------------------------------------------------------- writer thread */
 
+/* a queued job: a transcript for path, or (path NULL) a chat lock to release */
+struct writer_job {
+    struct writer_job *next;
+    char *path, *data;
+    size_t len;
+    int fd;
+};
+
 struct lc_state_writer {
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cv;      /* a job was queued, or stop */
-    char *path, *data;      /* the queued job (one slot: the latest wins) */
-    size_t len;
-    int writing;            /* a job is being written */
+    struct writer_job *head, *tail;   /* the queue, in order */
+    int writing;            /* a job is being done */
     int stop;
     char *error;            /* last failure, for lc_state_writer_error */
 };
+
+static void job_free(struct writer_job *j)
+{
+    if (!j)
+        return;
+    free(j->path);
+    free(j->data);
+    free(j);
+}
 
 static void *writer_main(void *arg)
 {
     struct lc_state_writer *w = arg;
     pthread_mutex_lock(&w->mu);
     for (;;) {
-        while (!w->data && !w->stop)
+        while (!w->head && !w->stop)
             pthread_cond_wait(&w->cv, &w->mu);
-        if (!w->data)
+        if (!w->head)
             break;   /* stop, nothing left */
-        char *path = w->path, *data = w->data;
-        size_t len = w->len;
-        w->path = w->data = NULL;
+        struct writer_job *j = w->head;
+        w->head = j->next;
+        if (!w->head)
+            w->tail = NULL;
         w->writing = 1;
         pthread_mutex_unlock(&w->mu);
         char *err = NULL;
-        int rc = lc_file_replace(path, data, len, &err);
-        free(path);
-        free(data);
+        int rc = 0;
+        if (j->path)
+            rc = lc_file_replace(j->path, j->data, j->len, &err);
+        else
+            lc_state_unlock_chat(j->fd);   /* every save of that chat queued before is done */
+        job_free(j);
         pthread_mutex_lock(&w->mu);
         w->writing = 0;
         if (rc != 0) {
@@ -424,28 +444,69 @@ struct lc_state_writer *lc_state_writer_start(void)
     return w;
 }
 
+/* append j to the queue (w->mu held) */
+static void job_append(struct lc_state_writer *w, struct writer_job *j)
+{
+    if (w->tail)
+        w->tail->next = j;
+    else
+        w->head = j;
+    w->tail = j;
+    pthread_cond_signal(&w->cv);
+}
+
 int lc_state_writer_put(struct lc_state_writer *w, const char *path, char *data, size_t len)
 {
+    struct writer_job *j = calloc(1, sizeof(*j));
     char *p = strdup(path);
-    if (!p) {
+    if (!j || !p) {
+        free(j);
+        free(p);
         free(data);
         return -1;
     }
     pthread_mutex_lock(&w->mu);
-    free(w->path);
-    free(w->data);   /* not started yet: superseded */
-    w->path = p;
-    w->data = data;
-    w->len = len;
-    pthread_cond_signal(&w->cv);
+    if (w->tail && w->tail->path && strcmp(w->tail->path, path) == 0) {
+        free(w->tail->data);   /* the same file's, not started yet: superseded */
+        w->tail->data = data;
+        w->tail->len = len;
+        pthread_mutex_unlock(&w->mu);
+        free(j);
+        free(p);
+        return 0;
+    }
+    j->path = p;   /* another file's job stays queued before it: both are written, in order */
+    j->data = data;
+    j->len = len;
+    j->fd = -1;
+    job_append(w, j);
     pthread_mutex_unlock(&w->mu);
     return 0;
+}
+
+void lc_state_writer_unlock_after(struct lc_state_writer *w, int fd)
+{
+    if (fd < 0)
+        return;
+    struct writer_job *j = w ? calloc(1, sizeof(*j)) : NULL;
+    if (w)
+        pthread_mutex_lock(&w->mu);
+    if (!j || (!w->head && !w->writing)) {   /* nothing queued (or no memory): now */
+        if (w)
+            pthread_mutex_unlock(&w->mu);
+        free(j);
+        lc_state_unlock_chat(fd);
+        return;
+    }
+    j->fd = fd;
+    job_append(w, j);
+    pthread_mutex_unlock(&w->mu);
 }
 
 int lc_state_writer_busy(struct lc_state_writer *w)
 {
     pthread_mutex_lock(&w->mu);
-    int busy = w->data != NULL || w->writing;
+    int busy = w->head != NULL || w->writing;
     pthread_mutex_unlock(&w->mu);
     return busy;
 }
@@ -469,9 +530,7 @@ void lc_state_writer_free(struct lc_state_writer *w, char **err)
     w->stop = 1;   /* the thread writes what is queued, then ends */
     pthread_cond_signal(&w->cv);
     pthread_mutex_unlock(&w->mu);
-    pthread_join(w->thread, NULL);
-    free(w->path);
-    free(w->data);
+    pthread_join(w->thread, NULL);   /* the queue is empty then */
     if (err)
         *err = w->error;
     else

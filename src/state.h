@@ -116,8 +116,10 @@ int lc_state_append_history(const char *path, const char *line, char **err);
  * A writer thread for the conversation file, so that the chat's UI thread never waits on
  * fsync (median 7 ms, worst seen 69 ms on ext4): lc_state_writer_put hands it a whole
  * transcript; it replaces the file with lc_file_replace (temp file, fsync, rename, fsync of
- * the directory).  A transcript not yet started is replaced by a newer one (the latest wins);
- * one being written finishes first, so the file only ever holds whole transcripts, in order.
+ * the directory).  A transcript not yet started is replaced by a newer one for the same file
+ * (the latest wins) when nothing was queued after it; one being written finishes first, so the
+ * file only ever holds whole transcripts, in order.  Jobs for other files queue behind it (a
+ * new chat's first save never drops the last save of the one before).
  * Start it with the signals the caller handles blocked (it inherits the mask).
  */
 struct lc_state_writer;
@@ -127,7 +129,11 @@ struct lc_state_writer *lc_state_writer_start(void);
 /* Queue len bytes of data (malloc'd; ownership passes to the writer) for path (copied).
  * Returns 0, or -1 on allocation failure (data is freed). */
 int lc_state_writer_put(struct lc_state_writer *w, const char *path, char *data, size_t len);
-/* True while a transcript is queued or being written. */
+/* Release the chat lock fd (lc_state_lock_chat) once every job queued before this call is
+ * done -- the chat's last saves are on disk before another llamachat may take its file -- or at
+ * once when nothing is queued (or w is NULL, or no memory is left).  fd < 0: nothing. */
+void lc_state_writer_unlock_after(struct lc_state_writer *w, int fd);
+/* True while a transcript or a lock release is queued or being done. */
 int lc_state_writer_busy(struct lc_state_writer *w);
 /* The message of the last failed write since the last call (malloc'd, "PATH: write failed:
  * CAUSE"), or NULL. */

@@ -507,6 +507,56 @@ static void test_state(void)
         CHECK(h && strcmp(h, "{\"n\": 99}\n") == 0, "latest transcript written: %s", h);
         free(h);
     }
+    /* two files: a save of the next chat never drops the last save of the one before (the one
+     * slot once let the second put supersede the first when the thread had not started it) */
+    w = lc_state_writer_start();
+    CHECK(w != NULL, "writer thread");
+    if (w) {
+        char fa[1024], fb[1024];
+        snprintf(fa, sizeof fa, "%s/a.json", chats);
+        snprintf(fb, sizeof fb, "%s/b.json", chats);
+        for (int i = 0; i < 200; i++) {
+            char *da = NULL, *db = NULL;
+            CHECK(asprintf(&da, "a%d\n", i) > 0 && asprintf(&db, "b%d\n", i) > 0, "asprintf");
+            lc_state_writer_put(w, fa, da, strlen(da));
+            lc_state_writer_put(w, fb, db, strlen(db));
+        }
+        /* the chat lock of a.json goes after its queued saves, not before */
+        char *lerr = NULL;
+        int fd = lc_state_lock_chat(fa, &lerr);
+        CHECK(fd >= 0, "lock a.json: %s", lerr ? lerr : "");
+        free(lerr);
+        char *da = strdup("a-last\n");
+        lc_state_writer_put(w, fa, da, strlen(da));
+        lc_state_writer_unlock_after(w, fd);
+        char *werr = NULL;
+        lc_state_writer_free(w, &werr);
+        CHECK(werr == NULL, "two files: %s", werr);
+        free(werr);
+        char *ga = slurp(fa), *gb = slurp(fb);
+        CHECK(ga && strcmp(ga, "a-last\n") == 0, "a.json has its last save: %s", ga);
+        CHECK(gb && strcmp(gb, "b199\n") == 0, "b.json has its last save: %s", gb);
+        free(ga);
+        free(gb);
+        fd = lc_state_lock_chat(fa, &lerr);   /* released by the writer: free again */
+        CHECK(fd >= 0, "a.json's lock released after its writes: %d %s", fd, lerr ? lerr : "");
+        free(lerr);
+        lc_state_unlock_chat(fd);
+        /* nothing queued: at once, and no writer at all: at once */
+        w = lc_state_writer_start();
+        fd = lc_state_lock_chat(fa, &lerr);
+        free(lerr);
+        lc_state_writer_unlock_after(w, fd);
+        int fd2 = lc_state_lock_chat(fa, &lerr);
+        CHECK(fd2 >= 0, "idle writer: the lock goes at once (%d)", fd2);
+        free(lerr);
+        lc_state_writer_unlock_after(NULL, fd2);
+        fd = lc_state_lock_chat(fa, &lerr);
+        CHECK(fd >= 0, "no writer: the lock goes at once (%d)", fd);
+        free(lerr);
+        lc_state_unlock_chat(fd);
+        lc_state_writer_free(w, NULL);
+    }
     free(chats);
 }
 

@@ -380,7 +380,8 @@ void chat_touched(struct tui *t, bool urgent)
 
 bool chat_take_path(struct tui *t, char *path)
 {
-    lc_state_unlock_chat(t->chat_lock);
+    /* the old file's lock goes once its queued saves are written (state.h) */
+    lc_state_writer_unlock_after(t->writer, t->chat_lock);
     t->chat_lock = -1;
     free(t->chat_path);
     t->chat_path = NULL;
