@@ -2054,6 +2054,19 @@ int lc_tui_run(struct lc_options *o)
         free(dir);
         opened = continue_path;
     }
+    char *continue_shared = NULL;   /* the chat --continue found is kept by another llamachat */
+    if (continue_path) {   /* its next saves go to the same file; locked before it is read (a
+                              copy read first could be older than the file by the time the
+                              lock is free to take) */
+        char *name = strdup(continue_path);
+        if (!chat_take_path(t, continue_path)) {   /* continue_path is chat_path, or freed */
+            continue_shared = name;
+            name = NULL;
+        }
+        free(name);
+        continue_path = NULL;
+        opened = t->chat_path ? t->chat_path : continue_shared;   /* read below; its KV state */
+    }
     if (opened) {
         char *err = NULL;
         char *full = lc_path_expand(opened, &err);
@@ -2063,7 +2076,8 @@ int lc_tui_run(struct lc_options *o)
             lc_text_fprintf(stderr, "llamachat: %s: %s\n", o->resume_path ? "--resume" : "--continue",
                             err ? err : "cannot load");
             free(err);
-            free(continue_path);
+            chat_take_path(t, NULL);
+            free(continue_shared);
             lc_chat_free(t->chat);
             return 1;
         }
@@ -2086,7 +2100,8 @@ int lc_tui_run(struct lc_options *o)
             const bool had_old = *sys_old != '\0';   /* sys_old is freed by the replacement */
             if (lc_chat_set_system(c, *sys_new ? sys_new : NULL) != 0) {
                 fprintf(stderr, "llamachat: out of memory\n");
-                free(continue_path);
+                chat_take_path(t, NULL);
+                free(continue_shared);
                 lc_chat_free(t->chat);
                 return 1;
             }
@@ -2098,17 +2113,6 @@ int lc_tui_run(struct lc_options *o)
         lc_chat_set_system(t->chat, o->system_prompt);
     }
 
-    char *continue_shared = NULL;   /* the chat --continue found is kept by another llamachat */
-    if (continue_path) {   /* its next saves go to the same file */
-        char *name = strdup(continue_path);
-        if (!chat_take_path(t, continue_path)) {   /* continue_path is chat_path, or freed */
-            continue_shared = name;
-            name = NULL;
-        }
-        free(name);
-        continue_path = NULL;
-        opened = t->chat_path ? t->chat_path : continue_shared;   /* for its KV state */
-    }
     if (pipe(sig_pipe) != 0) {
         fprintf(stderr, "llamachat: pipe: %s\n", strerror(errno));
         lc_chat_free(t->chat);
