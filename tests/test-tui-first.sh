@@ -24,10 +24,7 @@ show_params = on
 history = off
 RC
 
-$T -f /dev/null new-session -d -s lc -x 80 -y 24 \
-    "env HOME='$tmp/home' LLAMACHATRC='$tmp/rc' LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=tmux-256color PS1='$ ' sh"
-$T set-option -t lc status off >/dev/null
-wait_for '^\$' 10 >/dev/null || { echo "FAIL: no shell prompt"; exit 1; }
+tui_lib_shell
 
 # 1. a locale that is not UTF-8, on a vt100: ASCII lines, non-ASCII shown as ?, the typed
 # text kept byte for byte (readline used to take é for Meta-C and drop it)

@@ -23,10 +23,7 @@ max_tokens = 8
 show_params = on
 RC
 
-$T -f /dev/null new-session -d -s lc -x 80 -y 24 \
-    "env HOME='$tmp/home' LLAMACHATRC='$tmp/rc' LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=tmux-256color PS1='$ ' sh"
-$T set-option -t lc status off >/dev/null
-wait_for '^\$' 10 >/dev/null || { echo "FAIL: no shell prompt"; exit 1; }
+tui_lib_shell
 
 # 1. the parameter pane never cuts a value: it was "seed          527269" for 52726912 and
 # "top-k         100000" for 1000000 (the row's last columns dropped)
@@ -64,7 +61,7 @@ rm -f "$tmp/r.json.kv"
 start_args() {
     name=$1; shift
     $T send-keys -t lc "clear; '$LC' $* --log-file '$tmp/$name.log' 2>'$tmp/$name.err'; echo EXIT=\$?" Enter
-    wait_for '^ idle \|' 30 >/dev/null || { bad "$name: chat started"; return 1; }
+    wait_for '^ idle \|' 30 >/dev/null || { bad "$name: chat started"; tui_show_err "$name"; return 1; }
 }
 start_args cli "--resume '$tmp/r.json' -n 3 --temp 0 --seed 77 --system 'Be kind.'" || exit 1
 check "resume: -n wins over the saved max_tokens" '│ max-tokens         3$'

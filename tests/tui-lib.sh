@@ -71,7 +71,18 @@ not_on_screen() {
 start() {
     name=$1; shift
     $T send-keys -t lc "clear; env $* '$LC' 2>'$tmp/$name.err'; echo EXIT=\$?" Enter
-    wait_for '^ idle \|' 30 >/dev/null || { bad "$name: chat started"; return 1; }
+    wait_for '^ idle \|' 30 >/dev/null || { bad "$name: chat started"; tui_show_err "$name"; return 1; }
+}
+# tui_show_err NAME: what llamachat wrote to $tmp/NAME.err (a sanitizer report, a message), indented
+tui_show_err() { sed 's/^/  | /' "$tmp/$1.err" 2>/dev/null | head -30; }
+# tui_lib_shell: the window "lc" (80x24) with a shell whose HOME is $tmp/home and whose rc file
+# is $tmp/rc, in UTF-8, the tmux status line off; exits the test when no prompt comes
+tui_lib_shell() {
+    mkdir -p "$tmp/home"
+    $T -f /dev/null new-session -d -s lc -x 80 -y 24 \
+        "env HOME='$tmp/home' LLAMACHATRC='$tmp/rc' LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=tmux-256color PS1='$ ' sh"
+    $T set-option -t lc status off >/dev/null
+    wait_for '^\$' 10 >/dev/null || { echo "FAIL: no shell prompt"; exit 1; }
 }
 # quit NAME: an empty line, Ctrl-D; the exit status line must appear, and no sanitizer report
 quit() {
