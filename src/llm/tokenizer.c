@@ -298,40 +298,44 @@ static void spm_emit(const struct lc_vocab *v, const char *s, uint32_t n, struct
     }
 }
 
-/* Tokenize one raw fragment (already escaped: spaces are U+2581) of n bytes.  Returns false
- * on allocation failure. */
-static bool spm_tokenize(const struct lc_vocab *v, const char *text, size_t n, struct toks *out)
+typedef void (*try_bigram_fn)(const struct lc_vocab *v, const char *text,
+                              const struct spm_sym *sym, struct spm_heap *h, int32_t left,
+                              int32_t right);
+
+/*
+ * The merge loop of SentencePiece (llm_tokenizer_spm) and byte-level BPE (llm_tokenizer_bpe,
+ * after llama.cpp): text[0, n) (n >= 1) split into one symbol per UTF-8 character (a truncated
+ * sequence at the end keeps what is left), then the best queued bigram (try_bigram queues a
+ * pair with its score: spm's vocab score, BPE's -rank; ties to the leftmost) merged until none
+ * is left.  Returns the symbols (malloc'd; walk from 0 by .next to -1, each .off / .n a piece of
+ * text), or NULL without memory.
+ */
+static struct spm_sym *merge_symbols(const struct lc_vocab *v, const char *text, size_t n,
+                                     try_bigram_fn try_bigram)
 {
-    if (n == 0)
-        return true;
     if (n > (size_t)INT32_MAX)
-        return false;
+        return NULL;
     struct spm_sym *sym = malloc(n * sizeof(*sym));
     struct spm_heap h = {0};
     if (!sym)
-        return false;
-
-    /* One symbol per UTF-8 character (a truncated sequence at the end keeps what is left). */
+        return NULL;
     int32_t n_sym = 0;
     for (size_t off = 0; off < n;) {
         size_t len = utf8_len((unsigned char)text[off]);
         if (len > n - off)
             len = n - off;
-        sym[n_sym].off = (uint32_t)off;
-        sym[n_sym].n = (uint32_t)len;
-        sym[n_sym].prev = n_sym - 1;
+        sym[n_sym] = (struct spm_sym){n_sym - 1, off + len == n ? -1 : n_sym + 1, (uint32_t)off,
+                                      (uint32_t)len};
         off += len;
-        sym[n_sym].next = off == n ? -1 : n_sym + 1;
         n_sym++;
     }
-
     for (int32_t i = 1; i < n_sym; i++)
-        spm_try_bigram(v, text, sym, &h, i - 1, i);
-
+        try_bigram(v, text, sym, &h, i - 1, i);
     while (h.n > 0 && !h.oom) {
         struct spm_bigram b = heap_pop(&h);
         struct spm_sym *l = &sym[b.left], *r = &sym[b.right];
-        /* Stale entry: one side was merged away, or the left one grew since it was queued. */
+        /* Stale entry: one side was merged away, or the left one grew since it was queued
+         * (llama.cpp compares the texts; with contiguous symbols the sizes suffice). */
         if (l->n == 0 || r->n == 0 || l->n + r->n != b.size)
             continue;
         l->n += r->n;
@@ -339,16 +343,30 @@ static bool spm_tokenize(const struct lc_vocab *v, const char *text, size_t n, s
         l->next = r->next;
         if (r->next >= 0)
             sym[r->next].prev = b.left;
-        spm_try_bigram(v, text, sym, &h, l->prev, b.left);
-        spm_try_bigram(v, text, sym, &h, b.left, l->next);
+        try_bigram(v, text, sym, &h, l->prev, b.left);
+        try_bigram(v, text, sym, &h, b.left, l->next);
     }
-    bool ok = !h.oom;
-    if (ok)
-        for (int32_t i = 0; i != -1; i = sym[i].next)
-            spm_emit(v, text + sym[i].off, sym[i].n, out);
     free(h.v);
+    if (h.oom) {
+        free(sym);
+        return NULL;
+    }
+    return sym;
+}
+
+/* Tokenize one raw fragment (already escaped: spaces are U+2581) of n bytes.  Returns false
+ * on allocation failure. */
+static bool spm_tokenize(const struct lc_vocab *v, const char *text, size_t n, struct toks *out)
+{
+    if (n == 0)
+        return true;
+    struct spm_sym *sym = merge_symbols(v, text, n, spm_try_bigram);
+    if (!sym)
+        return false;
+    for (int32_t i = 0; i != -1; i = sym[i].next)
+        spm_emit(v, text + sym[i].off, sym[i].n, out);
     free(sym);
-    return ok;
+    return true;
 }
 
 /* Escape a raw fragment for spm: optional leading space, then ' ' -> U+2581 (E2 96 81). */
@@ -595,38 +613,10 @@ static bool bpe_word(const struct lc_vocab *v, const char *w, size_t n, struct t
             return true;
         }
     }
-    struct spm_sym *sym = malloc(n * sizeof(*sym));
-    struct spm_heap h = {0};
+    struct spm_sym *sym = merge_symbols(v, w, n, bpe_try_bigram);
     if (!sym)
         return false;
-    int32_t n_sym = 0;
-    for (size_t off = 0; off < n;) {
-        size_t len = utf8_len((unsigned char)w[off]);
-        if (len > n - off)
-            len = n - off;
-        sym[n_sym] = (struct spm_sym){n_sym - 1, off + len == n ? -1 : n_sym + 1, (uint32_t)off,
-                                      (uint32_t)len};
-        off += len;
-        n_sym++;
-    }
-    for (int32_t i = 1; i < n_sym; i++)
-        bpe_try_bigram(v, w, sym, &h, i - 1, i);
-    while (h.n > 0 && !h.oom) {
-        struct spm_bigram b = heap_pop(&h);
-        struct spm_sym *l = &sym[b.left], *r = &sym[b.right];
-        /* Stale: llama.cpp compares the texts; with contiguous symbols the sizes suffice. */
-        if (l->n == 0 || r->n == 0 || l->n + r->n != b.size)
-            continue;
-        l->n += r->n;
-        r->n = 0;
-        l->next = r->next;
-        if (r->next >= 0)
-            sym[r->next].prev = b.left;
-        bpe_try_bigram(v, w, sym, &h, l->prev, b.left);
-        bpe_try_bigram(v, w, sym, &h, b.left, l->next);
-    }
-    bool ok = !h.oom;
-    for (int32_t i = 0; ok && i != -1; i = sym[i].next) {
+    for (int32_t i = 0; i != -1; i = sym[i].next) {
         int32_t id = vocab_lookup(v, w + sym[i].off, sym[i].n);
         if (id >= 0) {
             toks_push(out, id);
@@ -638,9 +628,8 @@ static bool bpe_word(const struct lc_vocab *v, const char *w, size_t n, struct t
                 toks_push(out, id);
         }
     }
-    free(h.v);
     free(sym);
-    return ok;
+    return true;
 }
 
 /* Tokenize one raw fragment with byte-level BPE. */
