@@ -248,6 +248,95 @@ static void test_cases(void)
     json_object_put(root);
 }
 
+/*
+ * Every built-in template by name against llama.cpp 0.7.0's llama_chat_apply_template on the
+ * same six messages, with and without the generation prompt
+ * (tests/data/llamacpp-0.7.0/builtin-templates.json; its README says how it was made).  The
+ * families cases.json has no template for (deepseek3, exaone3, falcon3, mistral-v7-tekken,
+ * rwkv-world) are checked only here.  Two generation prompts changed in llama.cpp after b4748
+ * (which made cases.json and every other reference here) and stay b4748's: 0.7.0 writes
+ * granite's without the newline after the assistant header and chatglm4's with one.  Both are
+ * checked as exactly that difference.
+ */
+static const struct {
+    const char *name, *peer_end, *our_end;
+} peer_differs[] = {
+    {"granite", "<|start_of_role|>assistant<|end_of_role|>",
+     "<|start_of_role|>assistant<|end_of_role|>\n"},
+    {"chatglm4", "<|assistant|>\n", "<|assistant|>"},
+};
+
+static void test_peer_builtin(void)
+{
+    char path[4096];
+    const char *src = getenv("LC_SRCDIR");
+    snprintf(path, sizeof path, "%s/tests/data/llamacpp-0.7.0/builtin-templates.json",
+             src ? src : ".");
+    struct json_object *root = json_object_from_file(path), *conv, *cases;
+    CHECK(root != NULL, "cannot read %s", path);
+    if (!root)
+        return;
+    CHECK(json_object_object_get_ex(root, "conversation", &conv) &&
+              json_object_object_get_ex(root, "cases", &cases),
+          "%s: no conversation or cases", path);
+    if (tu_failures) {
+        json_object_put(root);
+        return;
+    }
+    struct lc_chat_msg msgs[6];
+    CHECK(json_object_array_length(conv) == 6, "peer conversation: want 6 messages");
+    for (size_t i = 0; i < 6 && i < json_object_array_length(conv); i++) {
+        struct json_object *pair = json_object_array_get_idx(conv, i);
+        const char *role = json_object_get_string(json_object_array_get_idx(pair, 0));
+        msgs[i].content = json_object_get_string(json_object_array_get_idx(pair, 1));
+        msgs[i].role = strcmp(role, "system") == 0 ? LC_ROLE_SYSTEM
+                       : strcmp(role, "user") == 0 ? LC_ROLE_USER
+                                                   : LC_ROLE_ASSISTANT;
+    }
+    size_t n_cases = json_object_array_length(cases), n_pass = 0;
+    int seen[64] = {0};
+    for (size_t c = 0; c < n_cases; c++) {
+        struct json_object *jc = json_object_array_get_idx(cases, c), *v;
+        const char *name = json_object_object_get_ex(jc, "name", &v) ? json_object_get_string(v) : "?";
+        const bool add = json_object_object_get_ex(jc, "add_generation_prompt", &v) &&
+                         json_object_get_boolean(v);
+        const char *want = json_object_object_get_ex(jc, "expected", &v) ? json_object_get_string(v)
+                                                                          : NULL;
+        const int id = lc_chat_template_from_name(name);
+        CHECK(id >= 0 && want, "peer case %zu: unknown template %s or no expected text", c, name);
+        if (id < 0 || !want)
+            continue;
+        if (id < 64)
+            seen[id]++;
+        char what[200];
+        snprintf(what, sizeof what, "%s%s against llama.cpp 0.7.0", name,
+                 add ? "" : " without generation prompt");
+        char *mine = NULL; /* want with a known difference's ending replaced by b4748's */
+        for (size_t k = 0; add && k < sizeof peer_differs / sizeof peer_differs[0]; k++) {
+            const size_t lw = strlen(want), lp = strlen(peer_differs[k].peer_end);
+            if (strcmp(name, peer_differs[k].name) != 0)
+                continue;
+            CHECK(lw >= lp && strcmp(want + lw - lp, peer_differs[k].peer_end) == 0,
+                  "%s: llama.cpp 0.7.0's text does not end with the known difference", what);
+            if (lw >= lp && (mine = malloc(lw - lp + strlen(peer_differs[k].our_end) + 1)) != NULL) {
+                memcpy(mine, want, lw - lp);
+                strcpy(mine + lw - lp, peer_differs[k].our_end);
+            }
+        }
+        n_pass += (size_t)render_and_compare(id, msgs, 6, add, mine ? mine : want, what);
+        free(mine);
+    }
+    /* every family but plain (llama.cpp has no such name), both ways */
+    for (int id = 0; id < lc_chat_template_count() && id < 64; id++)
+        if (id != LC_CHAT_TEMPLATE_NONE)
+            CHECK(seen[id] == 2, "%s: %d peer renderings, want 2", lc_chat_template_name(id),
+                  seen[id]);
+    fprintf(stderr, "built-in templates: %zu of %zu renderings equal llama.cpp 0.7.0's (%zu with "
+            "b4748's generation prompt)\n", n_pass, n_cases,
+            sizeof peer_differs / sizeof peer_differs[0]);
+    json_object_put(root);
+}
+
 static void test_names(void)
 {
     int count = lc_chat_template_count();
@@ -378,5 +467,6 @@ int main(void)
     test_names();
     test_render_edges();
     test_cases();
+    test_peer_builtin();
     return tu_finish("test-chat-template");
 }

@@ -457,6 +457,23 @@ static void render_headed(struct lc_strbuf *b, const struct lc_chat_msg *m, size
         lc_strbuf_put(b, ass);
 }
 
+/*
+ * The other common shape: each message is its role's prefix, the content (trimmed when trim),
+ * its role's suffix (pre / suf indexed by enum lc_chat_role); then ass when add_ass.
+ */
+static void render_roles(struct lc_strbuf *b, const struct lc_chat_msg *m, size_t n, bool add_ass,
+                         const char *const pre[3], const char *const suf[3], bool trim,
+                         const char *ass)
+{
+    for (size_t i = 0; i < n; i++) {
+        lc_strbuf_put(b, pre[m[i].role]);
+        put_content(b, m, i, trim);
+        lc_strbuf_put(b, suf[m[i].role]);
+    }
+    if (add_ass)
+        lc_strbuf_put(b, ass);
+}
+
 /* Append the rendering of m[0..n-1] in family id to b (roles and contents already checked). */
 static void render(struct lc_strbuf *b, int id, const struct lc_chat_msg *m, size_t n, bool add_ass)
 {
@@ -490,21 +507,11 @@ static void render(struct lc_strbuf *b, int id, const struct lc_chat_msg *m, siz
     case LC_CHAT_TEMPLATE_MISTRAL_V7:
     case LC_CHAT_TEMPLATE_MISTRAL_V7_TEKKEN: {
         /* https://huggingface.co/mistralai/Mistral-Large-Instruct-2411 (v7) */
-        const char *sp = id == LC_CHAT_TEMPLATE_MISTRAL_V7 ? " " : "";
-        for (size_t i = 0; i < n; i++) {
-            switch (m[i].role) {
-            case LC_ROLE_SYSTEM: lc_strbuf_put(b, "[SYSTEM_PROMPT]"); break;
-            case LC_ROLE_USER: lc_strbuf_put(b, "[INST]"); break;
-            case LC_ROLE_ASSISTANT: break;
-            }
-            lc_strbuf_put(b, sp);
-            put_content(b, m, i, false);
-            switch (m[i].role) {
-            case LC_ROLE_SYSTEM: lc_strbuf_put(b, "[/SYSTEM_PROMPT]"); break;
-            case LC_ROLE_USER: lc_strbuf_put(b, "[/INST]"); break;
-            case LC_ROLE_ASSISTANT: lc_strbuf_put(b, "</s>"); break;
-            }
-        }
+        const bool v7 = id == LC_CHAT_TEMPLATE_MISTRAL_V7;
+        static const char *const suf[3] = {"[/SYSTEM_PROMPT]", "[/INST]", "</s>"};
+        const char *const pre[3] = {v7 ? "[SYSTEM_PROMPT] " : "[SYSTEM_PROMPT]",
+                                    v7 ? "[INST] " : "[INST]", v7 ? " " : ""};
+        render_roles(b, m, n, false, pre, suf, false, "");
         break;
     }
     case LC_CHAT_TEMPLATE_PHI_3:
@@ -540,92 +547,34 @@ static void render(struct lc_strbuf *b, int id, const struct lc_chat_msg *m, siz
     case LC_CHAT_TEMPLATE_ORION:
         render_orion(b, m, n);
         break;
-    case LC_CHAT_TEMPLATE_OPENCHAT:
-        for (size_t i = 0; i < n; i++) {
-            if (m[i].role == LC_ROLE_USER)
-                lc_strbuf_put(b, "GPT4 Correct User: ");
-            else if (m[i].role == LC_ROLE_ASSISTANT)
-                lc_strbuf_put(b, "GPT4 Correct Assistant: ");
-            put_content(b, m, i, false);
-            lc_strbuf_put(b, "<|end_of_turn|>");
-        }
-        if (add_ass)
-            lc_strbuf_put(b, "GPT4 Correct Assistant:");
+    case LC_CHAT_TEMPLATE_OPENCHAT: {
+        static const char *const pre[3] = {"", "GPT4 Correct User: ", "GPT4 Correct Assistant: "};
+        static const char *const suf[3] = {"<|end_of_turn|>", "<|end_of_turn|>", "<|end_of_turn|>"};
+        render_roles(b, m, n, add_ass, pre, suf, false, "GPT4 Correct Assistant:");
         break;
+    }
     case LC_CHAT_TEMPLATE_VICUNA:
-    case LC_CHAT_TEMPLATE_VICUNA_ORCA:
-        for (size_t i = 0; i < n; i++) {
-            switch (m[i].role) {
-            case LC_ROLE_SYSTEM:
-                if (id == LC_CHAT_TEMPLATE_VICUNA_ORCA) {
-                    lc_strbuf_put(b, "SYSTEM: ");
-                    put_content(b, m, i, false);
-                    lc_strbuf_put(b, "\n");
-                } else {
-                    put_content(b, m, i, false);
-                    lc_strbuf_put(b, "\n\n");
-                }
-                break;
-            case LC_ROLE_USER:
-                lc_strbuf_put(b, "USER: ");
-                put_content(b, m, i, false);
-                lc_strbuf_put(b, "\n");
-                break;
-            case LC_ROLE_ASSISTANT:
-                lc_strbuf_put(b, "ASSISTANT: ");
-                put_content(b, m, i, false);
-                lc_strbuf_put(b, "</s>\n");
-                break;
-            }
-        }
-        if (add_ass)
-            lc_strbuf_put(b, "ASSISTANT:");
+    case LC_CHAT_TEMPLATE_VICUNA_ORCA: {
+        const bool orca = id == LC_CHAT_TEMPLATE_VICUNA_ORCA;
+        static const char *const suf_orca[3] = {"\n", "\n", "</s>\n"};
+        static const char *const suf[3] = {"\n\n", "\n", "</s>\n"};
+        const char *const pre[3] = {orca ? "SYSTEM: " : "", "USER: ", "ASSISTANT: "};
+        render_roles(b, m, n, add_ass, pre, orca ? suf_orca : suf, false, "ASSISTANT:");
         break;
-    case LC_CHAT_TEMPLATE_DEEPSEEK:
-        for (size_t i = 0; i < n; i++) {
-            switch (m[i].role) {
-            case LC_ROLE_SYSTEM:
-                put_content(b, m, i, false);
-                break;
-            case LC_ROLE_USER:
-                lc_strbuf_put(b, "### Instruction:\n");
-                put_content(b, m, i, false);
-                lc_strbuf_put(b, "\n");
-                break;
-            case LC_ROLE_ASSISTANT:
-                lc_strbuf_put(b, "### Response:\n");
-                put_content(b, m, i, false);
-                lc_strbuf_put(b, "\n<|EOT|>\n");
-                break;
-            }
-        }
-        if (add_ass)
-            lc_strbuf_put(b, "### Response:\n");
+    }
+    case LC_CHAT_TEMPLATE_DEEPSEEK: {
+        static const char *const pre[3] = {"", "### Instruction:\n", "### Response:\n"};
+        static const char *const suf[3] = {"", "\n", "\n<|EOT|>\n"};
+        render_roles(b, m, n, add_ass, pre, suf, false, "### Response:\n");
         break;
+    }
     case LC_CHAT_TEMPLATE_DEEPSEEK_2:
     case LC_CHAT_TEMPLATE_DEEPSEEK_3: {
-        bool v3 = id == LC_CHAT_TEMPLATE_DEEPSEEK_3;
-        for (size_t i = 0; i < n; i++) {
-            switch (m[i].role) {
-            case LC_ROLE_SYSTEM:
-                put_content(b, m, i, false);
-                lc_strbuf_put(b, "\n\n");
-                break;
-            case LC_ROLE_USER:
-                lc_strbuf_put(b, v3 ? "<｜User｜>" : "User: ");
-                put_content(b, m, i, false);
-                if (!v3)
-                    lc_strbuf_put(b, "\n\n");
-                break;
-            case LC_ROLE_ASSISTANT:
-                lc_strbuf_put(b, v3 ? "<｜Assistant｜>" : "Assistant: ");
-                put_content(b, m, i, false);
-                lc_strbuf_put(b, "<｜end▁of▁sentence｜>");
-                break;
-            }
-        }
-        if (add_ass)
-            lc_strbuf_put(b, v3 ? "<｜Assistant｜>" : "Assistant:");
+        const bool v3 = id == LC_CHAT_TEMPLATE_DEEPSEEK_3;
+        const char *const pre[3] = {"", v3 ? "<｜User｜>" : "User: ",
+                                    v3 ? "<｜Assistant｜>" : "Assistant: "};
+        const char *const suf[3] = {"\n\n", v3 ? "" : "\n\n", "<｜end▁of▁sentence｜>"};
+        render_roles(b, m, n, add_ass, pre, suf, false, v3 ? "<｜Assistant｜>" : "Assistant:");
         break;
     }
     case LC_CHAT_TEMPLATE_COMMAND_R:
@@ -666,30 +615,13 @@ static void render(struct lc_strbuf *b, int id, const struct lc_chat_msg *m, siz
             }
         }
         break;
-    case LC_CHAT_TEMPLATE_EXAONE_3:
+    case LC_CHAT_TEMPLATE_EXAONE_3: {
         /* LGAI-EXAONE/EXAONE-3.0-7.8B-Instruct: the user turn has no [|endofturn|] */
-        for (size_t i = 0; i < n; i++) {
-            switch (m[i].role) {
-            case LC_ROLE_SYSTEM:
-                lc_strbuf_put(b, "[|system|]");
-                put_content(b, m, i, true);
-                lc_strbuf_put(b, "[|endofturn|]\n");
-                break;
-            case LC_ROLE_USER:
-                lc_strbuf_put(b, "[|user|]");
-                put_content(b, m, i, true);
-                lc_strbuf_put(b, "\n");
-                break;
-            case LC_ROLE_ASSISTANT:
-                lc_strbuf_put(b, "[|assistant|]");
-                put_content(b, m, i, true);
-                lc_strbuf_put(b, "[|endofturn|]\n");
-                break;
-            }
-        }
-        if (add_ass)
-            lc_strbuf_put(b, "[|assistant|]");
+        static const char *const pre[3] = {"[|system|]", "[|user|]", "[|assistant|]"};
+        static const char *const suf[3] = {"[|endofturn|]\n", "\n", "[|endofturn|]\n"};
+        render_roles(b, m, n, add_ass, pre, suf, true, "[|assistant|]");
         break;
+    }
     case LC_CHAT_TEMPLATE_RWKV_WORLD:
         /* "\n\n" is the model's end of turn; the header after the last user turn is always
          * written, as llama.cpp does */
