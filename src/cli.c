@@ -46,6 +46,25 @@ const char *lc_default_model_path(void)
     return LC_DEFAULT_MODEL;
 }
 
+/*
+ * Flush stdout; on a write error (a full disk, a closed pipe when SIGPIPE is ignored) say so on
+ * stderr once and return -1, so that the caller stops and exits non-zero instead of reporting
+ * success for output that was lost.
+ */
+static int stdout_flush(void)
+{
+    static bool said;
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout))
+        return 0;
+    if (!said) {
+        int e = errno ? errno : EIO;
+        fprintf(stderr, "llamachat: cannot write the output: %s\n", strerror(e));
+        said = true;
+    }
+    return -1;
+}
+
 /* Tokenize text into a malloc'd array; returns the count or -1. */
 static int32_t tokenize_alloc(const struct lc_vocab *v, const char *text, bool bos, bool special,
                               int32_t **out)
@@ -111,7 +130,7 @@ int lc_cli_run(const struct lc_options *o)
         for (int32_t i = 0; i < n_prompt; i++)
             printf("%s%d", i ? " " : "", toks[i]);
         printf("\n");
-        status = 0;
+        status = stdout_flush() == 0 ? 0 : 1;
         goto out;
     }
     if (n_prompt == 0) {
@@ -199,7 +218,8 @@ int lc_cli_run(const struct lc_options *o)
             lc_text_stream_write(&ts, stdout, prompt, strlen(prompt));
         else
             fputs(prompt, stdout);
-        fflush(stdout);
+        if (stdout_flush() != 0)
+            goto out;
     }
     for (int32_t i = 0; i < n_prompt; i++)
         lc_sampler_accept(smp, toks[i]);
@@ -231,7 +251,8 @@ int lc_cli_run(const struct lc_options *o)
             else if (len > 0)
                 fwrite(piece, 1, len, stdout);
         }
-        fflush(stdout);
+        if (stdout_flush() != 0)
+            goto out;
         first = false;
         if (o->n_predict >= 0 && n_gen >= o->n_predict)
             break;
@@ -252,6 +273,8 @@ int lc_cli_run(const struct lc_options *o)
     if (tty)
         lc_text_stream_flush(&ts, stdout);   /* a character cut short shows as U+FFFD */
     printf("\n");
+    if (stdout_flush() != 0)
+        goto out;
     struct lc_context_stats st;
     lc_context_stats(ctx, &st);
     char desc[160];
@@ -362,7 +385,10 @@ int lc_cli_chat(const struct lc_options *o)
                 lc_text_stream_write(&ts, stdout, ev.text, ev.len);
             else
                 fwrite(ev.text, 1, ev.len, stdout);
-            fflush(stdout);
+            if (stdout_flush() != 0) {
+                status = 1;
+                break;   /* the reply is lost: stop the engine rather than write on */
+            }
             continue;
         }
         if (tlen + ev.len + 1 > tcap) {
@@ -419,11 +445,12 @@ int lc_cli_chat(const struct lc_options *o)
                               : "error";
             if (ev.a == LC_DONE_TOO_LONG || ev.a == LC_DONE_ERROR)
                 break;
-            status = 0;
             if (tty)
                 lc_text_stream_flush(&ts, stdout);
             printf("\n");
-            fflush(stdout);
+            if (stdout_flush() != 0)
+                break;
+            status = 0;
             if (cfg.remote_url) {   /* the server's figures are its own */
                 lc_text_fprintf(stderr, "llamachat: %s; stopped: %s\n", desc, why);
                 break;

@@ -240,6 +240,20 @@ printf '[chat]\nsystem_prompt = Be brief.\n' >"$B/cli-sys.rc"
 got=$(LLAMACHATRC="$B/cli-sys.rc" "$LC" -p "Once" --tokenize 2>/dev/null)
 check "-p with the rc file's system prompt: the prompt as it is" "$got" "1 403"
 rm -f "$B/cli-sys.rc"
+# Output that cannot be written (a full disk) is an error, not a success with the text lost.
+if [ -w /dev/full ]; then
+    M="$S/models/stories260K-ff192-q4_1.gguf"
+    for args in "-p Once -n 8" "-p Once -n 8 --print-token-ids" "-p Once --tokenize" \
+                "--chat -p Once -n 8" "--help" "--version"; do
+        # shellcheck disable=SC2086
+        out=$("$LC" -m "$M" $args 2>&1 >/dev/full); rc=$?
+        case "$out" in
+            *"llamachat: cannot write the output: No space left on device"*)
+                check "stdout full: $args: exit 1" "$rc" "1" ;;
+            *) echo "FAIL stdout full: $args: '$out' (exit $rc)"; fail=1 ;;
+        esac
+    done
+fi
 "$LC" --help | grep -q -- "--print-token-ids" && echo "ok   help" || { echo "FAIL help"; fail=1; }
 "$LC" --version | grep -q "^llamachat " && echo "ok   version" || { echo "FAIL version"; fail=1; }
 exit $fail
