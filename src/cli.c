@@ -59,7 +59,7 @@ static int stdout_flush(void)
         return 0;
     if (!said) {
         int e = errno ? errno : EIO;
-        fprintf(stderr, "llamachat: cannot write the output: %s\n", strerror(e));
+        fprintf(stderr, "llamachat: cannot write to standard output: %s\n", strerror(e));
         said = true;
     }
     return -1;

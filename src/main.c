@@ -414,7 +414,7 @@ int main(int argc, char **argv)
         r = o.prompt ? 0 : -1;
     }
     if (r > 0 && (fflush(stdout) != 0 || ferror(stdout))) {   /* --help to a full disk */
-        perror("llamachat: cannot write the output");
+        perror("llamachat: cannot write to standard output");
         r = -1;
     }
     if (r != 0) {
@@ -439,7 +439,7 @@ int main(int argc, char **argv)
                lc_kernels_built());
         status = fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1;
         if (status)
-            perror("llamachat: cannot write the output");
+            perror("llamachat: cannot write to standard output");
     } else if (o.mode == LC_MODE_TUI) {
         status = lc_tui_run(&o);
     } else if (o.chat_oneshot) {

@@ -248,7 +248,7 @@ if [ -w /dev/full ]; then
         # shellcheck disable=SC2086
         out=$("$LC" -m "$M" $args 2>&1 >/dev/full); rc=$?
         case "$out" in
-            *"llamachat: cannot write the output: No space left on device"*)
+            *"llamachat: cannot write to standard output: No space left on device"*)
                 check "stdout full: $args: exit 1" "$rc" "1" ;;
             *) echo "FAIL stdout full: $args: '$out' (exit $rc)"; fail=1 ;;
         esac

@@ -2,10 +2,12 @@
 #include "util.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "textsafe.h"
 
@@ -39,6 +41,30 @@ long lc_parse_long(const char *opt, const char *s, long lo, long hi)
     if (errno || end == s || *end || v < lo || v > hi)
         die("%s: '%s' is not a number in %ld..%ld", opt, s, lo, hi);
     return v;
+}
+
+static void close_stdout(void)
+{
+    errno = 0;
+    bool bad = fflush(stdout) != 0 || ferror(stdout);
+    int e = errno;
+    if (fclose(stdout) != 0 && !bad) {
+        bad = true;
+        e = errno;
+    }
+    if (bad) {
+        if (e)
+            lc_text_fprintf(stderr, "%s: cannot write to standard output: %s\n", lc_tool_name,
+                            strerror(e));
+        else
+            lc_text_fprintf(stderr, "%s: cannot write to standard output\n", lc_tool_name);
+        _exit(1);
+    }
+}
+
+void lc_check_stdout_at_exit(void)
+{
+    atexit(close_stdout);
 }
 
 char *lc_read_file(const char *path, size_t *len)
