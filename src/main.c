@@ -281,6 +281,12 @@ static int parse_args(struct lc_options *o, int argc, char **argv)
                 free(why);
                 return -1;
             }
+            if (text[strspn(text, " \t\r\n")] == '\0') {   /* it would drop every message */
+                lc_text_fprintf(stderr, "llamachat: --chat-template-file %s: empty; no template in "
+                                "it\n", optarg);
+                free(text);
+                return -1;
+            }
             free(o->chat_template_text);
             o->chat_template_text = text;
             break;

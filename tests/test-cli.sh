@@ -235,6 +235,22 @@ err "-p with --chat-template" "llamachat: --chat-template applies to the chat an
 printf '{{ messages[0].content }}' >"$B/cli-tmpl.jinja"
 err "--tokenize with --chat-template-file" "llamachat: --chat-template-file applies to the chat and --chat" \
     "$LC" -p hi --tokenize --chat-template-file "$B/cli-tmpl.jinja"
+# A --chat-template-file that cannot render the conversation: the built-in family renders it,
+# and a note says so (the summary's "jinja chat template" alone would hide it); an empty file
+# is refused (it would drop every message: the model read BOS alone).
+printf '{{ raise_exception("no system messages") }}' >"$B/cli-raise.jinja"
+printf '{%% for m in messages %%}{{ m.content | nosuchfilter }}{%% endfor %%}' >"$B/cli-filter.jinja"
+printf ' \n' >"$B/cli-empty.jinja"
+got=$("$LC" --chat -p hi -n 1 --temp 0 --chat-template-file "$B/cli-raise.jinja" 2>&1 >/dev/null | grep 'note: chat template')
+check "--chat-template-file raising: a note" "$got" \
+    "llamachat: note: chat template: line 1, column 4: raise_exception: no system messages; this prompt is in the built-in 'chatml' format"
+got=$("$LC" --chat -p hi -n 1 --temp 0 --chat-template-file "$B/cli-filter.jinja" 2>&1 >/dev/null | grep -c 'unknown filter .nosuchfilter.; this prompt is in the built-in .chatml. format')
+check "--chat-template-file with an unknown filter: a note" "$got" "1"
+got=$("$LC" --chat -p hi -n 1 --temp 0 --chat-template-file "$B/cli-tmpl.jinja" 2>&1 >/dev/null | grep -c 'note: chat template')
+check "--chat-template-file that renders: no note" "$got" "0"
+err "--chat-template-file empty" "llamachat: --chat-template-file $B/cli-empty.jinja: empty; no template in it" \
+    "$LC" --chat -p hi -n 1 --chat-template-file "$B/cli-empty.jinja"
+rm -f "$B/cli-raise.jinja" "$B/cli-filter.jinja" "$B/cli-empty.jinja"
 rm -f "$B/cli-tmpl.jinja"
 printf '[chat]\nsystem_prompt = Be brief.\n' >"$B/cli-sys.rc"
 got=$(LLAMACHATRC="$B/cli-sys.rc" "$LC" -p "Once" --tokenize 2>/dev/null)
