@@ -176,6 +176,9 @@ err() { # name, expected substring, command...
     esac
 }
 err "missing model" "No such file" "$LC" -m /nonexistent.gguf -p hi
+rm -f "$B/cli-fifo.gguf"; mkfifo "$B/cli-fifo.gguf"   # opening it must not wait for a writer
+err "model is a FIFO" "cli-fifo.gguf: not a regular file" timeout 20 "$LC" -m "$B/cli-fifo.gguf" -p hi
+rm -f "$B/cli-fifo.gguf"
 err "not a gguf" "magic" "$LC" -m "$S/text/tales.txt" -p hi
 err "bad option" "unknown option --bogus" "$LC" --bogus
 err "bad number" "--temp: bad value 'abc' for temp: expected a number from 0 to 100" "$LC" --temp abc -p hi
