@@ -176,6 +176,8 @@ err() { # name, expected substring, command...
     esac
 }
 err "missing model" "No such file" "$LC" -m /nonexistent.gguf -p hi
+err "--remote without a host" "llamachat: remote URL 'http://' has no host" "$LC" --remote http:// --chat -p hi
+err "--remote without a host (path)" "remote URL 'https:///v1' has no host" "$LC" --remote https:///v1 --chat -p hi
 rm -f "$B/cli-fifo.gguf"; mkfifo "$B/cli-fifo.gguf"   # opening it must not wait for a writer
 err "model is a FIFO" "cli-fifo.gguf: not a regular file" timeout 20 "$LC" -m "$B/cli-fifo.gguf" -p hi
 rm -f "$B/cli-fifo.gguf"
