@@ -42,6 +42,13 @@ case "$out" in
     *) bad "perplexity to a pipe: '$out'" ;;
 esac
 
+# a directory as the text: said so (it was "read error")
+out=$("$B/llamachat-perplexity" -m "$M/stories260K-ff192-q4_1.gguf" -f "$T" -c 128 2>&1); rc=$?
+case "$out" in
+    *"$T: a directory, not a file"*) [ $rc -eq 1 ] && ok "perplexity -f DIR" || bad "perplexity -f DIR: exit $rc" ;;
+    *) bad "perplexity -f DIR: exit $rc: '$out'" ;;
+esac
+
 # imatrix -o a FIFO: refused at once, the FIFO left as it was
 mkfifo "$T/fifo"
 out=$("$B/llamachat-imatrix" -m "$M/stories260K-ff192-f32.gguf" --generate 32 -c 32 -t 1 \

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "textsafe.h"
@@ -72,6 +73,9 @@ char *lc_read_file(const char *path, size_t *len)
     FILE *f = fopen(path, "rb");
     if (!f)
         die("%s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode))   /* fread's error said "read error" */
+        die("%s: a directory, not a file", path);
     size_t cap = 1 << 16, n = 0, r;
     char *buf = xmalloc(cap + 1);
     while ((r = fread(buf + n, 1, cap - n, f)) > 0) {
