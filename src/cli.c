@@ -65,6 +65,18 @@ static int stdout_flush(void)
     return -1;
 }
 
+/* lc_token_log, and the first write error in *log_errno (a full disk) */
+static void log_tokens(FILE *log, int *log_errno, const struct lc_vocab *v, const char *what,
+                       const int32_t *t, int32_t n, int32_t pos)
+{
+    if (!log)
+        return;
+    errno = 0;
+    lc_token_log(log, v, what, t, n, pos);
+    if (ferror(log) && !*log_errno)
+        *log_errno = errno ? errno : EIO;
+}
+
 /* Tokenize text into a malloc'd array; returns the count or -1. */
 static int32_t tokenize_alloc(const struct lc_vocab *v, const char *text, bool bos, bool special,
                               int32_t **out)
@@ -112,6 +124,7 @@ int lc_cli_run(const struct lc_options *o)
     struct lc_model *dm = NULL;       /* --draft */
     struct lc_context *dctx = NULL;
     FILE *log = NULL;                 /* --log-file, LLAMACHAT_LOG: every decode (engine.h) */
+    int log_errno = 0;                /* its first write error */
     if (!m) {
         lc_text_fprintf(stderr, "llamachat: %s\n", err ? err : "cannot load the model");
         goto out;
@@ -223,7 +236,7 @@ int lc_cli_run(const struct lc_options *o)
     }
     for (int32_t i = 0; i < n_prompt; i++)
         lc_sampler_accept(smp, toks[i]);
-    lc_token_log(log, v, "prompt", toks, n_prompt, 0);
+    log_tokens(log, &log_errno, v, "prompt", toks, n_prompt, 0);
     if (lc_context_decode(ctx, toks, n_prompt, 0, false, &err) != 0) {
         lc_text_fprintf(stderr, "llamachat: %s\n", err ? err : "decode failed");
         goto out;
@@ -262,7 +275,7 @@ int lc_cli_run(const struct lc_options *o)
             break;
         }
         toks[pos] = tok;
-        lc_token_log(log, v, "reply", &tok, 1, pos);   /* drafts verified with it: not logged */
+        log_tokens(log, &log_errno, v, "reply", &tok, 1, pos);   /* drafts verified with it: not logged */
         if (lc_spec_step(&spec, ctx, smp, toks, tok, pos,
                          o->n_predict >= 0 ? o->n_predict - n_gen : -1, &err) != 0) {
             lc_text_fprintf(stderr, "\nllamachat: %s\n", err ? err : "decode failed");
@@ -314,6 +327,10 @@ int lc_cli_run(const struct lc_options *o)
         fprintf(stderr, "llamachat: seed %llu\n", seed);
     status = 0;
 out:
+    if (log_errno) {   /* the log of what was read is lost: not a success */
+        fprintf(stderr, "llamachat: cannot write the token log: %s\n", strerror(log_errno));
+        status = 1;
+    }
     if (log)
         fclose(log);
     free(err);
@@ -369,7 +386,7 @@ int lc_cli_chat(const struct lc_options *o)
     struct lc_text_stream ts = { 0 };
     char desc[192] = "", isa[32] = "", tmpl[48] = "", seed[32] = "";
     int threads = 0, status = 1;
-    bool loaded = false, done = false;
+    bool loaded = false, done = false, log_failed = false;
     char *text = NULL;   /* an event's text, assembled from its records */
     size_t tlen = 0, tcap = 0;
     struct lc_event ev;
@@ -426,6 +443,8 @@ int lc_cli_chat(const struct lc_options *o)
             break;
         case LC_EV_NOTE:
             chat_note("note: ", text);
+            if (!strncmp(text, "cannot write the token log", 26))
+                log_failed = true;   /* the reply is printed; the exit status says the rest */
             break;
         case LC_EV_ERROR: {
             /* the chat's wording for a message too long: there is no input line here */
@@ -474,5 +493,5 @@ int lc_cli_chat(const struct lc_options *o)
     }
     free(text);
     lc_engine_free(e);
-    return status;
+    return log_failed ? 1 : status;
 }

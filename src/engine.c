@@ -464,7 +464,17 @@ void lc_token_log(FILE *log, const struct lc_vocab *v, const char *what, const i
 static void log_tokens(struct lc_engine *e, const char *what, const int32_t *t, int32_t n,
                        int32_t pos)
 {
+    if (!e->log)
+        return;
+    errno = 0;
     lc_token_log(e->log, e->model->vocab, what, t, n, pos);
+    if (ferror(e->log)) {   /* a full disk: said once, not a log that silently stops */
+        int er = errno;
+        emit_str(e, LC_EV_NOTE, "cannot write the token log%s%s; no more is logged",
+                 er ? ": " : "", er ? strerror(er) : "");
+        fclose(e->log);
+        e->log = NULL;
+    }
 }
 
 /* --verbose-prompt: the text the model is about to read (special tokens spelled out) as a

@@ -275,6 +275,20 @@ if [ -w /dev/full ]; then
         esac
     done
 fi
+# --log-file on a full disk: the text is printed, the lost log is said and the exit status is 1
+if [ -w /dev/full ]; then
+    out=$("$LC" -m "$S/models/stories260K-ff192-q4_1.gguf" -p Once -n 3 --log-file /dev/full 2>&1 >/dev/null); rc=$?
+    case "$out" in
+        *"llamachat: cannot write the token log: No space left on device"*) check "-p --log-file full: exit" "$rc" 1 ;;
+        *) echo "FAIL -p --log-file full: '$out' (exit $rc)"; fail=1 ;;
+    esac
+    out=$("$LC" -m "$S/models/stories260K-ff192-q4_1.gguf" --chat -p Once -n 3 --log-file /dev/full 2>&1 >/dev/null); rc=$?
+    case "$out" in
+        *"llamachat: note: cannot write the token log: No space left on device; no more is logged"*)
+            check "--chat --log-file full: exit" "$rc" 1 ;;
+        *) echo "FAIL --chat --log-file full: '$out' (exit $rc)"; fail=1 ;;
+    esac
+fi
 "$LC" --help | grep -q -- "--print-token-ids" && echo "ok   help" || { echo "FAIL help"; fail=1; }
 "$LC" --version | grep -q "^llamachat " && echo "ok   version" || { echo "FAIL version"; fail=1; }
 exit $fail
