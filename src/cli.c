@@ -46,6 +46,37 @@ const char *lc_default_model_path(void)
     return LC_DEFAULT_MODEL;
 }
 
+/*
+ * Flush stdout; on a write error (a full disk, a closed pipe when SIGPIPE is ignored) say so on
+ * stderr once and return -1, so that the caller stops and exits non-zero instead of reporting
+ * success for output that was lost.
+ */
+static int stdout_flush(void)
+{
+    static bool said;
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout))
+        return 0;
+    if (!said) {
+        int e = errno ? errno : EIO;
+        fprintf(stderr, "llamachat: cannot write to standard output: %s\n", strerror(e));
+        said = true;
+    }
+    return -1;
+}
+
+/* lc_token_log, and the first write error in *log_errno (a full disk) */
+static void log_tokens(FILE *log, int *log_errno, const struct lc_vocab *v, const char *what,
+                       const int32_t *t, int32_t n, int32_t pos)
+{
+    if (!log)
+        return;
+    errno = 0;
+    lc_token_log(log, v, what, t, n, pos);
+    if (ferror(log) && !*log_errno)
+        *log_errno = errno ? errno : EIO;
+}
+
 /* Tokenize text into a malloc'd array; returns the count or -1. */
 static int32_t tokenize_alloc(const struct lc_vocab *v, const char *text, bool bos, bool special,
                               int32_t **out)
@@ -93,6 +124,7 @@ int lc_cli_run(const struct lc_options *o)
     struct lc_model *dm = NULL;       /* --draft */
     struct lc_context *dctx = NULL;
     FILE *log = NULL;                 /* --log-file, LLAMACHAT_LOG: every decode (engine.h) */
+    int log_errno = 0;                /* its first write error */
     if (!m) {
         lc_text_fprintf(stderr, "llamachat: %s\n", err ? err : "cannot load the model");
         goto out;
@@ -111,7 +143,7 @@ int lc_cli_run(const struct lc_options *o)
         for (int32_t i = 0; i < n_prompt; i++)
             printf("%s%d", i ? " " : "", toks[i]);
         printf("\n");
-        status = 0;
+        status = stdout_flush() == 0 ? 0 : 1;
         goto out;
     }
     if (n_prompt == 0) {
@@ -199,11 +231,12 @@ int lc_cli_run(const struct lc_options *o)
             lc_text_stream_write(&ts, stdout, prompt, strlen(prompt));
         else
             fputs(prompt, stdout);
-        fflush(stdout);
+        if (stdout_flush() != 0)
+            goto out;
     }
     for (int32_t i = 0; i < n_prompt; i++)
         lc_sampler_accept(smp, toks[i]);
-    lc_token_log(log, v, "prompt", toks, n_prompt, 0);
+    log_tokens(log, &log_errno, v, "prompt", toks, n_prompt, 0);
     if (lc_context_decode(ctx, toks, n_prompt, 0, false, &err) != 0) {
         lc_text_fprintf(stderr, "llamachat: %s\n", err ? err : "decode failed");
         goto out;
@@ -231,7 +264,8 @@ int lc_cli_run(const struct lc_options *o)
             else if (len > 0)
                 fwrite(piece, 1, len, stdout);
         }
-        fflush(stdout);
+        if (stdout_flush() != 0)
+            goto out;
         first = false;
         if (o->n_predict >= 0 && n_gen >= o->n_predict)
             break;
@@ -241,7 +275,7 @@ int lc_cli_run(const struct lc_options *o)
             break;
         }
         toks[pos] = tok;
-        lc_token_log(log, v, "reply", &tok, 1, pos);   /* drafts verified with it: not logged */
+        log_tokens(log, &log_errno, v, "reply", &tok, 1, pos);   /* drafts verified with it: not logged */
         if (lc_spec_step(&spec, ctx, smp, toks, tok, pos,
                          o->n_predict >= 0 ? o->n_predict - n_gen : -1, &err) != 0) {
             lc_text_fprintf(stderr, "\nllamachat: %s\n", err ? err : "decode failed");
@@ -252,6 +286,8 @@ int lc_cli_run(const struct lc_options *o)
     if (tty)
         lc_text_stream_flush(&ts, stdout);   /* a character cut short shows as U+FFFD */
     printf("\n");
+    if (stdout_flush() != 0)
+        goto out;
     struct lc_context_stats st;
     lc_context_stats(ctx, &st);
     char desc[160];
@@ -291,6 +327,10 @@ int lc_cli_run(const struct lc_options *o)
         fprintf(stderr, "llamachat: seed %llu\n", seed);
     status = 0;
 out:
+    if (log_errno) {   /* the log of what was read is lost: not a success */
+        fprintf(stderr, "llamachat: cannot write the token log: %s\n", strerror(log_errno));
+        status = 1;
+    }
     if (log)
         fclose(log);
     free(err);
@@ -346,7 +386,7 @@ int lc_cli_chat(const struct lc_options *o)
     struct lc_text_stream ts = { 0 };
     char desc[192] = "", isa[32] = "", tmpl[48] = "", seed[32] = "";
     int threads = 0, status = 1;
-    bool loaded = false, done = false;
+    bool loaded = false, done = false, log_failed = false;
     char *text = NULL;   /* an event's text, assembled from its records */
     size_t tlen = 0, tcap = 0;
     struct lc_event ev;
@@ -362,7 +402,10 @@ int lc_cli_chat(const struct lc_options *o)
                 lc_text_stream_write(&ts, stdout, ev.text, ev.len);
             else
                 fwrite(ev.text, 1, ev.len, stdout);
-            fflush(stdout);
+            if (stdout_flush() != 0) {
+                status = 1;
+                break;   /* the reply is lost: stop the engine rather than write on */
+            }
             continue;
         }
         if (tlen + ev.len + 1 > tcap) {
@@ -400,6 +443,8 @@ int lc_cli_chat(const struct lc_options *o)
             break;
         case LC_EV_NOTE:
             chat_note("note: ", text);
+            if (!strncmp(text, "cannot write the token log", 26))
+                log_failed = true;   /* the reply is printed; the exit status says the rest */
             break;
         case LC_EV_ERROR: {
             /* the chat's wording for a message too long: there is no input line here */
@@ -419,11 +464,12 @@ int lc_cli_chat(const struct lc_options *o)
                               : "error";
             if (ev.a == LC_DONE_TOO_LONG || ev.a == LC_DONE_ERROR)
                 break;
-            status = 0;
             if (tty)
                 lc_text_stream_flush(&ts, stdout);
             printf("\n");
-            fflush(stdout);
+            if (stdout_flush() != 0)
+                break;
+            status = 0;
             if (cfg.remote_url) {   /* the server's figures are its own */
                 lc_text_fprintf(stderr, "llamachat: %s; stopped: %s\n", desc, why);
                 break;
@@ -447,5 +493,5 @@ int lc_cli_chat(const struct lc_options *o)
     }
     free(text);
     lc_engine_free(e);
-    return status;
+    return log_failed ? 1 : status;
 }

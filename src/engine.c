@@ -82,6 +82,7 @@ struct lc_engine {
     struct lc_context *draft_ctx;   /* as large as ctx */
     int tmpl;                 /* chat template id; LC_CHAT_TEMPLATE_NONE = plain continuation */
     struct lc_chat_tmpl *ct;  /* the template that renders: the model's Jinja or tmpl's family */
+    char *tmpl_note;          /* the last note on a Jinja rendering that fell back (said once) */
     const char *const *stops; /* stop strings of the template */
     struct lc_chat *conv;
     int32_t *cache;
@@ -463,7 +464,17 @@ void lc_token_log(FILE *log, const struct lc_vocab *v, const char *what, const i
 static void log_tokens(struct lc_engine *e, const char *what, const int32_t *t, int32_t n,
                        int32_t pos)
 {
+    if (!e->log)
+        return;
+    errno = 0;
     lc_token_log(e->log, e->model->vocab, what, t, n, pos);
+    if (ferror(e->log)) {   /* a full disk: said once, not a log that silently stops */
+        int er = errno;
+        emit_str(e, LC_EV_NOTE, "cannot write the token log%s%s; no more is logged",
+                 er ? ": " : "", er ? strerror(er) : "");
+        fclose(e->log);
+        e->log = NULL;
+    }
 }
 
 /* --verbose-prompt: the text the model is about to read (special tokens spelled out) as a
@@ -735,8 +746,16 @@ static int build_prompt(struct lc_engine *e, size_t skip_from, size_t skip_to, i
         }
     struct lc_chat_span *spans = NULL;
     size_t n_spans = 0;
-    char *text = lc_chat_tmpl_render(e->ct, msgs, n, true, &spans, &n_spans, err);
+    char *note = NULL;
+    char *text = lc_chat_tmpl_render_note(e->ct, msgs, n, true, &spans, &n_spans, &note, err);
     free(msgs);
+    if (note && (!e->tmpl_note || strcmp(note, e->tmpl_note) != 0)) {
+        emit_str(e, LC_EV_NOTE, "%s", note);   /* what the model reads is not the template's */
+        free(e->tmpl_note);
+        e->tmpl_note = note;
+        note = NULL;
+    }
+    free(note);
     for (size_t k = 0; text && k < n_spans; k++)
         spans[k].msg = map[spans[k].msg];   /* back to indices of the conversation */
     free(map);
@@ -1801,6 +1820,8 @@ static bool load_parts(struct lc_engine *e)
         const char *b = lc_vocab_bos(v) >= 0 ? lc_vocab_piece(v, lc_vocab_bos(v), true, &bl) : "";
         const char *s = lc_vocab_eos(v) >= 0 ? lc_vocab_piece(v, lc_vocab_eos(v), true, &el) : "";
         char *bos = strndup(b, bl), *eos = strndup(s, el), *note = NULL;
+        free(e->tmpl_note);   /* a new template: its fallbacks are said again */
+        e->tmpl_note = NULL;
         e->ct = bos && eos ? lc_chat_tmpl_new(id >= 0 ? lc_chat_template_name(id) : jinja, bos,
                                               eos, &note) : NULL;
         free(bos);
@@ -2293,6 +2314,7 @@ void lc_engine_free(struct lc_engine *e)
         free(e->remote_key);
     }
     lc_chat_tmpl_free(e->ct);
+    free(e->tmpl_note);
     pthread_mutex_destroy(&e->mu);
     pthread_cond_destroy(&e->cv);
     free(e);

@@ -281,6 +281,12 @@ static int parse_args(struct lc_options *o, int argc, char **argv)
                 free(why);
                 return -1;
             }
+            if (text[strspn(text, " \t\r\n")] == '\0') {   /* it would drop every message */
+                lc_text_fprintf(stderr, "llamachat: --chat-template-file %s: empty; no template in "
+                                "it\n", optarg);
+                free(text);
+                return -1;
+            }
             free(o->chat_template_text);
             o->chat_template_text = text;
             break;
@@ -413,9 +419,13 @@ int main(int argc, char **argv)
         o.prompt = read_prompt(o.prompt_file);
         r = o.prompt ? 0 : -1;
     }
+    if (r > 0 && (fflush(stdout) != 0 || ferror(stdout))) {   /* --help to a full disk */
+        perror("llamachat: cannot write to standard output");
+        r = -1;
+    }
     if (r != 0) {
         options_free(&o);
-        return r > 0 ? 0 : 2;
+        return r > 0 ? 0 : r == -1 && ferror(stdout) ? 1 : 2;
     }
     /* --isa, else LLAMACHAT_ISA: a forced ISA the CPU lacks is an error, not a silent fallback. */
     const char *isa = o.isa ? o.isa : getenv("LLAMACHAT_ISA");
@@ -433,7 +443,9 @@ int main(int argc, char **argv)
     if (o.mode == LC_MODE_VERSION) {
         printf("llamachat %s\nkernels: %s (built: %s)\n", PACKAGE_VERSION, lc_kernels()->isa,
                lc_kernels_built());
-        status = 0;
+        status = fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1;
+        if (status)
+            perror("llamachat: cannot write to standard output");
     } else if (o.mode == LC_MODE_TUI) {
         status = lc_tui_run(&o);
     } else if (o.chat_oneshot) {

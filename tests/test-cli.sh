@@ -176,6 +176,11 @@ err() { # name, expected substring, command...
     esac
 }
 err "missing model" "No such file" "$LC" -m /nonexistent.gguf -p hi
+err "--remote without a host" "llamachat: remote URL 'http://' has no host" "$LC" --remote http:// --chat -p hi
+err "--remote without a host (path)" "remote URL 'https:///v1' has no host" "$LC" --remote https:///v1 --chat -p hi
+rm -f "$B/cli-fifo.gguf"; mkfifo "$B/cli-fifo.gguf"   # opening it must not wait for a writer
+err "model is a FIFO" "cli-fifo.gguf: not a regular file" timeout 20 "$LC" -m "$B/cli-fifo.gguf" -p hi
+rm -f "$B/cli-fifo.gguf"
 err "not a gguf" "magic" "$LC" -m "$S/text/tales.txt" -p hi
 err "bad option" "unknown option --bogus" "$LC" --bogus
 err "bad number" "--temp: bad value 'abc' for temp: expected a number from 0 to 100" "$LC" --temp abc -p hi
@@ -235,11 +240,55 @@ err "-p with --chat-template" "llamachat: --chat-template applies to the chat an
 printf '{{ messages[0].content }}' >"$B/cli-tmpl.jinja"
 err "--tokenize with --chat-template-file" "llamachat: --chat-template-file applies to the chat and --chat" \
     "$LC" -p hi --tokenize --chat-template-file "$B/cli-tmpl.jinja"
+# A --chat-template-file that cannot render the conversation: the built-in family renders it,
+# and a note says so (the summary's "jinja chat template" alone would hide it); an empty file
+# is refused (it would drop every message: the model read BOS alone).
+printf '{{ raise_exception("no system messages") }}' >"$B/cli-raise.jinja"
+printf '{%% for m in messages %%}{{ m.content | nosuchfilter }}{%% endfor %%}' >"$B/cli-filter.jinja"
+printf ' \n' >"$B/cli-empty.jinja"
+got=$("$LC" --chat -p hi -n 1 --temp 0 --chat-template-file "$B/cli-raise.jinja" 2>&1 >/dev/null | grep 'note: chat template')
+check "--chat-template-file raising: a note" "$got" \
+    "llamachat: note: chat template: line 1, column 4: raise_exception: no system messages; this prompt is in the built-in 'chatml' format"
+got=$("$LC" --chat -p hi -n 1 --temp 0 --chat-template-file "$B/cli-filter.jinja" 2>&1 >/dev/null | grep -c 'unknown filter .nosuchfilter.; this prompt is in the built-in .chatml. format')
+check "--chat-template-file with an unknown filter: a note" "$got" "1"
+got=$("$LC" --chat -p hi -n 1 --temp 0 --chat-template-file "$B/cli-tmpl.jinja" 2>&1 >/dev/null | grep -c 'note: chat template')
+check "--chat-template-file that renders: no note" "$got" "0"
+err "--chat-template-file empty" "llamachat: --chat-template-file $B/cli-empty.jinja: empty; no template in it" \
+    "$LC" --chat -p hi -n 1 --chat-template-file "$B/cli-empty.jinja"
+rm -f "$B/cli-raise.jinja" "$B/cli-filter.jinja" "$B/cli-empty.jinja"
 rm -f "$B/cli-tmpl.jinja"
 printf '[chat]\nsystem_prompt = Be brief.\n' >"$B/cli-sys.rc"
 got=$(LLAMACHATRC="$B/cli-sys.rc" "$LC" -p "Once" --tokenize 2>/dev/null)
 check "-p with the rc file's system prompt: the prompt as it is" "$got" "1 403"
 rm -f "$B/cli-sys.rc"
+# Output that cannot be written (a full disk) is an error, not a success with the text lost.
+if [ -w /dev/full ]; then
+    M="$S/models/stories260K-ff192-q4_1.gguf"
+    for args in "-p Once -n 8" "-p Once -n 8 --print-token-ids" "-p Once --tokenize" \
+                "--chat -p Once -n 8" "--help" "--version"; do
+        # shellcheck disable=SC2086
+        out=$("$LC" -m "$M" $args 2>&1 >/dev/full); rc=$?
+        case "$out" in
+            *"llamachat: cannot write to standard output: No space left on device"*)
+                check "stdout full: $args: exit 1" "$rc" "1" ;;
+            *) echo "FAIL stdout full: $args: '$out' (exit $rc)"; fail=1 ;;
+        esac
+    done
+fi
+# --log-file on a full disk: the text is printed, the lost log is said and the exit status is 1
+if [ -w /dev/full ]; then
+    out=$("$LC" -m "$S/models/stories260K-ff192-q4_1.gguf" -p Once -n 3 --log-file /dev/full 2>&1 >/dev/null); rc=$?
+    case "$out" in
+        *"llamachat: cannot write the token log: No space left on device"*) check "-p --log-file full: exit" "$rc" 1 ;;
+        *) echo "FAIL -p --log-file full: '$out' (exit $rc)"; fail=1 ;;
+    esac
+    out=$("$LC" -m "$S/models/stories260K-ff192-q4_1.gguf" --chat -p Once -n 3 --log-file /dev/full 2>&1 >/dev/null); rc=$?
+    case "$out" in
+        *"llamachat: note: cannot write the token log: No space left on device; no more is logged"*)
+            check "--chat --log-file full: exit" "$rc" 1 ;;
+        *) echo "FAIL --chat --log-file full: '$out' (exit $rc)"; fail=1 ;;
+    esac
+fi
 "$LC" --help | grep -q -- "--print-token-ids" && echo "ok   help" || { echo "FAIL help"; fail=1; }
 "$LC" --version | grep -q "^llamachat " && echo "ok   version" || { echo "FAIL version"; fail=1; }
 exit $fail

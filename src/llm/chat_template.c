@@ -842,7 +842,7 @@ const char *const *lc_chat_tmpl_stop_strings(const struct lc_chat_tmpl *t)
  * fails or holds a byte computed from a content, so that the caller falls back.
  */
 static char *render_jinja(const struct lc_chat_tmpl *t, const struct lc_chat_msg *msgs, size_t n,
-                          bool add_gen, struct lc_chat_span **spans, size_t *n_spans)
+                          bool add_gen, struct lc_chat_span **spans, size_t *n_spans, char **why)
 {
     struct lc_jinja_msg *jm = calloc(n ? n : 1, sizeof(*jm));
     if (!jm)
@@ -857,7 +857,7 @@ static char *render_jinja(const struct lc_chat_tmpl *t, const struct lc_chat_msg
     }
     struct lc_jinja_chat vars = { jm, n, add_gen, t->bos, t->eos, NULL };
     struct lc_jinja_origin *o = NULL;
-    char *out = lc_jinja_render_chat(t->jinja, &vars, &o, NULL);
+    char *out = lc_jinja_render_chat(t->jinja, &vars, &o, why);
     free(jm);
     if (!out)
         return NULL;
@@ -885,6 +885,8 @@ static char *render_jinja(const struct lc_chat_tmpl *t, const struct lc_chat_msg
     if (!ok) {
         free(out);
         free(v);
+        if (why)
+            *why = strdup("it writes text computed from a message (not a copy of it)");
         return NULL;
     }
     if (spans) {
@@ -898,6 +900,15 @@ char *lc_chat_tmpl_render(const struct lc_chat_tmpl *t, const struct lc_chat_msg
                           size_t n, bool add_generation_prompt, struct lc_chat_span **spans,
                           size_t *n_spans, char **err)
 {
+    return lc_chat_tmpl_render_note(t, msgs, n, add_generation_prompt, spans, n_spans, NULL, err);
+}
+
+char *lc_chat_tmpl_render_note(const struct lc_chat_tmpl *t, const struct lc_chat_msg *msgs,
+                               size_t n, bool add_generation_prompt, struct lc_chat_span **spans,
+                               size_t *n_spans, char **note, char **err)
+{
+    if (note)
+        *note = NULL;
     if (spans) {
         *spans = NULL;
         *n_spans = 0;
@@ -907,9 +918,18 @@ char *lc_chat_tmpl_render(const struct lc_chat_tmpl *t, const struct lc_chat_msg
         return NULL;
     }
     if (t->jinja && (msgs || n == 0)) {
-        char *out = render_jinja(t, msgs, n, add_generation_prompt, spans, n_spans);
+        char *why = NULL;
+        char *out = render_jinja(t, msgs, n, add_generation_prompt, spans, n_spans,
+                                 note ? &why : NULL);
         if (out)
             return out;
+        if (note) {
+            const char *fam = families[t->family].name;
+            if (asprintf(note, "chat template: %s; this prompt is in the built-in '%s' format",
+                         why ? why : "the rendering failed", fam) < 0)
+                *note = NULL;
+        }
+        free(why);
     }
     return lc_chat_template_render(t->family, msgs, n, add_generation_prompt, spans, n_spans, err);
 }

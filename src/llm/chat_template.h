@@ -195,6 +195,16 @@ char *lc_chat_tmpl_render(const struct lc_chat_tmpl *t, const struct lc_chat_msg
                           size_t *n_spans, char **err);
 
 /*
+ * lc_chat_tmpl_render, and when the Jinja program could not render this conversation (so the
+ * family rendered it instead), *note (when note is not NULL) receives a malloc'd message for
+ * the user saying why ("chat template: line 1, column 4: raise_exception: ...; this prompt is
+ * in the built-in 'chatml' format"); else *note is NULL.
+ */
+char *lc_chat_tmpl_render_note(const struct lc_chat_tmpl *t, const struct lc_chat_msg *msgs,
+                               size_t n, bool add_generation_prompt, struct lc_chat_span **spans,
+                               size_t *n_spans, char **note, char **err);
+
+/*
  * Stop strings (NULL-terminated, owned by t, never NULL): the family's when the template's
  * family is known; for a Jinja template of no known family, the end-of-turn texts the
  * template writes (among "<|im_end|>", "<|eot_id|>", "<|end|>", "<end_of_turn>", ...) and

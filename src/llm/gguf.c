@@ -782,7 +782,8 @@ struct lc_gguf *lc_gguf_open(const char *path, char **err)
         set_err(err, "(null): no path given");
         return NULL;
     }
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO is refused below instead of waiting forever for a writer */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
         set_err(err, "%s: cannot open: %s", path, strerror(errno));
         return NULL;

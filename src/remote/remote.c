@@ -110,6 +110,12 @@ struct lc_remote *lc_remote_new(const char *url, const char *model, const char *
             *err = NULL;
         return NULL;
     }
+    const char *host = url + (url[4] == ':' ? 7 : 8);   /* "http://" lost its host to curl as "v1" */
+    if (!*host || strchr("/?#", *host)) {
+        if (asprintf(err, "remote URL '%s' has no host (e.g. http://127.0.0.1:8080)", url) < 0)
+            *err = NULL;
+        return NULL;
+    }
     struct lc_remote *r = calloc(1, sizeof(*r));
     if (!r || !(r->base = strdup(url)) || (model && *model && !(r->model = strdup(model))) ||
         (api_key && *api_key && !(r->api_key = strdup(api_key)))) {

@@ -32,6 +32,9 @@
 #include "llm/context.h"
 #include "llm/model.h"
 #include "llm/quant.h"
+#include "util.h"
+
+const char *const lc_tool_name = "llamachat-bench";
 
 #define MAX_LIST 16
 
@@ -193,6 +196,7 @@ int main(int argc, char **argv)
     long reps = 5;
     bool cpu_time = false, flash_attn = false, fast_math = false;
     enum lc_type kv_type = LC_TYPE_F16;
+    lc_check_stdout_at_exit();   /* results lost to a full disk: exit 1 */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {

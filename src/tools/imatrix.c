@@ -24,8 +24,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
+#include "fileutil.h"
 #include "llm/calib.h"
 #include "llm/context.h"
 #include "llm/imatrix.h"
@@ -72,7 +74,18 @@ struct gen_out {
     FILE *text;
     const char *text_path;
     long n_tokens, done; /* tokens asked for, and sampled so far */
+    bool regular;        /* text_path is a regular file (not /dev/stdout, a FIFO...) */
 };
+
+/* --save-text failed: no half-written text left behind, but only a file of ours is removed */
+static void drop_text(struct gen_out *g)
+{
+    if (g->text)
+        fclose(g->text);
+    g->text = NULL;
+    if (g->regular)
+        remove(g->text_path);
+}
 
 static void on_sequence(void *user, const int32_t *tokens, int32_t n, int i_seq)
 {
@@ -81,8 +94,10 @@ static void on_sequence(void *user, const int32_t *tokens, int32_t n, int i_seq)
         char *s = lc_detokenize(g->v, tokens, n, false, true);
         if (!s)
             die("out of memory");
-        if (fprintf(g->text, "%s\n", s) < 0)
+        if (fprintf(g->text, "%s\n", s) < 0) {
+            drop_text(g);
             die("%s: write error", g->text_path);
+        }
         free(s);
     }
     g->done += n;
@@ -114,6 +129,7 @@ int main(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     int opt;
+    lc_check_stdout_at_exit();   /* results lost to a full disk: exit 1 */
     while ((opt = getopt_long(argc, argv, "m:f:o:c:t:h", longopts, NULL)) != -1) {
         switch (opt) {
         case 'm': model_path = optarg; break;
@@ -157,6 +173,11 @@ int main(int argc, char **argv)
     if (cov_max > 0 && !ends_with(out_path, ".gguf"))
         die("--cov: the x x^T sums need the GGUF format (an output name ending in .gguf)");
     char *err = NULL;
+    /* -o: the file a symlink points to; a FIFO or a device (/dev/full) is refused before the
+     * work, not replaced by a regular file after it (fileutil.h) */
+    struct lc_file_target target;
+    if (lc_file_target(out_path, &target, &err) != 0)
+        die("%s", err ? err : out_path);
     struct lc_model *m = lc_model_load(model_path, false, &err);
     if (!m)
         die("%s", err ? err : model_path);
@@ -202,23 +223,23 @@ int main(int argc, char **argv)
     char dataset[128];
     if (n_generate) {
         /* the model's own text: sequences of up to n_ctx tokens from BOS */
-        struct gen_out g = {v, NULL, save_text, n_generate, 0};
+        struct gen_out g = {v, NULL, save_text, n_generate, 0, false};
         if (save_text && !(g.text = fopen(save_text, "w")))
             die("%s: %s", save_text, strerror(errno));
+        struct stat st;
+        g.regular = g.text && fstat(fileno(g.text), &st) == 0 && S_ISREG(st.st_mode);
         fprintf(stderr, "imatrix: generating %ld tokens (seed %" PRIu64 ", temp %g), sequences "
                         "of up to %d, %d matrices\n",
                 n_generate, seed, (double)temp, n_ctx, lc_calib_n_matrices(cal));
         const struct lc_sampler_params sp = lc_calib_sampler_params(temp, seed);
         n_chunk = lc_calib_generate(cal, &sp, n_generate, n_chunks_max, on_sequence, &g, &err);
         if (n_chunk < 0) {
-            if (g.text) { /* no half-written text left behind */
-                fclose(g.text);
-                remove(save_text);
-            }
+            drop_text(&g);
             die("%s", err ? err : "generation failed");
         }
         if (g.text && fclose(g.text) != 0) {
-            remove(save_text);
+            g.text = NULL;
+            drop_text(&g);
             die("%s: write error", save_text);
         }
         /* what was sampled (--chunks can stop it early; BOS counted) */
@@ -243,9 +264,10 @@ int main(int argc, char **argv)
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     fprintf(stderr, "\n");
-    if (lc_imatrix_save(im, out_path, ends_with(out_path, ".gguf"), dataset, (uint32_t)n_ctx,
-                        &err) != 0)
+    if (lc_imatrix_save(im, target.path, ends_with(out_path, ".gguf"), dataset,
+                        (uint32_t)n_ctx, &err) != 0)
         die("%s", err ? err : out_path);
+    lc_file_target_free(&target);
     printf("wrote %s: %d matrices, %d %s %d tokens, %.2f s\n", out_path,
            lc_imatrix_count(im), n_chunk, n_generate ? "sequences of up to" : "chunks of", n_ctx,
            (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);

@@ -179,6 +179,7 @@ int main(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     int c;
+    lc_check_stdout_at_exit();   /* results lost to a full disk: exit 1 */
     while ((c = getopt_long(argc, argv, "m:f:c:b:t:h", longopts, NULL)) != -1) {
         switch (c) {
         case 'm': model_path = optarg; break;

@@ -1074,6 +1074,7 @@ int main(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     int c;
+    lc_check_stdout_at_exit();   /* results lost to a full disk: exit 1 */
     while ((c = getopt_long(argc, argv, "t:h", longopts, NULL)) != -1) {
         switch (c) {
         case OPT_PURE: o.pure = true; break;

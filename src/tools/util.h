@@ -21,4 +21,11 @@ long lc_parse_long(const char *opt, const char *s, long lo, long hi);
 /* The whole file at path, NUL-terminated, its length in *len (malloc'd); dies on failure. */
 char *lc_read_file(const char *path, size_t *len);
 
+/*
+ * Call first in main: at exit, standard output is flushed and closed, and a write error (a full
+ * disk, a closed pipe) is said on stderr ("NAME: cannot write to standard output: ...") and turns the
+ * exit status into 1, since the results printed there were lost.
+ */
+void lc_check_stdout_at_exit(void);
+
 #endif
