@@ -96,6 +96,10 @@ struct lc_context {
     size_t grp_stride;
     int grp_max;              /* heads of one GQA group handled by one job (<= GRP_MAX) */
     char *bat;                /* attention_batch's per-thread scratch (bat_stride bytes each) */
+    uint8_t **as_q8;          /* matmul_as_q8_0's per-thread buffers (as_q8_bytes each, made by
+                               * their thread on first use; NULL until then) */
+    size_t as_q8_bytes;
+    int as_q8_n;              /* entries of as_q8 (the threads) */
     size_t bat_stride;
     void *act;                /* activations converted to a vec_dot_type, (n_batch, max row) */
     size_t act_stride;        /* bytes per row in act */
@@ -115,6 +119,10 @@ struct lc_context {
     lc_matmul_observer_fn observer; /* sees every matmul's input (imatrix), or NULL */
     void *observer_user;
 };
+
+/* matmul_as_q8_0: rows rewritten as Q8_0 at a time (a multiple of 16; 64 rows of n = 14336:
+ * 0.9 MB, twice, per thread) */
+#define AS_Q8_ROWS 64
 
 /* attention_groups: at most this many heads of one GQA group per job */
 #define GRP_MAX LC_ROWS_MULTI_MAX
@@ -339,6 +347,11 @@ struct lc_context *lc_context_new(const struct lc_model *m, const struct lc_cont
     if (Q > maxn)
         maxn = Q;
     c->act_stride = (maxn + 256) * sizeof(float);
+    if (c->k->to_q8_0[LC_TYPE_Q5_0] && c->k->x16_native >> LC_TYPE_Q8_0 & 1) {
+        c->as_q8_n = n_threads;
+        c->as_q8_bytes = 2 * AS_Q8_ROWS * lc_row_size(LC_TYPE_Q8_0, (int64_t)maxn);
+        c->as_q8 = xcalloc((size_t)n_threads, sizeof(*c->as_q8), &ok);
+    }
     c->act = xcalloc(B, c->act_stride, &ok);
     c->n_logits_cap = 1;
     c->logits = xcalloc((size_t)hp->n_vocab, sizeof(float), &ok);
@@ -358,6 +371,9 @@ void lc_context_free(struct lc_context *c)
 {
     if (!c)
         return;
+    for (int i = 0; c->as_q8 && i < c->as_q8_n; i++)
+        free(c->as_q8[i]);
+    free(c->as_q8);
     lc_threadpool_free(c->tp);
     free(c->k_cache);
     free(c->v_cache);
@@ -525,8 +541,46 @@ struct matmul_task {
     atomic_int next_chunk; /* the next chunk not yet taken, from nth on */
 };
 
-/* Output rows [lo, hi) of the product (lo, hi multiples of 16 on an x16 weight). */
-static void matmul_range(const struct matmul_task *t, int lo, int hi)
+/*
+ * Q5_0 and IQ4_NL prompt batches: their blocks are Q8_0 blocks in another coding (kernels.h
+ * to_q8_0: the same d, each weight a signed byte), and their batch orders are Q8_0's vec_dot
+ * one (Q5_0's vec_dot, IQ4_NL's tinyBLAS order), so AS_Q8_ROWS rows at a time are rewritten
+ * as Q8_0, repacked into x16 groups in the thread's buffer and multiplied by the Q8_0 x16 GEMM
+ * (the same bits as the type's own tile, 2.5x its speed).  Output rows [lo, hi); returns the
+ * first row it did not do (the rows past the last whole group of 16, or all of them when the
+ * thread's buffer cannot be made), which the caller computes its own way.
+ */
+static int matmul_as_q8_0(const struct matmul_task *t, int ith, int lo, int hi)
+{
+    const struct lc_context *c = t->c;
+    const struct lc_weight *w = t->w;
+    const struct lc_kernels *k = c->k;
+    if (!c->as_q8 || ith >= c->as_q8_n || !k->to_q8_0[w->type])
+        return lo;
+    if (!c->as_q8[ith] && !(c->as_q8[ith] = malloc(c->as_q8_bytes)))
+        return lo;
+    const int n = (int)w->ne[0], nb = n / 32;
+    const size_t q8_row = lc_row_size(LC_TYPE_Q8_0, n);
+    uint8_t *plain = c->as_q8[ith], *x16 = plain + AS_Q8_ROWS * q8_row;
+    const lc_gemm_fn gemm = c->fast_math && !c->exact && k->gemm_x16_fast[LC_TYPE_Q8_0]
+                                ? k->gemm_x16_fast[LC_TYPE_Q8_0]
+                                : k->gemm_x16[LC_TYPE_Q8_0];
+    int r0 = lo;
+    while (hi - r0 >= 16) {
+        int nr = hi - r0 < AS_Q8_ROWS ? hi - r0 : AS_Q8_ROWS;
+        nr -= nr % 16;
+        for (int r = 0; r < nr; r++)
+            k->to_q8_0[w->type]((const uint8_t *)w->data + (size_t)(r0 + r) * w->row_bytes,
+                                plain + (size_t)r * q8_row, nb);
+        lc_x16_repack(LC_TYPE_Q8_0, x16, plain, n, nr);
+        gemm(n, t->dst + r0, t->ld, x16, q8_row, nr, c->act, c->act_stride, t->rows_act);
+        r0 += nr;
+    }
+    return r0;
+}
+
+/* Output rows [lo, hi) of the product (lo, hi multiples of 16 on an x16 weight), by thread ith. */
+static void matmul_range(const struct matmul_task *t, int ith, int lo, int hi)
 {
     const struct lc_weight *w = t->w;
     const struct lc_kernels *k = t->c->k;
@@ -554,7 +608,7 @@ static void matmul_range(const struct matmul_task *t, int lo, int hi)
     /* gemm entries with vec_dot's bits (kernels.h; test-kernels checks it): the quantized
      * ones except IQ4_NL's, which follows tinyBLAS's order as F16/F32's do */
     const bool gemm_exact = w->q4_0x8 || w->type == LC_TYPE_Q4_0 || w->type == LC_TYPE_Q4_1 ||
-                            w->type == LC_TYPE_Q8_0;
+                            w->type == LC_TYPE_Q8_0 || w->type == LC_TYPE_Q5_0;
     if (t->c->exact && t->rows_act > 1 && !gemm_exact) {
         /* Verification (lc_context_verify): every token gets the one-token product instead:
          * gemv (same bits as vec_dot) over chunks of rows small enough to stay in cache
@@ -577,6 +631,10 @@ static void matmul_range(const struct matmul_task *t, int lo, int hi)
         }
         return;
     }
+    if (t->rows_act > 1 && (w->type == LC_TYPE_Q5_0 || w->type == LC_TYPE_IQ4_NL))
+        lo = matmul_as_q8_0(t, ith, lo, hi); /* the rows it leaves: below */
+    if (lo == hi)
+        return;
     if (gemm && t->rows_act > 1) {
         /* s[c * ld + r] layout: dst row = token, column = output row */
         gemm(n, t->dst + lo, t->ld, wd + (size_t)lo * w->row_bytes, w->row_bytes, hi - lo, act,
@@ -615,7 +673,7 @@ static void matmul_rows(void *arg, int ith, int nth)
     for (int ch = ith; ch < t->n_chunks; ch = atomic_fetch_add(&t->next_chunk, 1)) {
         const int lo = ch * t->chunk_rows;
         const int hi = lo + t->chunk_rows < n_out ? lo + t->chunk_rows : n_out;
-        matmul_range(t, lo, hi);
+        matmul_range(t, ith, lo, hi);
     }
 }
 

@@ -109,8 +109,25 @@ void lc_x16_repack(enum lc_type type, void *dst, const void *src, int64_t n, int
                 }
         return;
     }
-    if (type == LC_TYPE_Q4_K || type == LC_TYPE_Q5_K || type == LC_TYPE_Q5_1 ||
-        type == LC_TYPE_Q8_0) {
+    if (type == LC_TYPE_Q8_0) {
+        /* parts_move's moves with constant sizes (the prompt path of Q5_0 / IQ4_NL repacks
+         * as it goes: context.c matmul_as_q8_0) */
+        for (int64_t g = 0; g < nrows / LC_X16_ROWS; g++) {
+            uint8_t *G = (uint8_t *)dst + (size_t)g * LC_X16_ROWS * row_bytes;
+            for (int r = 0; r < LC_X16_ROWS; r++) {
+                const lc_block_q8_0 *b = (const lc_block_q8_0 *)(const void *)
+                    ((const uint8_t *)src + (size_t)(g * LC_X16_ROWS + r) * row_bytes);
+                for (int i = 0; i < nb; i++) {
+                    uint8_t *q = G + lc_x16_part_off(type, i, LC_X16_P_QS) + 4 * (size_t)r;
+                    memcpy(G + lc_x16_part_off(type, i, LC_X16_P_D) + 2 * (size_t)r, &b[i].d, 2);
+                    for (int t = 0; t < 8; t++)
+                        memcpy(q + 64 * t, b[i].qs + 4 * t, 4);
+                }
+            }
+        }
+        return;
+    }
+    if (type == LC_TYPE_Q4_K || type == LC_TYPE_Q5_K || type == LC_TYPE_Q5_1) {
         const int nbk = (int)(n / lc_type_traits(type)->blck_size);
         const size_t bsz = lc_type_traits(type)->type_size;
         for (int64_t g = 0; g < nrows / LC_X16_ROWS; g++)

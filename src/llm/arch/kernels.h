@@ -102,6 +102,15 @@ struct lc_kernels {
     lc_gemm_fn gemm_x16_fast[LC_TYPE_COUNT];
     /* bit t set: this ISA file has its own (fast) x16 kernels for type t, so repacking pays */
     unsigned x16_native;
+    /*
+     * Q5_0 and IQ4_NL blocks as the Q8_0 blocks they equal: y[i].d = x[i].d and y[i].qs[j] the
+     * weight j as a signed byte (q - 16, kvalues_iq4nl[q]), so d * qs[j] is the weight exactly.
+     * x: nb blocks of the type, y: nb lc_block_q8_0 (not overlapping).  By weight type, NULL
+     * for the others.  Their prompt batches then take the Q8_0 x16 GEMM, whose per-block order
+     * (one accumulator, fma(dx * dy, 8 integer lanes), hsum_float_8) is Q5_0's vec_dot and
+     * IQ4_NL's tinyBLAS one (context.c, matmul_as_q8_0).
+     */
+    void (*to_q8_0[LC_TYPE_COUNT])(const void *x, void *y, int nb);
 
     /* y[i] = x[i] * scale * w[i], scale = 1/sqrt(mean(x^2) + eps) (sum in double as ggml) */
     void (*rms_norm)(float *y, const float *x, const float *w, int n, float eps);

@@ -621,6 +621,35 @@ static void gemm_iq4_nl(int n, float *s, size_t ld_s, const void *w, size_t w_st
                                 (const lc_block_q8_0 *)((const uint8_t *)a + (size_t)c * a_stride));
 }
 
+/* kernels.h to_q8_0: the weights of a Q5_0 / IQ4_NL block as a Q8_0 block's bytes */
+static void to_q8_0_q5_0(const void *vx, void *vy, int nb)
+{
+    const lc_block_q5_0 *x = vx;
+    lc_block_q8_0 *y = vy;
+    for (int i = 0; i < nb; i++) {
+        uint32_t qh;
+        memcpy(&qh, x[i].qh, 4);
+        y[i].d = x[i].d;
+        for (int j = 0; j < 16; j++) {
+            y[i].qs[j] = (int8_t)(((x[i].qs[j] & 15) | ((qh >> j & 1) << 4)) - 16);
+            y[i].qs[j + 16] = (int8_t)(((x[i].qs[j] >> 4) | ((qh >> (j + 16) & 1) << 4)) - 16);
+        }
+    }
+}
+
+static void to_q8_0_iq4_nl(const void *vx, void *vy, int nb)
+{
+    const lc_block_iq4_nl *x = vx;
+    lc_block_q8_0 *y = vy;
+    for (int i = 0; i < nb; i++) {
+        y[i].d = x[i].d;
+        for (int j = 0; j < 16; j++) {
+            y[i].qs[j] = lc_kvalues_iq4nl[x[i].qs[j] & 15];
+            y[i].qs[j + 16] = lc_kvalues_iq4nl[x[i].qs[j] >> 4];
+        }
+    }
+}
+
 /* ---------------------------------------------------------------- Q2_K Q3_K Q4_K Q5_K IQ4_XS */
 
 /*
@@ -971,6 +1000,7 @@ const struct lc_kernels lc_kernels_scalar = {
                  [LC_TYPE_Q5_K] = gemm_x16_q5_K, [LC_TYPE_Q5_1] = gemm_x16_q5_1,
                  [LC_TYPE_Q8_0] = gemm_x16_q8_0},
     .x16_native = 0, /* readable, slow: never worth a repack */
+    .to_q8_0 = {[LC_TYPE_Q5_0] = to_q8_0_q5_0, [LC_TYPE_IQ4_NL] = to_q8_0_iq4_nl},
     .rms_norm = rms_norm,
     .softmax = ew_softmax,
     .swiglu = ew_swiglu,

@@ -225,24 +225,6 @@ static void vec_dot_iq4_nl_q8_0(int n, float *s, const void *vx, const void *vy)
     *s = sumf;
 }
 
-/* IQ4_NL batches in tinyBLAS's order (scalar.c): one accumulator per output */
-static void gemm_iq4_nl(int n, float *s, size_t ld_s, const void *w, size_t w_stride, int nr,
-                        const void *a, size_t a_stride, int nc)
-{
-    const int nb = n / LC_QK4_NL;
-    for (int c = 0; c < nc; c++) {
-        const lc_block_q8_0 *y = (const void *)((const uint8_t *)a + (size_t)c * a_stride);
-        for (int r = 0; r < nr; r++) {
-            const lc_block_iq4_nl *x = (const void *)((const uint8_t *)w + (size_t)r * w_stride);
-            __m256 acc = _mm256_setzero_ps();
-            for (int i = 0; i < nb; i++)
-                acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x[i].d) * h2f(y[i].d)),
-                                      blk_iq4_nl(x + i, y + i), acc);
-            s[(size_t)c * ld_s + r] = hsum_ps(acc);
-        }
-    }
-}
-
 /* ---------------------------------------------------------------- GEMM tiles */
 
 /*
@@ -340,9 +322,49 @@ INLINE __m256 q4_0_xy(__m256i bx, __m256i by) { return dot_ss8(bx, by); }
 INLINE __m256i q8_0_x(const lc_block_q8_0 *x) { return _mm256_loadu_si256((const __m256i *)x->qs); }
 INLINE __m256 q8_0_xy(__m256i bx, __m256i by) { return dot_ss8(bx, by); }
 
+/* Q5_0 and IQ4_NL as blk_q5_0 / blk_iq4_nl.  Q5_0's tile is vec_dot's order (one accumulator,
+ * as tinyBLAS's); IQ4_NL's is tinyBLAS's (scalar.c's gemm_iq4_nl: one accumulator per output,
+ * where vec_dot pairs the blocks), the order llama.cpp's prompt batches take */
+INLINE __m256i q5_0_x(const lc_block_q5_0 *x)
+{
+    const __m256i hi = _mm256_andnot_si256(bits_to_bytes(x->qh), _mm256_set1_epi8((char)0xF0));
+    return _mm256_or_si256(unpack_nibbles(x->qs), hi);
+}
+INLINE __m256 q5_0_xy(__m256i bx, __m256i by) { return dot_ss8(bx, by); }
+INLINE __m256i iq4_nl_x(const lc_block_iq4_nl *x)
+{
+    const __m256i values =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)lc_kvalues_iq4nl));
+    return _mm256_shuffle_epi8(values, unpack_nibbles(x->qs));
+}
+INLINE __m256 iq4_nl_xy(__m256i bx, __m256i by) { return dot_ss8(bx, by); }
+
 DEFINE_TILE(q4_1, lc_block_q4_1, lc_block_q8_1, q4_1, 1)
 DEFINE_TILE(q4_0, lc_block_q4_0, lc_block_q8_0, q4_0, 0)
 DEFINE_TILE(q8_0, lc_block_q8_0, lc_block_q8_0, q8_0, 0)
+DEFINE_TILE(q5_0, lc_block_q5_0, lc_block_q8_0, q5_0, 0)
+DEFINE_TILE(iq4_nl, lc_block_iq4_nl, lc_block_q8_0, iq4_nl, 0)
+
+/* kernels.h to_q8_0: the bytes q5_0_x / iq4_nl_x give, stored as Q8_0 blocks */
+static void to_q8_0_q5_0(const void *vx, void *vy, int nb)
+{
+    const lc_block_q5_0 *x = vx;
+    lc_block_q8_0 *y = vy;
+    for (int i = 0; i < nb; i++) {
+        y[i].d = x[i].d;
+        _mm256_storeu_si256((__m256i *)y[i].qs, q5_0_x(x + i));
+    }
+}
+
+static void to_q8_0_iq4_nl(const void *vx, void *vy, int nb)
+{
+    const lc_block_iq4_nl *x = vx;
+    lc_block_q8_0 *y = vy;
+    for (int i = 0; i < nb; i++) {
+        y[i].d = x[i].d;
+        _mm256_storeu_si256((__m256i *)y[i].qs, iq4_nl_x(x + i));
+    }
+}
 
 /* ---------------------------------------------------------------- decode GEMV */
 
