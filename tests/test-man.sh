@@ -10,7 +10,8 @@ command -v python3 >/dev/null 2>&1 || { echo "SKIP: python3 not installed"; exit
 SRC=${srcdir:-.}
 fail=0
 for f in "$SRC"/man/llamachat.1 "$SRC"/man/llamachatrc.5 "$SRC"/man/llamachat-server.1 \
-    "$SRC"/man/llamachat-imatrix.1 "$SRC"/man/llamachat-quantize.1; do
+    "$SRC"/man/llamachat-imatrix.1 "$SRC"/man/llamachat-quantize.1 \
+    "$SRC"/man/llamachat-perplexity.1 "$SRC"/man/llamachat-bench.1; do
     if command -v groff >/dev/null 2>&1; then
         w=$(groff -man -Tutf8 -ww "$f" 2>&1 >/dev/null)
         if [ -n "$w" ]; then echo "FAIL $f: groff warnings:"; echo "$w" | head -10; fail=1
@@ -87,4 +88,6 @@ help_vs_man llamachat "$SRC"/man/llamachat.1
 help_vs_man llamachat-server "$SRC"/man/llamachat-server.1
 help_vs_man llamachat-imatrix "$SRC"/man/llamachat-imatrix.1
 help_vs_man llamachat-quantize "$SRC"/man/llamachat-quantize.1
+help_vs_man llamachat-perplexity "$SRC"/man/llamachat-perplexity.1
+help_vs_man llamachat-bench "$SRC"/man/llamachat-bench.1
 exit $fail

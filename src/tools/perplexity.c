@@ -58,7 +58,8 @@ static void usage(FILE *f)
                "  --kl-divergence           compare the model with those saved in FILE\n"
                "  --fast-math               batches in a faster float order where a kernel has\n"
                "                            one (AVX-512 Q4_1, Q8_0, Q4_K, Q5_K): not\n"
-               "                            llama.cpp's bits\n");
+               "                            llama.cpp's bits\n"
+               "  -h, --help                this help\n");
 }
 
 /* -log p(tok) from logits, as llama.cpp's log_softmax: (l[tok] - max) in float, then
