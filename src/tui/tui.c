@@ -1777,8 +1777,9 @@ static void handle_esc(struct tui *t)
  * the resize.  Enter does not send a line nobody could read: it is held, and the next key typed
  * starts a new line of the message (Enter, more text, Enter: a two-line message); after the
  * resize the message line says so.  Esc stops the model (or leaves the pane), Ctrl-C stops it,
- * Ctrl-Z suspends, Ctrl-D on an empty line quits.  Keys that only act on what is shown (F1, F2,
- * the pages, Tab to the pane, the mouse) do nothing.
+ * Ctrl-Z suspends, Ctrl-D on an empty line quits; the other keys act as usual with the input
+ * line having the focus, except those that only act on what is shown (F1, F2, the pages, Tab
+ * to the pane, the mouse): they do nothing.
  */
 static void too_small_key(struct tui *t, const struct lc_key *k)
 {
@@ -1792,8 +1793,8 @@ static void too_small_key(struct tui *t, const struct lc_key *k)
         handle_key(t, KEY_CODE_YES, (wint_t)k->ch);
         return;
     }
-    if (k->type == LC_KEY_CHAR && (k->ch == 3 || k->ch == 26)) {   /* Ctrl-C, Ctrl-Z */
-        handle_key(t, OK, (wint_t)k->ch);
+    if (k->type == LC_KEY_CHAR && (k->ch == 3 || k->ch == 26 || k->ch == 19 || k->ch == 12)) {
+        handle_key(t, OK, (wint_t)k->ch);   /* Ctrl-C, Ctrl-Z, Ctrl-S, Ctrl-L: not text */
         return;
     }
     if (k->type == LC_KEY_CHAR && k->ch == '\t' && !input_completes())
@@ -1814,9 +1815,9 @@ static void too_small_key(struct tui *t, const struct lc_key *k)
         t->enter_held = false;
         input_alt(t, '\r');   /* Alt-Enter */
     }
-    switch (k->type) {
-    case LC_KEY_CHAR: input_key(t, 0, (wint_t)k->ch); break;
-    case LC_KEY_CODE: input_key(t, 1, (wint_t)k->ch); break;
+    switch (k->type) {   /* as usual, the input line having the focus */
+    case LC_KEY_CHAR: handle_key(t, OK, (wint_t)k->ch); break;
+    case LC_KEY_CODE: handle_key(t, KEY_CODE_YES, (wint_t)k->ch); break;
     case LC_KEY_ALT: input_alt(t, (wint_t)k->ch); break;
     case LC_KEY_SEQ: input_seq(t, k->text, k->len); break;
     case LC_KEY_PASTE:
