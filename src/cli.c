@@ -146,8 +146,9 @@ int lc_cli_run(const struct lc_options *o)
         status = stdout_flush() == 0 ? 0 : 1;
         goto out;
     }
-    if (n_prompt == 0) {
-        fprintf(stderr, "llamachat: the prompt is empty and the model adds no BOS token\n");
+    if (n_prompt == 0) {   /* refused: the model would have nothing to read */
+        fprintf(stderr, "llamachat: the prompt is empty and %s: nothing for the model to read\n",
+                o->no_bos ? "--no-bos adds no BOS token" : "the model adds no BOS token");
         goto out;
     }
     const char *log_path = o->log_path ? o->log_path : getenv("LLAMACHAT_LOG");
@@ -241,6 +242,10 @@ int lc_cli_run(const struct lc_options *o)
         lc_text_fprintf(stderr, "llamachat: %s\n", err ? err : "decode failed");
         goto out;
     }
+    /* what reading the prompt took: the context counts a batch of one token (an empty prompt:
+     * BOS alone) as generation; the summary counts the prompt as the n_prompt tokens read */
+    struct lc_context_stats st0;
+    lc_context_stats(ctx, &st0);
     int32_t n_gen = 0, pos = n_prompt;
     bool first = true;
     const char *why = "";
@@ -290,6 +295,8 @@ int lc_cli_run(const struct lc_options *o)
         goto out;
     struct lc_context_stats st;
     lc_context_stats(ctx, &st);
+    const double t_prompt = st0.t_prompt_s + st0.t_gen_s, t_gen = st.t_gen_s - st0.t_gen_s;
+    const int64_t n_gen_eval = st.n_gen_tokens - st0.n_gen_tokens;
     char desc[160];
     lc_model_desc(m, desc, sizeof(desc));
     lc_text_fprintf(stderr,
@@ -297,12 +304,10 @@ int lc_cli_run(const struct lc_options *o)
             "llamachat: prompt %lld tokens in %.3f s (%.1f t/s), generated %d tokens "
             "(%lld evaluated one by one in %.3f s: %.1f t/s)\n",
             desc, lc_context_n_threads(ctx), lc_kernels()->isa, *why ? "; stopped: " : "", why,
-            (long long)st.n_prompt_tokens, st.t_prompt_s,
-            st.t_prompt_s > 0 ? (double)st.n_prompt_tokens / st.t_prompt_s : 0.0, n_gen,
-            (long long)st.n_gen_tokens, st.t_gen_s,
-            st.t_gen_s > 0 ? (double)st.n_gen_tokens / st.t_gen_s : 0.0);
+            (long long)n_prompt, t_prompt, t_prompt > 0 ? (double)n_prompt / t_prompt : 0.0, n_gen,
+            (long long)n_gen_eval, t_gen, t_gen > 0 ? (double)n_gen_eval / t_gen : 0.0);
     /* the draft model's time (its reading of the prompt included) counts as generation's */
-    double t_spec = st.t_gen_s;
+    double t_spec = t_gen;
     if (dctx) {
         struct lc_context_stats ds;
         lc_context_stats(dctx, &ds);

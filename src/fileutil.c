@@ -160,30 +160,61 @@ int lc_file_finish(const struct lc_file_target *t, char **err)
     return 0;
 }
 
+int lc_file_temp(const struct lc_file_target *t, const char *path, char **tmp, char **err)
+{
+    *err = NULL;
+    *tmp = NULL;
+    /* beside the real target, so that rename() is atomic */
+    if (asprintf(tmp, "%s.tmp.XXXXXX", t->path) < 0) {
+        *tmp = NULL;
+        *err = fmt_err("%s: out of memory", path);
+        return -1;
+    }
+    int fd = mkostemp(*tmp, O_CLOEXEC);
+    if (fd < 0) {
+        *err = fmt_err("%s: cannot create a temporary file: %s", path, strerror(errno));
+        free(*tmp);
+        *tmp = NULL;
+        return -1;
+    }
+    if (fchmod(fd, t->mode) != 0 || (t->exists && geteuid() == 0 && fchown(fd, t->uid, t->gid) != 0)) {
+        *err = fmt_err("%s: cannot set the mode: %s", path, strerror(errno));
+        close(fd);
+        unlink(*tmp);
+        free(*tmp);
+        *tmp = NULL;
+        return -1;
+    }
+    return fd;
+}
+
+int lc_file_commit(const struct lc_file_target *t, const char *path, const char *tmp, char **err)
+{
+    *err = NULL;
+    if (rename(tmp, t->path) != 0) {
+        *err = fmt_err("%s: cannot rename the temporary file over it: %s", path, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    if (fsync_dir(t->path) != 0) {
+        *err = fmt_err("%s: saved, but the directory could not be synced: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 int lc_file_replace(const char *path, const void *data, size_t len, char **err)
 {
     struct lc_file_target t;
     if (lc_file_target(path, &t, err) != 0)
         return -1;
-    /* the temporary file beside the real target, so that rename() is atomic */
     char *tmp = NULL;
-    if (asprintf(&tmp, "%s.tmp.XXXXXX", t.path) < 0) {
-        *err = fmt_err("%s: out of memory", path);
-        lc_file_target_free(&t);
-        return -1;
-    }
-    int fd = mkostemp(tmp, O_CLOEXEC);
+    int fd = lc_file_temp(&t, path, &tmp, err);
     if (fd < 0) {
-        *err = fmt_err("%s: cannot create a temporary file: %s", path, strerror(errno));
-        free(tmp);
         lc_file_target_free(&t);
         return -1;
     }
     int rc = 0;
-    if (fchmod(fd, t.mode) != 0 || (t.exists && geteuid() == 0 && fchown(fd, t.uid, t.gid) != 0)) {
-        *err = fmt_err("%s: cannot set the mode: %s", path, strerror(errno));
-        rc = -1;
-    }
     const char *p = data;
     size_t off = 0;
     while (rc == 0 && off < len) {
@@ -205,16 +236,10 @@ int lc_file_replace(const char *path, const void *data, size_t len, char **err)
         *err = fmt_err("%s: write failed: %s", path, strerror(errno));
         rc = -1;
     }
-    if (rc == 0 && rename(tmp, t.path) != 0) {
-        *err = fmt_err("%s: cannot rename the temporary file over it: %s", path, strerror(errno));
-        rc = -1;
-    }
-    if (rc != 0)
+    if (rc == 0)
+        rc = lc_file_commit(&t, path, tmp, err);
+    else
         unlink(tmp);
-    else if (fsync_dir(t.path) != 0) {
-        *err = fmt_err("%s: saved, but the directory could not be synced: %s", path, strerror(errno));
-        rc = -1;
-    }
     free(tmp);
     lc_file_target_free(&t);
     return rc;

@@ -42,6 +42,18 @@ void lc_file_target_free(struct lc_file_target *t);
 int lc_file_finish(const struct lc_file_target *t, char **err);
 
 /*
+ * For a replacement written piece by piece (a stream): lc_file_temp creates the temporary file
+ * "REAL-TARGET.tmp.XXXXXX" beside t->path with t's mode (and owner when root) and returns its
+ * descriptor, its name in *tmp (malloc'd), or -1 with a malloc'd *err naming path.  The caller
+ * writes, fsyncs and closes it (checking each), then lc_file_commit renames it over t->path and
+ * does what lc_file_finish does; a failed write (or commit) leaves the target as it was:
+ * lc_file_commit removes the temporary file when it fails, and on a failure before, the caller
+ * unlinks it.  path is the name the user gave, for the messages.
+ */
+int lc_file_temp(const struct lc_file_target *t, const char *path, char **tmp, char **err);
+int lc_file_commit(const struct lc_file_target *t, const char *path, const char *tmp, char **err);
+
+/*
  * Replace path with len bytes of data as described above.  Returns 0, or -1 with a malloc'd
  * *err naming path ("x.md: write failed: No space left on device"); on failure path is as it
  * was and no temporary file is left.

@@ -94,6 +94,22 @@ fi
 # llama.cpp's -f does, so a file ending in two newlines keeps one.
 got=$(printf 'Hello world\n' | "$LC" -m "$S/reference/tokenizer/ggml-vocab-llama-spm.gguf" -p - --tokenize)
 check "-p -: stdin, final newline dropped" "$got" "1 15043 3186"
+# An empty prompt, -p - with nothing on stdin or -p "": the model reads BOS alone, and the summary
+# counts it as the prompt (a batch of one token is not "generated"); the same text either way.
+# With --no-bos there is nothing to read: refused, and the message says why.
+Q41="$S/models/stories260K-ff192-q4_1.gguf"
+got=$("$LC" -m "$Q41" -p - -n 5 --temp 0 --seed 1 -t 2 </dev/null 2>"$B/cli-empty.err")
+want=$("$LC" -m "$Q41" -p "" -n 5 --temp 0 --seed 1 -t 2 </dev/null 2>"$B/cli-empty2.err")
+check "-p - (empty stdin): the text of -p \"\"" "$got" "$want"
+check "-p - (empty stdin): prompt 1 token (BOS), 4 evaluated one by one" \
+    "$(sed -n 's/^llamachat: prompt \([0-9]*\) tokens in .*generated \([0-9]*\) tokens (\([0-9]*\) evaluated.*/\1 \2 \3/p' "$B/cli-empty.err")" "1 5 4"
+check "-p \"\": prompt 1 token (BOS), 4 evaluated one by one" \
+    "$(sed -n 's/^llamachat: prompt \([0-9]*\) tokens in .*generated \([0-9]*\) tokens (\([0-9]*\) evaluated.*/\1 \2 \3/p' "$B/cli-empty2.err")" "1 5 4"
+"$LC" -m "$Q41" -p "" --no-bos -n 5 </dev/null >/dev/null 2>"$B/cli-empty.err"
+check "-p \"\" --no-bos: refused, exit" "$?" "1"
+check "-p \"\" --no-bos: says why" "$(cat "$B/cli-empty.err")" \
+    "llamachat: the prompt is empty and --no-bos adds no BOS token: nothing for the model to read"
+rm -f "$B/cli-empty.err" "$B/cli-empty2.err"
 ref="$S/reference/greedy/stories260K-ff192-q4_1.p0.txt"
 printf '%s\n' "$(field prompt "$ref")" >"$B/cli-prompt.txt"
 got=$("$LC" -f "$B/cli-prompt.txt" -n "$(field n_predict "$ref")" --temp 0 --print-token-ids -t 2 2>/dev/null)

@@ -3,6 +3,7 @@
 # (../shared/reference/README.md: tales.txt, n_ctx 128, 15 chunks): every model to the 4 decimals llama.cpp printed,
 # the stories260K files and the eleven TinyStories-656K ones (F16, Q8_0 ... Q2_K, IQ4_NL).
 # Then: KL divergence against a saved base (a model against itself: KLD 0, same top 100 %),
+# the base file replaced whole or not at all (a write failure keeps the old one),
 # stories260K (FFN 172) quantized to Q4_1 by us runs, and a split round trip gives the same
 # PPL and the same greedy tokens as the single file.
 set -u
@@ -81,6 +82,32 @@ klq=$(sed -n 's/^Mean PPL(Q) *: *\([0-9.]*\) .*/\1/p' "$T/kl")
 awk -v a="$q" -v b="$klq" 'BEGIN { exit !(a - b < 0.0001 && b - a < 0.0001) }' ||
     bad "KL mode PPL(Q) $klq != perplexity $q"
 awk '/Mean    KLD/ { exit !($4 > 0.01 && $4 < 0.5) }' "$T/kl" || bad "q4_1 KLD out of range"
+
+# --kl-divergence-base FILE is replaced whole or not at all: a run whose write fails (a file
+# size limit: EFBIG part way) exits 1 and leaves the old FILE byte-identical, no temporary
+# file beside it; a FIFO is refused at once (not opened: that would wait for a reader); a run
+# that succeeds replaces it (and keeps its mode)
+cp "$T/base.kld" "$T/base.orig"
+chmod 640 "$T/base.kld"
+( ulimit -f 64
+  exec "$P" -m "$M/stories260K-ff192-q4_1.gguf" -f "$TXT" -c 128 -t 2 \
+      --kl-divergence-base "$T/base.kld" >/dev/null 2>"$T/err" )
+rc=$?
+[ $rc = 1 ] || bad "--kl-divergence-base over a size limit: exit $rc, want 1: $(cat "$T/err")"
+grep -q 'base.kld: write failed' "$T/err" || bad "--kl-divergence-base write failure message: $(cat "$T/err")"
+cmp -s "$T/base.kld" "$T/base.orig" || bad "--kl-divergence-base: a failed run changed the old file"
+ls "$T" | grep -q 'base.kld.tmp' && bad "--kl-divergence-base: temporary file left: $(ls "$T")"
+mkfifo "$T/fifo.kld"
+timeout 60 "$P" -m "$M/stories260K-ff192-q4_1.gguf" -f "$TXT" -c 128 -t 2 \
+    --kl-divergence-base "$T/fifo.kld" >/dev/null 2>"$T/err"
+rc=$?
+[ $rc = 1 ] && grep -q 'fifo.kld: a FIFO, not a regular file' "$T/err" ||
+    bad "--kl-divergence-base FIFO: exit $rc: $(cat "$T/err")"
+"$P" -m "$M/stories260K-ff192-q4_1.gguf" -f "$TXT" -c 128 -t 2 --chunks 2 \
+    --kl-divergence-base "$T/base.kld" >/dev/null 2>"$T/err" || bad "--kl-divergence-base again: $(cat "$T/err")"
+[ "$(wc -c <"$T/base.kld")" -lt "$(wc -c <"$T/base.orig")" ] || bad "--kl-divergence-base: not replaced"
+[ "$(stat -c %a "$T/base.kld")" = 640 ] || bad "--kl-divergence-base: mode $(stat -c %a "$T/base.kld"), want 640"
+ls "$T" | grep -q 'base.kld.tmp' && bad "--kl-divergence-base: temporary file left after success"
 
 # stories260K (FFN 172): our Q4_1 (ffn_down kept F16) runs, and is between F32 and ff192-Q4_1
 if "$Q" "$M/stories260K.gguf" "$T/s.gguf" q4_1 >/dev/null 2>&1; then

@@ -189,15 +189,26 @@ $T resize-window -t lc -x 20 -y 6
 check "20x6: input and status" '^ idle \|'
 $T resize-window -t lc -x 12 -y 3
 check "12x3: too small" 'terminal too'
-# keys typed on a screen too small to show them are dropped: nothing is sent blindly
+# keys typed on a screen too small to show them go to the input line, unseen: nothing is lost;
+# Enter there is held (nothing is sent blindly): the next text starts a new line of the message
 $T send-keys -t lc "blind words" Enter
 $T resize-window -t lc -x 30 -y 4
 check "30x4: too small, it says to enlarge" '^30x4: enlarge it'
 $T send-keys -t lc "more" Enter
 $T resize-window -t lc -x 100 -y 30
 check "back to 100x30" 'Parameters'
-check "typed while too small: the input line is empty" '^> *$'
-not_on_screen "typed while too small: nothing sent" 'blind words|more'
+check "typed while too small: kept in the input line" '^> blind words *$'
+check "typed while too small: Enter began a new line" '^more *$'
+check "typed while too small: Enter held, said so" 'too small: the message was kept, not sent'
+n=$(screen | grep -c 'blind words')
+if [ "$n" = 1 ]; then ok "typed while too small: nothing sent"; else bad "typed while too small: nothing sent ($n lines)"; screen | sed 's/^/  | /'; fi
+if grep -q 'blind words' "$tmp/home/.local/state/llamachat/history" 2>/dev/null; then
+    bad "typed while too small: not in the history (not sent)"
+else
+    ok "typed while too small: not in the history (not sent)"
+fi
+$T send-keys -t lc C-a C-k
+check "input cleared" '^> *$'
 $T send-keys -t lc "/set top-k 7" Enter
 check "working after resize" 'top-k +7$|top-k +7 '
 # typing while the parameter pane has the focus: the text goes to the input, nothing changes

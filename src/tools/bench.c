@@ -62,15 +62,18 @@ static void usage(FILE *f)
             "  -r, --repetitions N  timed repetitions per test (default 5)\n"
             "      --isa NAME       force kernels: scalar, avx2, avx512, neon, auto\n"
             "      --kv-f32         keep the KV cache in f32 (default f16)\n"
-            "  -ctk, -ctv, --cache-type TYPE\n"
-            "                       KV cache type: f16 (default), f32, q8_0 (K and V alike)\n"
+            "      --cache-type TYPE\n"
+            "  -ctk, --cache-type-k TYPE\n"
+            "  -ctv, --cache-type-v TYPE\n"
+            "                       KV cache type: f16 (default), f32, q8_0 (K and V alike:\n"
+            "                       the last one given counts)\n"
             "  -fa, --flash-attn 0|1\n"
             "                       fused one-pass attention (default 0; q8_0 implies 1)\n"
             "      --fast-math      prompt batches in a faster float order where a kernel has one\n"
             "                       (AVX-512 Q4_1, Q8_0, Q4_K, Q5_K): not llama.cpp's bits\n"
             "      --cpu-time       add a column: process CPU time per token (median), ms; with\n"
             "                       -t 1 this is the cost of a token however busy the machine is\n"
-            "  -h, --help\n"
+            "  -h, --help           this help\n"
             "N may be a comma-separated list (-t 1,2); each combination is one row.\n");
 }
 

@@ -58,8 +58,10 @@ static void usage(FILE *f)
                "  -t, --threads N     threads (default: all CPUs)\n"
                "  --chunks N          stop after N chunks (sequences with --generate)\n"
                "  --cov[=MAX_N]       also collect the sums of x x^T of every matrix with at most\n"
-               "                      MAX_N (4096) input columns, for llamachat-quantize\n"
-               "                      --method gptq (GGUF output only; n^2 floats per matrix)\n");
+               "                      MAX_N (4096) input columns, for\n"
+               "                      llamachat-quantize --method gptq (GGUF output only; n^2\n"
+               "                      floats per matrix)\n"
+               "  -h, --help          this help\n");
 }
 
 static bool ends_with(const char *s, const char *sfx)

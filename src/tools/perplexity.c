@@ -19,10 +19,13 @@
  * n_vocab u16 levels, padded to an even count), so a file from llama-perplexity works too.
  * With --kl-divergence the tokens and base distributions are read back from FILE and the
  * model is compared with them: mean KL(base || model), top-1 agreement, PPL and PPL ratio.
+ * The base file is written to a temporary file beside it and renamed over it only when
+ * complete (fileutil.h): a failed or interrupted run leaves an older FILE as it was.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -30,7 +33,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "fileutil.h"
 #include "llm/context.h"
 #include "llm/model.h"
 #include "llm/tokenizer.h"
@@ -53,7 +58,8 @@ static void usage(FILE *f)
                "  --kl-divergence           compare the model with those saved in FILE\n"
                "  --fast-math               batches in a faster float order where a kernel has\n"
                "                            one (AVX-512 Q4_1, Q8_0, Q4_K, Q5_K): not\n"
-               "                            llama.cpp's bits\n");
+               "                            llama.cpp's bits\n"
+               "  -h, --help                this help\n");
 }
 
 /* -log p(tok) from logits, as llama.cpp's log_softmax: (l[tok] - max) in float, then
@@ -153,6 +159,25 @@ static void xwrite(FILE *f, const void *p, size_t n, const char *path)
         die("%s: write failed: %s", path, strerror(errno));
 }
 
+/* The temporary --kl-divergence-base file while it is written: removed when the run fails
+ * (die() exits: atexit) or is interrupted (SIGINT, SIGTERM, SIGHUP), so that nothing is left
+ * beside the untouched FILE. */
+static char *volatile out_tmp;
+
+static void remove_out_tmp(void)
+{
+    if (out_tmp)
+        unlink(out_tmp);
+}
+
+static void on_fatal_signal(int sig)
+{
+    if (out_tmp)
+        unlink(out_tmp);   /* async-signal-safe */
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
 static void xread(FILE *f, void *p, size_t n, const char *path)
 {
     if (fread(p, 1, n, f) != n)
@@ -201,6 +226,11 @@ int main(int argc, char **argv)
     }
 
     char *err = NULL;
+    /* --kl-divergence-base to write: the file a symlink points to; a FIFO or a device is
+     * refused before the work, not replaced by a regular file after it (fileutil.h) */
+    struct lc_file_target target = {0};
+    if (kl_path && !kl_mode && lc_file_target(kl_path, &target, &err) != 0)
+        die("%s", err ? err : kl_path);
     struct lc_model *m = lc_model_load(model_path, false, &err);
     if (!m)
         die("%s", err ? err : model_path);
@@ -267,7 +297,17 @@ int main(int argc, char **argv)
     FILE *out_kl = NULL;
     uint16_t *packed = NULL;
     if (kl_path && !kl_mode) {
-        out_kl = fopen(kl_path, "wb");
+        char *tmp = NULL;
+        atexit(remove_out_tmp);
+        signal(SIGINT, on_fatal_signal);
+        signal(SIGTERM, on_fatal_signal);
+        signal(SIGHUP, on_fatal_signal);
+        signal(SIGXFSZ, SIG_IGN);   /* over a file size limit: EFBIG, reported, not a crash */
+        int fd = lc_file_temp(&target, kl_path, &tmp, &err);
+        if (fd < 0)
+            die("%s", err ? err : kl_path);
+        out_tmp = tmp;
+        out_kl = fdopen(fd, "wb");
         if (!out_kl)
             die("%s: %s", kl_path, strerror(errno));
         const int32_t hdr[3] = {n_ctx, n_vocab, n_chunk};
@@ -362,8 +402,21 @@ int main(int argc, char **argv)
         printf("Same top p                : %6.3f +/- %5.3f %%\n", 100 * p_top,
                100 * sqrt(p_top * (1 - p_top) / (n - 1)));
     }
-    if (out_kl && fclose(out_kl) != 0)
-        die("%s: write failed", kl_path);
+    if (out_kl) {
+        /* complete: synced, closed, then renamed over FILE */
+        if (fflush(out_kl) != 0 || ferror(out_kl))
+            die("%s: write failed: %s", kl_path, strerror(errno));
+        if (fsync(fileno(out_kl)) != 0 && errno != EINVAL)
+            die("%s: write failed: %s", kl_path, strerror(errno));
+        if (fclose(out_kl) != 0)
+            die("%s: write failed: %s", kl_path, strerror(errno));
+        char *tmp = out_tmp;
+        out_tmp = NULL;   /* from here lc_file_commit removes it on failure */
+        if (lc_file_commit(&target, kl_path, tmp, &err) != 0)
+            die("%s", err ? err : kl_path);
+        free(tmp);
+    }
+    lc_file_target_free(&target);
     if (kl_file)
         fclose(kl_file);
     free(packed);

@@ -140,6 +140,9 @@ struct tui {
     size_t edit_n;                 /* chat->n when the edit began (any change ends it) */
     bool last_line_sent;           /* the last line entered was sent as a message (not a
                                       command): only then does Up on an empty line edit it */
+    bool enter_held;               /* Enter typed while the screen was too small: not sent;
+                                      the next key typed then starts a new line of the message */
+    bool enter_held_note;          /* ... say so once the screen is big enough again */
     struct lc_message regen_old;   /* /regen: the reply being replaced, until the new one
                                       arrives (then its versions) or none does (then back) */
     bool regen_pending;

@@ -1524,6 +1524,17 @@ static void scroll_by(struct tui *t, int n)
     t->dirty = true;
 }
 
+/* Back to a size that shows the chat after Enter was held (too_small_key): say so. */
+static void note_held_enter(struct tui *t)
+{
+    if (!t->enter_held_note || view_too_small())
+        return;
+    t->enter_held = false;
+    t->enter_held_note = false;
+    tui_message(t, false, "Enter while the terminal was too small: the message was kept, not sent; "
+                "Enter sends it");
+}
+
 static void handle_resize(struct tui *t)
 {
     struct winsize ws;
@@ -1532,6 +1543,7 @@ static void handle_resize(struct tui *t)
     view_invalidate(t);
     clearok(curscr, TRUE);
     t->dirty = true;
+    note_held_enter(t);
 }
 
 void tui_release_terminal(struct tui *t)
@@ -1586,6 +1598,7 @@ static void handle_key(struct tui *t, int r, wint_t ch)
     if (code && ch == KEY_RESIZE) {   /* queued by resizeterm(): the size is already set */
         view_invalidate(t);
         t->dirty = true;
+        note_held_enter(t);
         return;
     }
     if (t->show_help) {   /* the arrows and pages scroll it; any other key closes the help */
@@ -1758,18 +1771,77 @@ static void handle_esc(struct tui *t)
 }
 
 /* A key from the decoder (keydec.h). */
+/*
+ * A key while the terminal is too small to show anything (view_too_small): what is typed still
+ * goes to the input line (readline), unseen, so that nothing typed is lost; it is there after
+ * the resize.  Enter does not send a line nobody could read: it is held, and the next key typed
+ * starts a new line of the message (Enter, more text, Enter: a two-line message); after the
+ * resize the message line says so.  Esc stops the model (or leaves the pane), Ctrl-C stops it,
+ * Ctrl-Z suspends, Ctrl-D on an empty line quits; the other keys act as usual with the input
+ * line having the focus, except those that only act on what is shown (F1, F2, the pages, Tab
+ * to the pane, the mouse): they do nothing.
+ */
+static void too_small_key(struct tui *t, const struct lc_key *k)
+{
+    bool enter = (k->type == LC_KEY_CHAR && (k->ch == '\r' || k->ch == '\n')) ||
+                 (k->type == LC_KEY_CODE && k->ch == KEY_ENTER);
+    if (k->type == LC_KEY_ESC) {
+        handle_esc(t);
+        return;
+    }
+    if (k->type == LC_KEY_CODE && k->ch == KEY_RESIZE) {
+        handle_key(t, KEY_CODE_YES, (wint_t)k->ch);
+        return;
+    }
+    if (k->type == LC_KEY_CHAR && (k->ch == 3 || k->ch == 26 || k->ch == 19 || k->ch == 12)) {
+        handle_key(t, OK, (wint_t)k->ch);   /* Ctrl-C, Ctrl-Z, Ctrl-S, Ctrl-L: not text */
+        return;
+    }
+    if (k->type == LC_KEY_CHAR && k->ch == '\t' && !input_completes())
+        return;   /* the pane's key: nothing to complete */
+    if (k->type == LC_KEY_CODE &&
+        (k->ch == KEY_F(1) || k->ch == KEY_F(2) || k->ch == KEY_PPAGE || k->ch == KEY_NPAGE ||
+         k->ch == KEY_BTAB || k->ch == KEY_MOUSE))
+        return;
+    if (enter) {
+        if (!input_is_empty() || t->enter_held)
+            t->enter_held = t->enter_held_note = true;
+        return;
+    }
+    t->show_help = false;
+    t->focus = FOCUS_INPUT;
+    t->dirty = true;
+    if (t->enter_held) {   /* the Enter held before this key: a new line of the message */
+        t->enter_held = false;
+        input_alt(t, '\r');   /* Alt-Enter */
+    }
+    switch (k->type) {   /* as usual, the input line having the focus */
+    case LC_KEY_CHAR: handle_key(t, OK, (wint_t)k->ch); break;
+    case LC_KEY_CODE: handle_key(t, KEY_CODE_YES, (wint_t)k->ch); break;
+    case LC_KEY_ALT: input_alt(t, (wint_t)k->ch); break;
+    case LC_KEY_SEQ: input_seq(t, k->text, k->len); break;
+    case LC_KEY_PASTE:
+        input_paste(t, k->text, k->len);
+        if (k->dropped)
+            tui_message(t, true, "paste too long: the last %zu bytes were left out (limit %zu)",
+                        k->dropped, LC_KEYDEC_PASTE_MAX);
+        break;
+    case LC_KEY_ESC: break;
+    }
+}
+
+/* A key from the decoder (keydec.h). */
 static void on_key(void *ud, const struct lc_key *k)
 {
     struct tui *t = ud;
     if (t->quit)
         return;
-    /* Too small to show anything: typing would edit (and Enter send) a line nobody can see.
-     * Esc still stops the model, Ctrl-D still quits from an empty line, a paste still lands in
-     * the input line, a resize is seen; every other key is dropped. */
-    if (view_too_small() && !(k->type == LC_KEY_ESC || k->type == LC_KEY_PASTE ||
-                              (k->type == LC_KEY_CHAR && k->ch == 4) ||
-                              (k->type == LC_KEY_CODE && k->ch == KEY_RESIZE)))
+    if (view_too_small()) {
+        too_small_key(t, k);
         return;
+    }
+    t->enter_held = false;
+    note_held_enter(t);
     switch (k->type) {
     case LC_KEY_CHAR:
         handle_key(t, OK, (wint_t)k->ch);

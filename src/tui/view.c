@@ -977,7 +977,7 @@ void view_draw(struct tui *t)
     ascii_text = t->ascii_text;
     erase();
     if (view_too_small()) {
-        /* keys wait (tui.c on_key): only Esc, Ctrl-D and a paste act on a screen nobody sees */
+        /* keys still go to the input line, unseen; Enter is held (tui.c too_small_key) */
         const char *msg = cols >= 12 ? "terminal too small" : "too small";
         put_str(0, 0, cols, msg, A_BOLD);
         if (rows > 1) {
