@@ -477,26 +477,27 @@ static long check_new_gemm(const struct lc_kernels *S, const struct lc_kernels *
 }
 
 /*
- * to_q8_0 (kernels.h): the Q8_0 blocks of Q5_0 / IQ4_NL blocks (every edge kind of
- * make_new_block, 0xFF and 0x00 bytes among them) hold the same weights, float for float, as
- * the type's dequantizer gives; K's bytes equal the scalar reference's.
+ * recode (kernels.h): the Q8_0 / Q6_K blocks written for Q5_0, IQ4_NL and Q3_K blocks (every
+ * edge kind of make_new_block, 0xFF and 0x00 bytes among them) hold the same weights, float
+ * for float, as the type's dequantizer gives; K's bytes equal the scalar reference's.
  */
-static void check_to_q8_0(const struct lc_kernels *S, const struct lc_kernels *K)
+static void check_recode(const struct lc_kernels *S, const struct lc_kernels *K)
 {
-    static const int types[] = {LC_TYPE_Q5_0, LC_TYPE_IQ4_NL};
-    enum { NB = 7 };
-    for (int ti = 0; ti < 2; ti++) {
+    static const int types[] = {LC_TYPE_Q5_0, LC_TYPE_IQ4_NL, LC_TYPE_Q3_K};
+    enum { NB = 3, QMAX = 256 };
+    for (int ti = 0; ti < 3; ti++) {
+        const int type = types[ti], to = lc_recoded_type(type);
         const struct newtype *nt = NULL;
         for (size_t j = 0; j < sizeof new_types / sizeof new_types[0]; j++)
-            if (new_types[j].type == types[ti])
+            if (new_types[j].type == type)
                 nt = &new_types[j];
-        const struct lc_type_traits *tt = lc_type_traits(types[ti]);
-        CHECK(S->to_q8_0[types[ti]] && K->to_q8_0[types[ti]] && nt, "%s: no to_q8_0", tt->name);
-        if (!S->to_q8_0[types[ti]] || !K->to_q8_0[types[ti]] || !nt)
+        const struct lc_type_traits *tt = lc_type_traits(type), *tto = lc_type_traits(to);
+        CHECK(S->recode[type] && K->recode[type] && nt, "%s: no recode", tt->name);
+        if (!S->recode[type] || !K->recode[type] || !nt)
             continue;
-        uint8_t x[NB * 24];
-        lc_block_q8_0 ys[NB + 1], yk[NB + 1];
-        float a[NB * 32], b[NB * 32];
+        const int qk = tt->blck_size, nbo = NB * qk / tto->blck_size;
+        uint8_t x[NB * 112], ys[NB * 272 + 64], yk[sizeof ys];
+        float a[NB * QMAX], b[NB * QMAX];
         int compared = 0;
         for (int rep = 0; rep < 50; rep++) {
             for (int i = 0; i < NB; i++)
@@ -504,18 +505,21 @@ static void check_to_q8_0(const struct lc_kernels *S, const struct lc_kernels *K
                                rep < NEW_EDGES ? rep : 0);
             memset(ys, 0x5A, sizeof ys);
             memset(yk, 0x5A, sizeof yk);
-            S->to_q8_0[types[ti]](x, ys, NB);
-            K->to_q8_0[types[ti]](x, yk, NB);
-            CHECK(memcmp(ys, yk, sizeof ys) == 0, "%s to_q8_0 %s: bytes differ from scalar's",
+            S->recode[type](x, ys, NB);
+            K->recode[type](x, yk, NB);
+            CHECK(memcmp(ys, yk, sizeof ys) == 0, "%s recode %s: bytes differ from scalar's",
                   K->isa, tt->name);
-            tt->to_float(x, a, NB * 32);
-            lc_dequantize_row_q8_0(ys, b, NB * 32);
-            for (int j = 0; j < NB * 32; j++, compared++)
+            CHECK(ys[(size_t)nbo * tto->type_size] == 0x5A, "recode %s wrote past its blocks",
+                  tt->name);
+            tt->to_float(x, a, NB * qk);
+            tto->to_float(ys, b, NB * qk);
+            for (int j = 0; j < NB * qk; j++, compared++)
                 CHECK(same_bits(a[j], b[j]) || (isnan(a[j]) && isnan(b[j])),
-                      "to_q8_0 %s weight %d: %.9g, dequantized %.9g", tt->name, j, (double)b[j],
-                      (double)a[j]);
+                      "recode %s -> %s weight %d: %.9g, dequantized %.9g", tt->name, tto->name, j,
+                      (double)b[j], (double)a[j]);
         }
-        fprintf(stderr, "  %s to_q8_0 %s: %d weights compared\n", K->isa, tt->name, compared);
+        fprintf(stderr, "  %s recode %s -> %s: %d weights compared\n", K->isa, tt->name,
+                tto->name, compared);
     }
 }
 
@@ -1444,7 +1448,7 @@ int main(void)
         free(err);
         const struct lc_kernels *K = lc_kernels();
         fprintf(stderr, "comparing %s with scalar\n", K->isa);
-        check_to_q8_0(S, K);
+        check_recode(S, K);
         check_quantized(S, K, LC_TYPE_Q4_1);
         check_quantized(S, K, LC_TYPE_Q4_0);
         check_quantized(S, K, LC_TYPE_Q8_0);

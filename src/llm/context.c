@@ -96,7 +96,7 @@ struct lc_context {
     size_t grp_stride;
     int grp_max;              /* heads of one GQA group handled by one job (<= GRP_MAX) */
     char *bat;                /* attention_batch's per-thread scratch (bat_stride bytes each) */
-    uint8_t **as_q8;          /* matmul_as_q8_0's per-thread buffers (as_q8_bytes each, made by
+    uint8_t **as_q8;          /* matmul_recoded's per-thread buffers (as_q8_bytes each, made by
                                * their thread on first use; NULL until then) */
     size_t as_q8_bytes;
     int as_q8_n;              /* entries of as_q8 (the threads) */
@@ -120,7 +120,7 @@ struct lc_context {
     void *observer_user;
 };
 
-/* matmul_as_q8_0: rows rewritten as Q8_0 at a time (a multiple of 16; 64 rows of n = 14336:
+/* matmul_recoded: rows recoded at a time (a multiple of 16; 64 rows of n = 14336:
  * 0.9 MB, twice, per thread) */
 #define AS_Q8_ROWS 64
 
@@ -347,7 +347,7 @@ struct lc_context *lc_context_new(const struct lc_model *m, const struct lc_cont
     if (Q > maxn)
         maxn = Q;
     c->act_stride = (maxn + 256) * sizeof(float);
-    if (c->k->to_q8_0[LC_TYPE_Q5_0] && c->k->x16_native >> LC_TYPE_Q8_0 & 1) {
+    if (c->k->x16_native) { /* matmul_recoded's buffers (Q8_0 rows are the largest recoded) */
         c->as_q8_n = n_threads;
         c->as_q8_bytes = 2 * AS_Q8_ROWS * lc_row_size(LC_TYPE_Q8_0, (int64_t)maxn);
         c->as_q8 = xcalloc((size_t)n_threads, sizeof(*c->as_q8), &ok);
@@ -542,37 +542,38 @@ struct matmul_task {
 };
 
 /*
- * Q5_0 and IQ4_NL prompt batches: their blocks are Q8_0 blocks in another coding (kernels.h
- * to_q8_0: the same d, each weight a signed byte), and their batch orders are Q8_0's vec_dot
- * one (Q5_0's vec_dot, IQ4_NL's tinyBLAS order), so AS_Q8_ROWS rows at a time are rewritten
- * as Q8_0, repacked into x16 groups in the thread's buffer and multiplied by the Q8_0 x16 GEMM
- * (the same bits as the type's own tile, 2.5x its speed).  Output rows [lo, hi); returns the
- * first row it did not do (the rows past the last whole group of 16, or all of them when the
- * thread's buffer cannot be made), which the caller computes its own way.
+ * Prompt batches of Q5_0, IQ4_NL and Q3_K: their blocks are those of Q8_0 / Q6_K in another
+ * coding, and their batch orders are that type's vec_dot one (kernels.h recode), so
+ * AS_Q8_ROWS rows at a time are recoded, repacked into x16 groups in the thread's buffer and
+ * multiplied by that type's x16 GEMM (the same bits as the type's own path, several times its
+ * speed).  Output rows [lo, hi); returns the first row it did not do (the rows past the last
+ * whole group of 16, or all of them when the thread's buffer cannot be made), which the
+ * caller computes its own way.
  */
-static int matmul_as_q8_0(const struct matmul_task *t, int ith, int lo, int hi)
+static int matmul_recoded(const struct matmul_task *t, int ith, int lo, int hi)
 {
     const struct lc_context *c = t->c;
     const struct lc_weight *w = t->w;
     const struct lc_kernels *k = c->k;
-    if (!c->as_q8 || ith >= c->as_q8_n || !k->to_q8_0[w->type])
+    const enum lc_type to = lc_recoded_type(w->type);
+    if (!c->as_q8 || ith >= c->as_q8_n || !k->recode[w->type] || !(k->x16_native >> to & 1))
         return lo;
     if (!c->as_q8[ith] && !(c->as_q8[ith] = malloc(c->as_q8_bytes)))
         return lo;
-    const int n = (int)w->ne[0], nb = n / 32;
-    const size_t q8_row = lc_row_size(LC_TYPE_Q8_0, n);
+    const int n = (int)w->ne[0], nb = n / (int)lc_type_traits(w->type)->blck_size;
+    const size_t q8_row = lc_row_size(to, n); /* at most Q8_0's: as_q8_bytes */
     uint8_t *plain = c->as_q8[ith], *x16 = plain + AS_Q8_ROWS * q8_row;
-    const lc_gemm_fn gemm = c->fast_math && !c->exact && k->gemm_x16_fast[LC_TYPE_Q8_0]
-                                ? k->gemm_x16_fast[LC_TYPE_Q8_0]
-                                : k->gemm_x16[LC_TYPE_Q8_0];
+    const lc_gemm_fn gemm = c->fast_math && !c->exact && k->gemm_x16_fast[to]
+                                ? k->gemm_x16_fast[to]
+                                : k->gemm_x16[to];
     int r0 = lo;
     while (hi - r0 >= 16) {
         int nr = hi - r0 < AS_Q8_ROWS ? hi - r0 : AS_Q8_ROWS;
         nr -= nr % 16;
         for (int r = 0; r < nr; r++)
-            k->to_q8_0[w->type]((const uint8_t *)w->data + (size_t)(r0 + r) * w->row_bytes,
-                                plain + (size_t)r * q8_row, nb);
-        lc_x16_repack(LC_TYPE_Q8_0, x16, plain, n, nr);
+            k->recode[w->type]((const uint8_t *)w->data + (size_t)(r0 + r) * w->row_bytes,
+                               plain + (size_t)r * q8_row, nb);
+        lc_x16_repack(to, x16, plain, n, nr);
         gemm(n, t->dst + r0, t->ld, x16, q8_row, nr, c->act, c->act_stride, t->rows_act);
         r0 += nr;
     }
@@ -631,8 +632,8 @@ static void matmul_range(const struct matmul_task *t, int ith, int lo, int hi)
         }
         return;
     }
-    if (t->rows_act > 1 && (w->type == LC_TYPE_Q5_0 || w->type == LC_TYPE_IQ4_NL))
-        lo = matmul_as_q8_0(t, ith, lo, hi); /* the rows it leaves: below */
+    if (t->rows_act > 1 && k->recode[w->type])
+        lo = matmul_recoded(t, ith, lo, hi); /* the rows it leaves: below */
     if (lo == hi)
         return;
     if (gemm && t->rows_act > 1) {

@@ -111,7 +111,7 @@ void lc_x16_repack(enum lc_type type, void *dst, const void *src, int64_t n, int
     }
     if (type == LC_TYPE_Q8_0) {
         /* parts_move's moves with constant sizes (the prompt path of Q5_0 / IQ4_NL repacks
-         * as it goes: context.c matmul_as_q8_0) */
+         * as it goes: context.c matmul_recoded) */
         for (int64_t g = 0; g < nrows / LC_X16_ROWS; g++) {
             uint8_t *G = (uint8_t *)dst + (size_t)g * LC_X16_ROWS * row_bytes;
             for (int r = 0; r < LC_X16_ROWS; r++) {

@@ -148,7 +148,7 @@ static void merge(struct lc_kernels *t, int from)
         MERGE(gemv[k]);
         MERGE(gemv_x16[k]);
         MERGE(gemm_x16[k]);
-        MERGE(to_q8_0[k]);
+        MERGE(recode[k]);
     }
     t->x16_native = isas[from].table->x16_native;
     for (int k = 0; k < LC_TYPE_COUNT; k++) /* the chosen ISA's own only (kernels.h) */

@@ -103,14 +103,17 @@ struct lc_kernels {
     /* bit t set: this ISA file has its own (fast) x16 kernels for type t, so repacking pays */
     unsigned x16_native;
     /*
-     * Q5_0 and IQ4_NL blocks as the Q8_0 blocks they equal: y[i].d = x[i].d and y[i].qs[j] the
-     * weight j as a signed byte (q - 16, kvalues_iq4nl[q]), so d * qs[j] is the weight exactly.
-     * x: nb blocks of the type, y: nb lc_block_q8_0 (not overlapping).  By weight type, NULL
-     * for the others.  Their prompt batches then take the Q8_0 x16 GEMM, whose per-block order
-     * (one accumulator, fma(dx * dy, 8 integer lanes), hsum_float_8) is Q5_0's vec_dot and
-     * IQ4_NL's tinyBLAS one (context.c, matmul_as_q8_0).
+     * Blocks rewritten as the blocks of another type that hold the same weights and give the
+     * same products in the same float order, so that prompt batches can take that type's x16
+     * GEMM (context.c, matmul_recoded), by weight type (NULL for the others):
+     *   Q5_0, IQ4_NL -> Q8_0: d kept, each weight a signed byte (q - 16, kvalues_iq4nl[q]);
+     *     Q5_0's vec_dot and IQ4_NL's tinyBLAS order are Q8_0's (one accumulator,
+     *     fma(dx * dy, 8 integer lanes) per block, hsum_float_8);
+     *   Q3_K -> Q6_K: d and the 16 scales kept, q - 4 stored as q6 = q - 4 + 32; both
+     *     vec_dots are scalar.c's q6_K_block (the same lanes of the same integers, d = dy * dx).
+     * x: nb blocks of the type, y: nb blocks of lc_recoded_type (not overlapping).
      */
-    void (*to_q8_0[LC_TYPE_COUNT])(const void *x, void *y, int nb);
+    void (*recode[LC_TYPE_COUNT])(const void *x, void *y, int nb);
 
     /* y[i] = x[i] * scale * w[i], scale = 1/sqrt(mean(x^2) + eps) (sum in double as ggml) */
     void (*rms_norm)(float *y, const float *x, const float *w, int n, float eps);
@@ -206,6 +209,12 @@ struct lc_kernels {
  * Q4_1, n = 5632); AVX2's Q8_0 and Q6_K expand the columns too (~6 MB at n = 5632).
  */
 uint8_t *lc_kernel_scratch(size_t bytes);
+
+/* the type kernels.h's recode[t] writes */
+static inline enum lc_type lc_recoded_type(enum lc_type t)
+{
+    return t == LC_TYPE_Q3_K ? LC_TYPE_Q6_K : LC_TYPE_Q8_0;
+}
 
 /* The scalar reference table (always complete). */
 extern const struct lc_kernels lc_kernels_scalar;

@@ -621,7 +621,7 @@ static void gemm_iq4_nl(int n, float *s, size_t ld_s, const void *w, size_t w_st
                                 (const lc_block_q8_0 *)((const uint8_t *)a + (size_t)c * a_stride));
 }
 
-/* kernels.h to_q8_0: the weights of a Q5_0 / IQ4_NL block as a Q8_0 block's bytes */
+/* kernels.h recode: the weights of a Q5_0 / IQ4_NL block as a Q8_0 block's bytes */
 static void to_q8_0_q5_0(const void *vx, void *vy, int nb)
 {
     const lc_block_q5_0 *x = vx;
@@ -687,6 +687,33 @@ static void vec_dot_q2_K_q8_K(int n, float *s, const void *vx, const void *vy)
             acc[k] = fmaf(d, (float)lanes[k], acc[k]);
     }
     *s = hsum8(acc);
+}
+
+/*
+ * kernels.h recode: a Q3_K block as the Q6_K block of the same weights: d and the 16 scales
+ * (6 bits - 32) kept, weight 128h + 32v + l (q in -4..3, as below) stored as q + 32 in Q6_K's
+ * places (q6_K_block: the low nibble of ql[64h + 32(v & 1) + l] for v < 2, else the high one;
+ * bits 2v, 2v+1 of qh[32h + l]).
+ */
+static void q3_K_to_q6_K(const void *vx, void *vy, int nb)
+{
+    const lc_block_q3_K *x = vx;
+    lc_block_q6_K *y = vy;
+    for (int i = 0; i < nb; i++) {
+        lc_q3_K_scales(x[i].scales, y[i].scales);
+        y[i].d = x[i].d;
+        memset(y[i].ql, 0, sizeof y[i].ql);
+        memset(y[i].qh, 0, sizeof y[i].qh);
+        for (int h = 0; h < 2; h++)
+            for (int v = 0; v < 4; v++)
+                for (int l = 0; l < 32; l++) {
+                    const int q = ((x[i].qs[32 * h + l] >> (2 * v)) & 3) -
+                                  (((x[i].hmask[l] >> (4 * h + v)) & 1) ? 0 : 4);
+                    const int q6 = q + 32;
+                    y[i].ql[64 * h + 32 * (v & 1) + l] |= (uint8_t)((q6 & 15) << (v < 2 ? 0 : 4));
+                    y[i].qh[32 * h + l] |= (uint8_t)((q6 >> 4) << (2 * v));
+                }
+    }
 }
 
 /* Q3_K . Q8_K: q = low 2 bits - (high bit clear ? 4 : 0), scales 6 bits - 32; no mins. */
@@ -1000,7 +1027,8 @@ const struct lc_kernels lc_kernels_scalar = {
                  [LC_TYPE_Q5_K] = gemm_x16_q5_K, [LC_TYPE_Q5_1] = gemm_x16_q5_1,
                  [LC_TYPE_Q8_0] = gemm_x16_q8_0},
     .x16_native = 0, /* readable, slow: never worth a repack */
-    .to_q8_0 = {[LC_TYPE_Q5_0] = to_q8_0_q5_0, [LC_TYPE_IQ4_NL] = to_q8_0_iq4_nl},
+    .recode = {[LC_TYPE_Q5_0] = to_q8_0_q5_0, [LC_TYPE_IQ4_NL] = to_q8_0_iq4_nl,
+               [LC_TYPE_Q3_K] = q3_K_to_q6_K},
     .rms_norm = rms_norm,
     .softmax = ew_softmax,
     .swiglu = ew_swiglu,

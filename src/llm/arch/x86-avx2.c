@@ -2128,7 +2128,8 @@ const struct lc_kernels lc_kernels_avx2 = {
                  [LC_TYPE_Q6_K] = gemm_x2k_q6_K, [LC_TYPE_Q4_K] = gemm_x2k_q4_K,
                  [LC_TYPE_Q5_K] = gemm_x2k_q5_K, [LC_TYPE_Q5_1] = gemm_x2e_q5_1,
                  [LC_TYPE_Q8_0] = gemm_x2e_q8_0},
-    .to_q8_0 = {[LC_TYPE_Q5_0] = to_q8_0_q5_0, [LC_TYPE_IQ4_NL] = to_q8_0_iq4_nl},
+    .recode = {[LC_TYPE_Q5_0] = to_q8_0_q5_0, [LC_TYPE_IQ4_NL] = to_q8_0_iq4_nl,
+               [LC_TYPE_Q3_K] = q3_K_to_q6_K},
     .x16_native = (1u << LC_TYPE_Q4_0) | (1u << LC_TYPE_Q4_1) | (1u << LC_TYPE_Q6_K) |
                   (1u << LC_TYPE_Q4_K) | (1u << LC_TYPE_Q5_K) | (1u << LC_TYPE_Q5_1) |
                   (1u << LC_TYPE_Q8_0),

@@ -345,7 +345,7 @@ DEFINE_TILE(q8_0, lc_block_q8_0, lc_block_q8_0, q8_0, 0)
 DEFINE_TILE(q5_0, lc_block_q5_0, lc_block_q8_0, q5_0, 0)
 DEFINE_TILE(iq4_nl, lc_block_iq4_nl, lc_block_q8_0, iq4_nl, 0)
 
-/* kernels.h to_q8_0: the bytes q5_0_x / iq4_nl_x give, stored as Q8_0 blocks */
+/* kernels.h recode: the bytes q5_0_x / iq4_nl_x give, stored as Q8_0 blocks */
 static void to_q8_0_q5_0(const void *vx, void *vy, int nb)
 {
     const lc_block_q5_0 *x = vx;
@@ -353,6 +353,42 @@ static void to_q8_0_q5_0(const void *vx, void *vy, int nb)
     for (int i = 0; i < nb; i++) {
         y[i].d = x[i].d;
         _mm256_storeu_si256((__m256i *)y[i].qs, q5_0_x(x + i));
+    }
+}
+
+/* kernels.h recode, Q3_K -> Q6_K (scalar.c's q3_K_to_q6_K), 32 weights (l) at a time: for each
+ * half h and quarter v, q + 32 = (2 low bits) + 4 * (hmask bit) + 28 */
+static void q3_K_to_q6_K(const void *vx, void *vy, int nb)
+{
+    const lc_block_q3_K *x = vx;
+    lc_block_q6_K *y = vy;
+    const __m256i m3 = _mm256_set1_epi8(3), m15 = _mm256_set1_epi8(15), c28 = _mm256_set1_epi8(28);
+    for (int i = 0; i < nb; i++) {
+        const __m256i hm = _mm256_loadu_si256((const __m256i *)x[i].hmask);
+        for (int h = 0; h < 2; h++) {
+            const __m256i q2 = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * h));
+            __m256i lo[4], hi[4];
+            for (int v = 0; v < 4; v++) {
+                const __m256i b = _mm256_set1_epi8((char)(1 << (4 * h + v)));
+                const __m256i hb = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hm, b), b),
+                                                    _mm256_set1_epi8(4));
+                const __m256i q6 = _mm256_add_epi8(
+                    _mm256_add_epi8(_mm256_and_si256(_mm256_srli_epi16(q2, 2 * v), m3), hb), c28);
+                lo[v] = _mm256_and_si256(q6, m15);
+                hi[v] = _mm256_srli_epi16(_mm256_andnot_si256(m15, q6), 4); /* 1 or 2 */
+            }
+            _mm256_storeu_si256((__m256i *)(y[i].ql + 64 * h),
+                                _mm256_or_si256(lo[0], _mm256_slli_epi16(lo[2], 4)));
+            _mm256_storeu_si256((__m256i *)(y[i].ql + 64 * h + 32),
+                                _mm256_or_si256(lo[1], _mm256_slli_epi16(lo[3], 4)));
+            _mm256_storeu_si256(
+                (__m256i *)(y[i].qh + 32 * h),
+                _mm256_or_si256(_mm256_or_si256(hi[0], _mm256_slli_epi16(hi[1], 2)),
+                                _mm256_or_si256(_mm256_slli_epi16(hi[2], 4),
+                                                _mm256_slli_epi16(hi[3], 6))));
+        }
+        lc_q3_K_scales(x[i].scales, y[i].scales);
+        y[i].d = x[i].d;
     }
 }
 
