@@ -5,7 +5,8 @@
 # not cut to its first digits); --resume keeps the command line's options over the saved
 # parameters and applies --system; /save onto a directory or a FIFO says so at once; a second
 # chat's --continue does not take over the conversation file another one is writing; commands
-# without arguments refuse one.
+# without arguments refuse one; a kept conversation past the reader's old 16 MiB opens again,
+# and one that outgrows the limit is said to, its file left at the last save that fits.
 set -u
 . "$(dirname "$0")/tui-lib.sh"
 tui_lib_paths
@@ -57,10 +58,11 @@ $T send-keys -t lc "/save $tmp/r.json" Enter
 check "resume: saved" "saved $tmp/r.json"
 quit saved
 rm -f "$tmp/r.json.kv"
-# start_args NAME ARGS...: llamachat with ARGS (one string, for the shell) and the token log
+# start_args NAME ARGS [ENV]: llamachat with ARGS (one string, for the shell), the variables ENV
+# (one string: A=1 B=2) and the token log
 start_args() {
     name=$1; shift
-    $T send-keys -t lc "clear; '$LC' $* --log-file '$tmp/$name.log' 2>'$tmp/$name.err'; echo EXIT=\$?" Enter
+    $T send-keys -t lc "clear; env ${2:-} '$LC' $1 --log-file '$tmp/$name.log' 2>'$tmp/$name.err'; echo EXIT=\$?" Enter
     wait_for '^ idle \|' 30 >/dev/null || { bad "$name: chat started"; tui_show_err "$name"; return 1; }
 }
 start_args cli "--resume '$tmp/r.json' -n 3 --temp 0 --seed 77 --system 'Be kind.'" || exit 1
@@ -183,5 +185,74 @@ if grep -q '"content": "Alpha one"' "$other" && grep -q '"content": "Beta two"' 
 else bad "two: the second file has the conversation and the second chat's turn"; cat "$other"; fi
 n=$(ls "$CHATS" | grep -vc '\.json$\|\.json\.kv$')
 [ "$n" = 0 ] && ok "two: nothing else in chats/" || bad "two: nothing else in chats/: $(ls "$CHATS")"
+
+# 6. one limit for the writer and the reader of a kept conversation (chat.h): autosave wrote
+# on past the 16 MiB the reader took, and --continue then refused the chat ("larger than 16
+# MiB, not a transcript"): the conversation was lost to the chat.  A conversation of just under
+# 16 MiB (its bulk in a reply's earlier versions, which the model does not read) grows past it
+# and opens again.
+rm -rf "$CHATS"; mkdir -p "$CHATS"
+python3 - "$CHATS/2026-01-01T00-00-00.json" <<'PY'
+import json, sys
+alt = "x" * (16 * 1024 * 1024 - 600)
+t = {"format": "llamachat-transcript", "version": 1, "title": "big",
+     "messages": [{"role": "user", "content": "Lily had a red ball", "time": "2026-01-01T00:00:00Z"},
+                  {"role": "assistant", "content": "Once upon a time", "time": "2026-01-01T00:00:01Z",
+                   "alternatives": [{"content": alt, "time": "2026-01-01T00:00:01Z"}], "chosen": 2}]}
+open(sys.argv[1], "w").write(json.dumps(t))
+PY
+chmod 600 "$CHATS"/*.json
+big="$CHATS/2026-01-01T00-00-00.json"
+[ "$(stat -c %s "$big")" -lt $((16 << 20)) ] && ok "limit: the chat is under 16 MiB" || bad "limit: the chat is under 16 MiB"
+start_args big1 "--continue" || exit 1
+check "limit: continued" '^--continue: 2 messages from '
+old=$(ctx_now)
+$T send-keys -t lc "The end" Enter
+check_answered "limit: answered" "$old"
+quit big1
+[ "$(stat -c %s "$big")" -gt $((16 << 20)) ] && ok "limit: kept past 16 MiB" || bad "limit: kept past 16 MiB ($(stat -c %s "$big"))"
+start_args big2 "--continue" || { sed 's/^/  | /' "$tmp/big2.err"; exit 1; }
+check "limit: a chat past 16 MiB continues" '^--continue: 4 messages from '
+quit big2
+
+# ... and when a conversation outgrows the limit (a small one here, LLAMACHAT_TEST_MAX_CHAT_FILE)
+# the chat says so once, the file keeps the last save that fits (it opens), and at exit the
+# whole conversation is kept as Markdown, with where each part is
+rm -rf "$CHATS"
+start grow || exit 1
+$T send-keys -t lc "Alpha one" Enter
+check "grow: answered" 'max tokens reached'
+quit grow
+kept=$(ls "$CHATS"/*.json)
+size=$(stat -c %s "$kept")
+start_args grow2 "--continue" "LLAMACHAT_TEST_MAX_CHAT_FILE=$((size + 300))" || exit 1
+long=$(printf 'B%.0s' $(seq 400))
+# joined NAME REGEX: check the text left of the pane, its lines joined and its spaces (and the
+# REGEX's) left out: a note wraps at a space or inside a long word
+flat() { screen | sed 's/│.*//' | tr -d ' \n'; }
+joined() {
+    pat=$(printf '%s' "$2" | tr -d ' ')
+    i=0; while ! flat | grep -Eq -- "$pat" && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+    if flat | grep -Eq -- "$pat"; then ok "$1"; else bad "$1"; screen | sed 's/^/  | /'; fi
+}
+old=$(ctx_now)
+$T send-keys -t lc "$long" Enter
+check_answered "grow: answered" "$old"
+joined "grow: the chat says it is no longer kept" "the conversation is no longer kept: $kept: the transcript would be [0-9.]+ KiB, more than the $((size + 300)) bytes a saved chat can hold"
+joined "grow: ... and what the file keeps" "$kept keeps it as it was at its last save; /save FILE\.md writes all of it"
+old=$(ctx_now)
+$T send-keys -t lc "The end" Enter
+check_answered "grow: answered again" "$old"
+n=$(screen | grep -c '^the conversation is no longer kept:')
+[ "$n" = 1 ] && ok "grow: said once" || bad "grow: said once ($n)"
+quit grow2
+[ "$(stat -c %s "$kept")" = "$size" ] && ok "grow: the file keeps its last save" || bad "grow: the file keeps its last save"
+if grep -q "the whole conversation is kept as Markdown in .*/last-chat\.md (it cannot be resumed); $kept holds it as it was at its last save" "$tmp/grow2.err"; then
+    ok "grow: at exit, where it is kept"
+else bad "grow: at exit, where it is kept"; sed 's/^/  | /' "$tmp/grow2.err"; fi
+grep -q "$long" "$tmp/home/.local/state/llamachat/last-chat.md" && ok "grow: the Markdown has all of it" || bad "grow: the Markdown has all of it"
+start_args grow3 "--continue" "LLAMACHAT_TEST_MAX_CHAT_FILE=$((size + 300))" || exit 1
+check "grow: the kept file opens" '^--continue: 2 messages from '
+quit grow3
 
 exit $fail

@@ -132,6 +132,8 @@ struct tui {
     bool save_soon;                /* a turn ended or a command changed it: save without waiting */
     double last_save;              /* CLOCK_MONOTONIC seconds of the last save attempt */
     bool save_failed;              /* a failure to keep the conversation was reported (once) */
+    bool save_too_big;             /* it is over what a saved chat can hold (chat.h): said once,
+                                      not written until it fits again */
     char *state_errors;            /* every failure to keep state, printed on stderr at exit */
     struct lc_state_writer *writer;/* writes the conversation file off this thread, or NULL */
     /* editing the conversation (tui.c: /undo, /edit, /regen's versions) */

@@ -34,6 +34,7 @@
 
 #include "../cli.h"
 #include "../config.h"
+#include "../fileutil.h"
 #include "../state.h"
 #include "../textsafe.h"
 #include "keydec.h"
@@ -485,8 +486,23 @@ void autosave(struct tui *t, bool force)
     if (t->chat_path && t->writer) {
         chat_fill_meta(t);
         char *json = lc_chat_to_json(t->chat);
+        if (json && lc_chat_json_fits(t->chat, strlen(json), t->chat_path, &err) != 0) {
+            /* what could not be opened again is not written: the file keeps the last save
+             * that fits (chat.h: one limit for the writer and the reader) */
+            free(json);
+            t->chat_changed = false;   /* the next change tries again (/undo may shrink it) */
+            if (!t->save_too_big)
+                tui_state_error(t, "the conversation is no longer kept", err);
+            if (!t->save_too_big)
+                note(t, E_NOTE, "%s keeps it as it was at its last save; /save FILE.md writes all "
+                     "of it", t->chat_path);
+            t->save_too_big = true;
+            free(err);
+            return;
+        }
         if (json && lc_state_writer_put(t->writer, t->chat_path, json, strlen(json)) == 0) {
             t->chat_changed = false;
+            t->save_too_big = false;
             tui_kv_save(t, t->chat_path);
             return;
         }
@@ -1890,7 +1906,33 @@ static void keep_conversation(struct tui *t)
         free(latest);
         free(cdir);
     }
-    if (lc_state_private_file(path, &err) == 0 && lc_chat_save(t->chat, path, LC_CHAT_JSON, &err) == 0) {
+    char *json = lc_chat_to_json(t->chat);
+    if (json && lc_chat_json_fits(t->chat, strlen(json), path, &err) != 0) {
+        /* too large to be read back: kept as Markdown instead, for people (chat.h) */
+        char *md = NULL, *merr = NULL;
+        if (asprintf(&md, "%.*s.md", (int)(strlen(path) - 5), path) < 0)
+            md = NULL;
+        if (md && lc_state_private_file(md, &merr) == 0 && lc_chat_save(t->chat, md, LC_CHAT_MARKDOWN, &merr) == 0)
+            lc_text_fprintf(stderr, "llamachat: %s; the whole conversation is kept as Markdown in %s "
+                            "(it cannot be resumed)%s%s%s\n", err, md, t->chat_path ? "; " : "",
+                            t->chat_path ? t->chat_path : "",
+                            t->chat_path ? " holds it as it was at its last save" : "");
+        else
+            lc_text_fprintf(stderr, "llamachat: could not keep the conversation: %s; %s\n", err,
+                            merr ? merr : "out of memory");
+        char *kv = NULL;   /* last-chat.json is the one before: its state may not be this one's */
+        if (asprintf(&kv, "%s.kv", path) >= 0)
+            unlink(kv);
+        free(kv);
+        free(merr);
+        free(md);
+        free(json);
+        free(err);
+        free(path);
+        return;
+    }
+    if (json && lc_state_private_file(path, &err) == 0 &&
+        lc_file_replace(path, json, strlen(json), &err) == 0) {
         /* its KV state: none without KV files (an older one would not match), or the state of
          * its file in chats/, linked (the engine has written its last save), or what the engine
          * wrote as it quit (keep_kv_state) */
@@ -1912,12 +1954,14 @@ static void keep_conversation(struct tui *t)
                             path, path);
     }
     else {
-        lc_text_fprintf(stderr, "llamachat: could not keep the conversation: %s\n", err ? err : "?");
+        lc_text_fprintf(stderr, "llamachat: could not keep the conversation: %s\n",
+                        err ? err : json ? "?" : "out of memory");
         char *kv = NULL;   /* no state without its transcript */
         if (asprintf(&kv, "%s.kv", path) >= 0)
             unlink(kv);
         free(kv);
     }
+    free(json);
     free(err);
     free(path);
 }
