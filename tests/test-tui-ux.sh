@@ -6,7 +6,9 @@
 # parameters and applies --system; /save onto a directory or a FIFO says so at once; a second
 # chat's --continue does not take over the conversation file another one is writing; commands
 # without arguments refuse one; a kept conversation past the reader's old 16 MiB opens again,
-# and one that outgrows the limit is said to, its file left at the last save that fits.
+# and one that outgrows the limit is said to, its file left at the last save that fits; /chats N
+# locks the file before reading it (a copy read first could win the lock from the llamachat
+# writing it); a chat that cannot lock its file says so.
 set -u
 . "$(dirname "$0")/tui-lib.sh"
 tui_lib_paths
@@ -254,5 +256,72 @@ grep -q "$long" "$tmp/home/.local/state/llamachat/last-chat.md" && ok "grow: the
 start_args grow3 "--continue" "LLAMACHAT_TEST_MAX_CHAT_FILE=$((size + 300))" || exit 1
 check "grow: the kept file opens" '^--continue: 2 messages from '
 quit grow3
+
+# 7. /chats N of a conversation another llamachat is writing: it read the file first and took
+# the lock after, so a copy read before the other's last turn could win the lock once the other
+# quit, and its next save overwrote that turn.  Now the lock is taken before the file is read
+# (LLAMACHAT_TEST_SLOW_OPEN_MS: the other's turn and exit come after the read, before the
+# open ends): the copy goes on in a new file and the other's last turn stays in its file.
+rm -rf "$CHATS"
+start keeper || exit 1
+$T send-keys -t lc "Alpha one" Enter
+check "stale: the first answered" 'max tokens reached'
+i=0; while [ -z "$(ls "$CHATS"/*.json 2>/dev/null)" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+kept=$(ls "$CHATS"/*.json)
+$T -f /dev/null new-session -d -s lc3 -x 100 -y 24 \
+    "env HOME='$tmp/home' LLAMACHATRC='$tmp/rc' LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=tmux-256color LLAMACHAT_TEST_SLOW_OPEN_MS=5000 '$LC' 2>'$tmp/opener.err'; echo EXIT=\$?; sleep 30"
+screen3() { $T capture-pane -t lc3 -p; }
+wait3() { i=0; while ! screen3 | tr -d '\n' | grep -Eq -- "$1" && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+          screen3 | tr -d '\n' | grep -Eq -- "$1"; }
+wait3 ' idle \| ' || { bad "stale: the second started"; screen3 | sed 's/^/  | /'; }
+$T send-keys -t lc3 "/chats" Enter
+wait3 ' 1\. .*Alpha one' && ok "stale: listed" || bad "stale: listed"
+$T send-keys -t lc3 "/chats 1" Enter
+wait3 'opening .*\.json' && ok "stale: opening" || bad "stale: opening"
+old=$(ctx_now)
+$T send-keys -t lc "Gamma three" Enter
+check_answered "stale: the first answered again" "$old"
+quit keeper
+grep -q '"content": "Gamma three"' "$kept" && ok "stale: the first's last turn saved" || bad "stale: the first's last turn saved"
+if wait3 'is open in another llamachat: this copy goes on in a new file'; then
+    ok "stale: the copy says it goes on in a new file"
+else bad "stale: the copy says it goes on in a new file"; screen3 | sed 's/^/  | /'; fi
+wait3 'idle \|.*$' >/dev/null
+$T send-keys -t lc3 "Delta four" Enter
+wait3 'max tokens reached' && ok "stale: the copy answered" || bad "stale: the copy answered"
+sleep 1.5
+$T send-keys -t lc3 C-d
+wait3 'EXIT=0' && ok "stale: the copy exits" || bad "stale: the copy exits"
+if grep -q '"content": "Gamma three"' "$kept" && ! grep -q '"content": "Delta four"' "$kept"; then
+    ok "stale: the first's file keeps its last turn"
+else bad "stale: the first's file keeps its last turn"; grep -o '"content": "[^"]*"' "$kept"; fi
+other=$(ls "$CHATS"/*.json | grep -v "^$kept\$")
+if [ -n "$other" ] && grep -q '"content": "Delta four"' $other; then
+    ok "stale: the copy's turn in a new file"
+else bad "stale: the copy's turn in a new file"; ls "$CHATS"; fi
+grep -q 'AddressSanitizer\|runtime error' "$tmp/opener.err" && { bad "stale: no sanitizer report"; sed 's/^/  | /' "$tmp/opener.err" | head -30; }
+
+# 8. no lock can be made on the chat's file (here chats/.lock is a directory; also a system
+# without OFD locks): the chat went on without a word, and two llamachats on one conversation
+# could overwrite each other's turns; now it says so, once, and goes on
+rm -rf "$CHATS"; mkdir -p "$CHATS/.lock"
+nolock="no lock can be made on this chat's file \($CHATS/\.lock: cannot open: Is a directory\): if another llamachat opens it too \(--continue, /chats N\), each may overwrite the other's turns"
+start nolock || exit 1
+old=$(ctx_now)
+$T send-keys -t lc "Alpha one" Enter
+check_answered "nolock: answered" "$old"
+joined "nolock: the chat says no lock can be made, and what it means" "$nolock"
+old=$(ctx_now)
+$T send-keys -t lc "Beta two" Enter
+check_answered "nolock: answered again" "$old"
+n=$(screen | grep -c "^no lock can be made")
+[ "$n" = 1 ] && ok "nolock: said once" || bad "nolock: said once ($n)"
+quit nolock
+grep -q '"content": "Beta two"' "$CHATS"/*.json && ok "nolock: the conversation is kept" || bad "nolock: the conversation is kept"
+start_args nolock2 "--continue" || exit 1
+check "nolock: --continue" '^--continue: 4 messages from '
+joined "nolock: --continue says it too" "$nolock"
+quit nolock2
+rmdir "$CHATS/.lock"
 
 exit $fail

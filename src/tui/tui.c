@@ -381,16 +381,50 @@ void chat_touched(struct tui *t, bool urgent)
 
 bool chat_take_path(struct tui *t, char *path)
 {
+    int fd = -1;
+    if (path) {
+        char *err = NULL;
+        fd = lc_state_lock_chat(path, &err);
+        if (fd == -1)   /* the chat goes on without it; the saves say why they fail, if they do */
+            chat_lock_failed(t, err);
+        free(err);
+    }
+    return chat_take_locked(t, path, fd);
+}
+
+static void show_lock_note(struct tui *t)
+{
+    if (!t->lock_note || !t->ui_ready)
+        return;
+    tui_add_entry(t, E_ERROR, t->lock_note, strlen(t->lock_note));
+    tui_message(t, true, "%s", t->lock_note);
+    free(t->lock_note);
+    t->lock_note = NULL;
+}
+
+void chat_lock_failed(struct tui *t, const char *err)
+{
+    if (t->lock_warned)
+        return;
+    t->lock_warned = true;
+    if (asprintf(&t->lock_note, "no lock can be made on this chat's file (%s): if another "
+                 "llamachat opens it too (--continue, /chats N), each may overwrite the other's "
+                 "turns", err ? err : "out of memory") < 0)
+        t->lock_note = NULL;
+    show_lock_note(t);
+}
+
+bool chat_take_locked(struct tui *t, char *path, int fd)
+{
     /* the old file's lock goes once its queued saves are written (state.h) */
     lc_state_writer_unlock_after(t->writer, t->chat_lock);
     t->chat_lock = -1;
     free(t->chat_path);
     t->chat_path = NULL;
-    if (!path)
+    if (!path) {
+        lc_state_unlock_chat(fd);
         return true;
-    char *err = NULL;
-    int fd = lc_state_lock_chat(path, &err);
-    free(err);   /* -1: no lock can be made there; the saves say why they fail, if they do */
+    }
     if (fd == -2) {
         free(path);
         return false;
@@ -2058,7 +2092,7 @@ int lc_tui_run(struct lc_options *o)
     struct tui tt;
     struct tui *t = &tt;
     memset(t, 0, sizeof(*t));
-    t->chat_lock = -1;
+    t->chat_lock = t->open_lock = -1;
     t->ascii_text = !utf8;
     t->ascii_lines = !utf8 || vt_terminal();
     t->o = o;
@@ -2309,6 +2343,8 @@ int lc_tui_run(struct lc_options *o)
         tui_message(t, false, "loading %s ...", model);
     free(continue_shared);   /* (opened pointed to it) */
     opened = NULL;
+    t->ui_ready = true;
+    show_lock_note(t);   /* --continue's */
     t->dirty = true;
 
     struct pollfd fds[4] = {
@@ -2403,6 +2439,7 @@ int lc_tui_run(struct lc_options *o)
     if (t->state_errors)   /* every failure to keep state, once more where it stays */
         lc_text_fprintf(stderr, "%s", t->state_errors);
     free(t->state_errors);
+    free(t->lock_note);
     t->state_errors = NULL;
     chat_take_path(t, NULL);   /* the writer is done: the lock goes */
     free(t->model_path);
