@@ -324,4 +324,18 @@ joined "nolock: --continue says it too" "$nolock"
 quit nolock2
 rmdir "$CHATS/.lock"
 
+# 9. /chats N of a file that does not open: the lock taken for it goes with the failure (a
+# lock left held would make this very chat refuse /delete of it as "open in another llamachat")
+rm -rf "$CHATS"; mkdir -p "$CHATS"
+printf '{"format": "llamachat-transcript", "version": 1, "messages": [{"role": "bot"}]}' >"$CHATS/2026-01-01T00-00-00.json"
+start badopen || exit 1
+$T send-keys -t lc "/chats" Enter
+check "badopen: listed" '^ *1\. '
+$T send-keys -t lc "/chats 1" Enter
+check "badopen: says it did not open" '^─ could not open the chat: /'
+$T send-keys -t lc "/delete! 1" Enter
+check "badopen: its lock was released" '^─ deleted /.*/chats/2026-01-01T'
+[ ! -e "$CHATS/2026-01-01T00-00-00.json" ] && ok "badopen: the file is gone" || bad "badopen: the file is gone"
+quit badopen
+
 exit $fail
