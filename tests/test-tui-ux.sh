@@ -163,6 +163,21 @@ if screen2 | tr -d '\n' | grep -q "which another llamachat has open: this copy g
 else bad "two: --continue says the chat is open elsewhere"; screen2 | sed 's/^/  | /'; fi
 $T send-keys -t lc2 "Beta two" Enter
 i=0; while ! screen2 | grep -q 'max tokens reached' && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+# nor may the second /save onto the file the first keeps (the first's next save would undo it,
+# and a turn of the first's could be lost in between): refused, with the reason, the line back
+$T send-keys -t lc2 "/save! $kept" Enter
+i=0; while ! screen2 | grep -q '^─ save refused: another llamachat has this chat open (its next save would replace yours)' && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+if screen2 | grep -q '^─ save refused: another llamachat has this chat open (its next save would replace yours)'; then
+    ok "two: /save! onto the file the first keeps is refused"
+else bad "two: /save! onto the file the first keeps is refused"; screen2 | sed 's/^/  | /'; fi
+screen2 | grep -q "^> /save! $kept *\$" && ok "two: the line is back" || bad "two: the line is back"
+grep -q '"content": "Beta two"' "$kept" && bad "two: the first's file is not replaced" || ok "two: the first's file is not replaced"
+$T send-keys -t lc2 C-e C-u "/save $kept" Enter
+sleep 0.3
+if screen2 | grep -q '^> /save '"$kept"' *$' && ! screen2 | grep -q 'exists: Enter replaces it'; then
+    ok "two: /save onto it is refused at once, not offered"
+else bad "two: /save onto it is refused at once, not offered"; screen2 | sed 's/^/  | /'; fi
+$T send-keys -t lc2 C-e C-u
 # the first may not delete the file the second keeps
 $T send-keys -t lc "/chats" Enter
 check "two: /chats lists both" '^ *2\. '

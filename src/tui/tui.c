@@ -719,6 +719,34 @@ bool refuse_if_busy(struct tui *t, const char *what)
     return false;
 }
 
+/* True when the existing file at path is a kept conversation (a .lock beside it: chats/) that
+ * another llamachat holds (state.h), so that replacing it would be undone by its next save.
+ * This chat's own file is not. */
+static bool chat_kept_elsewhere(struct tui *t, const char *path)
+{
+    char *real = realpath(path, NULL);
+    if (!real)
+        return false;
+    bool held = false;
+    char *own = t->chat_path ? realpath(t->chat_path, NULL) : NULL;
+    const char *slash = strrchr(real, '/');
+    char *lockfile = NULL;
+    struct stat st;
+    if ((!own || strcmp(own, real) != 0) && slash &&
+        asprintf(&lockfile, "%.*s.lock", (int)(slash + 1 - real), real) >= 0 &&
+        lstat(lockfile, &st) == 0 && S_ISREG(st.st_mode)) {
+        char *err = NULL;
+        int fd = lc_state_lock_chat(real, &err);
+        held = fd == -2;
+        lc_state_unlock_chat(fd);
+        free(err);
+    }
+    free(lockfile);
+    free(own);
+    free(real);
+    return held;
+}
+
 /* /save [FILE], /save! FILE (overwrite), Ctrl-S (name NULL).  Without a name the transcript
  * goes to the transcripts directory (state.h: [ui] transcripts, or
  * ~/.local/share/llamachat/transcripts), named by the time; ~ and ~user are expanded; an
@@ -748,6 +776,16 @@ static void do_save(struct tui *t, const char *name, bool force)
                                : S_ISBLK(st.st_mode) ? "a block device"
                                : S_ISSOCK(st.st_mode) ? "a socket" : "not a regular file";
             tui_message(t, true, "save failed: %s is %s; not saved (give a file name)", path, what);
+            char *again = NULL;   /* the line back, to correct the name */
+            if (asprintf(&again, "/save%s %s", force ? "!" : "", name) >= 0)
+                input_restore(again);
+            free(again);
+            free(path);
+            return;
+        }
+        if (path && stat(path, &st) == 0 && chat_kept_elsewhere(t, path)) {
+            tui_message(t, true, "save refused: another llamachat has this chat open (its next "
+                        "save would replace yours); give another name: %s", path);
             char *again = NULL;   /* the line back, to correct the name */
             if (asprintf(&again, "/save%s %s", force ? "!" : "", name) >= 0)
                 input_restore(again);
