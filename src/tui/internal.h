@@ -137,6 +137,9 @@ struct tui {
     bool chat_changed;             /* changed since the last save */
     bool save_soon;                /* a turn ended or a command changed it: save without waiting */
     double last_save;              /* CLOCK_MONOTONIC seconds of the last save attempt */
+    double save_every;             /* seconds between saves while a reply streams: 1, or 4 times
+                                      what making the last transcript took on this thread (a
+                                      long conversation: 0.6 s at 64 MiB) */
     bool save_failed;              /* a failure to keep the conversation was reported (once) */
     bool save_too_big;             /* it is over what a saved chat can hold (chat.h): said once,
                                       not written until it fits again */

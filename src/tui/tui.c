@@ -371,7 +371,8 @@ void tui_kv_load(struct tui *t, const char *transcript)
 }
 
 /* The conversation changed; urgent (a turn ended, a command): save at the next pass of the
- * loop, else (reply text streaming) at most once a second. */
+ * loop, else (reply text streaming) at most once a second (less often for a conversation that
+ * takes long to make: save_every). */
 void chat_touched(struct tui *t, bool urgent)
 {
     t->chat_changed = true;
@@ -464,6 +465,11 @@ static bool has_user_message(const struct lc_chat *c)
     return false;
 }
 
+static double save_interval(const struct tui *t)
+{
+    return t->save_every > 1.0 ? t->save_every : 1.0;
+}
+
 /* Milliseconds until a throttled save is due: -1 (none pending) or 0 .. 1000. */
 static int autosave_due_ms(const struct tui *t)
 {
@@ -473,7 +479,7 @@ static int autosave_due_ms(const struct tui *t)
         return -1;
     if (t->save_soon)
         return 0;
-    double left = t->last_save + 1.0 - now_s();
+    double left = t->last_save + save_interval(t) - now_s();
     return left <= 0 ? 0 : (int)(left * 1000.0) + 1;
 }
 
@@ -503,7 +509,7 @@ void autosave(struct tui *t, bool force)
     if (!autosave_on(t) || !t->chat_changed)
         return;
     double now = now_s();
-    if (!force && !t->save_soon && now - t->last_save < 1.0)
+    if (!force && !t->save_soon && now - t->last_save < save_interval(t))
         return;
     t->save_soon = false;
     if (!has_user_message(t->chat) && !t->chat_path)
@@ -520,6 +526,7 @@ void autosave(struct tui *t, bool force)
     if (t->chat_path && t->writer) {
         chat_fill_meta(t);
         char *json = lc_chat_to_json(t->chat);
+        t->save_every = 4.0 * (now_s() - now);   /* the UI's time it took, at most a quarter */
         if (json && lc_chat_json_fits(t->chat, strlen(json), t->chat_path, &err) != 0) {
             /* what could not be opened again is not written: the file keeps the last save
              * that fits (chat.h: one limit for the writer and the reader) */
