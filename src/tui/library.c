@@ -563,9 +563,9 @@ void library_shutdown(struct tui *t)
             lc_chat_free(j->result);
             lc_state_unlock_chat(t->open_lock);
             t->open_lock = -1;
-        }
-        else
+        } else {
             lc_listing_free(j->result);
+        }
         job_free(j);
     }
     lc_listing_free(t->model_list);

@@ -532,11 +532,11 @@ void autosave(struct tui *t, bool force)
              * that fits (chat.h: one limit for the writer and the reader) */
             free(json);
             t->chat_changed = false;   /* the next change tries again (/undo may shrink it) */
-            if (!t->save_too_big)
+            if (!t->save_too_big) {   /* said once, until it fits again */
                 tui_state_error(t, "the conversation is no longer kept", err);
-            if (!t->save_too_big)
                 note(t, E_NOTE, "%s keeps it as it was at its last save; /save FILE.md writes all "
                      "of it", t->chat_path);
+            }
             t->save_too_big = true;
             free(err);
             return;
