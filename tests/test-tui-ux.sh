@@ -209,15 +209,11 @@ n=$(ls "$CHATS" | grep -vc '\.json$\|\.json\.kv$')
 # 16 MiB (its bulk in a reply's earlier versions, which the model does not read) grows past it
 # and opens again.
 rm -rf "$CHATS"; mkdir -p "$CHATS"
-python3 - "$CHATS/2026-01-01T00-00-00.json" <<'PY'
-import json, sys
-alt = "x" * (16 * 1024 * 1024 - 600)
-t = {"format": "llamachat-transcript", "version": 1, "title": "big",
-     "messages": [{"role": "user", "content": "Lily had a red ball", "time": "2026-01-01T00:00:00Z"},
-                  {"role": "assistant", "content": "Once upon a time", "time": "2026-01-01T00:00:01Z",
-                   "alternatives": [{"content": alt, "time": "2026-01-01T00:00:01Z"}], "chosen": 2}]}
-open(sys.argv[1], "w").write(json.dumps(t))
-PY
+{ printf '{"format": "llamachat-transcript", "version": 1, "title": "big", "messages": [%s, %s' \
+      '{"role": "user", "content": "Lily had a red ball", "time": "2026-01-01T00:00:00Z"}' \
+      '{"role": "assistant", "content": "Once upon a time", "time": "2026-01-01T00:00:01Z", "alternatives": [{"content": "'
+  head -c $((16 * 1024 * 1024 - 600)) /dev/zero | tr '\0' x
+  printf '", "time": "2026-01-01T00:00:01Z"}], "chosen": 2}]}'; } >"$CHATS/2026-01-01T00-00-00.json"
 chmod 600 "$CHATS"/*.json
 big="$CHATS/2026-01-01T00-00-00.json"
 [ "$(stat -c %s "$big")" -lt $((16 << 20)) ] && ok "limit: the chat is under 16 MiB" || bad "limit: the chat is under 16 MiB"
