@@ -15,9 +15,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Limits for untrusted transcripts: enough for any real chat, small enough to stay safe. */
-#define LC_CHAT_MAX_FILE (16u << 20)   /* parsed on the UI thread: at most about a second */
-#define LC_CHAT_MAX_MESSAGES 250000
 
 static char *fmt_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static char *fmt_err(const char *fmt, ...)
@@ -530,6 +527,55 @@ static bool ends_with(const char *s, const char *suffix)
     return n >= m && strcasecmp(s + n - m, suffix) == 0;
 }
 
+size_t lc_chat_max_file(void)
+{
+    const char *v = getenv("LLAMACHAT_TEST_MAX_CHAT_FILE");
+    if (v && *v >= '0' && *v <= '9') {
+        unsigned long long n = strtoull(v, NULL, 10);
+        if (n < LC_CHAT_MAX_FILE)
+            return (size_t)n;
+    }
+    return LC_CHAT_MAX_FILE;
+}
+
+/* A size for people: "64 MiB", "70.2 MiB", "12.0 KiB", "900 bytes". */
+static void size_text(char *buf, size_t n, size_t bytes)
+{
+    if (bytes >= (size_t)1 << 20 && bytes % ((size_t)1 << 20) == 0)
+        snprintf(buf, n, "%zu MiB", bytes >> 20);
+    else if (bytes >= (size_t)1 << 20)
+        snprintf(buf, n, "%.1f MiB", (double)bytes / (1 << 20));
+    else if (bytes >= 1024)
+        snprintf(buf, n, "%.1f KiB", (double)bytes / 1024);
+    else
+        snprintf(buf, n, "%zu bytes", bytes);
+}
+
+int lc_chat_json_fits(const struct lc_chat *c, size_t len, const char *path, char **err)
+{
+    *err = NULL;
+    size_t max = lc_chat_max_file();
+    if (len > max) {
+        char have[32], lim[32];
+        size_text(have, sizeof(have), len);
+        size_text(lim, sizeof(lim), max);
+        *err = fmt_err("%s: the transcript would be %s, more than the %s a saved chat can hold",
+                       path, have, lim);
+        return -1;
+    }
+    size_t most = 0;
+    for (size_t i = 0; i < c->n; i++)
+        if (c->msgs[i].n_alts > most)
+            most = c->msgs[i].n_alts;
+    if (c->n > LC_CHAT_MAX_MESSAGES || most > LC_CHAT_MAX_MESSAGES) {
+        *err = fmt_err("%s: the transcript would have more than the %d %s a saved chat can hold",
+                       path, LC_CHAT_MAX_MESSAGES,
+                       c->n > LC_CHAT_MAX_MESSAGES ? "messages" : "versions of a reply");
+        return -1;
+    }
+    return 0;
+}
+
 int lc_chat_save(const struct lc_chat *c, const char *path, enum lc_chat_format fmt, char **err)
 {
     *err = NULL;
@@ -538,6 +584,10 @@ int lc_chat_save(const struct lc_chat *c, const char *path, enum lc_chat_format 
     char *text = fmt == LC_CHAT_JSON ? lc_chat_to_json(c) : lc_chat_to_markdown(c);
     if (!text) {
         *err = fmt_err("%s: out of memory", path);
+        return -1;
+    }
+    if (fmt == LC_CHAT_JSON && lc_chat_json_fits(c, strlen(text), path, err) != 0) {
+        free(text);
         return -1;
     }
     /* temp file + fsync + rename beside the real target; links followed, modes kept,
@@ -868,7 +918,10 @@ struct lc_chat *lc_chat_load(const char *path, char **err)
 {
     *err = NULL;
     /* O_NONBLOCK and a regular file only: a FIFO or a device never hangs the chat; a file
-     * over LC_CHAT_MAX_FILE is refused before it is read */
+     * over the limit (chat.h: the writer's too) is refused before it is read */
+    const size_t max = lc_chat_max_file();
+    char lim[32];
+    size_text(lim, sizeof(lim), max);
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
         *err = fmt_err("%s: cannot open: %s", path, strerror(errno));
@@ -877,10 +930,9 @@ struct lc_chat *lc_chat_load(const char *path, char **err)
     struct stat st;
     if (fstat(fd, &st) != 0)
         st.st_mode = 0;
-    if (!S_ISREG(st.st_mode) || st.st_size > (off_t)LC_CHAT_MAX_FILE) {
+    if (!S_ISREG(st.st_mode) || st.st_size > (off_t)max) {
         *err = !S_ISREG(st.st_mode) ? fmt_err("%s: not a regular file; not loaded", path)
-                                    : fmt_err("%s: larger than %u MiB, not a transcript", path,
-                                              LC_CHAT_MAX_FILE >> 20);
+                                    : fmt_err("%s: larger than %s, not a transcript", path, lim);
         close(fd);
         return NULL;
     }
@@ -890,16 +942,19 @@ struct lc_chat *lc_chat_load(const char *path, char **err)
         close(fd);
         return NULL;
     }
+    /* room for the size fstat gave, grown if the file grows meanwhile; at most max + 1 bytes
+     * are read (one more than max: too large), so a file of exactly max bytes loads */
     char *text = NULL;
     size_t n = 0, cap = 0;
+    const size_t room = max + 2;   /* max + 1 bytes and the NUL */
     for (;;) {
-        if (n + 65536 + 1 > cap) {
-            cap = cap ? cap * 2 : 65536 * 2;
-            if (cap > LC_CHAT_MAX_FILE + 65536 * 2) {
-                *err = fmt_err("%s: larger than %u MiB, not a transcript", path,
-                               LC_CHAT_MAX_FILE >> 20);
+        if (n + 1 >= cap) {
+            if (cap >= room) {
+                *err = fmt_err("%s: larger than %s, not a transcript", path, lim);
                 break;
             }
+            size_t want = cap ? cap * 2 : (size_t)st.st_size + 65536;
+            cap = want < room ? want : room;
             char *t = realloc(text, cap);
             if (!t) {
                 *err = fmt_err("%s: out of memory", path);
@@ -909,6 +964,10 @@ struct lc_chat *lc_chat_load(const char *path, char **err)
         }
         size_t r = fread(text + n, 1, cap - n - 1, f);
         n += r;
+        if (n > max) {
+            *err = fmt_err("%s: larger than %s, not a transcript", path, lim);
+            break;
+        }
         if (r == 0) {
             if (ferror(f))
                 *err = fmt_err("%s: read error: %s", path, strerror(errno));

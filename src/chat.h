@@ -138,6 +138,7 @@ void lc_chat_set_model_path(struct lc_chat *c, const char *path);
 
 /*
  * Save to path.  fmt LC_CHAT_AUTO picks JSON for a name ending in ".json", else Markdown.
+ * A JSON transcript that could not be read back (lc_chat_json_fits) is not written.
  * Returns 0, or -1 with a malloc'd *err naming the file and the reason; the target is left as
  * it was on failure.
  */
@@ -145,6 +146,26 @@ int lc_chat_save(const struct lc_chat *c, const char *path, enum lc_chat_format 
 /* The transcript as a malloc'd string (for tests and the clipboard), NULL on failure. */
 char *lc_chat_to_json(const struct lc_chat *c);
 char *lc_chat_to_markdown(const struct lc_chat *c);
+
+/*
+ * The most a JSON transcript may hold, one limit for the writer and the reader, so that every
+ * transcript written can be opened again: lc_chat_load reads files of up to
+ * lc_chat_max_file() bytes and LC_CHAT_MAX_MESSAGES messages (and as many versions of one
+ * message); lc_chat_save refuses to write a JSON transcript over either (lc_chat_json_fits).
+ * 64 MiB is about four times a long life of one conversation; it parses in about 0.2 s (0.3 s
+ * with the sanitizers) and takes about 0.6 s to make.
+ */
+#define LC_CHAT_MAX_FILE ((size_t)64 << 20)
+#define LC_CHAT_MAX_MESSAGES 250000
+/* The file limit in force in bytes: LC_CHAT_MAX_FILE, or the value of the environment variable
+ * LLAMACHAT_TEST_MAX_CHAT_FILE (bytes, for tests) when it is set and smaller. */
+size_t lc_chat_max_file(void);
+/*
+ * Whether a JSON transcript of c that is len bytes long (lc_chat_to_json) can be read back by
+ * lc_chat_load.  Returns 0, or -1 with a malloc'd *err naming path and the limit ("PATH: the
+ * transcript would be 70.2 MiB, more than the 64 MiB a saved chat can hold").
+ */
+int lc_chat_json_fits(const struct lc_chat *c, size_t len, const char *path, char **err);
 
 /*
  * Load a JSON transcript.  Every field is checked (types, roles, sizes); unknown fields are

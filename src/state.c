@@ -295,7 +295,10 @@ int lc_state_lock_chat(const char *path, char **err)
 #ifdef F_OFD_SETLK
     int rc = fcntl(fd, F_OFD_SETLK, &fl);   /* the open file's own: closing fd lets it go */
 #else
-    int rc = fcntl(fd, F_SETLK, &fl);
+    /* a process's own locks (F_SETLK) would all go with the first fd closed on the file, and a
+     * chat holds two while /chats N opens one: none rather than one that lies */
+    int rc = -1;
+    errno = ENOSYS;
 #endif
     if (rc != 0) {
         int e = errno;
@@ -304,7 +307,10 @@ int lc_state_lock_chat(const char *path, char **err)
             free(lock);
             return -2;
         }
-        *err = fmt_err("%s: cannot lock: %s", lock, strerror(e));
+        *err = e == ENOSYS || e == EINVAL
+               ? fmt_err("%s: cannot lock: this system has no open file description locks "
+                         "(F_OFD_SETLK)", lock)
+               : fmt_err("%s: cannot lock: %s", lock, strerror(e));
         free(lock);
         return -1;
     }

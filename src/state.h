@@ -73,8 +73,11 @@ char *lc_state_new_chat(const char *dir, time_t start, char **err);
  * turns: a write lock (an OFD lock, fcntl) on one byte of the hidden file .lock beside it
  * (created 0600; one for the directory, never removed), chosen by a hash of path's name; held
  * until lc_state_unlock_chat or the process ends (kill -9 included: nothing is left behind).
- * Returns the lock's fd (>= 0); -2 when another process holds it; -1 with a malloc'd *err when
- * it cannot be taken (the caller goes on without it).
+ * Returns the lock's fd (>= 0); -2 when another process holds it (or another lock of this
+ * one); -1 with a malloc'd *err when it cannot be taken: .lock cannot be opened, or the system
+ * has no OFD locks (F_OFD_SETLK; a process's own locks would all go with the first fd closed)
+ * -- the caller goes on without it, and should say that two llamachats could then overwrite
+ * each other.
  */
 int lc_state_lock_chat(const char *path, char **err);
 

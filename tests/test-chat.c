@@ -560,24 +560,137 @@ static void test_state(void)
     free(chats);
 }
 
-/* A transcript too large to parse on the UI thread is refused by its size, before a byte is
- * read (a sparse 17 MiB file: refused at once, whatever its content). */
+/* A transcript over the limit (chat.h) is refused by its size, before a byte is read (a
+ * sparse file of LC_CHAT_MAX_FILE + 1 MiB: refused at once, whatever its content). */
 static void test_too_large(void)
 {
     char path[600];
     snprintf(path, sizeof(path), "%s/huge.json", dir);
     FILE *f = fopen(path, "wb");
-    CHECK(f && fseek(f, (17L << 20) - 1, SEEK_SET) == 0 && fputc('}', f) == '}', "sparse file");
+    CHECK(f && fseek(f, (long)LC_CHAT_MAX_FILE + (1L << 20) - 1, SEEK_SET) == 0 && fputc('}', f) == '}',
+          "sparse file");
     if (f)
         fclose(f);
     char *err = NULL;
     struct lc_chat *c = lc_chat_load(path, &err);
     char want[700];
-    snprintf(want, sizeof(want), "%s: larger than 16 MiB, not a transcript", path);
+    snprintf(want, sizeof(want), "%s: larger than 64 MiB, not a transcript", path);
     CHECK(!c && err && strcmp(err, want) == 0, "too large: %s", err ? err : "(loaded)");
     free(err);
     lc_chat_free(c);
     unlink(path);
+}
+
+/* What the writer writes, the reader opens (one limit, chat.h): a 20 MiB conversation (the
+ * reader stopped at 16 MiB while autosave wrote on: --continue and /chats N refused it) and a
+ * file of exactly LC_CHAT_MAX_FILE bytes load; a transcript over the limit is not written, with
+ * the reason, and the file keeps its last save. */
+static void test_limit_agrees(void)
+{
+    char *err = NULL;
+    const size_t big = (size_t)20 << 20;
+    char *text = malloc(big + 1);
+    CHECK(text != NULL, "malloc");
+    if (!text)
+        return;
+    for (size_t i = 0; i < big; i++)
+        text[i] = (char)('a' + i % 26);
+    text[big] = '\0';
+    struct lc_chat *c = lc_chat_new();
+    lc_chat_add(c, LC_ROLE_USER, "Tell me everything", 18);
+    lc_chat_add(c, LC_ROLE_ASSISTANT, text, big);
+    char *p = strdup(path_in("big.json"));
+    CHECK(lc_chat_save(c, p, LC_CHAT_JSON, &err) == 0, "20 MiB saved: %s", err ? err : "");
+    free(err);
+    err = NULL;
+    struct lc_chat *d = lc_chat_load(p, &err);
+    CHECK(d && d->n == 2 && d->msgs[1].len == big && !memcmp(d->msgs[1].text, text, big),
+          "20 MiB read back: %s", err ? err : "");
+    lc_chat_free(d);
+    free(err);
+    err = NULL;
+
+    /* exactly the limit: the JSON padded with spaces to LC_CHAT_MAX_FILE bytes */
+    char *js = lc_chat_to_json(c);
+    size_t jn = js ? strlen(js) : 0;
+    FILE *f = fopen(p, "wb");
+    CHECK(f && js && jn < LC_CHAT_MAX_FILE && fwrite(js, 1, jn, f) == jn, "write the padded file");
+    for (size_t i = jn; f && i < LC_CHAT_MAX_FILE; i++)
+        fputc(' ', f);
+    if (f)
+        fclose(f);
+    struct stat st;
+    CHECK(stat(p, &st) == 0 && (size_t)st.st_size == LC_CHAT_MAX_FILE, "padded to the limit");
+    d = lc_chat_load(p, &err);
+    CHECK(d && d->n == 2 && d->msgs[1].len == big, "a file of exactly the limit loads: %s",
+          err ? err : "");
+    lc_chat_free(d);
+    free(err);
+    err = NULL;
+    f = fopen(p, "ab");   /* one byte more: refused */
+    if (f) {
+        fputc(' ', f);
+        fclose(f);
+    }
+    d = lc_chat_load(p, &err);
+    CHECK(!d && err && strstr(err, ": larger than 64 MiB, not a transcript"), "one byte over: %s",
+          err ? err : "(loaded)");
+    lc_chat_free(d);
+    free(err);
+    err = NULL;
+
+    /* the writer refuses what the reader would: the real limit, then a small one (the test hook)
+     * at the exact boundary */
+    CHECK(lc_chat_save(c, p, LC_CHAT_JSON, &err) == 0, "saved again: %s", err ? err : "");
+    free(err);
+    err = NULL;
+    char *before = js;
+    js = NULL;
+    for (int i = 0; i < 3; i++)   /* 80 MiB */
+        lc_chat_append(c, 1, text, big);
+    CHECK(lc_chat_save(c, p, LC_CHAT_JSON, &err) == -1 && err &&
+          strstr(err, ": the transcript would be 80.0 MiB, more than the 64 MiB a saved chat can hold"),
+          "80 MiB refused: %s", err ? err : "(saved)");
+    free(err);
+    err = NULL;
+    CHECK(stat(p, &st) == 0 && (size_t)st.st_size == jn, "the file keeps its last save (%lld bytes)",
+          (long long)st.st_size);
+    lc_chat_truncate(c, 1);
+    lc_chat_add(c, LC_ROLE_ASSISTANT, "Once upon a time", 16);
+    js = lc_chat_to_json(c);
+    jn = js ? strlen(js) : 0;
+    char lim[32];
+    snprintf(lim, sizeof(lim), "%zu", jn);
+    setenv("LLAMACHAT_TEST_MAX_CHAT_FILE", lim, 1);
+    CHECK(lc_chat_max_file() == jn, "the test limit");
+    CHECK(lc_chat_save(c, p, LC_CHAT_JSON, &err) == 0, "exactly the small limit saved: %s", err ? err : "");
+    free(err);
+    err = NULL;
+    d = lc_chat_load(p, &err);
+    CHECK(d && d->n == 2, "and read back: %s", err ? err : "");
+    lc_chat_free(d);
+    free(err);
+    err = NULL;
+    lc_chat_append(c, 1, ".", 1);
+    CHECK(lc_chat_save(c, p, LC_CHAT_JSON, &err) == -1 && err && strstr(err, "a saved chat can hold"),
+          "one byte over the small limit refused: %s", err ? err : "(saved)");
+    free(err);
+    err = NULL;
+    char *now = slurp(p);
+    CHECK(now && !strcmp(now, js), "the file keeps its last save");
+    free(now);
+    CHECK(lc_chat_save(c, path_in("big.md"), LC_CHAT_AUTO, &err) == 0, "Markdown has no limit: %s",
+          err ? err : "");
+    free(err);
+    unsetenv("LLAMACHAT_TEST_MAX_CHAT_FILE");
+    CHECK(lc_chat_max_file() == LC_CHAT_MAX_FILE, "the real limit again");
+    unlink(p);
+    unlink(path_in("big.md"));
+    free(p);
+    free(before);
+    free(js);
+    free(text);
+    lc_chat_free(c);
 }
 
 /* "title" round-trips; /chats lists newest first with the title or the first line, marks the
@@ -739,6 +852,7 @@ int main(void)
     test_edit();
     test_versions();
     test_too_large();
+    test_limit_agrees();
     test_json_round_trip();
     test_json_largest_params();
     test_markdown();

@@ -5,7 +5,10 @@
 # not cut to its first digits); --resume keeps the command line's options over the saved
 # parameters and applies --system; /save onto a directory or a FIFO says so at once; a second
 # chat's --continue does not take over the conversation file another one is writing; commands
-# without arguments refuse one.
+# without arguments refuse one; a kept conversation past the reader's old 16 MiB opens again,
+# and one that outgrows the limit is said to, its file left at the last save that fits; /chats N
+# locks the file before reading it (a copy read first could win the lock from the llamachat
+# writing it); a chat that cannot lock its file says so.
 set -u
 . "$(dirname "$0")/tui-lib.sh"
 tui_lib_paths
@@ -57,10 +60,11 @@ $T send-keys -t lc "/save $tmp/r.json" Enter
 check "resume: saved" "saved $tmp/r.json"
 quit saved
 rm -f "$tmp/r.json.kv"
-# start_args NAME ARGS...: llamachat with ARGS (one string, for the shell) and the token log
+# start_args NAME ARGS [ENV]: llamachat with ARGS (one string, for the shell), the variables ENV
+# (one string: A=1 B=2) and the token log
 start_args() {
     name=$1; shift
-    $T send-keys -t lc "clear; '$LC' $* --log-file '$tmp/$name.log' 2>'$tmp/$name.err'; echo EXIT=\$?" Enter
+    $T send-keys -t lc "clear; env ${2:-} '$LC' $1 --log-file '$tmp/$name.log' 2>'$tmp/$name.err'; echo EXIT=\$?" Enter
     wait_for '^ idle \|' 30 >/dev/null || { bad "$name: chat started"; tui_show_err "$name"; return 1; }
 }
 start_args cli "--resume '$tmp/r.json' -n 3 --temp 0 --seed 77 --system 'Be kind.'" || exit 1
@@ -159,6 +163,21 @@ if screen2 | tr -d '\n' | grep -q "which another llamachat has open: this copy g
 else bad "two: --continue says the chat is open elsewhere"; screen2 | sed 's/^/  | /'; fi
 $T send-keys -t lc2 "Beta two" Enter
 i=0; while ! screen2 | grep -q 'max tokens reached' && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+# nor may the second /save onto the file the first keeps (the first's next save would undo it,
+# and a turn of the first's could be lost in between): refused, with the reason, the line back
+$T send-keys -t lc2 "/save! $kept" Enter
+i=0; while ! screen2 | grep -q '^─ save refused: another llamachat has this chat open (its next save would replace yours)' && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+if screen2 | grep -q '^─ save refused: another llamachat has this chat open (its next save would replace yours)'; then
+    ok "two: /save! onto the file the first keeps is refused"
+else bad "two: /save! onto the file the first keeps is refused"; screen2 | sed 's/^/  | /'; fi
+screen2 | grep -q "^> /save! $kept *\$" && ok "two: the line is back" || bad "two: the line is back"
+grep -q '"content": "Beta two"' "$kept" && bad "two: the first's file is not replaced" || ok "two: the first's file is not replaced"
+$T send-keys -t lc2 C-e C-u "/save $kept" Enter
+sleep 0.3
+if screen2 | grep -q '^> /save '"$kept"' *$' && ! screen2 | grep -q 'exists: Enter replaces it'; then
+    ok "two: /save onto it is refused at once, not offered"
+else bad "two: /save onto it is refused at once, not offered"; screen2 | sed 's/^/  | /'; fi
+$T send-keys -t lc2 C-e C-u
 # the first may not delete the file the second keeps
 $T send-keys -t lc "/chats" Enter
 check "two: /chats lists both" '^ *2\. '
@@ -183,5 +202,151 @@ if grep -q '"content": "Alpha one"' "$other" && grep -q '"content": "Beta two"' 
 else bad "two: the second file has the conversation and the second chat's turn"; cat "$other"; fi
 n=$(ls "$CHATS" | grep -vc '\.json$\|\.json\.kv$')
 [ "$n" = 0 ] && ok "two: nothing else in chats/" || bad "two: nothing else in chats/: $(ls "$CHATS")"
+
+# 6. one limit for the writer and the reader of a kept conversation (chat.h): autosave wrote
+# on past the 16 MiB the reader took, and --continue then refused the chat ("larger than 16
+# MiB, not a transcript"): the conversation was lost to the chat.  A conversation of just under
+# 16 MiB (its bulk in a reply's earlier versions, which the model does not read) grows past it
+# and opens again.
+rm -rf "$CHATS"; mkdir -p "$CHATS"
+{ printf '{"format": "llamachat-transcript", "version": 1, "title": "big", "messages": [%s, %s' \
+      '{"role": "user", "content": "Lily had a red ball", "time": "2026-01-01T00:00:00Z"}' \
+      '{"role": "assistant", "content": "Once upon a time", "time": "2026-01-01T00:00:01Z", "alternatives": [{"content": "'
+  head -c $((16 * 1024 * 1024 - 600)) /dev/zero | tr '\0' x
+  printf '", "time": "2026-01-01T00:00:01Z"}], "chosen": 2}]}'; } >"$CHATS/2026-01-01T00-00-00.json"
+chmod 600 "$CHATS"/*.json
+big="$CHATS/2026-01-01T00-00-00.json"
+[ "$(stat -c %s "$big")" -lt $((16 << 20)) ] && ok "limit: the chat is under 16 MiB" || bad "limit: the chat is under 16 MiB"
+start_args big1 "--continue" || exit 1
+check "limit: continued" '^--continue: 2 messages from '
+old=$(ctx_now)
+$T send-keys -t lc "The end" Enter
+check_answered "limit: answered" "$old"
+quit big1
+[ "$(stat -c %s "$big")" -gt $((16 << 20)) ] && ok "limit: kept past 16 MiB" || bad "limit: kept past 16 MiB ($(stat -c %s "$big"))"
+start_args big2 "--continue" || { sed 's/^/  | /' "$tmp/big2.err"; exit 1; }
+check "limit: a chat past 16 MiB continues" '^--continue: 4 messages from '
+quit big2
+
+# ... and when a conversation outgrows the limit (a small one here, LLAMACHAT_TEST_MAX_CHAT_FILE)
+# the chat says so once, the file keeps the last save that fits (it opens), and at exit the
+# whole conversation is kept as Markdown, with where each part is
+rm -rf "$CHATS"
+start grow || exit 1
+$T send-keys -t lc "Alpha one" Enter
+check "grow: answered" 'max tokens reached'
+quit grow
+kept=$(ls "$CHATS"/*.json)
+size=$(stat -c %s "$kept")
+start_args grow2 "--continue" "LLAMACHAT_TEST_MAX_CHAT_FILE=$((size + 300))" || exit 1
+long=$(printf 'B%.0s' $(seq 400))
+# joined NAME REGEX: check the text left of the pane, its lines joined and its spaces (and the
+# REGEX's) left out: a note wraps at a space or inside a long word
+flat() { screen | sed 's/│.*//' | tr -d ' \n'; }
+joined() {
+    pat=$(printf '%s' "$2" | tr -d ' ')
+    i=0; while ! flat | grep -Eq -- "$pat" && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+    if flat | grep -Eq -- "$pat"; then ok "$1"; else bad "$1"; screen | sed 's/^/  | /'; fi
+}
+old=$(ctx_now)
+$T send-keys -t lc "$long" Enter
+check_answered "grow: answered" "$old"
+joined "grow: the chat says it is no longer kept" "the conversation is no longer kept: $kept: the transcript would be [0-9.]+ KiB, more than the $((size + 300)) bytes a saved chat can hold"
+joined "grow: ... and what the file keeps" "$kept keeps it as it was at its last save; /save FILE\.md writes all of it"
+old=$(ctx_now)
+$T send-keys -t lc "The end" Enter
+check_answered "grow: answered again" "$old"
+n=$(screen | grep -c '^the conversation is no longer kept:')
+[ "$n" = 1 ] && ok "grow: said once" || bad "grow: said once ($n)"
+quit grow2
+[ "$(stat -c %s "$kept")" = "$size" ] && ok "grow: the file keeps its last save" || bad "grow: the file keeps its last save"
+if grep -q "the whole conversation is kept as Markdown in .*/last-chat\.md (it cannot be resumed); $kept holds it as it was at its last save" "$tmp/grow2.err"; then
+    ok "grow: at exit, where it is kept"
+else bad "grow: at exit, where it is kept"; sed 's/^/  | /' "$tmp/grow2.err"; fi
+grep -q "$long" "$tmp/home/.local/state/llamachat/last-chat.md" && ok "grow: the Markdown has all of it" || bad "grow: the Markdown has all of it"
+start_args grow3 "--continue" "LLAMACHAT_TEST_MAX_CHAT_FILE=$((size + 300))" || exit 1
+check "grow: the kept file opens" '^--continue: 2 messages from '
+quit grow3
+
+# 7. /chats N of a conversation another llamachat is writing: it read the file first and took
+# the lock after, so a copy read before the other's last turn could win the lock once the other
+# quit, and its next save overwrote that turn.  Now the lock is taken before the file is read
+# (LLAMACHAT_TEST_SLOW_OPEN_MS: the other's turn and exit come after the read, before the
+# open ends): the copy goes on in a new file and the other's last turn stays in its file.
+rm -rf "$CHATS"
+start keeper || exit 1
+$T send-keys -t lc "Alpha one" Enter
+check "stale: the first answered" 'max tokens reached'
+i=0; while [ -z "$(ls "$CHATS"/*.json 2>/dev/null)" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+kept=$(ls "$CHATS"/*.json)
+$T -f /dev/null new-session -d -s lc3 -x 100 -y 24 \
+    "env HOME='$tmp/home' LLAMACHATRC='$tmp/rc' LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=tmux-256color LLAMACHAT_TEST_SLOW_OPEN_MS=5000 '$LC' 2>'$tmp/opener.err'; echo EXIT=\$?; sleep 30"
+screen3() { $T capture-pane -t lc3 -p; }
+wait3() { i=0; while ! screen3 | tr -d '\n' | grep -Eq -- "$1" && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+          screen3 | tr -d '\n' | grep -Eq -- "$1"; }
+wait3 ' idle \| ' || { bad "stale: the second started"; screen3 | sed 's/^/  | /'; }
+$T send-keys -t lc3 "/chats" Enter
+wait3 ' 1\. .*Alpha one' && ok "stale: listed" || bad "stale: listed"
+$T send-keys -t lc3 "/chats 1" Enter
+wait3 'opening .*\.json' && ok "stale: opening" || bad "stale: opening"
+old=$(ctx_now)
+$T send-keys -t lc "Gamma three" Enter
+check_answered "stale: the first answered again" "$old"
+quit keeper
+grep -q '"content": "Gamma three"' "$kept" && ok "stale: the first's last turn saved" || bad "stale: the first's last turn saved"
+if wait3 'is open in another llamachat: this copy goes on in a new file'; then
+    ok "stale: the copy says it goes on in a new file"
+else bad "stale: the copy says it goes on in a new file"; screen3 | sed 's/^/  | /'; fi
+wait3 'idle \|.*$' >/dev/null
+$T send-keys -t lc3 "Delta four" Enter
+wait3 'max tokens reached' && ok "stale: the copy answered" || bad "stale: the copy answered"
+sleep 1.5
+$T send-keys -t lc3 C-d
+wait3 'EXIT=0' && ok "stale: the copy exits" || bad "stale: the copy exits"
+if grep -q '"content": "Gamma three"' "$kept" && ! grep -q '"content": "Delta four"' "$kept"; then
+    ok "stale: the first's file keeps its last turn"
+else bad "stale: the first's file keeps its last turn"; grep -o '"content": "[^"]*"' "$kept"; fi
+other=$(ls "$CHATS"/*.json | grep -v "^$kept\$")
+if [ -n "$other" ] && grep -q '"content": "Delta four"' $other; then
+    ok "stale: the copy's turn in a new file"
+else bad "stale: the copy's turn in a new file"; ls "$CHATS"; fi
+grep -q 'AddressSanitizer\|runtime error' "$tmp/opener.err" && { bad "stale: no sanitizer report"; sed 's/^/  | /' "$tmp/opener.err" | head -30; }
+
+# 8. no lock can be made on the chat's file (here chats/.lock is a directory; also a system
+# without OFD locks): the chat went on without a word, and two llamachats on one conversation
+# could overwrite each other's turns; now it says so, once, and goes on
+rm -rf "$CHATS"; mkdir -p "$CHATS/.lock"
+nolock="no lock can be made on this chat's file \($CHATS/\.lock: cannot open: Is a directory\): if another llamachat opens it too \(--continue, /chats N\), each may overwrite the other's turns"
+start nolock || exit 1
+old=$(ctx_now)
+$T send-keys -t lc "Alpha one" Enter
+check_answered "nolock: answered" "$old"
+joined "nolock: the chat says no lock can be made, and what it means" "$nolock"
+old=$(ctx_now)
+$T send-keys -t lc "Beta two" Enter
+check_answered "nolock: answered again" "$old"
+n=$(screen | grep -c "^no lock can be made")
+[ "$n" = 1 ] && ok "nolock: said once" || bad "nolock: said once ($n)"
+quit nolock
+grep -q '"content": "Beta two"' "$CHATS"/*.json && ok "nolock: the conversation is kept" || bad "nolock: the conversation is kept"
+start_args nolock2 "--continue" || exit 1
+check "nolock: --continue" '^--continue: 4 messages from '
+joined "nolock: --continue says it too" "$nolock"
+quit nolock2
+rmdir "$CHATS/.lock"
+
+# 9. /chats N of a file that does not open: the lock taken for it goes with the failure (a
+# lock left held would make this very chat refuse /delete of it as "open in another llamachat")
+rm -rf "$CHATS"; mkdir -p "$CHATS"
+printf '{"format": "llamachat-transcript", "version": 1, "messages": [{"role": "bot"}]}' >"$CHATS/2026-01-01T00-00-00.json"
+start badopen || exit 1
+$T send-keys -t lc "/chats" Enter
+check "badopen: listed" '^ *1\. '
+$T send-keys -t lc "/chats 1" Enter
+check "badopen: says it did not open" '^─ could not open the chat: /'
+$T send-keys -t lc "/delete! 1" Enter
+check "badopen: its lock was released" '^─ deleted /.*/chats/2026-01-01T'
+[ ! -e "$CHATS/2026-01-01T00-00-00.json" ] && ok "badopen: the file is gone" || bad "badopen: the file is gone"
+quit badopen
 
 exit $fail

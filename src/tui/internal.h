@@ -127,11 +127,22 @@ struct tui {
                                       save (a new one after /clear and /load) */
     int chat_lock;                 /* lc_state_lock_chat's fd on chat_path (another llamachat
                                       does not take it over); -1: none */
+    bool lock_warned;              /* the note that no chat lock could be made was given */
+    char *lock_note;               /* that note, until the screen is up to show it */
+    bool ui_ready;                 /* the screen shows notes (set before the main loop) */
+    int open_lock;                 /* /chats N: the lock on the file being opened, taken before
+                                      it is read and held beside chat_lock until the open ends
+                                      (library.c); -1: none, -2: another llamachat has it */
     time_t chat_start;             /* when this conversation started: the file's name */
     bool chat_changed;             /* changed since the last save */
     bool save_soon;                /* a turn ended or a command changed it: save without waiting */
     double last_save;              /* CLOCK_MONOTONIC seconds of the last save attempt */
+    double save_every;             /* seconds between saves while a reply streams: 1, or 4 times
+                                      what making the last transcript took on this thread (a
+                                      long conversation: 0.6 s at 64 MiB) */
     bool save_failed;              /* a failure to keep the conversation was reported (once) */
+    bool save_too_big;             /* it is over what a saved chat can hold (chat.h): said once,
+                                      not written until it fits again */
     char *state_errors;            /* every failure to keep state, printed on stderr at exit */
     struct lc_state_writer *writer;/* writes the conversation file off this thread, or NULL */
     /* editing the conversation (tui.c: /undo, /edit, /regen's versions) */
@@ -244,6 +255,12 @@ void chat_restart(struct tui *t);
  * of the one before let go.  false when another llamachat keeps path: it is freed and
  * chat_path is NULL (the next save starts a new file, so neither overwrites the other). */
 bool chat_take_path(struct tui *t, char *path);
+/* The same with the lock already taken: fd is lc_state_lock_chat's result for path (>= 0: the
+ * lock, kept by chat_lock; -1: none could be made; -2: another llamachat keeps path). */
+bool chat_take_locked(struct tui *t, char *path, int fd);
+/* No chat lock could be made (lc_state_lock_chat returned -1 with err): the user is told, once
+ * a run, that two llamachats could overwrite each other's turns. */
+void chat_lock_failed(struct tui *t, const char *err);
 bool refuse_if_busy(struct tui *t, const char *what);
 void params_changed(struct tui *t);
 void autosave(struct tui *t, bool force);

@@ -300,23 +300,36 @@ static void chats_done(struct tui *t, struct tui_job *j)
     show_listing(t, &t->chat_list, j->result, j->err);
 }
 
-static void *open_run(struct tui_job *j)
+static void test_sleep(const char *var)
 {
-    /* LLAMACHAT_TEST_SLOW_MS (tests): a slow disk, as the engine's (engine.c) */
-    const char *slow = getenv("LLAMACHAT_TEST_SLOW_MS");
+    const char *slow = getenv(var);
     int ms = slow && *slow ? atoi(slow) : 0;
     if (ms > 0) {
         struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
         nanosleep(&ts, NULL);
     }
-    return lc_chat_load(j->arg, &j->err);
 }
 
-/* A saved chat was read (/chats N): it becomes the conversation, kept on in its own file. */
+static void *open_run(struct tui_job *j)
+{
+    /* LLAMACHAT_TEST_SLOW_MS (tests): a slow disk, as the engine's (engine.c);
+     * LLAMACHAT_TEST_SLOW_OPEN_MS: a wait after the file is read, in which another llamachat
+     * may write it */
+    test_sleep("LLAMACHAT_TEST_SLOW_MS");
+    struct lc_chat *c = lc_chat_load(j->arg, &j->err);
+    test_sleep("LLAMACHAT_TEST_SLOW_OPEN_MS");
+    return c;
+}
+
+/* A saved chat was read (/chats N): it becomes the conversation, kept on in its own file
+ * under the lock cmd_chats took before the file was read (t->open_lock). */
 static void open_done(struct tui *t, struct tui_job *j)
 {
     struct lc_chat *c = j->result;
+    int lock = t->open_lock;   /* ours from here: kept as chat_lock, or released */
+    t->open_lock = -1;
     if (!c) {
+        lc_state_unlock_chat(lock);
         tui_add_entry(t, E_ERROR, j->err ? j->err : "?", strlen(j->err ? j->err : "?"));
         tui_message(t, true, "could not open the chat: %s", j->err ? j->err : "?");
         return;
@@ -324,6 +337,7 @@ static void open_done(struct tui *t, struct tui_job *j)
     /* never two chats in one: refuse_if_busy held messages and commands back while the file
      * was read, and the engine must have nothing of this chat's left to do */
     if (t->state != ST_IDLE || lc_engine_busy(t->engine)) {
+        lc_state_unlock_chat(lock);
         tui_message(t, true, "the chat was not opened: the model is busy");
         lc_chat_free(c);
         return;
@@ -340,8 +354,10 @@ static void open_done(struct tui *t, struct tui_job *j)
     params_changed(t);
     chat_restart(t);
     char *own = strdup(j->arg);   /* its next saves go to the same file, unless another
-                                     llamachat keeps it: then to a new one */
-    bool shared = own && !chat_take_path(t, own);
+                                     llamachat kept it when it was read: then to a new one */
+    if (!own)
+        lc_state_unlock_chat(lock);
+    bool shared = own && !chat_take_locked(t, own, lock);
     lc_engine_set_conversation(t->engine, c);
     tui_kv_load(t, j->arg);
     t->n_past = -1;
@@ -392,9 +408,24 @@ static void cmd_chats(struct tui *t, const char *arg)
     }
     if (refuse_if_busy(t, "/chats"))
         return;
+    if (t->job) {
+        tui_message(t, true, "still busy with the last listing; try again in a moment");
+        return;
+    }
     autosave(t, true);   /* the current one is saved first */
-    if (job_start(t, open_run, open_done, path, NULL))
-        tui_message(t, false, "opening %s ...", path);
+    /* locked before it is read, beside the current chat's lock: a copy read first could be
+     * older than the file by the time another llamachat writing it let the lock go */
+    char *lerr = NULL;
+    int lock = lc_state_lock_chat(path, &lerr);
+    if (lock == -1)
+        chat_lock_failed(t, lerr);
+    free(lerr);
+    if (!job_start(t, open_run, open_done, path, NULL)) {
+        lc_state_unlock_chat(lock);
+        return;
+    }
+    t->open_lock = lock;
+    tui_message(t, false, "opening %s ...", path);
 }
 
 /* /rename TITLE: the title /chats shows, kept in the transcript ("" removes it). */
@@ -528,10 +559,13 @@ void library_shutdown(struct tui *t)
         pthread_join(t->job->thread, NULL);
         struct tui_job *j = t->job;
         t->job = NULL;
-        if (j->run == open_run)
+        if (j->run == open_run) {
             lc_chat_free(j->result);
-        else
+            lc_state_unlock_chat(t->open_lock);
+            t->open_lock = -1;
+        } else {
             lc_listing_free(j->result);
+        }
         job_free(j);
     }
     lc_listing_free(t->model_list);

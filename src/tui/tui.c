@@ -34,6 +34,7 @@
 
 #include "../cli.h"
 #include "../config.h"
+#include "../fileutil.h"
 #include "../state.h"
 #include "../textsafe.h"
 #include "keydec.h"
@@ -370,7 +371,8 @@ void tui_kv_load(struct tui *t, const char *transcript)
 }
 
 /* The conversation changed; urgent (a turn ended, a command): save at the next pass of the
- * loop, else (reply text streaming) at most once a second. */
+ * loop, else (reply text streaming) at most once a second (less often for a conversation that
+ * takes long to make: save_every). */
 void chat_touched(struct tui *t, bool urgent)
 {
     t->chat_changed = true;
@@ -380,16 +382,50 @@ void chat_touched(struct tui *t, bool urgent)
 
 bool chat_take_path(struct tui *t, char *path)
 {
+    int fd = -1;
+    if (path) {
+        char *err = NULL;
+        fd = lc_state_lock_chat(path, &err);
+        if (fd == -1)   /* the chat goes on without it; the saves say why they fail, if they do */
+            chat_lock_failed(t, err);
+        free(err);
+    }
+    return chat_take_locked(t, path, fd);
+}
+
+static void show_lock_note(struct tui *t)
+{
+    if (!t->lock_note || !t->ui_ready)
+        return;
+    tui_add_entry(t, E_ERROR, t->lock_note, strlen(t->lock_note));
+    tui_message(t, true, "%s", t->lock_note);
+    free(t->lock_note);
+    t->lock_note = NULL;
+}
+
+void chat_lock_failed(struct tui *t, const char *err)
+{
+    if (t->lock_warned)
+        return;
+    t->lock_warned = true;
+    if (asprintf(&t->lock_note, "no lock can be made on this chat's file (%s): if another "
+                 "llamachat opens it too (--continue, /chats N), each may overwrite the other's "
+                 "turns", err ? err : "out of memory") < 0)
+        t->lock_note = NULL;
+    show_lock_note(t);
+}
+
+bool chat_take_locked(struct tui *t, char *path, int fd)
+{
     /* the old file's lock goes once its queued saves are written (state.h) */
     lc_state_writer_unlock_after(t->writer, t->chat_lock);
     t->chat_lock = -1;
     free(t->chat_path);
     t->chat_path = NULL;
-    if (!path)
+    if (!path) {
+        lc_state_unlock_chat(fd);
         return true;
-    char *err = NULL;
-    int fd = lc_state_lock_chat(path, &err);
-    free(err);   /* -1: no lock can be made there; the saves say why they fail, if they do */
+    }
     if (fd == -2) {
         free(path);
         return false;
@@ -429,6 +465,11 @@ static bool has_user_message(const struct lc_chat *c)
     return false;
 }
 
+static double save_interval(const struct tui *t)
+{
+    return t->save_every > 1.0 ? t->save_every : 1.0;
+}
+
 /* Milliseconds until a throttled save is due: -1 (none pending) or 0 .. 1000. */
 static int autosave_due_ms(const struct tui *t)
 {
@@ -438,7 +479,7 @@ static int autosave_due_ms(const struct tui *t)
         return -1;
     if (t->save_soon)
         return 0;
-    double left = t->last_save + 1.0 - now_s();
+    double left = t->last_save + save_interval(t) - now_s();
     return left <= 0 ? 0 : (int)(left * 1000.0) + 1;
 }
 
@@ -468,7 +509,7 @@ void autosave(struct tui *t, bool force)
     if (!autosave_on(t) || !t->chat_changed)
         return;
     double now = now_s();
-    if (!force && !t->save_soon && now - t->last_save < 1.0)
+    if (!force && !t->save_soon && now - t->last_save < save_interval(t))
         return;
     t->save_soon = false;
     if (!has_user_message(t->chat) && !t->chat_path)
@@ -485,8 +526,24 @@ void autosave(struct tui *t, bool force)
     if (t->chat_path && t->writer) {
         chat_fill_meta(t);
         char *json = lc_chat_to_json(t->chat);
+        t->save_every = 4.0 * (now_s() - now);   /* the UI's time it took, at most a quarter */
+        if (json && lc_chat_json_fits(t->chat, strlen(json), t->chat_path, &err) != 0) {
+            /* what could not be opened again is not written: the file keeps the last save
+             * that fits (chat.h: one limit for the writer and the reader) */
+            free(json);
+            t->chat_changed = false;   /* the next change tries again (/undo may shrink it) */
+            if (!t->save_too_big) {   /* said once, until it fits again */
+                tui_state_error(t, "the conversation is no longer kept", err);
+                note(t, E_NOTE, "%s keeps it as it was at its last save; /save FILE.md writes all "
+                     "of it", t->chat_path);
+            }
+            t->save_too_big = true;
+            free(err);
+            return;
+        }
         if (json && lc_state_writer_put(t->writer, t->chat_path, json, strlen(json)) == 0) {
             t->chat_changed = false;
+            t->save_too_big = false;
             tui_kv_save(t, t->chat_path);
             return;
         }
@@ -669,6 +726,34 @@ bool refuse_if_busy(struct tui *t, const char *what)
     return false;
 }
 
+/* True when the existing file at path is a kept conversation (a .lock beside it: chats/) that
+ * another llamachat holds (state.h), so that replacing it would be undone by its next save.
+ * This chat's own file is not. */
+static bool chat_kept_elsewhere(struct tui *t, const char *path)
+{
+    char *real = realpath(path, NULL);
+    if (!real)
+        return false;
+    bool held = false;
+    char *own = t->chat_path ? realpath(t->chat_path, NULL) : NULL;
+    const char *slash = strrchr(real, '/');
+    char *lockfile = NULL;
+    struct stat st;
+    if ((!own || strcmp(own, real) != 0) && slash &&
+        asprintf(&lockfile, "%.*s.lock", (int)(slash + 1 - real), real) >= 0 &&
+        lstat(lockfile, &st) == 0 && S_ISREG(st.st_mode)) {
+        char *err = NULL;
+        int fd = lc_state_lock_chat(real, &err);
+        held = fd == -2;
+        lc_state_unlock_chat(fd);
+        free(err);
+    }
+    free(lockfile);
+    free(own);
+    free(real);
+    return held;
+}
+
 /* /save [FILE], /save! FILE (overwrite), Ctrl-S (name NULL).  Without a name the transcript
  * goes to the transcripts directory (state.h: [ui] transcripts, or
  * ~/.local/share/llamachat/transcripts), named by the time; ~ and ~user are expanded; an
@@ -698,6 +783,16 @@ static void do_save(struct tui *t, const char *name, bool force)
                                : S_ISBLK(st.st_mode) ? "a block device"
                                : S_ISSOCK(st.st_mode) ? "a socket" : "not a regular file";
             tui_message(t, true, "save failed: %s is %s; not saved (give a file name)", path, what);
+            char *again = NULL;   /* the line back, to correct the name */
+            if (asprintf(&again, "/save%s %s", force ? "!" : "", name) >= 0)
+                input_restore(again);
+            free(again);
+            free(path);
+            return;
+        }
+        if (path && stat(path, &st) == 0 && chat_kept_elsewhere(t, path)) {
+            tui_message(t, true, "save refused: another llamachat has this chat open (its next "
+                        "save would replace yours); give another name: %s", path);
             char *again = NULL;   /* the line back, to correct the name */
             if (asprintf(&again, "/save%s %s", force ? "!" : "", name) >= 0)
                 input_restore(again);
@@ -1962,7 +2057,33 @@ static void keep_conversation(struct tui *t)
         free(latest);
         free(cdir);
     }
-    if (lc_state_private_file(path, &err) == 0 && lc_chat_save(t->chat, path, LC_CHAT_JSON, &err) == 0) {
+    char *json = lc_chat_to_json(t->chat);
+    if (json && lc_chat_json_fits(t->chat, strlen(json), path, &err) != 0) {
+        /* too large to be read back: kept as Markdown instead, for people (chat.h) */
+        char *md = NULL, *merr = NULL;
+        if (asprintf(&md, "%.*s.md", (int)(strlen(path) - 5), path) < 0)
+            md = NULL;
+        if (md && lc_state_private_file(md, &merr) == 0 && lc_chat_save(t->chat, md, LC_CHAT_MARKDOWN, &merr) == 0)
+            lc_text_fprintf(stderr, "llamachat: %s; the whole conversation is kept as Markdown in %s "
+                            "(it cannot be resumed)%s%s%s\n", err, md, t->chat_path ? "; " : "",
+                            t->chat_path ? t->chat_path : "",
+                            t->chat_path ? " holds it as it was at its last save" : "");
+        else
+            lc_text_fprintf(stderr, "llamachat: could not keep the conversation: %s; %s\n", err,
+                            merr ? merr : "out of memory");
+        char *kv = NULL;   /* last-chat.json is the one before: its state may not be this one's */
+        if (asprintf(&kv, "%s.kv", path) >= 0)
+            unlink(kv);
+        free(kv);
+        free(merr);
+        free(md);
+        free(json);
+        free(err);
+        free(path);
+        return;
+    }
+    if (json && lc_state_private_file(path, &err) == 0 &&
+        lc_file_replace(path, json, strlen(json), &err) == 0) {
         /* its KV state: none without KV files (an older one would not match), or the state of
          * its file in chats/, linked (the engine has written its last save), or what the engine
          * wrote as it quit (keep_kv_state) */
@@ -1984,12 +2105,14 @@ static void keep_conversation(struct tui *t)
                             path, path);
     }
     else {
-        lc_text_fprintf(stderr, "llamachat: could not keep the conversation: %s\n", err ? err : "?");
+        lc_text_fprintf(stderr, "llamachat: could not keep the conversation: %s\n",
+                        err ? err : json ? "?" : "out of memory");
         char *kv = NULL;   /* no state without its transcript */
         if (asprintf(&kv, "%s.kv", path) >= 0)
             unlink(kv);
         free(kv);
     }
+    free(json);
     free(err);
     free(path);
 }
@@ -2086,7 +2209,7 @@ int lc_tui_run(struct lc_options *o)
     struct tui tt;
     struct tui *t = &tt;
     memset(t, 0, sizeof(*t));
-    t->chat_lock = -1;
+    t->chat_lock = t->open_lock = -1;
     t->ascii_text = !utf8;
     t->ascii_lines = !utf8 || vt_terminal();
     t->o = o;
@@ -2337,6 +2460,8 @@ int lc_tui_run(struct lc_options *o)
         tui_message(t, false, "loading %s ...", model);
     free(continue_shared);   /* (opened pointed to it) */
     opened = NULL;
+    t->ui_ready = true;
+    show_lock_note(t);   /* --continue's */
     t->dirty = true;
 
     struct pollfd fds[4] = {
@@ -2431,6 +2556,7 @@ int lc_tui_run(struct lc_options *o)
     if (t->state_errors)   /* every failure to keep state, once more where it stays */
         lc_text_fprintf(stderr, "%s", t->state_errors);
     free(t->state_errors);
+    free(t->lock_note);
     t->state_errors = NULL;
     chat_take_path(t, NULL);   /* the writer is done: the lock goes */
     free(t->model_path);
