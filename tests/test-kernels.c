@@ -523,6 +523,57 @@ static void check_recode(const struct lc_kernels *S, const struct lc_kernels *K)
     }
 }
 
+/*
+ * An ISA's own decode GEMV of a new type (Q5_0, IQ4_NL): rows 1..9 (4-row groups and their
+ * tails, strided with padding, every edge kind among them) against one activation row, each
+ * output bit for bit scalar.c's vec_dot, nothing written past the rows.  Block counts 1 and 2
+ * (IQ4_NL's odd tail and pair), 7 and 64.  Returns the number of outputs compared.
+ */
+static long check_new_gemv(const struct lc_kernels *S, const struct lc_kernels *K,
+                           const struct newtype *nt)
+{
+    const struct lc_type_traits *tt = lc_type_traits(nt->type);
+    const int at = tt->vec_dot_type, qk = tt->blck_size;
+    const size_t wsz = tt->type_size, asz = lc_type_traits(at)->type_size;
+    const int apb = qk / lc_type_traits(at)->blck_size;
+    static const int nbs[] = {1, 2, 7, 64};
+    enum { MR = 9, MC = 4 };
+    long compared = 0;
+    for (int bi = 0; bi < 4; bi++) {
+        const int nb = nbs[bi], n = nb * qk;
+        const size_t w_stride = (size_t)nb * wsz + 8, a_stride = (size_t)nb * apb * asz + 4;
+        uint8_t *W = calloc(MR + 12, w_stride); /* the prefetch may look past the rows */
+        uint8_t *A = calloc(MC, a_stride);
+        float *xf = malloc((size_t)n * sizeof(float));
+        for (int r = 0; r < MR; r++)
+            for (int b = 0; b < nb; b++)
+                make_new_block(nt, W + r * w_stride + (size_t)b * wsz, wsz,
+                               r < NEW_EDGES ? r : 0);
+        for (int c = 0; c < MC; c++) {
+            make_acts(xf, n, c < EDGE_COUNT ? (c + 3) % EDGE_COUNT : EDGE_RANDOM);
+            S->quantize_row[at](xf, A + c * a_stride, n);
+        }
+        for (int nr = 1; nr <= MR; nr++)
+            for (int c = 0; c < MC; c++) {
+                float out[MR + 1];
+                for (int r = 0; r <= MR; r++)
+                    out[r] = -12345.0f;
+                K->gemv[nt->type](n, out, W, w_stride, nr, A + c * a_stride);
+                for (int r = 0; r < nr; r++, compared++) {
+                    float ss = NAN;
+                    S->vec_dot[nt->type](n, &ss, W + r * w_stride, A + c * a_stride);
+                    CHECK(same_bits(out[r], ss), "%s gemv %s n=%d nr=%d (r%d,c%d): %.9g vs %.9g",
+                          K->isa, tt->name, n, nr, r, c, (double)out[r], (double)ss);
+                }
+                CHECK(out[nr] == -12345.0f, "%s gemv %s wrote past the rows", K->isa, tt->name);
+            }
+        free(W);
+        free(A);
+        free(xf);
+    }
+    return compared;
+}
+
 static void check_new_types(const struct lc_kernels *S, const struct lc_kernels *K)
 {
     static const int nbs[] = {1, 2, 3, 5, 7, 16, 17, 33};
@@ -604,6 +655,9 @@ static void check_new_types(const struct lc_kernels *S, const struct lc_kernels 
         long tiles = 0;
         if (own_gemm)
             tiles = check_new_gemm(S, K, nt);
+        if (K->gemv[nt->type] && K->gemv[nt->type] != S->gemv[nt->type])
+            fprintf(stderr, "  %s %s: gemv, %ld outputs compared\n", K->isa, tt->name,
+                    check_new_gemv(S, K, nt));
         fprintf(stderr, "  %s %s: %d cases, dot %s, gemm %s (%ld tile outputs)\n", K->isa,
                 tt->name, cases, own_dot ? "compared" : "scalar", own_gemm ? "compared" : "scalar",
                 tiles);

@@ -2113,6 +2113,8 @@ const struct lc_kernels lc_kernels_avx2 = {
     .gemv = {
         [LC_TYPE_Q4_0] = gemv_q4_0,
         [LC_TYPE_Q4_1] = gemv_q4_1,
+        [LC_TYPE_Q5_0] = gemv_q5_0,
+        [LC_TYPE_IQ4_NL] = gemv_iq4_nl,
     },
     .rms_norm = rms_norm,
     .softmax = ew_softmax,

@@ -2696,6 +2696,8 @@ const struct lc_kernels lc_kernels_avx512 = {
     .gemv = {
         [LC_TYPE_Q4_0] = gemv_q4_0,
         [LC_TYPE_Q4_1] = gemv_q4_1,
+        [LC_TYPE_Q5_0] = gemv_q5_0,
+        [LC_TYPE_IQ4_NL] = gemv_iq4_nl,
     },
     .vec_dot_q4_0x8 = vec_dot_q4_0x8_q8_0,
     .gemm_q4_0x8 = pk_gemm_q4_0x8,

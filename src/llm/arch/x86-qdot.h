@@ -345,6 +345,73 @@ DEFINE_TILE(q8_0, lc_block_q8_0, lc_block_q8_0, q8_0, 0)
 DEFINE_TILE(q5_0, lc_block_q5_0, lc_block_q8_0, q5_0, 0)
 DEFINE_TILE(iq4_nl, lc_block_iq4_nl, lc_block_q8_0, iq4_nl, 0)
 
+/* the prefetch of gemv_q5_0 / gemv_iq4_nl: the 4 rows at next (none at or past end) into L2 */
+INLINE void gemv_prefetch4(const uint8_t *next, const uint8_t *end, size_t w_stride)
+{
+    for (size_t o = 0; o < 4 * w_stride && next + o < end; o += 64)
+        _mm_prefetch((const char *)(next + o), _MM_HINT_T1);
+}
+
+/*
+ * Q5_0's decode GEMV: its 4-row tiles against the one activation row (four independent FMA
+ * chains where vec_dot has one; per row vec_dot's operations), the group of rows after the
+ * next one prefetched into L2 a few lines per block as gemv4 does
+ */
+static void gemv_q5_0(int n, float *s, const void *vw, size_t w_stride, int nr, const void *va)
+{
+    const uint8_t *w = vw;
+    const int nb = n / LC_QK5_0;
+    int r = 0;
+    for (; r + 4 <= nr; r += 4) {
+        gemv_prefetch4(w + (size_t)(r + 8) * w_stride, w + (size_t)nr * w_stride, w_stride);
+        q5_0_tile(nb, s + r, 1, w + (size_t)r * w_stride, w_stride, va, 0, 4, 1);
+    }
+    for (; r < nr; r++)
+        q5_0_tile(nb, s + r, 1, w + (size_t)r * w_stride, w_stride, va, 0, 1, 1);
+}
+
+/* IQ4_NL's decode GEMV: vec_dot_iq4_nl_q8_0 (pairs of blocks into two accumulators, a last odd
+ * block added apart) for 4 rows at once */
+static void gemv_iq4_nl(int n, float *s, const void *vw, size_t w_stride, int nr, const void *va)
+{
+    const uint8_t *w = vw;
+    const lc_block_q8_0 *y = va;
+    const int nb = n / LC_QK4_NL;
+    int r = 0;
+    for (; r + 4 <= nr; r += 4) {
+        gemv_prefetch4(w + (size_t)(r + 8) * w_stride, w + (size_t)nr * w_stride, w_stride);
+        const lc_block_iq4_nl *x[4];
+        __m256 acc1[4], acc2[4];
+        _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
+            x[k] = (const lc_block_iq4_nl *)(const void *)(w + (size_t)(r + k) * w_stride);
+            acc1[k] = acc2[k] = _mm256_setzero_ps();
+        }
+        int ib = 0;
+        for (; ib + 1 < nb; ib += 2) {
+            const __m256i y1 = _mm256_loadu_si256((const __m256i *)y[ib].qs);
+            const __m256i y2 = _mm256_loadu_si256((const __m256i *)y[ib + 1].qs);
+            const float d1 = h2f(y[ib].d), d2 = h2f(y[ib + 1].d);
+            _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
+                acc1[k] = _mm256_fmadd_ps(_mm256_set1_ps(d1 * h2f(x[k][ib].d)),
+                                          iq4_nl_xy(iq4_nl_x(x[k] + ib), y1), acc1[k]);
+                acc2[k] = _mm256_fmadd_ps(_mm256_set1_ps(d2 * h2f(x[k][ib + 1].d)),
+                                          iq4_nl_xy(iq4_nl_x(x[k] + ib + 1), y2), acc2[k]);
+            }
+        }
+        _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
+            float sumf = hsum_ps(_mm256_add_ps(acc1[k], acc2[k]));
+            if (ib < nb) { /* exact integers in float lanes */
+                const __m256 l = blk_iq4_nl(x[k] + ib, y + ib);
+                sumf = fmaf(h2f(y[ib].d) * h2f(x[k][ib].d),
+                            (float)hsum_epi32(_mm256_cvtps_epi32(l)), sumf);
+            }
+            s[r + k] = sumf;
+        }
+    }
+    for (; r < nr; r++)
+        vec_dot_iq4_nl_q8_0(n, s + r, w + (size_t)r * w_stride, va);
+}
+
 /* kernels.h recode: the bytes q5_0_x / iq4_nl_x give, stored as Q8_0 blocks */
 static void to_q8_0_q5_0(const void *vx, void *vy, int nb)
 {
