@@ -453,6 +453,68 @@ out:
     unlink(path);
 }
 
+/*
+ * lc_context_compute_flags' LC_COMPUTE_FAST_MATH is what keeps a state computed with
+ * --fast-math from a run without it: whenever --fast-math changes the bits of a prompt batch,
+ * the flag must say so (Q5_0 and IQ4_NL prompt batches take Q8_0's x16 GEMM, whose fast order
+ * AVX-512 has, although those weights are not repacked).
+ */
+static void test_fast_math_flag(void)
+{
+    static const char *const models[] = {
+        "models/synth-small-q5_0.gguf", "models/tinystories-656k/TinyStories-656K-IQ4_NL.gguf",
+        "models/tinystories-656k/TinyStories-656K-Q5_0.gguf", "models/stories260K-ff192-q4_1.gguf",
+        "models/synth-small-q8_0.gguf", "models/synth-small-q6_k.gguf",
+    };
+    for (size_t k = 0; k < sizeof(models) / sizeof(models[0]); k++) {
+        char path[512];
+        tu_shared(models[k], path, sizeof(path));
+        char *err = NULL;
+        struct lc_model *m = access(path, R_OK) == 0 ? lc_model_load(path, false, &err) : NULL;
+        if (!m) {
+            printf("# skip %s: %s\n", models[k], err ? err : "missing");
+            free(err);
+            continue;
+        }
+        const int32_t n_vocab = m->hp.n_vocab, n_tok = 40;
+        int32_t toks[40];
+        for (int i = 0; i < n_tok; i++)
+            toks[i] = 1 + (i * 37) % (n_vocab - 1);
+        float *logits[2] = {NULL, NULL};
+        unsigned flags = 0;
+        for (int f = 0; f < 2; f++) {
+            struct lc_context_params p = lc_context_default_params();
+            p.n_ctx = 64;
+            p.n_threads = 1;
+            p.fast_math = f;
+            struct lc_context *c = lc_context_new(m, &p, &err);
+            CHECK(c != NULL, "%s: context: %s", models[k], err ? err : "?");
+            if (!c)
+                break;
+            CHECK(lc_context_decode(c, toks, n_tok, 0, false, &err) == 0, "%s: decode: %s",
+                  models[k], err ? err : "?");
+            logits[f] = malloc((size_t)n_vocab * sizeof(float));
+            if (logits[f])
+                memcpy(logits[f], lc_context_logits(c, -1), (size_t)n_vocab * sizeof(float));
+            if (f)
+                flags = lc_context_compute_flags(c);
+            lc_context_free(c);
+        }
+        if (logits[0] && logits[1]) {
+            const bool differ = memcmp(logits[0], logits[1], (size_t)n_vocab * sizeof(float)) != 0;
+            printf("# %s on %s: --fast-math %s the bits, flag %s\n", models[k], lc_kernels()->isa,
+                   differ ? "changes" : "keeps", flags & LC_COMPUTE_FAST_MATH ? "set" : "clear");
+            CHECK(!differ || (flags & LC_COMPUTE_FAST_MATH),
+                  "%s: --fast-math changed the logits but lc_context_compute_flags says it "
+                  "changes nothing (a state saved with it would be used without it)", models[k]);
+        }
+        free(logits[0]);
+        free(logits[1]);
+        free(err);
+        lc_model_free(m);
+    }
+}
+
 int main(void)
 {
     char model[512], other[512];
@@ -479,6 +541,7 @@ int main(void)
         test_cells(m, LC_TYPE_Q8_0, true, true);
     test_hostile(m);
     test_reply_ids();
+    test_fast_math_flag();
 
     char path[512];
     snprintf(path, sizeof(path), "%s/test-kvstate.%d.json.kv", tmpdir(), (int)getpid());

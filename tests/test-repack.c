@@ -6,9 +6,12 @@
  * (LLAMACHAT_REPACK=1 repacks for the scalar and AVX2 kernels too, which then use the scalar
  * x16 reference).  Also: what was repacked (the layer matrices and an untied output; never
  * token_embd), and that rows of a repacked weight are refused by lc_weight_get_row.
+ * And the prompt batches of Q5_0, IQ4_NL and Q3_K weights, recoded into Q8_0 / Q6_K and
+ * repacked on the fly (check_recoded), against the scalar kernels.
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "llm/arch/kernels.h"
 #include "llm/context.h"
@@ -128,6 +131,71 @@ static void check_model(const char *name, const char *isa)
     lc_model_free(x16);
 }
 
+/*
+ * Prompt batches of Q5_0, IQ4_NL and Q3_K weights recoded into Q8_0 / Q6_K blocks and multiplied
+ * by that type's x16 GEMM (context.c matmul_recoded, on the ISAs with x16 kernels): every
+ * logit equals the scalar kernels' (which never recode), with 1 and 3 threads (the rows past a
+ * whole group of 16 in a thread's chunk by the type's own kernels).  The Q3_K model is made
+ * here (llamachat-quantize q3_k_m of synth-small-f16: 256-wide rows, real Q3_K matrices): no
+ * shared model has Q3_K matrices.
+ */
+enum { N_RECODED = 3 };
+static char recoded_path[N_RECODED][512];
+static float *recoded_want[N_RECODED];
+
+static void recoded_models(void)
+{
+    tu_shared("models/synth-small-q5_0.gguf", recoded_path[0], sizeof(recoded_path[0]));
+    tu_shared("models/tinystories-656k/TinyStories-656K-IQ4_NL.gguf", recoded_path[1],
+              sizeof(recoded_path[1]));
+    char f16[512], cmd[2048];
+    tu_shared("models/synth-small-f16.gguf", f16, sizeof(f16));
+    snprintf(recoded_path[2], sizeof(recoded_path[2]), "%s/test-repack-q3_k_m.%d.gguf",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+    const char *b = getenv("LC_BUILDDIR") ? getenv("LC_BUILDDIR") : ".";
+    snprintf(cmd, sizeof(cmd), "'%s/llamachat-quantize' '%s' '%s' q3_k_m >/dev/null 2>&1", b, f16,
+             recoded_path[2]);
+    if (access(f16, R_OK) != 0 || system(cmd) != 0) {
+        fprintf(stderr, "test-repack: no Q3_K model (%s)\n", cmd);
+        recoded_path[2][0] = '\0';
+    }
+}
+
+static void check_recoded(const char *isa)
+{
+    for (int k = 0; k < N_RECODED; k++) {
+        if (!recoded_path[k][0] || access(recoded_path[k], R_OK) != 0)
+            continue;
+        struct lc_model *m = load(recoded_path[k], "auto");
+        if (!m)
+            continue;
+        const size_t bytes = (size_t)(N_PROMPT + N_STEPS) * (size_t)m->hp.n_vocab * sizeof(float);
+        if (!recoded_want[k]) {   /* the scalar kernels' logits: the reference */
+            recoded_want[k] = run(m, 1);
+            lc_model_free(m);
+            continue;
+        }
+        static const int threads[] = {1, 3};
+        for (int ti = 0; ti < 2; ti++) {
+            float *got = run(m, threads[ti]);
+            if (!got)
+                continue;
+            size_t first = bytes;
+            for (size_t i = 0; i < bytes / sizeof(float); i++)
+                if (memcmp(got + i, recoded_want[k] + i, sizeof(float)) != 0) {
+                    first = i;
+                    break;
+                }
+            CHECK(first == bytes, "%s (%s, %d threads): logits differ from the scalar kernels' "
+                  "at %zu (token %zu): %.9g vs %.9g", recoded_path[k], isa, threads[ti], first,
+                  first / (size_t)m->hp.n_vocab, first < bytes ? (double)got[first] : 0.0,
+                  first < bytes ? (double)recoded_want[k][first] : 0.0);
+            free(got);
+        }
+        lc_model_free(m);
+    }
+}
+
 int main(void)
 {
     static const char *const models[] = {
@@ -145,14 +213,20 @@ int main(void)
         return 77;
     }
     fclose(f);
+    recoded_models();
     for (int i = 0; i < 4; i++) {
         if (!lc_kernels_isa_available(isas[i]))
             continue;
         CHECK(lc_kernels_select(isas[i], NULL) == 0, "select %s", isas[i]);
         for (size_t k = 0; k < sizeof models / sizeof models[0]; k++)
             check_model(models[k], isas[i]);
+        check_recoded(isas[i]);
         fprintf(stderr, "test-repack: %s: %zu models compared\n", isas[i],
                 sizeof models / sizeof models[0]);
     }
+    for (int k = 0; k < N_RECODED; k++)
+        free(recoded_want[k]);
+    if (recoded_path[2][0])
+        unlink(recoded_path[2]);
     return tu_finish("test-repack");
 }

@@ -909,10 +909,16 @@ int lc_context_k_row(const struct lc_context *c, int il, int32_t pos, float *out
 /* ---------------------------------------------------------------- saved cells (kvstate.h) */
 
 enum lc_type lc_context_kv_type(const struct lc_context *c) { return c->kv_type; }
-/* fast_math changes a product only for a repacked weight whose type has a faster kernel */
+/* fast_math changes a product only for a repacked weight whose type has a faster kernel, or a
+ * weight whose prompt batches are recoded into such a type (matmul_recoded) */
 static bool fast_weight(const struct lc_kernels *k, const struct lc_weight *w)
 {
-    return w->data && w->x16 && k->gemm_x16_fast[w->type];
+    if (!w->data)
+        return false;
+    if (w->x16)
+        return k->gemm_x16_fast[w->type] != NULL;
+    const enum lc_type to = lc_recoded_type(w->type);
+    return k->recode[w->type] && (k->x16_native >> to & 1) && k->gemm_x16_fast[to];
 }
 
 unsigned lc_context_compute_flags(const struct lc_context *c)
