@@ -50,7 +50,7 @@ struct lc_context_params {
     /*
      * fast_math (default false): prompt batches may multiply by weights in a faster float order
      * that is not llama.cpp's where a kernel has one (kernels.h: gemm_x16_fast; AVX-512 Q4_1,
-     * Q8_0, Q4_K, Q5_K): logits within float rounding of the default order, not bit for bit, so
+     * Q8_0, Q4_K, Q5_K, and Q5_0 / IQ4_NL through Q8_0's, kernels.h recode): logits within float rounding of the default order, not bit for bit, so
      * greedy outputs can part from llama.cpp's.  One-token decodes and verification (lc_context_verify) keep the
      * reference order.
      */

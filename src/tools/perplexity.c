@@ -57,8 +57,8 @@ static void usage(FILE *f)
                "  --kl-divergence-base FILE save the token distributions to FILE\n"
                "  --kl-divergence           compare the model with those saved in FILE\n"
                "  --fast-math               batches in a faster float order where a kernel has\n"
-               "                            one (AVX-512 Q4_1, Q8_0, Q4_K, Q5_K): not\n"
-               "                            llama.cpp's bits\n"
+               "                            one (AVX-512 Q4_1, Q8_0, Q5_0, IQ4_NL, Q4_K,\n"
+               "                            Q5_K): not llama.cpp's bits\n"
                "  -h, --help                this help\n");
 }
 
