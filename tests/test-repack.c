@@ -7,7 +7,8 @@
  * x16 reference).  Also: what was repacked (the layer matrices and an untied output; never
  * token_embd), and that rows of a repacked weight are refused by lc_weight_get_row.
  * And the prompt batches of Q5_0, IQ4_NL and Q3_K weights, recoded into Q8_0 / Q6_K and
- * repacked on the fly (check_recoded), against the scalar kernels.
+ * repacked on the fly, and of IQ4_XS weights (its tiled GEMM) (check_recoded), against the
+ * scalar kernels.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -137,9 +138,10 @@ static void check_model(const char *name, const char *isa)
  * logit equals the scalar kernels' (which never recode), with 1 and 3 threads (the rows past a
  * whole group of 16 in a thread's chunk by the type's own kernels).  The Q3_K model is made
  * here (llamachat-quantize q3_k_m of synth-small-f16: 256-wide rows, real Q3_K matrices): no
- * shared model has Q3_K matrices.
+ * shared model has Q3_K matrices.  So is an IQ4_XS one (iq4_xs: real IQ4_XS matrices), whose
+ * batches take x86-kquants.h's gemm_iq4_xs.
  */
-enum { N_RECODED = 3 };
+enum { N_RECODED = 4 };
 static char recoded_path[N_RECODED][512];
 static float *recoded_want[N_RECODED];
 
@@ -150,14 +152,17 @@ static void recoded_models(void)
               sizeof(recoded_path[1]));
     char f16[512], cmd[2048];
     tu_shared("models/synth-small-f16.gguf", f16, sizeof(f16));
-    snprintf(recoded_path[2], sizeof(recoded_path[2]), "%s/test-repack-q3_k_m.%d.gguf",
-             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
-    const char *b = getenv("LC_BUILDDIR") ? getenv("LC_BUILDDIR") : ".";
-    snprintf(cmd, sizeof(cmd), "'%s/llamachat-quantize' '%s' '%s' q3_k_m >/dev/null 2>&1", b, f16,
-             recoded_path[2]);
-    if (access(f16, R_OK) != 0 || system(cmd) != 0) {
-        fprintf(stderr, "test-repack: no Q3_K model (%s)\n", cmd);
-        recoded_path[2][0] = '\0';
+    static const char *const made[] = {"q3_k_m", "iq4_xs"}; /* IQ4_XS: its own tiled GEMM */
+    for (int k = 2; k < N_RECODED; k++) {
+        snprintf(recoded_path[k], sizeof(recoded_path[k]), "%s/test-repack-%s.%d.gguf",
+                 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", made[k - 2], (int)getpid());
+        const char *b = getenv("LC_BUILDDIR") ? getenv("LC_BUILDDIR") : ".";
+        snprintf(cmd, sizeof(cmd), "'%s/llamachat-quantize' '%s' '%s' %s >/dev/null 2>&1", b,
+                 f16, recoded_path[k], made[k - 2]);
+        if (access(f16, R_OK) != 0 || system(cmd) != 0) {
+            fprintf(stderr, "test-repack: no %s model (%s)\n", made[k - 2], cmd);
+            recoded_path[k][0] = '\0';
+        }
     }
 }
 
@@ -226,7 +231,8 @@ int main(void)
     }
     for (int k = 0; k < N_RECODED; k++)
         free(recoded_want[k]);
-    if (recoded_path[2][0])
-        unlink(recoded_path[2]);
+    for (int k = 2; k < N_RECODED; k++)
+        if (recoded_path[k][0])
+            unlink(recoded_path[k]);
     return tu_finish("test-repack");
 }

@@ -256,4 +256,85 @@ static void vec_dot_iq4_xs_q8_K(int n, float *s, const void *vx, const void *vy)
     *s = hsum_ps(acc);
 }
 
+/*
+ * IQ4_XS prompt batches: vec_dot_iq4_xs_q8_K for a tile of up to 2 rows x 4 columns, each row's
+ * levels looked up (and their signs taken) once per super-block for all the columns.  Per
+ * (row, column) the same integers (one int32 sum per lane instead of vec_dot's two, added per
+ * block: exact either way) and the same float operations in the same order, so vec_dot's bits.
+ */
+INLINE void iq4_xs_tile(int nb, float *s, size_t ld_s, const uint8_t *w, size_t w_stride,
+                        const uint8_t *a, size_t a_stride, const int RM, const int CN)
+{
+    const __m128i values = _mm_loadu_si128((const __m128i *)lc_kvalues_iq4nl);
+    const __m128i m4 = _mm_set1_epi8(0x0F);
+    __m256 acc[2][4];
+    _Pragma("GCC unroll 2") for (int r = 0; r < RM; r++)
+        _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++) acc[r][c] = _mm256_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        const lc_block_iq4_xs *x[2];
+        const lc_block_q8_K *y[4];
+        _Pragma("GCC unroll 2") for (int r = 0; r < RM; r++)
+            x[r] = (const lc_block_iq4_xs *)(const void *)(w + (size_t)r * w_stride) + i;
+        _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++)
+            y[c] = (const lc_block_q8_K *)(const void *)(a + (size_t)c * a_stride) + i;
+        __m256i sumi[2][4];
+        _Pragma("GCC unroll 2") for (int r = 0; r < RM; r++)
+            _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++) sumi[r][c] = _mm256_setzero_si256();
+        for (int ib = 0; ib < 8; ib += 2) {
+            __m256i w1[2], w2[2], a1[2], a2[2], l1[2], l2[2];
+            _Pragma("GCC unroll 2") for (int r = 0; r < RM; r++) {
+                const uint8_t *qs = x[r]->qs + 16 * ib;
+                const __m128i b1 = _mm_loadu_si128((const __m128i *)qs);
+                const __m128i b2 = _mm_loadu_si128((const __m128i *)(qs + 16));
+                w1[r] = _mm256_set_m128i(_mm_shuffle_epi8(values, _mm_and_si128(_mm_srli_epi16(b1, 4), m4)),
+                                         _mm_shuffle_epi8(values, _mm_and_si128(b1, m4)));
+                w2[r] = _mm256_set_m128i(_mm_shuffle_epi8(values, _mm_and_si128(_mm_srli_epi16(b2, 4), m4)),
+                                         _mm_shuffle_epi8(values, _mm_and_si128(b2, m4)));
+                a1[r] = _mm256_sign_epi8(w1[r], w1[r]);
+                a2[r] = _mm256_sign_epi8(w2[r], w2[r]);
+                const unsigned sh = x[r]->scales_h >> (2 * ib);
+                l1[r] = _mm256_set1_epi16((short)(((x[r]->scales_l[ib / 2] & 0xf) | ((sh << 4) & 0x30)) - 32));
+                l2[r] = _mm256_set1_epi16((short)(((x[r]->scales_l[ib / 2] >> 4) | ((sh << 2) & 0x30)) - 32));
+            }
+            _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++) {
+                const __m256i y1 = _mm256_loadu_si256((const __m256i *)(y[c]->qs + 32 * ib));
+                const __m256i y2 = _mm256_loadu_si256((const __m256i *)(y[c]->qs + 32 * ib + 32));
+                _Pragma("GCC unroll 2") for (int r = 0; r < RM; r++) {
+                    const __m256i p1 = _mm256_maddubs_epi16(a1[r], _mm256_sign_epi8(y1, w1[r]));
+                    const __m256i p2 = _mm256_maddubs_epi16(a2[r], _mm256_sign_epi8(y2, w2[r]));
+                    sumi[r][c] = _mm256_add_epi32(
+                        sumi[r][c], _mm256_add_epi32(_mm256_madd_epi16(p1, l1[r]),
+                                                     _mm256_madd_epi16(p2, l2[r])));
+                }
+            }
+        }
+        _Pragma("GCC unroll 2") for (int r = 0; r < RM; r++)
+            _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++) acc[r][c] = _mm256_fmadd_ps(
+                _mm256_set1_ps(h2f(x[r]->d) * y[c]->d), _mm256_cvtepi32_ps(sumi[r][c]), acc[r][c]);
+    }
+    _Pragma("GCC unroll 2") for (int r = 0; r < RM; r++)
+        _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++) s[(size_t)c * ld_s + r] = hsum_ps(acc[r][c]);
+}
+
+static void gemm_iq4_xs(int n, float *s, size_t ld_s, const void *vw, size_t w_stride, int nr,
+                        const void *va, size_t a_stride, int nc)
+{
+    const uint8_t *w = vw, *a = va;
+    const int nb = n / LC_QK_K;
+    for (int r = 0; r < nr; r += 2) {
+        const int rm = nr - r >= 2 ? 2 : 1;
+        int c = 0;
+        for (; c + 4 <= nc; c += 4)
+            rm == 2 ? iq4_xs_tile(nb, s + (size_t)c * ld_s + r, ld_s, w + (size_t)r * w_stride,
+                                  w_stride, a + (size_t)c * a_stride, a_stride, 2, 4)
+                    : iq4_xs_tile(nb, s + (size_t)c * ld_s + r, ld_s, w + (size_t)r * w_stride,
+                                  w_stride, a + (size_t)c * a_stride, a_stride, 1, 4);
+        for (; c < nc; c++)
+            rm == 2 ? iq4_xs_tile(nb, s + (size_t)c * ld_s + r, ld_s, w + (size_t)r * w_stride,
+                                  w_stride, a + (size_t)c * a_stride, a_stride, 2, 1)
+                    : iq4_xs_tile(nb, s + (size_t)c * ld_s + r, ld_s, w + (size_t)r * w_stride,
+                                  w_stride, a + (size_t)c * a_stride, a_stride, 1, 1);
+    }
+}
+
 #endif
