@@ -7,8 +7,8 @@
  * x16 reference).  Also: what was repacked (the layer matrices and an untied output; never
  * token_embd), and that rows of a repacked weight are refused by lc_weight_get_row.
  * And the prompt batches of Q5_0, IQ4_NL and Q3_K weights, recoded into Q8_0 / Q6_K and
- * repacked on the fly, and of IQ4_XS weights (its tiled GEMM) (check_recoded), against the
- * scalar kernels.
+ * repacked on the fly, and of IQ4_XS and Q2_K weights (their tiled GEMMs) (check_recoded),
+ * against the scalar kernels.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -138,10 +138,10 @@ static void check_model(const char *name, const char *isa)
  * logit equals the scalar kernels' (which never recode), with 1 and 3 threads (the rows past a
  * whole group of 16 in a thread's chunk by the type's own kernels).  The Q3_K model is made
  * here (llamachat-quantize q3_k_m of synth-small-f16: 256-wide rows, real Q3_K matrices): no
- * shared model has Q3_K matrices.  So is an IQ4_XS one (iq4_xs: real IQ4_XS matrices), whose
- * batches take x86-kquants.h's gemm_iq4_xs.
+ * shared model has Q3_K matrices.  So are an IQ4_XS and a Q2_K one (iq4_xs, q2_k: real IQ4_XS
+ * and Q2_K matrices), whose batches take x86-kquants.h's gemm_iq4_xs / gemm_q2_K tiles.
  */
-enum { N_RECODED = 4 };
+enum { N_RECODED = 5 };
 static char recoded_path[N_RECODED][512];
 static float *recoded_want[N_RECODED];
 
@@ -152,7 +152,7 @@ static void recoded_models(void)
               sizeof(recoded_path[1]));
     char f16[512], cmd[2048];
     tu_shared("models/synth-small-f16.gguf", f16, sizeof(f16));
-    static const char *const made[] = {"q3_k_m", "iq4_xs"}; /* IQ4_XS: its own tiled GEMM */
+    static const char *const made[] = {"q3_k_m", "iq4_xs", "q2_k"}; /* IQ4_XS, Q2_K: tiles */
     for (int k = 2; k < N_RECODED; k++) {
         snprintf(recoded_path[k], sizeof(recoded_path[k]), "%s/test-repack-%s.%d.gguf",
                  getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", made[k - 2], (int)getpid());

@@ -617,7 +617,7 @@ static void matmul_range(const struct matmul_task *t, int ith, int lo, int hi)
      * ones except IQ4_NL's, which follows tinyBLAS's order as F16/F32's do */
     const bool gemm_exact = w->q4_0x8 || w->type == LC_TYPE_Q4_0 || w->type == LC_TYPE_Q4_1 ||
                             w->type == LC_TYPE_Q8_0 || w->type == LC_TYPE_Q5_0 ||
-                            w->type == LC_TYPE_IQ4_XS;
+                            w->type == LC_TYPE_IQ4_XS || w->type == LC_TYPE_Q2_K;
     if (t->c->exact && t->rows_act > 1 && !gemm_exact) {
         /* Verification (lc_context_verify): every token gets the one-token product instead:
          * gemv (same bits as vec_dot) over chunks of rows small enough to stay in cache

@@ -2110,6 +2110,7 @@ const struct lc_kernels lc_kernels_avx2 = {
         [LC_TYPE_IQ4_NL] = gemm_iq4_nl,
         [LC_TYPE_Q5_0] = gemm_q5_0,
         [LC_TYPE_IQ4_XS] = gemm_iq4_xs,
+        [LC_TYPE_Q2_K] = gemm_q2_K,
     },
     .gemv = {
         [LC_TYPE_Q4_0] = gemv_q4_0,

@@ -316,25 +316,89 @@ INLINE void iq4_xs_tile(int nb, float *s, size_t ld_s, const uint8_t *w, size_t 
         _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++) s[(size_t)c * ld_s + r] = hsum_ps(acc[r][c]);
 }
 
-static void gemm_iq4_xs(int n, float *s, size_t ld_s, const void *vw, size_t w_stride, int nr,
-                        const void *va, size_t a_stride, int nc)
+/*
+ * Q2_K prompt batches: vec_dot_q2_K_q8_K for a tile of up to 2 rows x 4 columns, each row's
+ * 2-bit quants (per half h and quarter v) and its scales shuffled for kq_half's vpmaddwd taken
+ * once per super-block for all the columns; per (row, column) the integers of vec_dot (its
+ * mins product, then kq_half's sums) and its float operations in its order.
+ */
+INLINE void q2_K_tile(int nb, float *s, size_t ld_s, const uint8_t *w, size_t w_stride,
+                      const uint8_t *a, size_t a_stride, const int RM, const int CN)
 {
-    const uint8_t *w = vw, *a = va;
-    const int nb = n / LC_QK_K;
-    for (int r = 0; r < nr; r += 2) {
-        const int rm = nr - r >= 2 ? 2 : 1;
-        int c = 0;
-        for (; c + 4 <= nc; c += 4)
-            rm == 2 ? iq4_xs_tile(nb, s + (size_t)c * ld_s + r, ld_s, w + (size_t)r * w_stride,
-                                  w_stride, a + (size_t)c * a_stride, a_stride, 2, 4)
-                    : iq4_xs_tile(nb, s + (size_t)c * ld_s + r, ld_s, w + (size_t)r * w_stride,
-                                  w_stride, a + (size_t)c * a_stride, a_stride, 1, 4);
-        for (; c < nc; c++)
-            rm == 2 ? iq4_xs_tile(nb, s + (size_t)c * ld_s + r, ld_s, w + (size_t)r * w_stride,
-                                  w_stride, a + (size_t)c * a_stride, a_stride, 2, 1)
-                    : iq4_xs_tile(nb, s + (size_t)c * ld_s + r, ld_s, w + (size_t)r * w_stride,
-                                  w_stride, a + (size_t)c * a_stride, a_stride, 1, 1);
+    const __m128i m4 = _mm_set1_epi8(0x0F);
+    const __m256i m3 = _mm256_set1_epi8(3);
+    __m256 acc[2][4];
+    _Pragma("GCC unroll 2") for (int r = 0; r < RM; r++)
+        _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++) acc[r][c] = _mm256_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        const lc_block_q2_K *x[2];
+        const lc_block_q8_K *y[4];
+        _Pragma("GCC unroll 2") for (int r = 0; r < RM; r++)
+            x[r] = (const lc_block_q2_K *)(const void *)(w + (size_t)r * w_stride) + i;
+        _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++)
+            y[c] = (const lc_block_q8_K *)(const void *)(a + (size_t)c * a_stride) + i;
+        __m256i q[2][8], sc[2][8], mins[2];
+        _Pragma("GCC unroll 2") for (int r = 0; r < RM; r++) {
+            const __m128i ms = _mm_loadu_si128((const __m128i *)x[r]->scales);
+            mins[r] = _mm256_cvtepi8_epi16(_mm_and_si128(_mm_srli_epi16(ms, 4), m4));
+            const __m256i all = _mm256_cvtepi8_epi16(_mm_and_si128(ms, m4));
+            const __m128i lo = _mm256_castsi256_si128(all), hi = _mm256_extracti128_si256(all, 1);
+            const __m256i half_sc[2] = {_mm256_set_m128i(lo, lo), _mm256_set_m128i(hi, hi)};
+            _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
+                const __m256i qbits = _mm256_loadu_si256((const __m256i *)(x[r]->qs + 32 * h));
+                _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) {
+                    q[r][4 * h + v] = _mm256_and_si256(_mm256_srli_epi16(qbits, 2 * v), m3);
+                    sc[r][4 * h + v] = _mm256_shuffle_epi8(half_sc[h], k_pair16(v));
+                }
+            }
+        }
+        _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++) {
+            const __m256i bsums = _mm256_loadu_si256((const __m256i *)y[c]->bsums);
+            __m256i sumi[2];
+            _Pragma("GCC unroll 2") for (int r = 0; r < RM; r++) sumi[r] = _mm256_setzero_si256();
+            _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) {
+                const __m256i y8 = _mm256_loadu_si256((const __m256i *)(y[c]->qs + 32 * j));
+                _Pragma("GCC unroll 2") for (int r = 0; r < RM; r++) sumi[r] = _mm256_add_epi32(
+                    sumi[r], _mm256_madd_epi16(sc[r][j], _mm256_maddubs_epi16(q[r][j], y8)));
+            }
+            _Pragma("GCC unroll 2") for (int r = 0; r < RM; r++) {
+                const float d = y[c]->d * h2f(x[r]->d), dmin = -y[c]->d * h2f(x[r]->dmin);
+                acc[r][c] = _mm256_fmadd_ps(_mm256_set1_ps(dmin),
+                                            _mm256_cvtepi32_ps(_mm256_madd_epi16(mins[r], bsums)),
+                                            acc[r][c]);
+                acc[r][c] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[r]), acc[r][c]);
+            }
+        }
     }
+    _Pragma("GCC unroll 2") for (int r = 0; r < RM; r++)
+        _Pragma("GCC unroll 4") for (int c = 0; c < CN; c++) s[(size_t)c * ld_s + r] = hsum_ps(acc[r][c]);
 }
+
+/* the 2 x 4 tiles of a (row, column) range, their remainders by narrower tiles */
+#define DEFINE_K_TILE_GEMM(NAME)                                                                  \
+    static void gemm_##NAME(int n, float *s, size_t ld_s, const void *vw, size_t w_stride,        \
+                            int nr, const void *va, size_t a_stride, int nc)                      \
+    {                                                                                             \
+        const uint8_t *w = vw, *a = va;                                                           \
+        const int nb = n / LC_QK_K;                                                               \
+        for (int r = 0; r < nr; r += 2) {                                                         \
+            const int rm = nr - r >= 2 ? 2 : 1;                                                   \
+            const uint8_t *wr = w + (size_t)r * w_stride;                                         \
+            int c = 0;                                                                            \
+            for (; c + 4 <= nc; c += 4)                                                           \
+                rm == 2 ? NAME##_tile(nb, s + (size_t)c * ld_s + r, ld_s, wr, w_stride,           \
+                                      a + (size_t)c * a_stride, a_stride, 2, 4)                   \
+                        : NAME##_tile(nb, s + (size_t)c * ld_s + r, ld_s, wr, w_stride,           \
+                                      a + (size_t)c * a_stride, a_stride, 1, 4);                  \
+            for (; c < nc; c++)                                                                   \
+                rm == 2 ? NAME##_tile(nb, s + (size_t)c * ld_s + r, ld_s, wr, w_stride,           \
+                                      a + (size_t)c * a_stride, a_stride, 2, 1)                   \
+                        : NAME##_tile(nb, s + (size_t)c * ld_s + r, ld_s, wr, w_stride,           \
+                                      a + (size_t)c * a_stride, a_stride, 1, 1);                  \
+        }                                                                                         \
+    }
+DEFINE_K_TILE_GEMM(q2_K)
+
+DEFINE_K_TILE_GEMM(iq4_xs)
 
 #endif
