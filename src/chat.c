@@ -30,6 +30,35 @@ static char *fmt_err(const char *fmt, ...)
 
 static const char *const role_names[] = { "system", "user", "assistant" };
 
+static const char *const end_names[] = { NULL, "stopped", "length", "error", "partial",
+                                          "incomplete" };
+
+const char *lc_end_name(enum lc_end e)
+{
+    return (unsigned)e < sizeof(end_names) / sizeof(end_names[0]) ? end_names[e] : "incomplete";
+}
+
+enum lc_end lc_end_from_name(const char *s)
+{
+    for (size_t k = 1; k < sizeof(end_names) / sizeof(end_names[0]); k++)
+        if (!strcmp(s, end_names[k]))
+            return (enum lc_end)k;
+    return LC_END_INCOMPLETE;
+}
+
+const char *lc_end_note(enum lc_end e)
+{
+    switch (e) {
+    case LC_END_COMPLETE: return NULL;
+    case LC_END_STOPPED: return "(stopped by you)";
+    case LC_END_LENGTH: return "(cut at the token limit)";
+    case LC_END_ERROR: return "(cut off by an error)";
+    case LC_END_PARTIAL: return "(cut off: llamachat ended while this reply was being written)";
+    case LC_END_INCOMPLETE: break;
+    }
+    return "(incomplete)";
+}
+
 const char *lc_role_name(enum lc_chat_role r)
 {
     return (unsigned)r < 3 ? role_names[r] : "?";
@@ -150,7 +179,7 @@ int lc_chat_add_versions(struct lc_chat *c, size_t i, struct lc_message *older)
         return -1;
     /* older's versions in order (its shown text in its place), then m's alternatives */
     for (size_t k = 0, j = 0; k < n_old; k++)
-        a[k] = k == older->chosen ? (struct lc_alt){ older->text, older->len, older->time }
+        a[k] = k == older->chosen ? (struct lc_alt){ older->text, older->len, older->time, older->end }
                                   : older->alts[j++];
     if (m->n_alts)
         memcpy(a + n_old, m->alts, m->n_alts * sizeof(*a));
@@ -175,10 +204,11 @@ int lc_chat_choose(struct lc_chat *c, size_t i, size_t k)
     struct lc_alt pick = m->alts[src];
     memmove(m->alts + src, m->alts + src + 1, (m->n_alts - src - 1) * sizeof(*m->alts));
     memmove(m->alts + dst + 1, m->alts + dst, (m->n_alts - 1 - dst) * sizeof(*m->alts));
-    m->alts[dst] = (struct lc_alt){ m->text, m->len, m->time };
+    m->alts[dst] = (struct lc_alt){ m->text, m->len, m->time, m->end };
     m->text = pick.text;
     m->len = pick.len;
     m->time = pick.time;
+    m->end = pick.end;
     m->chosen = k;
     return 0;
 }
@@ -385,9 +415,9 @@ static char *json_escape_controls(const char *s)
     return b.p;
 }
 
-/* "content" (+ "content_base64" for bytes that are not UTF-8) and "time" of one version of a
- * message into o.  false on allocation failure. */
-static bool add_content(json_object *o, const char *text, size_t len, time_t time)
+/* "content" (+ "content_base64" for bytes that are not UTF-8), "time" and "end" (unless
+ * complete) of one version of a message into o.  false on allocation failure. */
+static bool add_content(json_object *o, const char *text, size_t len, time_t time, enum lc_end end)
 {
     bool ok = true;
     char ts[32];
@@ -401,6 +431,8 @@ static bool add_content(json_object *o, const char *text, size_t len, time_t tim
     }
     iso_time(time, ts, sizeof(ts));
     json_object_object_add(o, "time", json_object_new_string(ts));
+    if (lc_end_name(end))
+        json_object_object_add(o, "end", json_object_new_string(lc_end_name(end)));
     return ok;
 }
 
@@ -441,12 +473,13 @@ char *lc_chat_to_json(const struct lc_chat *c)
         json_object *m = json_object_new_object();
         json_object_object_add(m, "role", json_object_new_string(lc_role_name(c->msgs[i].role)));
         const struct lc_message *msg = &c->msgs[i];
-        ok = add_content(m, msg->text, msg->len, msg->time) && ok;
+        ok = add_content(m, msg->text, msg->len, msg->time, msg->end) && ok;
         if (msg->n_alts) {   /* the other versions (/regen), layout in chat.h */
             json_object *alts = json_object_new_array();
             for (size_t k = 0; k < msg->n_alts; k++) {
                 json_object *a = json_object_new_object();
-                ok = add_content(a, msg->alts[k].text, msg->alts[k].len, msg->alts[k].time) && ok;
+                ok = add_content(a, msg->alts[k].text, msg->alts[k].len, msg->alts[k].time,
+                                 msg->alts[k].end) && ok;
                 json_object_array_add(alts, a);
             }
             json_object_object_add(m, "alternatives", alts);
@@ -511,6 +544,8 @@ char *lc_chat_to_markdown(const struct lc_chat *c)
         lc_text_sanitize(&b, m->text, m->len, true);
         if (m->len == 0 || m->text[m->len - 1] != '\n')
             lc_strbuf_putn(&b, "\n", 1);
+        if (lc_end_note(m->end))   /* a reply the model did not end (chat.h "end") */
+            lc_strbuf_printf(&b, "\n*%s*\n", lc_end_note(m->end));
     }
     if (b.oom) {
         free(b.p);
@@ -639,11 +674,12 @@ static int get_num(json_object *p, const char *key, double lo, double hi, const 
     return 1;
 }
 
-/* The "content" (checked against "content_base64" when present) and "time" of one version of
- * a message (layout in chat.h): *text malloc'd, *time kept when there is no "time".  0, or -1
- * with *err ("NAME: WHEREcontent: contains a NUL character"). */
+/* The "content" (checked against "content_base64" when present), "time" and "end" of one
+ * version of a message (layout in chat.h): *text malloc'd, *time kept when there is no "time",
+ * *end LC_END_COMPLETE when there is no "end".  0, or -1 with *err ("NAME: WHEREcontent:
+ * contains a NUL character"). */
 static int read_content(json_object *m, const char *name, const char *where, char **text,
-                        size_t *len, time_t *when, char **err)
+                        size_t *len, time_t *when, enum lc_end *end, char **err)
 {
     json_object *content = get_field(m, "content", json_type_string, true, name, where, err);
     if (!content)
@@ -694,6 +730,12 @@ static int read_content(json_object *m, const char *name, const char *where, cha
         free(bytes);
         return -1;
     }
+    json_object *en = get_field(m, "end", json_type_string, false, name, where, err);
+    if (*err) {
+        free(bytes);
+        return -1;
+    }
+    *end = en ? lc_end_from_name(json_object_get_string(en)) : LC_END_COMPLETE;
     *text = bytes;
     *len = tl;
     return 0;
@@ -739,7 +781,8 @@ static int read_alternatives(json_object *o, struct lc_message *m, const char *n
             return -1;
         }
         m->alts[k].time = m->time;
-        if (read_content(a, name, w, &m->alts[k].text, &m->alts[k].len, &m->alts[k].time, err) != 0)
+        if (read_content(a, name, w, &m->alts[k].text, &m->alts[k].len, &m->alts[k].time,
+                         &m->alts[k].end, err) != 0)
             return -1;
         m->n_alts = k + 1;
     }
@@ -892,7 +935,8 @@ struct lc_chat *lc_chat_from_json(const char *text, size_t len, const char *name
         char *t = NULL;
         size_t tl = 0;
         time_t tm = time(NULL);
-        if (read_content(m, name, where, &t, &tl, &tm, err) != 0)
+        enum lc_end end = LC_END_COMPLETE;
+        if (read_content(m, name, where, &t, &tl, &tm, &end, err) != 0)
             goto fail;
         int idx = lc_chat_add(c, (enum lc_chat_role)r, t, tl);
         free(t);
@@ -901,6 +945,7 @@ struct lc_chat *lc_chat_from_json(const char *text, size_t len, const char *name
             goto fail;
         }
         c->msgs[idx].time = tm;
+        c->msgs[idx].end = end;
         if (read_alternatives(m, &c->msgs[idx], name, where, err) != 0)
             goto fail;
     }

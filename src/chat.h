@@ -12,8 +12,9 @@
  *     "messages": [ { "role": "system" | "user" | "assistant", "content": "...",
  *                     "content_base64": "5Q==",   (only when the content is not valid UTF-8)
  *                     "time": "2026-11-29T20:59:01Z",
+ *                     "end": "stopped" | "length" | "error" | "partial",   (optional)
  *                     "alternatives": [ { "content": "...", "content_base64": "...",
- *                                         "time": "..." }, ... ],   (only with /regen)
+ *                                         "time": "...", "end": "..." }, ... ],   (only with /regen)
  *                     "chosen": 2 }, ... ] }
  *
  * "seed" is the seed set (--seed, /set seed), or "random"; loading restores it, so a random
@@ -28,6 +29,15 @@
  * are optional: a file without them (older versions) is one version per message, and a reader
  * that ignores them still gets the conversation as shown.  Alternatives are encoded like
  * "content" (content_base64 for bytes that are not UTF-8).
+ *
+ * "end" (on a message and on each alternative: each version has its own) says how a reply ended
+ * when the model did not end it itself: "stopped" (the user stopped it, Esc), "length" (cut at
+ * the token limit, max-tokens), "error" (an error cut it: the remote server went away, out of
+ * memory), "partial" (it was still being written when the file was saved: the autosave while a
+ * reply streams; a file left so was cut by llamachat ending, kill -9 or a power loss).  Absent:
+ * complete, as in files of earlier versions.  A reader that ignores it still gets the text the
+ * model read.  Lenient reading: an "end" that is not one of these (a later version's) loads as
+ * LC_END_INCOMPLETE and is saved back as "incomplete"; an "end" that is not a string is an error.
  *
  * The file is always valid UTF-8 JSON (RFC 8259), whatever the model wrote.  A message whose
  * bytes are valid UTF-8 is saved as it is.  A reply can hold bytes that are not (a byte token
@@ -59,11 +69,31 @@
 
 /* Roles are chat_template.h's enum lc_chat_role: LC_ROLE_SYSTEM, LC_ROLE_USER, LC_ROLE_ASSISTANT. */
 
+/* How a version of a reply ended (the transcript's "end", layout above).  LC_END_COMPLETE (0):
+ * the model ended it (and every message of the user or the system). */
+enum lc_end {
+    LC_END_COMPLETE = 0,
+    LC_END_STOPPED,      /* "stopped": the user stopped it */
+    LC_END_LENGTH,       /* "length": cut at the token limit */
+    LC_END_ERROR,        /* "error": an error cut it */
+    LC_END_PARTIAL,      /* "partial": still being written when saved */
+    LC_END_INCOMPLETE,   /* "incomplete": an "end" this version does not know */
+};
+
+/* The transcript's name of e ("stopped", ...); NULL for LC_END_COMPLETE (no "end" written). */
+const char *lc_end_name(enum lc_end e);
+/* e from a transcript's "end": LC_END_INCOMPLETE for a name not known (never fails). */
+enum lc_end lc_end_from_name(const char *s);
+/* The short note shown after such a reply (the TUI, dim; the Markdown export, in italics), a
+ * static string such as "(stopped by you)"; NULL for LC_END_COMPLETE. */
+const char *lc_end_note(enum lc_end e);
+
 /* One version of a message that is not the one shown (an earlier reply before /regen). */
 struct lc_alt {
     char *text;       /* malloc'd, NUL-terminated */
     size_t len;
     time_t time;
+    enum lc_end end;  /* how this version ended */
 };
 
 struct lc_message {
@@ -71,6 +101,7 @@ struct lc_message {
     char *text;       /* malloc'd UTF-8, NUL-terminated: the version shown and read */
     size_t len;       /* strlen(text) */
     time_t time;      /* when it was written (seconds since the epoch) */
+    enum lc_end end;  /* how the version shown ended: LC_END_PARTIAL while a reply streams */
     struct lc_alt *alts; /* the other versions in the order written (malloc'd), or NULL */
     size_t n_alts;
     size_t chosen;    /* place of text among all n_alts + 1 versions (0-based) */

@@ -845,12 +845,92 @@ static void test_versions(void)
     lc_chat_free(c);
 }
 
+/* How each version of a reply ended ("end", chat.h): every kind round-trips on the message and
+ * on its alternatives, /regen and Alt-Left carry it with the version, a file without it (older
+ * versions) reads as complete, an unknown name reads as incomplete, a non-string is refused,
+ * and the Markdown export says it in italics. */
+static void test_end(void)
+{
+    static const enum lc_end kinds[] = { LC_END_COMPLETE, LC_END_STOPPED, LC_END_LENGTH,
+                                         LC_END_ERROR, LC_END_PARTIAL, LC_END_INCOMPLETE };
+    static const char *const names[] = { NULL, "stopped", "length", "error", "partial", "incomplete" };
+    const size_t nk = sizeof(kinds) / sizeof(kinds[0]);
+    struct lc_chat *c = lc_chat_new();
+    for (size_t k = 0; k < nk; k++) {
+        lc_chat_add(c, LC_ROLE_USER, "Hi", 2);
+        int m = lc_chat_add(c, LC_ROLE_ASSISTANT, "Once upon", 9);
+        CHECK(m >= 0 && c->msgs[m].end == LC_END_COMPLETE, "a new message is complete");
+        c->msgs[m].end = kinds[k];
+        CHECK((lc_end_name(kinds[k]) == NULL) == (names[k] == NULL) &&
+              (!names[k] || !strcmp(lc_end_name(kinds[k]), names[k])), "name of %zu", k);
+        CHECK((lc_end_note(kinds[k]) == NULL) == (k == 0), "note of %zu", k);
+    }
+    /* the last reply: /regen over a "partial" one, the new one stopped; then the old shown */
+    struct lc_message old;
+    lc_chat_add(c, LC_ROLE_USER, "Again", 5);
+    lc_chat_add(c, LC_ROLE_ASSISTANT, "cut", 3);
+    c->msgs[c->n - 1].end = LC_END_PARTIAL;
+    lc_chat_pop(c, &old);
+    int m = lc_chat_add(c, LC_ROLE_ASSISTANT, "new", 3);
+    c->msgs[m].end = LC_END_STOPPED;
+    CHECK(lc_chat_add_versions(c, (size_t)m, &old) == 0 && c->msgs[m].alts[0].end == LC_END_PARTIAL &&
+          c->msgs[m].end == LC_END_STOPPED, "/regen keeps each version's end");
+    char *js = lc_chat_to_json(c);
+    CHECK(js && strstr(js, "\"end\": \"partial\"") && strstr(js, "\"end\": \"stopped\"") &&
+          strstr(js, "\"end\": \"length\""), "json:\n%s", js ? js : "(null)");
+    char *err = NULL;
+    struct lc_chat *d = js ? lc_chat_from_json(js, strlen(js), "e.json", &err) : NULL;
+    CHECK(d && d->n == c->n, "read back: %s", err ? err : "");
+    for (size_t i = 0; d && i < d->n && i < c->n; i++)
+        CHECK(d->msgs[i].end == c->msgs[i].end, "message %zu: end %d, wrote %d", i,
+              (int)d->msgs[i].end, (int)c->msgs[i].end);
+    if (d && d->n == c->n) {
+        CHECK(d->msgs[m].n_alts == 1 && d->msgs[m].alts[0].end == LC_END_PARTIAL, "alternative's end");
+        CHECK(lc_chat_choose(d, (size_t)m, 0) == 0 && d->msgs[m].end == LC_END_PARTIAL &&
+              d->msgs[m].alts[0].end == LC_END_STOPPED, "the version shown brings its end");
+    }
+    /* Markdown: the note in italics after the text, none for a complete reply */
+    char *md = lc_chat_to_markdown(c);
+    CHECK(md && strstr(md, "\n*(stopped by you)*\n") && strstr(md, "\n*(cut at the token limit)*\n") &&
+          strstr(md, "\n*(cut off: llamachat ended while this reply was being written)*\n"),
+          "markdown:\n%s", md ? md : "(null)");
+    free(md);
+    lc_chat_free(d);
+    free(js);
+    free(err);
+    err = NULL;
+    /* an old file (no "end"): complete; an unknown one: incomplete (kept); not a string: refused */
+    const char *f = "{\"format\":\"llamachat-transcript\",\"version\":1,\"messages\":"
+                    "[{\"role\":\"user\",\"content\":\"a\"},{\"role\":\"assistant\",\"content\":\"x\","
+                    "\"alternatives\":[{\"content\":\"y\"},{\"content\":\"z\",\"end\":\"melted\"}]}]}";
+    d = lc_chat_from_json(f, strlen(f), "o.json", &err);
+    CHECK(d && d->n == 2 && d->msgs[1].end == LC_END_COMPLETE && d->msgs[1].n_alts == 2 &&
+          d->msgs[1].alts[0].end == LC_END_COMPLETE && d->msgs[1].alts[1].end == LC_END_INCOMPLETE,
+          "old file and unknown end: %s", err ? err : "");
+    char *dj = d ? lc_chat_to_json(d) : NULL;
+    CHECK(dj && strstr(dj, "\"end\": \"incomplete\"") && !strstr(dj, "melted") &&
+          !strstr(strstr(dj, "\"end\"") + 1, "\"end\""),   /* none for the complete ones */
+          "saved back:\n%s", dj ? dj : "(null)");
+    free(dj);
+    lc_chat_free(d);
+    free(err);
+    err = NULL;
+    f = "{\"format\":\"llamachat-transcript\",\"version\":1,\"messages\":"
+        "[{\"role\":\"assistant\",\"content\":\"x\",\"end\":1}]}";
+    d = lc_chat_from_json(f, strlen(f), "n.json", &err);
+    CHECK(!d && err && !strcmp(err, "n.json: messages[0].end: expected a string"), "non-string end: %s",
+          err ? err : "(null)");
+    free(err);
+    lc_chat_free(c);
+}
+
 int main(void)
 {
     if (!mkdtemp(dir))
         return 99;
     test_edit();
     test_versions();
+    test_end();
     test_too_large();
     test_limit_agrees();
     test_json_round_trip();

@@ -102,6 +102,12 @@ else
 fi
 partial=$(json "$f" 'm[1]["content"] if len(m) > 1 and m[1]["role"] == "assistant" else ""')
 if [ ${#partial} -gt 20 ]; then ok "the partial reply is in the file (${#partial} bytes)"; else bad "the partial reply is in the file: '$partial'"; fi
+# the reply was still being written when saved: the file says so (chat.h "end")
+if [ "$(json "$f" 'm[1].get("end", "") if len(m) > 1 else ""')" = partial ]; then
+    ok "the partial reply is marked partial"
+else
+    bad "the partial reply is marked partial"; cat "$f"
+fi
 if grep -Fxq "Tom went to the park" "$home/.local/state/llamachat/history"; then
     ok "history has the line"
 else
@@ -115,10 +121,13 @@ check "message on screen" "Tom went to the park"
 head30=$(printf '%s' "$partial" | head -c 30)
 check "partial reply on screen" "$(printf '%s' "$head30" | sed 's/[][\\.*^$()+?{}|]/\\&/g')"
 $T send-keys -t lc End
+# ... and it does not look finished: a note after it
+check "cut-off note after the partial reply" '\(cut off: llamachat ended while this reply was being written\)'
 $T send-keys -t lc "/set max-tokens 8" Enter
 c0=$(ctx_now)
 $T send-keys -t lc "Lily saw a cat" Enter
 check_answered "second reply finished" "$c0"
+check "a reply cut at max-tokens says so" '\(cut at the token limit\)'
 sleep 0.3
 kill9 "after the turn"
 # (beside it may be its KV state, START.json.kv, written after a reply: llamachat(1) INSTANT RESUME)
@@ -126,6 +135,11 @@ if [ "$(ls "$chats" | grep -v '\.json\.kv$' | wc -l)" = 1 ] && [ "$(json "$f" 'l
     [ "$(json "$f" 'm[2]["content"]')" = "Lily saw a cat" ] &&
     [ -n "$(json "$f" 'm[3]["content"]')" ]; then
     ok "--continue kept saving to the same file; the finished turn is whole"
+    if [ "$(json "$f" 'm[1].get("end", "") + "," + m[3].get("end", "")')" = "partial,length" ]; then
+        ok "the cut-off reply stays partial, the one cut at max-tokens says length"
+    else
+        bad "ends partial,length"; cat "$f"
+    fi
 else
     bad "--continue kept saving to the same file"; ls -la "$chats"; cat "$f"
 fi

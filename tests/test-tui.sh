@@ -91,6 +91,7 @@ check "writing" '^ writing'
 $T send-keys -t lc Escape
 check "Esc stopped the reply" 'stopped after [0-9]+ tokens'
 check "idle after stop" '^ idle'
+check "the stopped reply says so" '\(stopped by you\)'
 $T send-keys -t lc "/params" Enter
 check "still responding" 'temp 0\.00, top-k 40'
 
@@ -103,11 +104,14 @@ check "/set unknown name" "unknown parameter 'warmth'"
 # 5. /save then /load round-trips
 $T send-keys -t lc "/save $tmp/b.json" Enter
 check "saved b" "saved $tmp/b.json"
+if grep -Fq '"end": "stopped"' "$tmp/b.json"; then ok "the stopped reply is saved as stopped"; else
+    bad "the stopped reply is saved as stopped"; cat "$tmp/b.json"; fi
 $T send-keys -t lc "/clear" Enter
 check "cleared" 'conversation cleared'
 if screen | grep -Fq -- "$first"; then bad "transcript empty after /clear"; else ok "transcript empty after /clear"; fi
 $T send-keys -t lc "/load $tmp/b.json" Enter
 check "loaded" "loaded 4 messages from $tmp/b.json"
+check "the stopped reply still says so once loaded" '\(stopped by you\)'
 check "loaded text on screen" "$first"
 $T send-keys -t lc "/save $tmp/c.json" Enter
 check "saved c" "saved $tmp/c.json"

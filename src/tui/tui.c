@@ -1438,6 +1438,8 @@ static void dispatch_event(struct tui *t, const struct lc_event *ev, const char 
     case LC_EV_TEXT:
         if (t->reply_entry < 0) {
             t->reply_msg = lc_chat_add(t->chat, LC_ROLE_ASSISTANT, "", 0);
+            if (t->reply_msg >= 0)   /* saved so while it streams (chat.h "end") */
+                t->chat->msgs[t->reply_msg].end = LC_END_PARTIAL;
             t->reply_entry = add_entry_msg(t, E_ASSISTANT, t->reply_msg, "", 0);
             if (t->reply_entry >= 0)
                 t->entries[t->reply_entry].open = true;
@@ -1522,6 +1524,11 @@ static void dispatch_event(struct tui *t, const struct lc_event *ev, const char 
         if (ev->a == LC_DONE_LIMIT && t->o->n_predict >= 0 && ev->b >= t->o->n_predict)
             tui_turn_message(t, false, "max tokens reached (%d): /set max-tokens N for longer replies",
                              ev->b);
+        if (t->reply_msg >= 0)   /* how the reply ended, kept with it (chat.h "end") */
+            t->chat->msgs[t->reply_msg].end = ev->a == LC_DONE_STOPPED ? LC_END_STOPPED
+                                              : ev->a == LC_DONE_LIMIT ? LC_END_LENGTH
+                                              : ev->a == LC_DONE_ERROR ? LC_END_ERROR
+                                              : LC_END_COMPLETE;
         if (t->reply_entry >= 0) {   /* a trailing incomplete character is shown now */
             t->entries[t->reply_entry].open = false;
             t->entries[t->reply_entry].wrap_width = 0;

@@ -492,6 +492,15 @@ static int entry_marker(const struct tui *t, size_t i, bool join, char *buf, siz
     return str_width(buf);
 }
 
+/* The dim note after a reply the model did not end (chat.h "end": stopped, cut at the token
+ * limit, cut off by llamachat ending), lc_end_note's; NULL for none or while it streams. */
+static const char *entry_end_note(const struct tui *t, const struct entry *e)
+{
+    if (e->kind != E_ASSISTANT || e->open || e->msg < 0 || (size_t)e->msg >= t->chat->n)
+        return NULL;
+    return lc_end_note(t->chat->msgs[e->msg].end);
+}
+
 /* Rows of an entry on screen: its wrapped lines and a row of its own for its marker. */
 static int entry_rows(const struct entry *e)
 {
@@ -522,10 +531,15 @@ static void draw_transcript(struct tui *t, int y0, int h, int full_width)
         entry_wrap(t, e, width, col0);
         /* a joined reply's marker after its text: on its last row when it fits there */
         int mw = entry_marker(t, i, join, pre, sizeof(pre));
+        /* ... and the note of a reply the model did not end, after the marker: on a row of
+         * its own, or after a joined reply's text when it fits there */
+        const char *note = entry_end_note(t, e);
+        if (note)
+            mw += (mw > 0) + str_width(note);
         e->mark_row = false;
         e->mark_col = -1;
         e->next_col = e->end_col;
-        if (mw > 0 && e->end_col + 1 + mw <= width) {
+        if (mw > 0 && (join || !note) && e->end_col + 1 + mw <= width) {
             e->mark_col = e->end_col + (e->end_col > 0);
             e->next_col = e->mark_col + mw + 1;
         } else if (mw > 0) {
@@ -578,9 +592,16 @@ static void draw_transcript(struct tui *t, int y0, int h, int full_width)
             draw_row(t, e, l, y0 + row, x, e->wrap_width - x, attr);
         }
         int mrow = vline + entry_rows(e) - 1 - first;
-        if (e->mark_col >= 0 && mrow >= 0 && mrow < h && e->mark_col < e->wrap_width &&
-            entry_marker(t, i, join, pre, sizeof(pre)) > 0)
-            put_str(y0 + mrow, e->mark_col, e->wrap_width - e->mark_col, pre, attr | A_BOLD);
+        if (e->mark_col >= 0 && mrow >= 0 && mrow < h && e->mark_col < e->wrap_width) {
+            int mw = entry_marker(t, i, join, pre, sizeof(pre));
+            if (mw > 0)
+                put_str(y0 + mrow, e->mark_col, e->wrap_width - e->mark_col, pre, attr | A_BOLD);
+            const char *note = entry_end_note(t, e);
+            int nx = e->mark_col + mw + (mw > 0);
+            if (note && nx < e->wrap_width)
+                put_str(y0 + mrow, nx, e->wrap_width - nx, note,
+                        (attr & ~(attr_t)A_BOLD) | A_DIM);
+        }
         if (past)
             return;
     }
