@@ -64,8 +64,9 @@ check "regen: max-tokens none" 'max-tokens = -1|max-tokens = none'
 $T send-keys -t lc "/regen" Enter
 check "regen: refused, with the sizes" 'cannot write a new reply: the prompt is 1[0-9][0-9] tokens, and 16 more are kept for the reply; the context holds 128'
 check "regen: the message line says the reply before is kept" 'the one before is kept'
-# where it was: joined to the message (a base model's running text), before the error note
-if screen | tr '\n' ' ' | tr -s ' ' | grep -Fq -- "red ball.$reply1 cannot write a new reply"; then ok "regen: the reply before is still on screen, after its message"
+# where it was: joined to the message (a base model's running text), with the note that it was
+# cut at max-tokens after it, before the error note
+if screen | tr '\n' ' ' | tr -s ' ' | grep -Fq -- "red ball.$reply1 (cut at the token limit) cannot write a new reply"; then ok "regen: the reply before is still on screen, after its message"
 else bad "regen: the reply before is still on screen, after its message"; screen; fi
 check "regen: the input line is empty (nothing given back)" '^> *$'
 $T send-keys -t lc "/save $tmp/r.json" Enter
