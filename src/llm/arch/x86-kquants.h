@@ -159,32 +159,6 @@ INLINE __m256i kq_half(__m256i qbits, __m256i nh, int q3, const int8_t *q8, __m2
     return sum;
 }
 
-static void vec_dot_q2_K_q8_K(int n, float *s, const void *vx, const void *vy)
-{
-    const lc_block_q2_K *x = vx;
-    const lc_block_q8_K *y = vy;
-    const int nb = n / LC_QK_K;
-    const __m128i m4 = _mm_set1_epi8(0x0F);
-    __m256 acc = _mm256_setzero_ps();
-    for (int i = 0; i < nb; i++) {
-        const float d = y[i].d * h2f(x[i].d);
-        const float dmin = -y[i].d * h2f(x[i].dmin);
-        const __m128i ms = _mm_loadu_si128((const __m128i *)x[i].scales);
-        const __m256i mins = _mm256_cvtepi8_epi16(_mm_and_si128(_mm_srli_epi16(ms, 4), m4));
-        const __m256i prod = _mm256_madd_epi16(mins, _mm256_loadu_si256((const __m256i *)y[i].bsums));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(prod), acc);
-        const __m256i all = _mm256_cvtepi8_epi16(_mm_and_si128(ms, m4));
-        const __m128i lo = _mm256_castsi256_si128(all), hi = _mm256_extracti128_si256(all, 1);
-        const __m256i zero = _mm256_setzero_si256();
-        const __m256i sumi = _mm256_add_epi32(
-            kq_half(_mm256_loadu_si256((const __m256i *)x[i].qs), zero, 0, y[i].qs, _mm256_set_m128i(lo, lo)),
-            kq_half(_mm256_loadu_si256((const __m256i *)(x[i].qs + 32)), zero, 0, y[i].qs + 128,
-                    _mm256_set_m128i(hi, hi)));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
-    }
-    *s = hsum_ps(acc);
-}
-
 static void vec_dot_q3_K_q8_K(int n, float *s, const void *vx, const void *vy)
 {
     const lc_block_q3_K *x = vx;
@@ -214,44 +188,6 @@ static void vec_dot_q3_K_q8_K(int n, float *s, const void *vx, const void *vy)
                     y[i].qs + 128,
                     _mm256_set_m128i(hi, hi)));
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
-    }
-    *s = hsum_ps(acc);
-}
-
-/* IQ4_XS . Q8_K: two sub-blocks of 32 per step, the IQ4_NL levels looked up with vpshufb and
- * multiplied by sign transfer (|x| x sign(x) * y: |levels| <= 127 and |y| <= 127, no saturation);
- * the scales ls - 32 by vpmaddwd; odd sub-blocks in a second integer sum, added per block. */
-static void vec_dot_iq4_xs_q8_K(int n, float *s, const void *vx, const void *vy)
-{
-    const lc_block_iq4_xs *x = vx;
-    const lc_block_q8_K *y = vy;
-    const int nb = n / LC_QK_K;
-    const __m128i values = _mm_loadu_si128((const __m128i *)lc_kvalues_iq4nl);
-    const __m128i m4 = _mm_set1_epi8(0x0F);
-    __m256 acc = _mm256_setzero_ps();
-    for (int i = 0; i < nb; i++) {
-        const uint8_t *qs = x[i].qs;
-        const int8_t *q8 = y[i].qs;
-        unsigned sh = x[i].scales_h;
-        __m256i sumi1 = _mm256_setzero_si256(), sumi2 = _mm256_setzero_si256();
-        for (int ib = 0; ib < 8; ib += 2, qs += 32, q8 += 64, sh >>= 4) {
-            const __m128i b1 = _mm_loadu_si128((const __m128i *)qs);
-            const __m128i b2 = _mm_loadu_si128((const __m128i *)(qs + 16));
-            const __m256i w1 = _mm256_set_m128i(_mm_shuffle_epi8(values, _mm_and_si128(_mm_srli_epi16(b1, 4), m4)),
-                                                _mm_shuffle_epi8(values, _mm_and_si128(b1, m4)));
-            const __m256i w2 = _mm256_set_m128i(_mm_shuffle_epi8(values, _mm_and_si128(_mm_srli_epi16(b2, 4), m4)),
-                                                _mm_shuffle_epi8(values, _mm_and_si128(b2, m4)));
-            const __m256i y1 = _mm256_loadu_si256((const __m256i *)q8);
-            const __m256i y2 = _mm256_loadu_si256((const __m256i *)(q8 + 32));
-            const __m256i p1 = _mm256_maddubs_epi16(_mm256_sign_epi8(w1, w1), _mm256_sign_epi8(y1, w1));
-            const __m256i p2 = _mm256_maddubs_epi16(_mm256_sign_epi8(w2, w2), _mm256_sign_epi8(y2, w2));
-            const int ls1 = ((x[i].scales_l[ib / 2] & 0xf) | ((sh << 4) & 0x30)) - 32;
-            const int ls2 = ((x[i].scales_l[ib / 2] >> 4) | ((sh << 2) & 0x30)) - 32;
-            sumi1 = _mm256_add_epi32(_mm256_madd_epi16(p1, _mm256_set1_epi16((short)ls1)), sumi1);
-            sumi2 = _mm256_add_epi32(_mm256_madd_epi16(p2, _mm256_set1_epi16((short)ls2)), sumi2);
-        }
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x[i].d) * y[i].d),
-                              _mm256_cvtepi32_ps(_mm256_add_epi32(sumi1, sumi2)), acc);
     }
     *s = hsum_ps(acc);
 }
@@ -398,6 +334,21 @@ INLINE void q2_K_tile(int nb, float *s, size_t ld_s, const uint8_t *w, size_t w_
         }                                                                                         \
     }
 DEFINE_K_TILE_GEMM(q2_K)
+
+/* Q2_K . Q8_K: the 1 x 1 tile (ggml's AVX2 kernel: per super-block the mins product into the
+ * accumulator, then kq_half's scaled sums) */
+static void vec_dot_q2_K_q8_K(int n, float *s, const void *vx, const void *vy)
+{
+    q2_K_tile(n / LC_QK_K, s, 1, vx, 0, vy, 0, 1, 1);
+}
+
+/* IQ4_XS . Q8_K: the 1 x 1 tile (ggml's AVX2 kernel: the IQ4_NL levels looked up with vpshufb
+ * and multiplied by sign transfer, |levels| <= 127 and |y| <= 127, no saturation; the scales
+ * ls - 32 by vpmaddwd) */
+static void vec_dot_iq4_xs_q8_K(int n, float *s, const void *vx, const void *vy)
+{
+    iq4_xs_tile(n / LC_QK_K, s, 1, vx, 0, vy, 0, 1, 1);
+}
 
 DEFINE_K_TILE_GEMM(iq4_xs)
 
