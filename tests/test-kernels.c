@@ -409,6 +409,34 @@ static void deq_act(int at, const void *a, double *y, int n)
 }
 
 /*
+ * The operands of check_new_gemm / check_new_gemv: mr weight rows of nb blocks of nt's type
+ * (every edge kind of make_new_block among them) and mc activation rows (the edge kinds of
+ * make_acts, quantized by S), each row padded (8 and 4 bytes) so that strides are not sizes.
+ * *W and *A are calloc'd (the caller frees them; mr_alloc >= mr rows for W).
+ */
+static void new_operands(const struct lc_kernels *S, const struct newtype *nt, int nb, int mr,
+                         int mr_alloc, int mc, uint8_t **W, size_t *w_stride, uint8_t **A,
+                         size_t *a_stride)
+{
+    const struct lc_type_traits *tt = lc_type_traits(nt->type);
+    const int at = tt->vec_dot_type, qk = tt->blck_size, n = nb * qk;
+    const size_t wsz = tt->type_size, asz = lc_type_traits(at)->type_size;
+    *w_stride = (size_t)nb * wsz + 8;
+    *a_stride = (size_t)nb * (size_t)(qk / lc_type_traits(at)->blck_size) * asz + 4;
+    *W = calloc((size_t)mr_alloc, *w_stride);
+    *A = calloc((size_t)mc, *a_stride);
+    float *xf = malloc((size_t)n * sizeof(float));
+    for (int r = 0; r < mr; r++)
+        for (int b = 0; b < nb; b++)
+            make_new_block(nt, *W + r * *w_stride + (size_t)b * wsz, wsz, r < NEW_EDGES ? r : 0);
+    for (int c = 0; c < mc; c++) {
+        make_acts(xf, n, c < EDGE_COUNT ? (c + 3) % EDGE_COUNT : EDGE_RANDOM);
+        S->quantize_row[at](xf, *A + c * *a_stride, n);
+    }
+    free(xf);
+}
+
+/*
  * An ISA's own GEMM of a new type over several rows and columns (tiles and their tails, rows
  * and columns strided with padding, every edge kind among them): each output bit for bit
  * scalar.c's batch order (its gemm for IQ4_NL, vec_dot for the others), nothing written
@@ -418,9 +446,7 @@ static long check_new_gemm(const struct lc_kernels *S, const struct lc_kernels *
                            const struct newtype *nt)
 {
     const struct lc_type_traits *tt = lc_type_traits(nt->type);
-    const int at = tt->vec_dot_type, qk = tt->blck_size;
-    const size_t wsz = tt->type_size, asz = lc_type_traits(at)->type_size;
-    const int apb = qk / lc_type_traits(at)->blck_size;
+    const int qk = tt->blck_size;
     static const int nbs[] = {1, 3, 8};
     static const int rows[] = {1, 2, 3, 4, 5, 7};
     static const int cols[] = {1, 2, 3, 4, 5, 6, 9};
@@ -428,19 +454,10 @@ static long check_new_gemm(const struct lc_kernels *S, const struct lc_kernels *
     long compared = 0;
     for (int bi = 0; bi < 3; bi++) {
         const int nb = nbs[bi], n = nb * qk;
-        const size_t w_stride = (size_t)nb * wsz + 8, a_stride = (size_t)nb * apb * asz + 4;
-        uint8_t *W = calloc(MR, w_stride);
-        uint8_t *A = calloc(MC, a_stride);
-        float *xf = malloc((size_t)n * sizeof(float));
+        uint8_t *W, *A;
+        size_t w_stride, a_stride;
+        new_operands(S, nt, nb, MR, MR, MC, &W, &w_stride, &A, &a_stride);
         float out[(MR + 3) * (MC + 1)];
-        for (int r = 0; r < MR; r++)
-            for (int b = 0; b < nb; b++)
-                make_new_block(nt, W + r * w_stride + (size_t)b * wsz, wsz,
-                               r < NEW_EDGES ? r : 0);
-        for (int c = 0; c < MC; c++) {
-            make_acts(xf, n, c < EDGE_COUNT ? (c + 3) % EDGE_COUNT : EDGE_RANDOM);
-            S->quantize_row[at](xf, A + c * a_stride, n);
-        }
         for (int ri = 0; ri < 6; ri++)
             for (int cj = 0; cj < 7; cj++) {
                 const int nr = rows[ri], nc = cols[cj];
@@ -471,7 +488,6 @@ static long check_new_gemm(const struct lc_kernels *S, const struct lc_kernels *
             }
         free(W);
         free(A);
-        free(xf);
     }
     return compared;
 }
@@ -533,26 +549,16 @@ static long check_new_gemv(const struct lc_kernels *S, const struct lc_kernels *
                            const struct newtype *nt)
 {
     const struct lc_type_traits *tt = lc_type_traits(nt->type);
-    const int at = tt->vec_dot_type, qk = tt->blck_size;
-    const size_t wsz = tt->type_size, asz = lc_type_traits(at)->type_size;
-    const int apb = qk / lc_type_traits(at)->blck_size;
+    const int qk = tt->blck_size;
     static const int nbs[] = {1, 2, 7, 64};
     enum { MR = 9, MC = 4 };
     long compared = 0;
     for (int bi = 0; bi < 4; bi++) {
         const int nb = nbs[bi], n = nb * qk;
-        const size_t w_stride = (size_t)nb * wsz + 8, a_stride = (size_t)nb * apb * asz + 4;
-        uint8_t *W = calloc(MR + 12, w_stride); /* the prefetch may look past the rows */
-        uint8_t *A = calloc(MC, a_stride);
-        float *xf = malloc((size_t)n * sizeof(float));
-        for (int r = 0; r < MR; r++)
-            for (int b = 0; b < nb; b++)
-                make_new_block(nt, W + r * w_stride + (size_t)b * wsz, wsz,
-                               r < NEW_EDGES ? r : 0);
-        for (int c = 0; c < MC; c++) {
-            make_acts(xf, n, c < EDGE_COUNT ? (c + 3) % EDGE_COUNT : EDGE_RANDOM);
-            S->quantize_row[at](xf, A + c * a_stride, n);
-        }
+        uint8_t *W, *A;
+        size_t w_stride, a_stride;
+        /* rows allocated past MR: the prefetch may look past the rows */
+        new_operands(S, nt, nb, MR, MR + 12, MC, &W, &w_stride, &A, &a_stride);
         for (int nr = 1; nr <= MR; nr++)
             for (int c = 0; c < MC; c++) {
                 float out[MR + 1];
@@ -569,7 +575,6 @@ static long check_new_gemv(const struct lc_kernels *S, const struct lc_kernels *
             }
         free(W);
         free(A);
-        free(xf);
     }
     return compared;
 }
