@@ -179,8 +179,15 @@ if wait_for 'seed \(random\) +[0-9]+' 20; then
     chat "$tmp/g.log" -m "$BASE" --temp 1 -n 12 --seed "$seed"
     ask "$tmp/g.log" 'Once upon a time'
     ask "$tmp/g.log" '/regen'
-    reply2=$(grep '^reply pos' "$tmp/g.log" | sed 's/^reply pos=[0-9]* n=1: //' | tr '\n' ' ')
     n1=$(echo "$reply1" | wc -w)
+    # ask's ' idle ' can be the screen from before /regen's reply began (a loaded machine, CI's
+    # sanitizer build): wait for the log to hold as many reply tokens as two replies of reply1
+    i=0
+    while [ $i -lt 200 ] && [ "$(grep -c '^reply pos' "$tmp/g.log")" -lt $((2 * n1)) ]; do
+        sleep 0.1; i=$((i + 1))
+    done
+    wait_for ' idle ' 20 >/dev/null
+    reply2=$(grep '^reply pos' "$tmp/g.log" | sed 's/^reply pos=[0-9]* n=1: //' | tr '\n' ' ')
     if [ "$n1" -ge 5 ] && [ "$reply2" = "$reply1$reply1" ]; then ok "--seed $seed gives the same reply, /regen too"
     else bad "same seed, different replies: '$reply1' vs '$reply2'"; fi
 else bad "the random seed is not shown"; fi
