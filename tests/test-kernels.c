@@ -448,9 +448,11 @@ static long check_new_gemm(const struct lc_kernels *S, const struct lc_kernels *
     const struct lc_type_traits *tt = lc_type_traits(nt->type);
     const int qk = tt->blck_size;
     static const int nbs[] = {1, 3, 8};
-    static const int rows[] = {1, 2, 3, 4, 5, 7};
-    static const int cols[] = {1, 2, 3, 4, 5, 6, 9};
-    enum { MR = 7, MC = 9 };
+    /* 16 and more rows: AVX-512's IQ4_XS GEMM takes whole groups of 16 (the rest by tiles);
+     * 8 and 13 columns: its 8-column tiles and their 4, 2, 1 tails */
+    static const int rows[] = {1, 2, 3, 4, 5, 7, 16, 17, 35};
+    static const int cols[] = {1, 2, 3, 4, 5, 6, 9, 8, 13};
+    enum { MR = 35, MC = 13 };
     long compared = 0;
     for (int bi = 0; bi < 3; bi++) {
         const int nb = nbs[bi], n = nb * qk;
@@ -458,8 +460,8 @@ static long check_new_gemm(const struct lc_kernels *S, const struct lc_kernels *
         size_t w_stride, a_stride;
         new_operands(S, nt, nb, MR, MR, MC, &W, &w_stride, &A, &a_stride);
         float out[(MR + 3) * (MC + 1)];
-        for (int ri = 0; ri < 6; ri++)
-            for (int cj = 0; cj < 7; cj++) {
+        for (int ri = 0; ri < (int)(sizeof rows / sizeof *rows); ri++)
+            for (int cj = 0; cj < (int)(sizeof cols / sizeof *cols); cj++) {
                 const int nr = rows[ri], nc = cols[cj];
                 const size_t ld = (size_t)nr + 3;
                 for (size_t i = 0; i < ld * (size_t)(nc + 1); i++)

@@ -1789,6 +1789,151 @@ static void gemm_x16_q6_K(int n, float *s, size_t ld_s, const void *w, size_t w_
 }
 
 /*
+ * IQ4_XS prompt batches on AVX-512: vec_dot_iq4_xs_q8_K's integer lanes and float operations
+ * (x86-kquants.h: lane k of a super-block = sum over its sub-blocks t of (ls_t - 32) times the
+ * products of the weights 32t + 4k .. 32t + 4k + 3, exact; then acc_k = fma(dx * dy,
+ * float(lane k), acc_k) and hsum_float_8), so the same bits, for 16 rows at a time.
+ * The levels need 8 bits (-127 .. 113), so no x16 layout of a 4- or 6-bit type holds them, and
+ * a 4-product vpdpbusd unit (|sum| <= 4 * 127 * 128) does not fit the 16 bits that let xk_tile
+ * scale it with one vpdpwssd.  Here the scale goes into the weights instead: each group of 16
+ * rows is expanded, per super-block, into (ls - 32) * level as 16-bit values (|v| <= 32 * 127),
+ * two of a row per dword, dword j (weights 2j, 2j + 1) of the 16 rows in one 64-byte unit at
+ * E + XI_BLK * i + 64 * j; the activations are widened to 16 bits per tile and super-block.
+ * Lane k of a column is then 16 vpdpwssd (dwords 16t + 2k and 16t + 2k + 1, t = 0..7; the
+ * activation dword a {1to16} memory operand) -- 16 integer operations per 512 products, as
+ * Q4_K's xk_tile -- one conversion and one FMA, in xk_tile's tile and accumulator scheme.
+ */
+#define XI_BLK 8192 /* bytes of an expanded IQ4_XS super-block of 16 rows (+ 64 of dx) */
+
+/* the 16 rows at w (w_stride bytes apart), nb super-blocks: the units into E, each row's dx of
+ * super-block i as a float into D[16 * i + r] */
+static void xi_expand(uint8_t *E, float *D, const uint8_t *w, size_t w_stride, int nb)
+{
+    const __m128i values = _mm_loadu_si128((const __m128i *)lc_kvalues_iq4nl);
+    const __m128i m4 = _mm_set1_epi8(0x0F);
+    const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
+                                                              11, 12, 13, 14, 15),
+                                            _mm512_set1_epi32(LC_QK_K / 2 * 4));
+    int32_t T[16][LC_QK_K / 2] __attribute__((aligned(64))); /* row r's dwords, in order */
+    for (int i = 0; i < nb; i++) {
+        for (int r = 0; r < 16; r++) {
+            const lc_block_iq4_xs *x = (const lc_block_iq4_xs *)(const void *)(w + (size_t)r * w_stride) + i;
+            D[16 * i + r] = h2f(x->d);
+            for (int t = 0; t < 8; t++) {
+                const int ls = ((x->scales_l[t / 2] >> 4 * (t & 1)) & 0xf) |
+                               (((x->scales_h >> 2 * t) & 3) << 4);
+                const __m128i b = _mm_loadu_si128((const __m128i *)(x->qs + 16 * t));
+                const __m256i lv = _mm256_set_m128i(
+                    _mm_shuffle_epi8(values, _mm_and_si128(_mm_srli_epi16(b, 4), m4)),
+                    _mm_shuffle_epi8(values, _mm_and_si128(b, m4)));
+                const __m512i v = _mm512_mullo_epi16(_mm512_cvtepi8_epi16(lv),
+                                                     _mm512_set1_epi16((short)(ls - 32)));
+                _mm512_store_si512(&T[r][16 * t], v);
+            }
+        }
+        uint8_t *Ei = E + (size_t)i * XI_BLK;
+        for (int j = 0; j < LC_QK_K / 2; j++)
+            _mm512_store_si512(Ei + 64 * j, _mm512_i32gather_epi32(rows, &T[0][j], 1));
+    }
+}
+
+/*
+ * 16 rows (expanded as E, dx in D) x C columns y[0..C) (nb super-blocks each): the outputs of
+ * column c to s + c * ld_s (16 floats), with vec_dot's operations per (row, column) in its order.
+ */
+INLINE void xi_tile(const int C, int nb, float *s, size_t ld_s, const uint8_t *E, const float *D,
+                    const lc_block_q8_K *const *y)
+{
+    float acc[XK_COLS][8][16] __attribute__((aligned(64)));
+    float dd[XK_COLS][16] __attribute__((aligned(64)));
+    /* the columns' activations of a super-block as 16-bit values, widened one super-block
+     * ahead (read back by the broadcasts right after their stores, they would wait for them) */
+    int16_t y16[2][XK_COLS][LC_QK_K] __attribute__((aligned(64)));
+    for (int c = 0; c < C; c++)
+        for (int q = 0; q < 8; q++)
+            _mm512_store_si512(&y16[0][c][32 * q], _mm512_cvtepi8_epi16(_mm256_loadu_si256(
+                                                       (const __m256i *)(y[c][0].qs + 32 * q))));
+    for (int i = 0; i < nb; i++) {
+        const uint8_t *Ei = E + (size_t)i * XI_BLK;
+        const __m512 dx = _mm512_loadu_ps(D + 16 * i);
+        for (int c = 0; c < C; c++)
+            _mm512_store_ps(dd[c], _mm512_mul_ps(_mm512_set1_ps(y[c][i].d), dx));
+        if (i + 1 < nb)
+            for (int c = 0; c < C; c++)
+                for (int q = 0; q < 8; q++)
+                    _mm512_store_si512(&y16[(i + 1) & 1][c][32 * q],
+                                       _mm512_cvtepi8_epi16(_mm256_loadu_si256(
+                                           (const __m256i *)(y[c][i + 1].qs + 32 * q))));
+        __asm__ volatile("" : "+m"(y16));
+        for (int k = 0; k < 8; k++) {
+            __m512i wv[16];
+            _Pragma("GCC unroll 8") for (int t = 0; t < 8; t++) {
+                wv[2 * t] = _mm512_load_si512(Ei + 64 * (16 * t + 2 * k));
+                wv[2 * t + 1] = _mm512_load_si512(Ei + 64 * (16 * t + 2 * k + 1));
+            }
+            _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) {
+                const int32_t *yd = (const int32_t *)(const void *)y16[i & 1][c] + 2 * k;
+                __m512i lane = dpwssd_z(wv[0], yd);
+                lane = dpwssd_b(lane, wv[1], yd + 1);
+                _Pragma("GCC unroll 7") for (int t = 1; t < 8; t++) {
+                    lane = dpwssd_b(lane, wv[2 * t], yd + 16 * t);
+                    lane = dpwssd_b(lane, wv[2 * t + 1], yd + 16 * t + 1);
+                }
+                _mm512_store_ps(acc[c][k], _mm512_fmadd_ps(_mm512_load_ps(dd[c]), _mm512_cvtepi32_ps(lane),
+                                                           xk_acc(acc[c][k], i)));
+            }
+        }
+    }
+    for (int c = 0; c < C; c++) {
+        const float(*a)[16] = acc[c];
+        _mm512_storeu_ps(s + (size_t)c * ld_s,
+                         _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(_mm512_load_ps(a[0]), _mm512_load_ps(a[4])),
+                                                     _mm512_add_ps(_mm512_load_ps(a[2]), _mm512_load_ps(a[6]))),
+                                       _mm512_add_ps(_mm512_add_ps(_mm512_load_ps(a[1]), _mm512_load_ps(a[5])),
+                                                     _mm512_add_ps(_mm512_load_ps(a[3]), _mm512_load_ps(a[7])))));
+    }
+}
+
+/*
+ * kernels.h's gemm for IQ4_XS on AVX-512: whole groups of 16 rows expanded into the calling
+ * thread's scratch (lc_kernel_scratch: XI_BLK + 64 bytes per super-block) and multiplied by
+ * xi_tile, XK_COLS columns at a time, then 4, 2, 1; the rows after the last whole group, fewer
+ * than 4 columns, or a failed allocation: x86-kquants.h's 2 x 4 tiles (the same bits).
+ */
+static void gemm_iq4_xs_x16(int n, float *s, size_t ld_s, const void *vw, size_t w_stride,
+                            int nr, const void *va, size_t a_stride, int nc)
+{
+    const uint8_t *w = vw, *a = va;
+    const int nb = n / LC_QK_K;
+    uint8_t *E = nc >= 4 && nr >= 16 && nb > 0 ? lc_kernel_scratch((size_t)nb * (XI_BLK + 64)) : NULL;
+    int r0 = 0;
+    if (E) {
+        float *D = (float *)(void *)(E + (size_t)nb * XI_BLK);
+        for (; r0 + 16 <= nr; r0 += 16) {
+            const uint8_t *G = w + (size_t)r0 * w_stride;
+            xi_expand(E, D, G, w_stride, nb);
+            for (int c0 = 0; c0 < nc;) {
+                const int left = nc - c0;
+                const int C = left >= XK_COLS ? XK_COLS : left >= 4 ? 4 : left >= 2 ? 2 : 1;
+                const lc_block_q8_K *y[XK_COLS];
+                for (int c = 0; c < C; c++)
+                    y[c] = (const void *)(a + (size_t)(c0 + c) * a_stride);
+                float *sc = s + (size_t)c0 * ld_s + r0;
+                switch (C) {
+                case XK_COLS: xi_tile(XK_COLS, nb, sc, ld_s, E, D, y); break;
+                case 4: xi_tile(4, nb, sc, ld_s, E, D, y); break;
+                case 2: xi_tile(2, nb, sc, ld_s, E, D, y); break;
+                default: xi_tile(1, nb, sc, ld_s, E, D, y); break;
+                }
+                c0 += C;
+            }
+        }
+    }
+    if (r0 < nr)
+        gemm_iq4_xs(n, s + r0, ld_s, w + (size_t)r0 * w_stride, w_stride, nr - r0, a, a_stride, nc);
+}
+
+/*
  * The opt-in Q4_K / Q5_K prompt GEMMs of lc_context_params.fast_math (--fast-math; default
  * off), not vec_dot's bits: per (row, column) and super-block the 256 products and their
  * sub-block scales are summed as ONE exact integer, where vec_dot_q4_K_q8_K keeps 8 integer
@@ -2692,7 +2837,7 @@ const struct lc_kernels lc_kernels_avx512 = {
         [LC_TYPE_Q8_0] = pk_gemm_q8_0,
         [LC_TYPE_IQ4_NL] = gemm_iq4_nl,
         [LC_TYPE_Q5_0] = gemm_q5_0,
-        [LC_TYPE_IQ4_XS] = gemm_iq4_xs,
+        [LC_TYPE_IQ4_XS] = gemm_iq4_xs_x16,
         [LC_TYPE_Q2_K] = gemm_q2_K,
     },
     .gemv = {
