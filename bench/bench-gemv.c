@@ -143,7 +143,8 @@ int main(int argc, char **argv)
     const long kib = argc > 1 ? atol(argv[1]) : 1024;
     const int reps = argc > 2 ? atoi(argv[2]) : 20;
     static const int types[] = {LC_TYPE_Q4_0, LC_TYPE_Q4_1, LC_TYPE_Q5_1, LC_TYPE_Q8_0,
-                                LC_TYPE_Q4_K, LC_TYPE_Q5_K, LC_TYPE_Q6_K};
+                                LC_TYPE_Q4_K, LC_TYPE_Q5_K, LC_TYPE_Q6_K, LC_TYPE_Q5_0,
+                                LC_TYPE_IQ4_NL, LC_TYPE_Q2_K, LC_TYPE_Q3_K, LC_TYPE_IQ4_XS};
     static const char *const isas[] = {"avx512", "avx2", "neon", "scalar"};
     const char *want_isa = getenv("BENCH_ISA"), *want_type = getenv("BENCH_TYPE");
     const char *cpu = getenv("BENCH_CPU");
