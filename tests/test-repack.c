@@ -139,8 +139,8 @@ static void check_model(const char *name, const char *isa)
  * whole group of 16 in a thread's chunk by the type's own kernels).  The Q3_K model is made
  * here (llamachat-quantize q3_k_m of synth-small-f16: 256-wide rows, real Q3_K matrices): no
  * shared model has Q3_K matrices.  So are an IQ4_XS and a Q2_K one (iq4_xs, q2_k: real IQ4_XS
- * and Q2_K matrices), whose batches take x86-kquants.h's gemm_iq4_xs / gemm_q2_K tiles (AVX-512's
- * IQ4_XS: groups of 16 rows expanded to 16-bit scaled levels, gemm_iq4_xs_x16, the rest tiles).
+ * and Q2_K matrices), whose batches take x86-kquants.h's gemm_iq4_xs / gemm_q2_K tiles (on
+ * AVX-512 groups of 16 rows expanded, gemm_iq4_xs_x16 / gemm_q2_K_x16, the rest by the tiles).
  */
 enum { N_RECODED = 5 };
 static char recoded_path[N_RECODED][512];

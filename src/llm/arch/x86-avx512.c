@@ -1895,6 +1895,145 @@ INLINE void xi_tile(const int C, int nb, float *s, size_t ld_s, const uint8_t *E
 }
 
 /*
+ * Q2_K prompt batches on AVX-512: x86-kquants.h's q2_K_tile (vec_dot_q2_K_q8_K) integer lanes
+ * and float operations, so the same bits, for 16 rows at a time.  A Q2_K weight's integer is
+ * its 4-bit sub-block scale times its 2-bit quant, sc * q <= 45, and lane k of vec_dot sums
+ * sc * q * y over the weights 32j + 4k .. 32j + 4k + 3 (j = 0..7), each 4 of them in one
+ * sub-block of 16: so each group of 16 rows is expanded, per super-block, into the products
+ * sc * q as bytes, dword 8j + k (those 4 weights) of the 16 rows in one 64-byte unit, the
+ * unsigned operand of vpdpbusd as it is (the activation dword a {1to16} memory operand); the
+ * rows' min pairs (mins[2m], mins[2m + 1] as 16-bit values) for vpdpwssd against the bsums
+ * pairs, and dx, dmin as floats.  Per (row, column) and super-block then: the mins' lane m
+ * exact (vpdpwssd), acc[m] = fma(-dy * dmin, float(it), acc[m]); lane k = 8 vpdpbusd, acc[k] =
+ * fma(dy * dx, float(lane k), acc[k]); hsum_float_8 at the end, as q2_K_tile.
+ */
+#define X2_BLK 4736 /* bytes of an expanded Q2_K super-block of 16 rows */
+enum { X2_MINS = 4096, X2_D = 4608, X2_DMIN = 4672 };
+
+/* the 16 rows at w (w_stride bytes apart), nb super-blocks, into E (X2_BLK bytes each) */
+static void x2_expand(uint8_t *E, const uint8_t *w, size_t w_stride, int nb)
+{
+    const __m512i rows_q = _mm512_mullo_epi32(
+        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_epi32(LC_QK_K));
+    const __m512i rows_m = _mm512_mullo_epi32(
+        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_epi32(32));
+    const __m256i m3 = _mm256_set1_epi8(3);
+    uint8_t T[16][LC_QK_K] __attribute__((aligned(64)));  /* row r's sc * q, in weight order */
+    int32_t M[16][8] __attribute__((aligned(64)));         /* row r's min pairs */
+    for (int i = 0; i < nb; i++) {
+        uint8_t *Ei = E + (size_t)i * X2_BLK;
+        float *dx = (float *)(void *)(Ei + X2_D), *dm = (float *)(void *)(Ei + X2_DMIN);
+        for (int r = 0; r < 16; r++) {
+            const lc_block_q2_K *x = (const lc_block_q2_K *)(const void *)(w + (size_t)r * w_stride) + i;
+            dx[r] = h2f(x->d);
+            dm[r] = h2f(x->dmin);
+            for (int m = 0; m < 8; m++)
+                M[r][m] = (x->scales[2 * m] >> 4) | (x->scales[2 * m + 1] >> 4) << 16;
+            _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
+                const __m256i qbits = _mm256_loadu_si256((const __m256i *)(x->qs + 32 * h));
+                _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) {
+                    /* weights 128h + 32v + 0..31: scales 8h + 2v (0..15), 8h + 2v + 1 */
+                    const int j = 4 * h + v;
+                    const __m512i q16 = _mm512_cvtepu8_epi16(_mm256_and_si256(_mm256_srli_epi16(qbits, 2 * v), m3));
+                    const __m512i sc = _mm512_inserti64x4(_mm512_set1_epi16((short)(x->scales[2 * j] & 0xF)),
+                                                          _mm256_set1_epi16((short)(x->scales[2 * j + 1] & 0xF)), 1);
+                    _mm256_store_si256((__m256i *)&T[r][32 * j], _mm512_cvtepi16_epi8(_mm512_mullo_epi16(q16, sc)));
+                }
+            }
+        }
+        for (int u = 0; u < LC_QK_K / 4; u++)
+            _mm512_store_si512(Ei + 64 * u, _mm512_i32gather_epi32(rows_q, &T[0][4 * u], 1));
+        for (int m = 0; m < 8; m++)
+            _mm512_store_si512(Ei + X2_MINS + 64 * m, _mm512_i32gather_epi32(rows_m, &M[0][m], 1));
+    }
+}
+
+/* 16 rows (expanded as E) x C columns y[0..C) (nb super-blocks each): the outputs of column c
+ * to s + c * ld_s (16 floats), with q2_K_tile's operations per (row, column) in its order */
+INLINE void x2_tile(const int C, int nb, float *s, size_t ld_s, const uint8_t *E,
+                    const lc_block_q8_K *const *y)
+{
+    float acc[XK_COLS][8][16] __attribute__((aligned(64)));
+    for (int i = 0; i < nb; i++) {
+        const uint8_t *Ei = E + (size_t)i * X2_BLK;
+        const __m512 dx = _mm512_load_ps((const float *)(const void *)(Ei + X2_D));
+        const __m512 dmx = _mm512_load_ps((const float *)(const void *)(Ei + X2_DMIN));
+        __m512 dd[XK_COLS];
+        {
+            __m512i mp[8];
+            _Pragma("GCC unroll 8") for (int m = 0; m < 8; m++)
+                mp[m] = _mm512_load_si512(Ei + X2_MINS + 64 * m);
+            _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) {
+                dd[c] = _mm512_mul_ps(_mm512_set1_ps(y[c][i].d), dx);
+                /* -dy * dmin: the negation of dy first, as q2_K_tile (exact either way) */
+                const __m512 dmin = _mm512_mul_ps(_mm512_set1_ps(-y[c][i].d), dmx);
+                const int32_t *bp = (const int32_t *)(const void *)y[c][i].bsums;
+                _Pragma("GCC unroll 8") for (int m = 0; m < 8; m++)
+                    _mm512_store_ps(acc[c][m], _mm512_fmadd_ps(dmin, _mm512_cvtepi32_ps(dpwssd_z(mp[m], bp + m)),
+                                                               xk_acc(acc[c][m], i)));
+            }
+        }
+        for (int k = 0; k < 8; k++) {
+            __m512i wv[8];
+            _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++)
+                wv[j] = _mm512_load_si512(Ei + 64 * (8 * j + k));
+            _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) {
+                const int8_t *q8 = y[c][i].qs + 4 * k;
+                __m512i lane = dpbusd_z(wv[0], q8);
+                _Pragma("GCC unroll 7") for (int j = 1; j < 8; j++)
+                    lane = dpbusd_b(lane, wv[j], q8 + 32 * j);
+                _mm512_store_ps(acc[c][k], _mm512_fmadd_ps(dd[c], _mm512_cvtepi32_ps(lane), _mm512_load_ps(acc[c][k])));
+            }
+        }
+    }
+    for (int c = 0; c < C; c++) {
+        const float(*a)[16] = acc[c];
+        _mm512_storeu_ps(s + (size_t)c * ld_s,
+                         _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(_mm512_load_ps(a[0]), _mm512_load_ps(a[4])),
+                                                     _mm512_add_ps(_mm512_load_ps(a[2]), _mm512_load_ps(a[6]))),
+                                       _mm512_add_ps(_mm512_add_ps(_mm512_load_ps(a[1]), _mm512_load_ps(a[5])),
+                                                     _mm512_add_ps(_mm512_load_ps(a[3]), _mm512_load_ps(a[7])))));
+    }
+}
+
+/*
+ * kernels.h's gemm for Q2_K on AVX-512: whole groups of 16 rows expanded into the calling
+ * thread's scratch (lc_kernel_scratch: X2_BLK bytes per super-block) and multiplied by x2_tile,
+ * XK_COLS columns at a time, then 4, 2, 1; the rows after the last whole group, fewer than 4
+ * columns, or a failed allocation: x86-kquants.h's 2 x 4 tiles (the same bits).
+ */
+static void gemm_q2_K_x16(int n, float *s, size_t ld_s, const void *vw, size_t w_stride, int nr,
+                          const void *va, size_t a_stride, int nc)
+{
+    const uint8_t *w = vw, *a = va;
+    const int nb = n / LC_QK_K;
+    uint8_t *E = nc >= 4 && nr >= 16 && nb > 0 ? lc_kernel_scratch((size_t)nb * X2_BLK) : NULL;
+    int r0 = 0;
+    if (E) {
+        for (; r0 + 16 <= nr; r0 += 16) {
+            x2_expand(E, w + (size_t)r0 * w_stride, w_stride, nb);
+            for (int c0 = 0; c0 < nc;) {
+                const int left = nc - c0;
+                const int C = left >= XK_COLS ? XK_COLS : left >= 4 ? 4 : left >= 2 ? 2 : 1;
+                const lc_block_q8_K *y[XK_COLS];
+                for (int c = 0; c < C; c++)
+                    y[c] = (const void *)(a + (size_t)(c0 + c) * a_stride);
+                float *sc = s + (size_t)c0 * ld_s + r0;
+                switch (C) {
+                case XK_COLS: x2_tile(XK_COLS, nb, sc, ld_s, E, y); break;
+                case 4: x2_tile(4, nb, sc, ld_s, E, y); break;
+                case 2: x2_tile(2, nb, sc, ld_s, E, y); break;
+                default: x2_tile(1, nb, sc, ld_s, E, y); break;
+                }
+                c0 += C;
+            }
+        }
+    }
+    if (r0 < nr)
+        gemm_q2_K(n, s + r0, ld_s, w + (size_t)r0 * w_stride, w_stride, nr - r0, a, a_stride, nc);
+}
+
+/*
  * IQ4_XS . Q8_K on AVX-512: the integer lanes and float operations of x86-kquants.h's
  * vec_dot_iq4_xs_q8_K, so the same bits, with 64 weights per vector operation instead of 32.
  * Per pair of sub-blocks t, t + 1: their 32 bytes of nibbles spread as [t low, t high, t+1 low,
@@ -2895,7 +3034,7 @@ const struct lc_kernels lc_kernels_avx512 = {
         [LC_TYPE_IQ4_NL] = gemm_iq4_nl,
         [LC_TYPE_Q5_0] = gemm_q5_0,
         [LC_TYPE_IQ4_XS] = gemm_iq4_xs_x16,
-        [LC_TYPE_Q2_K] = gemm_q2_K,
+        [LC_TYPE_Q2_K] = gemm_q2_K_x16,
     },
     .gemv = {
         [LC_TYPE_Q4_0] = gemv_q4_0,
