@@ -2034,6 +2034,140 @@ static void gemm_q2_K_x16(int n, float *s, size_t ld_s, const void *vw, size_t w
 }
 
 /*
+ * Q5_0 and IQ4_NL decode GEMVs on AVX-512: two rows per vector, the 32 weights of a block of
+ * row a in the low 256 bits and row b's in the high, as the unsigned operand of vpdpbusd (Q5_0:
+ * q = nibble + fifth bit * 16, 0..31, by a masked add; IQ4_NL: level + 128, by vpshufb) against
+ * the activation block in both halves; the dwords from -16 (-128) times the sums of 4
+ * activations are then exactly vec_dot's integer lanes (sum of 4 (q - 16) * y, or level * y).
+ * The float operations per row are vec_dot's, lane for lane: Q5_0 acc = fma(dx * dy,
+ * float(lanes), acc) per block, IQ4_NL its pairs of blocks into two accumulators and a last odd
+ * block added apart; hsum_float_8 per row.  So the same bits, with a quarter to a half of
+ * vec_dot's operations per weight (no vpsignb pair, 64 weights per operation).
+ */
+enum { G2_Q5_0, G2_IQ4_NL };
+
+/* the u8 operand of blocks xa, xb (see above) */
+INLINE __m512i g2_weights(const int kind, const uint8_t *xa, const uint8_t *xb)
+{
+    const int qo = kind == G2_Q5_0 ? (int)offsetof(lc_block_q5_0, qs) : (int)offsetof(lc_block_iq4_nl, qs);
+    const __m256i q = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)(xb + qo)),
+                                       _mm_loadu_si128((const __m128i *)(xa + qo)));
+    const __m512i nib = _mm512_and_si512(
+        _mm512_srlv_epi64(_mm512_permutexvar_epi64(_mm512_setr_epi64(0, 1, 0, 1, 2, 3, 2, 3),
+                                                   _mm512_castsi256_si512(q)),
+                          _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4)),
+        _mm512_set1_epi8(0x0F));
+    if (kind == G2_IQ4_NL) {
+        const __m128i lv = _mm_add_epi8(_mm_loadu_si128((const __m128i *)lc_kvalues_iq4nl),
+                                        _mm_set1_epi8((char)0x80));
+        return _mm512_shuffle_epi8(_mm512_broadcast_i32x4(lv), nib);
+    }
+    uint32_t ha, hb;
+    memcpy(&ha, xa + offsetof(lc_block_q5_0, qh), 4);
+    memcpy(&hb, xb + offsetof(lc_block_q5_0, qh), 4);
+    return _mm512_mask_add_epi8(nib, _cvtu64_mask64((uint64_t)hb << 32 | ha), nib, _mm512_set1_epi8(0x10));
+}
+
+/* dx of blocks xa (low 8 lanes) and xb (high 8) times dy: both converted and multiplied in one
+ * vector, then spread by vpermps */
+INLINE __m512 g2_d(const uint8_t *xa, const uint8_t *xb, __m128 dy)
+{
+    lc_fp16 a, b;
+    memcpy(&a, xa, sizeof a);
+    memcpy(&b, xb, sizeof b);
+    const __m128 d = _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi32_si128((int)((uint32_t)b << 16 | a))), dy);
+    return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
+                                 _mm512_castps128_ps512(d));
+}
+
+/* block ib of P pairs of rows from w into acc[0 .. P) */
+INLINE void g2_block(const int kind, const int P, int ib, __m512 *acc, const uint8_t *w,
+                     size_t w_stride, const lc_block_q8_0 *y)
+{
+    const size_t bs = kind == G2_Q5_0 ? sizeof(lc_block_q5_0) : sizeof(lc_block_iq4_nl);
+    const __m512i off = _mm512_set1_epi8(kind == G2_Q5_0 ? 16 : (char)0x80);
+    const __m512i yv = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)y[ib].qs));
+    const __m512i bias = _mm512_sub_epi32(_mm512_setzero_si512(),
+                                          _mm512_dpbusd_epi32(_mm512_setzero_si512(), off, yv));
+    const __m128 dy = _mm_set1_ps(h2f(y[ib].d));
+    _Pragma("GCC unroll 2") for (int p = 0; p < P; p++) {
+        const uint8_t *xa = w + (size_t)(2 * p) * w_stride + (size_t)ib * bs;
+        const uint8_t *xb = xa + w_stride;
+        const __m512 l = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(bias, g2_weights(kind, xa, xb), yv));
+        acc[p] = _mm512_fmadd_ps(g2_d(xa, xb, dy), l, acc[p]);
+    }
+}
+
+/* rows r0 .. r0 + 2P - 1 of w (P pairs, 1 or 2) against y: s[0 .. 2P) */
+INLINE void g2_rows(const int kind, const int P, int nb, float *s, const uint8_t *w, size_t w_stride,
+                    const lc_block_q8_0 *y)
+{
+    const size_t bs = kind == G2_Q5_0 ? sizeof(lc_block_q5_0) : sizeof(lc_block_iq4_nl);
+    const __m512i off = _mm512_set1_epi8(kind == G2_Q5_0 ? 16 : (char)0x80);
+    __m512 acc1[2], acc2[2];
+    _Pragma("GCC unroll 2") for (int p = 0; p < P; p++) acc1[p] = acc2[p] = _mm512_setzero_ps();
+    if (kind == G2_IQ4_NL) { /* pairs of blocks into two accumulators, the odd block apart */
+        for (int ib = 0; ib + 1 < nb; ib += 2) {
+            g2_block(kind, P, ib, acc1, w, w_stride, y);
+            g2_block(kind, P, ib + 1, acc2, w, w_stride, y);
+        }
+    } else {
+        for (int ib = 0; ib < nb; ib++)
+            g2_block(kind, P, ib, acc1, w, w_stride, y);
+    }
+    _Pragma("GCC unroll 2") for (int p = 0; p < P; p++) {
+        const __m512 a = kind == G2_IQ4_NL ? _mm512_add_ps(acc1[p], acc2[p]) : acc1[p];
+        float f[2] = {hsum_ps(_mm512_castps512_ps256(a)), hsum_ps(_mm512_extractf32x8_ps(a, 1))};
+        if (kind == G2_IQ4_NL && (nb & 1)) { /* exact integers, summed as vec_dot does */
+            const int ib = nb - 1;
+            const __m512i yv = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)y[ib].qs));
+            const __m512i bias = _mm512_sub_epi32(_mm512_setzero_si512(),
+                                                  _mm512_dpbusd_epi32(_mm512_setzero_si512(), off, yv));
+            const uint8_t *xa = w + (size_t)(2 * p) * w_stride + (size_t)ib * bs;
+            const __m512i l = _mm512_dpbusd_epi32(bias, g2_weights(kind, xa, xa + w_stride), yv);
+            const float dy = h2f(y[ib].d);
+            _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
+                lc_fp16 dx;
+                memcpy(&dx, xa + (size_t)h * w_stride, sizeof dx);
+                const __m256i lh = h ? _mm512_extracti64x4_epi64(l, 1) : _mm512_castsi512_si256(l);
+                f[h] = fmaf(dy * h2f(dx), (float)hsum_epi32(lh), f[h]);
+            }
+        }
+        s[2 * p] = f[0];
+        s[2 * p + 1] = f[1];
+    }
+}
+
+/* 4 rows at a time, then 2, a last row by vec_dot; the rows after next prefetched into L2 */
+INLINE void gemv_g2(const int kind, int n, float *s, const void *vw, size_t w_stride, int nr,
+                    const void *va)
+{
+    const uint8_t *w = vw;
+    const int nb = n / 32;
+    int r = 0;
+    for (; r + 4 <= nr; r += 4) {
+        gemv_prefetch4(w + (size_t)(r + 8) * w_stride, w + (size_t)nr * w_stride, w_stride);
+        g2_rows(kind, 2, nb, s + r, w + (size_t)r * w_stride, w_stride, va);
+    }
+    if (r + 2 <= nr) {
+        g2_rows(kind, 1, nb, s + r, w + (size_t)r * w_stride, w_stride, va);
+        r += 2;
+    }
+    if (r < nr)
+        (kind == G2_Q5_0 ? vec_dot_q5_0_q8_0 : vec_dot_iq4_nl_q8_0)(n, s + r, w + (size_t)r * w_stride, va);
+}
+
+static void gemv_q5_0_512(int n, float *s, const void *vw, size_t w_stride, int nr, const void *va)
+{
+    gemv_g2(G2_Q5_0, n, s, vw, w_stride, nr, va);
+}
+
+static void gemv_iq4_nl_512(int n, float *s, const void *vw, size_t w_stride, int nr, const void *va)
+{
+    gemv_g2(G2_IQ4_NL, n, s, vw, w_stride, nr, va);
+}
+
+/*
  * IQ4_XS . Q8_K on AVX-512: the integer lanes and float operations of x86-kquants.h's
  * vec_dot_iq4_xs_q8_K, so the same bits, with 64 weights per vector operation instead of 32.
  * Per pair of sub-blocks t, t + 1: their 32 bytes of nibbles spread as [t low, t high, t+1 low,
@@ -3039,8 +3173,8 @@ const struct lc_kernels lc_kernels_avx512 = {
     .gemv = {
         [LC_TYPE_Q4_0] = gemv_q4_0,
         [LC_TYPE_Q4_1] = gemv_q4_1,
-        [LC_TYPE_Q5_0] = gemv_q5_0,
-        [LC_TYPE_IQ4_NL] = gemv_iq4_nl,
+        [LC_TYPE_Q5_0] = gemv_q5_0_512,
+        [LC_TYPE_IQ4_NL] = gemv_iq4_nl_512,
     },
     .vec_dot_q4_0x8 = vec_dot_q4_0x8_q8_0,
     .gemm_q4_0x8 = pk_gemm_q4_0x8,

@@ -357,6 +357,7 @@ INLINE void gemv_prefetch4(const uint8_t *next, const uint8_t *end, size_t w_str
  * chains where vec_dot has one; per row vec_dot's operations), the group of rows after the
  * next one prefetched into L2 a few lines per block as gemv4 does
  */
+__attribute__((unused)) /* x86-avx512.c: gemv_q5_0_512 */
 static void gemv_q5_0(int n, float *s, const void *vw, size_t w_stride, int nr, const void *va)
 {
     const uint8_t *w = vw;
@@ -372,6 +373,7 @@ static void gemv_q5_0(int n, float *s, const void *vw, size_t w_stride, int nr, 
 
 /* IQ4_NL's decode GEMV: vec_dot_iq4_nl_q8_0 (pairs of blocks into two accumulators, a last odd
  * block added apart) for 4 rows at once */
+__attribute__((unused)) /* x86-avx512.c: gemv_iq4_nl_512 */
 static void gemv_iq4_nl(int n, float *s, const void *vw, size_t w_stride, int nr, const void *va)
 {
     const uint8_t *w = vw;
