@@ -2168,6 +2168,76 @@ static void gemv_iq4_nl_512(int n, float *s, const void *vw, size_t w_stride, in
 }
 
 /*
+ * Q3_K . Q8_K on AVX-512: the integer lanes and float operations of x86-kquants.h's
+ * vec_dot_q3_K_q8_K, so the same bits, 64 weights per operation.  A vector holds quarters v and
+ * v + 1 of half h (weights 128h + 32v + 0..63, their activations contiguous): the two low bits
+ * (the half's 32 bytes in both 256-bit halves, shifted by 2v and 2v + 2) plus 4 where the high
+ * bit (hmask bit 4h + v, 4h + v + 1) is set, 0..7, the unsigned operand of vpdpbusd, from -4
+ * times the sums of 4 activations: each dword is then the exact sum of 4 (q - 4) * y
+ * (|sum| <= 4 * 4 * 127, 16 bits), multiplied by its sub-block's scale by vpdpwssd against the
+ * scale zero-extended into the dword (the dword is its int16 and the sign extension, which meets
+ * the 0).  The 128-bit lanes of such a vector are 4 consecutive sub-blocks of 16, so their scales
+ * come by one vpermw.  The 16 dwords are vec_dot's lanes k and 8 + k of two quarters; the halves
+ * added at the end of the super-block are its 8 exact lanes; acc = fma(dx * dy, float(lanes),
+ * acc) and hsum_float_8 as vec_dot.
+ */
+static void vec_dot_q3_K_q8_K_512(int n, float *s, const void *vx, const void *vy)
+{
+    const lc_block_q3_K *x = vx;
+    const lc_block_q8_K *y = vy;
+    const int nb = n / LC_QK_K;
+    const uint32_t kmask1 = 0x03030303, kmask2 = 0x0f0f0f0f;
+    const __m512i m3 = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
+    /* vpermw indices: dword lanes of 128-bit lane L get scale word 4u + L and the zero word 16 */
+    __m512i scale_of[4], shift_of[2], hbit_of[4];
+    _Pragma("GCC unroll 4") for (int u = 0; u < 4; u++) {
+        scale_of[u] = _mm512_setr_epi32(4 * u | 16 << 16, 4 * u | 16 << 16, 4 * u | 16 << 16, 4 * u | 16 << 16,
+                                        (4 * u + 1) | 16 << 16, (4 * u + 1) | 16 << 16, (4 * u + 1) | 16 << 16,
+                                        (4 * u + 1) | 16 << 16, (4 * u + 2) | 16 << 16, (4 * u + 2) | 16 << 16,
+                                        (4 * u + 2) | 16 << 16, (4 * u + 2) | 16 << 16, (4 * u + 3) | 16 << 16,
+                                        (4 * u + 3) | 16 << 16, (4 * u + 3) | 16 << 16, (4 * u + 3) | 16 << 16);
+        /* unit u = (h, v pair): half h = u / 2, quarters v = 2 (u % 2), v + 1 */
+        const int h = u / 2, v = 2 * (u % 2);
+        hbit_of[u] = _mm512_inserti64x4(_mm512_set1_epi8((char)(1 << (4 * h + v))),
+                                        _mm256_set1_epi8((char)(1 << (4 * h + v + 1))), 1);
+    }
+    _Pragma("GCC unroll 2") for (int p = 0; p < 2; p++)
+        shift_of[p] = _mm512_inserti64x4(_mm512_set1_epi16((short)(4 * p)),
+                                         _mm256_set1_epi16((short)(4 * p + 2)), 1);
+    __m256 acc = _mm256_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        uint32_t aux[3];
+        memcpy(aux, x[i].scales, 12);
+        const __m128i sc8 = _mm_sub_epi8(
+            _mm_set_epi32((int)(((aux[1] >> 4) & kmask2) | (((aux[2] >> 6) & kmask1) << 4)),
+                          (int)(((aux[0] >> 4) & kmask2) | (((aux[2] >> 4) & kmask1) << 4)),
+                          (int)((aux[1] & kmask2) | (((aux[2] >> 2) & kmask1) << 4)),
+                          (int)((aux[0] & kmask2) | (((aux[2] >> 0) & kmask1) << 4))),
+            _mm_set1_epi8(32));
+        /* words 0..15 the scales, 16..31 zero */
+        const __m512i sc = _mm512_zextsi256_si512(_mm256_cvtepi8_epi16(sc8));
+        const __m512i hm = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)x[i].hmask));
+        __m512i sumi = _mm512_setzero_si512();
+        _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
+            const __m512i qb = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * h)));
+            _Pragma("GCC unroll 2") for (int p = 0; p < 2; p++) {
+                const int u = 2 * h + p;
+                const __m512i yv = _mm512_loadu_si512(y[i].qs + 128 * h + 64 * p);
+                const __m512i bias = _mm512_sub_epi32(_mm512_setzero_si512(),
+                                                      _mm512_dpbusd_epi32(_mm512_setzero_si512(), four, yv));
+                __m512i q = _mm512_and_si512(_mm512_srlv_epi16(qb, shift_of[p]), m3);
+                q = _mm512_mask_add_epi8(q, _mm512_test_epi8_mask(hm, hbit_of[u]), q, four);
+                sumi = _mm512_dpwssd_epi32(sumi, _mm512_dpbusd_epi32(bias, q, yv),
+                                           _mm512_permutexvar_epi16(scale_of[u], sc));
+            }
+        }
+        const __m256i lanes = _mm256_add_epi32(_mm512_castsi512_si256(sumi), _mm512_extracti64x4_epi64(sumi, 1));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(y[i].d * h2f(x[i].d)), _mm256_cvtepi32_ps(lanes), acc);
+    }
+    *s = hsum_ps(acc);
+}
+
+/*
  * IQ4_XS . Q8_K on AVX-512: the integer lanes and float operations of x86-kquants.h's
  * vec_dot_iq4_xs_q8_K, so the same bits, with 64 weights per vector operation instead of 32.
  * Per pair of sub-blocks t, t + 1: their 32 bytes of nibbles spread as [t low, t high, t+1 low,
@@ -3154,7 +3224,7 @@ const struct lc_kernels lc_kernels_avx512 = {
         [LC_TYPE_Q5_1] = vec_dot_q5_1_q8_1,
         [LC_TYPE_IQ4_NL] = vec_dot_iq4_nl_q8_0,
         [LC_TYPE_Q2_K] = vec_dot_q2_K_q8_K,
-        [LC_TYPE_Q3_K] = vec_dot_q3_K_q8_K,
+        [LC_TYPE_Q3_K] = vec_dot_q3_K_q8_K_512,
         [LC_TYPE_Q4_K] = vec_dot_q4_K_q8_K,
         [LC_TYPE_Q5_K] = vec_dot_q5_K_q8_K,
         [LC_TYPE_IQ4_XS] = vec_dot_iq4_xs_q8_K_512,

@@ -159,6 +159,7 @@ INLINE __m256i kq_half(__m256i qbits, __m256i nh, int q3, const int8_t *q8, __m2
     return sum;
 }
 
+__attribute__((unused)) /* x86-avx512.c has its own */
 static void vec_dot_q3_K_q8_K(int n, float *s, const void *vx, const void *vy)
 {
     const lc_block_q3_K *x = vx;
