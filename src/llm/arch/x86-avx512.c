@@ -2167,6 +2167,58 @@ static void gemv_iq4_nl_512(int n, float *s, const void *vw, size_t w_stride, in
     gemv_g2(G2_IQ4_NL, n, s, vw, w_stride, nr, va);
 }
 
+/* the vpermw indices of vec_dot_q3_K_q8_K_512 / vec_dot_q2_K_q8_K_512: unit u's 128-bit lane L
+ * gets scale word 4u + L in each dword and the zero word 16 above it */
+INLINE __m512i k2_scale_idx(int u)
+{
+    return _mm512_setr_epi32(4 * u | 16 << 16, 4 * u | 16 << 16, 4 * u | 16 << 16, 4 * u | 16 << 16,
+                             (4 * u + 1) | 16 << 16, (4 * u + 1) | 16 << 16, (4 * u + 1) | 16 << 16,
+                             (4 * u + 1) | 16 << 16, (4 * u + 2) | 16 << 16, (4 * u + 2) | 16 << 16,
+                             (4 * u + 2) | 16 << 16, (4 * u + 2) | 16 << 16, (4 * u + 3) | 16 << 16,
+                             (4 * u + 3) | 16 << 16, (4 * u + 3) | 16 << 16, (4 * u + 3) | 16 << 16);
+}
+
+/*
+ * Q2_K . Q8_K on AVX-512: x86-kquants.h's q2_K_tile (its vec_dot) lanes and float operations, so
+ * the same bits, 64 weights per operation: quarters v, v + 1 of half h per vector as in
+ * vec_dot_q3_K_q8_K_512 (the 2-bit quants, 0..3, vpdpbusd's unsigned operand as they are: no
+ * bias), each dword (|sum| <= 4 * 3 * 127) scaled by vpdpwssd; per super-block the mins' product
+ * first (fma(-dy * dmin, ...)), then fma(dy * dx, float(lanes), acc), hsum_float_8 at the end.
+ */
+static void vec_dot_q2_K_q8_K_512(int n, float *s, const void *vx, const void *vy)
+{
+    const lc_block_q2_K *x = vx;
+    const lc_block_q8_K *y = vy;
+    const int nb = n / LC_QK_K;
+    const __m512i m3 = _mm512_set1_epi8(3);
+    __m512i scale_of[4], shift_of[2];
+    _Pragma("GCC unroll 4") for (int u = 0; u < 4; u++) scale_of[u] = k2_scale_idx(u);
+    _Pragma("GCC unroll 2") for (int p = 0; p < 2; p++)
+        shift_of[p] = _mm512_inserti64x4(_mm512_set1_epi16((short)(4 * p)),
+                                         _mm256_set1_epi16((short)(4 * p + 2)), 1);
+    __m256 acc = _mm256_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        const __m128i ms = _mm_loadu_si128((const __m128i *)x[i].scales);
+        const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(ms, 4), _mm_set1_epi8(0x0F)));
+        const __m512i sc = _mm512_zextsi256_si512(_mm256_cvtepu8_epi16(_mm_and_si128(ms, _mm_set1_epi8(0x0F))));
+        const __m256i mprod = _mm256_madd_epi16(mins, _mm256_loadu_si256((const __m256i *)y[i].bsums));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(-y[i].d * h2f(x[i].dmin)), _mm256_cvtepi32_ps(mprod), acc);
+        __m512i sumi = _mm512_setzero_si512();
+        _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
+            const __m512i qb = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * h)));
+            _Pragma("GCC unroll 2") for (int p = 0; p < 2; p++) {
+                const __m512i yv = _mm512_loadu_si512(y[i].qs + 128 * h + 64 * p);
+                const __m512i q = _mm512_and_si512(_mm512_srlv_epi16(qb, shift_of[p]), m3);
+                sumi = _mm512_dpwssd_epi32(sumi, _mm512_dpbusd_epi32(_mm512_setzero_si512(), q, yv),
+                                           _mm512_permutexvar_epi16(scale_of[2 * h + p], sc));
+            }
+        }
+        const __m256i lanes = _mm256_add_epi32(_mm512_castsi512_si256(sumi), _mm512_extracti64x4_epi64(sumi, 1));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(y[i].d * h2f(x[i].d)), _mm256_cvtepi32_ps(lanes), acc);
+    }
+    *s = hsum_ps(acc);
+}
+
 /*
  * Q3_K . Q8_K on AVX-512: the integer lanes and float operations of x86-kquants.h's
  * vec_dot_q3_K_q8_K, so the same bits, 64 weights per operation.  A vector holds quarters v and
@@ -2188,14 +2240,9 @@ static void vec_dot_q3_K_q8_K_512(int n, float *s, const void *vx, const void *v
     const int nb = n / LC_QK_K;
     const uint32_t kmask1 = 0x03030303, kmask2 = 0x0f0f0f0f;
     const __m512i m3 = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
-    /* vpermw indices: dword lanes of 128-bit lane L get scale word 4u + L and the zero word 16 */
     __m512i scale_of[4], shift_of[2], hbit_of[4];
     _Pragma("GCC unroll 4") for (int u = 0; u < 4; u++) {
-        scale_of[u] = _mm512_setr_epi32(4 * u | 16 << 16, 4 * u | 16 << 16, 4 * u | 16 << 16, 4 * u | 16 << 16,
-                                        (4 * u + 1) | 16 << 16, (4 * u + 1) | 16 << 16, (4 * u + 1) | 16 << 16,
-                                        (4 * u + 1) | 16 << 16, (4 * u + 2) | 16 << 16, (4 * u + 2) | 16 << 16,
-                                        (4 * u + 2) | 16 << 16, (4 * u + 2) | 16 << 16, (4 * u + 3) | 16 << 16,
-                                        (4 * u + 3) | 16 << 16, (4 * u + 3) | 16 << 16, (4 * u + 3) | 16 << 16);
+        scale_of[u] = k2_scale_idx(u);
         /* unit u = (h, v pair): half h = u / 2, quarters v = 2 (u % 2), v + 1 */
         const int h = u / 2, v = 2 * (u % 2);
         hbit_of[u] = _mm512_inserti64x4(_mm512_set1_epi8((char)(1 << (4 * h + v))),
@@ -3223,7 +3270,7 @@ const struct lc_kernels lc_kernels_avx512 = {
         [LC_TYPE_Q5_0] = vec_dot_q5_0_q8_0,
         [LC_TYPE_Q5_1] = vec_dot_q5_1_q8_1,
         [LC_TYPE_IQ4_NL] = vec_dot_iq4_nl_q8_0,
-        [LC_TYPE_Q2_K] = vec_dot_q2_K_q8_K,
+        [LC_TYPE_Q2_K] = vec_dot_q2_K_q8_K_512,
         [LC_TYPE_Q3_K] = vec_dot_q3_K_q8_K_512,
         [LC_TYPE_Q4_K] = vec_dot_q4_K_q8_K,
         [LC_TYPE_Q5_K] = vec_dot_q5_K_q8_K,

@@ -338,6 +338,7 @@ DEFINE_K_TILE_GEMM(q2_K)
 
 /* Q2_K . Q8_K: the 1 x 1 tile (ggml's AVX2 kernel: per super-block the mins product into the
  * accumulator, then kq_half's scaled sums) */
+__attribute__((unused)) /* x86-avx512.c has its own */
 static void vec_dot_q2_K_q8_K(int n, float *s, const void *vx, const void *vy)
 {
     q2_K_tile(n / LC_QK_K, s, 1, vx, 0, vy, 0, 1, 1);
