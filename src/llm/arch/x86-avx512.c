@@ -1559,6 +1559,16 @@ INLINE __m512 xk_acc(const float *p, int i)
     return i ? _mm512_load_ps(p) : _mm512_setzero_ps();
 }
 
+/* hsum_float_8 lane-wise: ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7)) of 8 accumulators
+ * of 16 rows, vec_dot's hsum_ps order per row */
+INLINE __m512 xk_hsum8(const float (*a)[16])
+{
+    return _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(_mm512_load_ps(a[0]), _mm512_load_ps(a[4])),
+                                       _mm512_add_ps(_mm512_load_ps(a[2]), _mm512_load_ps(a[6]))),
+                         _mm512_add_ps(_mm512_add_ps(_mm512_load_ps(a[1]), _mm512_load_ps(a[5])),
+                                       _mm512_add_ps(_mm512_load_ps(a[3]), _mm512_load_ps(a[7]))));
+}
+
 /*
  * 16 rows (group G, expanded as E) x C columns y[0..C) (nb super-blocks each) of kind (XK_Q4,
  * XK_Q5, XK_Q6): the outputs of column c to s + c * ld_s (16 floats).  Per (row, column) the
@@ -1679,12 +1689,7 @@ INLINE void xk_tile(const int kind, const int C, int nb, float *s, size_t ld_s, 
         }
     }
     for (int c = 0; c < C; c++) {
-        const float(*a)[16] = acc[c];
-        const __m512 hs = _mm512_add_ps(
-            _mm512_add_ps(_mm512_add_ps(_mm512_load_ps(a[0]), _mm512_load_ps(a[4])),
-                          _mm512_add_ps(_mm512_load_ps(a[2]), _mm512_load_ps(a[6]))),
-            _mm512_add_ps(_mm512_add_ps(_mm512_load_ps(a[1]), _mm512_load_ps(a[5])),
-                          _mm512_add_ps(_mm512_load_ps(a[3]), _mm512_load_ps(a[7]))));
+        const __m512 hs = xk_hsum8(acc[c]);
         if (kind == XK_Q6) {
             _mm512_storeu_ps(s + (size_t)c * ld_s, hs);
             continue;
@@ -1884,14 +1889,8 @@ INLINE void xi_tile(const int C, int nb, float *s, size_t ld_s, const uint8_t *E
             }
         }
     }
-    for (int c = 0; c < C; c++) {
-        const float(*a)[16] = acc[c];
-        _mm512_storeu_ps(s + (size_t)c * ld_s,
-                         _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(_mm512_load_ps(a[0]), _mm512_load_ps(a[4])),
-                                                     _mm512_add_ps(_mm512_load_ps(a[2]), _mm512_load_ps(a[6]))),
-                                       _mm512_add_ps(_mm512_add_ps(_mm512_load_ps(a[1]), _mm512_load_ps(a[5])),
-                                                     _mm512_add_ps(_mm512_load_ps(a[3]), _mm512_load_ps(a[7])))));
-    }
+    for (int c = 0; c < C; c++)
+        _mm512_storeu_ps(s + (size_t)c * ld_s, xk_hsum8(acc[c]));
 }
 
 /*
@@ -1986,15 +1985,32 @@ INLINE void x2_tile(const int C, int nb, float *s, size_t ld_s, const uint8_t *E
             }
         }
     }
-    for (int c = 0; c < C; c++) {
-        const float(*a)[16] = acc[c];
-        _mm512_storeu_ps(s + (size_t)c * ld_s,
-                         _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(_mm512_load_ps(a[0]), _mm512_load_ps(a[4])),
-                                                     _mm512_add_ps(_mm512_load_ps(a[2]), _mm512_load_ps(a[6]))),
-                                       _mm512_add_ps(_mm512_add_ps(_mm512_load_ps(a[1]), _mm512_load_ps(a[5])),
-                                                     _mm512_add_ps(_mm512_load_ps(a[3]), _mm512_load_ps(a[7])))));
-    }
+    for (int c = 0; c < C; c++)
+        _mm512_storeu_ps(s + (size_t)c * ld_s, xk_hsum8(acc[c]));
 }
+
+/*
+ * The columns of gemm_q2_K_x16 / gemm_iq4_xs_x16 (nc of them at a, a_stride bytes apart) against
+ * their expanded group of rows r0 .. r0 + 15: TILE(C, nb, s, ld_s, <the expansion>, y) for
+ * XK_COLS columns at a time, then 4, 2, 1 (every column gets the same operations whatever tile
+ * takes it)
+ */
+#define XE_COLUMN_TILES(TILE, ...)                                                                \
+    for (int c0 = 0; c0 < nc;) {                                                                  \
+        const int left = nc - c0;                                                                 \
+        const int C = left >= XK_COLS ? XK_COLS : left >= 4 ? 4 : left >= 2 ? 2 : 1;              \
+        const lc_block_q8_K *y[XK_COLS];                                                          \
+        for (int c = 0; c < C; c++)                                                               \
+            y[c] = (const void *)(a + (size_t)(c0 + c) * a_stride);                               \
+        float *sc = s + (size_t)c0 * ld_s + r0;                                                   \
+        switch (C) {                                                                              \
+        case XK_COLS: TILE(XK_COLS, nb, sc, ld_s, __VA_ARGS__, y); break;                         \
+        case 4: TILE(4, nb, sc, ld_s, __VA_ARGS__, y); break;                                     \
+        case 2: TILE(2, nb, sc, ld_s, __VA_ARGS__, y); break;                                     \
+        default: TILE(1, nb, sc, ld_s, __VA_ARGS__, y); break;                                    \
+        }                                                                                         \
+        c0 += C;                                                                                  \
+    }
 
 /*
  * kernels.h's gemm for Q2_K on AVX-512: whole groups of 16 rows expanded into the calling
@@ -2012,21 +2028,7 @@ static void gemm_q2_K_x16(int n, float *s, size_t ld_s, const void *vw, size_t w
     if (E) {
         for (; r0 + 16 <= nr; r0 += 16) {
             x2_expand(E, w + (size_t)r0 * w_stride, w_stride, nb);
-            for (int c0 = 0; c0 < nc;) {
-                const int left = nc - c0;
-                const int C = left >= XK_COLS ? XK_COLS : left >= 4 ? 4 : left >= 2 ? 2 : 1;
-                const lc_block_q8_K *y[XK_COLS];
-                for (int c = 0; c < C; c++)
-                    y[c] = (const void *)(a + (size_t)(c0 + c) * a_stride);
-                float *sc = s + (size_t)c0 * ld_s + r0;
-                switch (C) {
-                case XK_COLS: x2_tile(XK_COLS, nb, sc, ld_s, E, y); break;
-                case 4: x2_tile(4, nb, sc, ld_s, E, y); break;
-                case 2: x2_tile(2, nb, sc, ld_s, E, y); break;
-                default: x2_tile(1, nb, sc, ld_s, E, y); break;
-                }
-                c0 += C;
-            }
+            XE_COLUMN_TILES(x2_tile, E);
         }
     }
     if (r0 < nr)
@@ -2167,83 +2169,35 @@ static void gemv_iq4_nl_512(int n, float *s, const void *vw, size_t w_stride, in
     gemv_g2(G2_IQ4_NL, n, s, vw, w_stride, nr, va);
 }
 
-/* the vpermw indices of vec_dot_q3_K_q8_K_512 / vec_dot_q2_K_q8_K_512: unit u's 128-bit lane L
- * gets scale word 4u + L in each dword and the zero word 16 above it */
-INLINE __m512i k2_scale_idx(int u)
-{
-    return _mm512_setr_epi32(4 * u | 16 << 16, 4 * u | 16 << 16, 4 * u | 16 << 16, 4 * u | 16 << 16,
-                             (4 * u + 1) | 16 << 16, (4 * u + 1) | 16 << 16, (4 * u + 1) | 16 << 16,
-                             (4 * u + 1) | 16 << 16, (4 * u + 2) | 16 << 16, (4 * u + 2) | 16 << 16,
-                             (4 * u + 2) | 16 << 16, (4 * u + 2) | 16 << 16, (4 * u + 3) | 16 << 16,
-                             (4 * u + 3) | 16 << 16, (4 * u + 3) | 16 << 16, (4 * u + 3) | 16 << 16);
-}
-
 /*
- * Q2_K . Q8_K on AVX-512: x86-kquants.h's q2_K_tile (its vec_dot) lanes and float operations, so
- * the same bits, 64 weights per operation: quarters v, v + 1 of half h per vector as in
- * vec_dot_q3_K_q8_K_512 (the 2-bit quants, 0..3, vpdpbusd's unsigned operand as they are: no
- * bias), each dword (|sum| <= 4 * 3 * 127) scaled by vpdpwssd; per super-block the mins' product
- * first (fma(-dy * dmin, ...)), then fma(dy * dx, float(lanes), acc), hsum_float_8 at the end.
+ * Q2_K and Q3_K . Q8_K on AVX-512: the integer lanes and float operations of x86-kquants.h's
+ * vec_dots (Q2_K: q2_K_tile), so the same bits, 64 weights per operation.  A vector holds
+ * quarters v and v + 1 of half h (weights 128h + 32v + 0..63, their activations contiguous): the
+ * two low bits (the half's 32 bytes in both 256-bit halves, shifted by 2v and 2v + 2), Q3_K plus
+ * 4 where the high bit (hmask bit 4h + v, 4h + v + 1) is set, as the unsigned operand of
+ * vpdpbusd (Q3_K from -4 times the sums of 4 activations): each dword is then the exact sum of 4
+ * q * y (Q2_K, |sum| <= 4 * 3 * 127) or (q - 4) * y (Q3_K, <= 4 * 4 * 127), 16 bits, multiplied
+ * by its sub-block's scale by vpdpwssd against the scale zero-extended into the dword (the dword
+ * is its int16 and the sign extension, which meets the 0).  The 128-bit lanes of such a vector
+ * are 4 consecutive sub-blocks of 16, so their scales come by one vpermw.  The 16 dwords are
+ * vec_dot's lanes k and 8 + k of two quarters; the halves added at the end of the super-block
+ * are its 8 exact lanes; per super-block Q2_K's mins product first (fma(-dy * dmin, ...)), then
+ * acc = fma(dy * dx, float(lanes), acc); hsum_float_8 at the end.  bench-gemv (n = 2048, in L2,
+ * one thread): Q3_K 5.6 -> 11.2 GB/s of weights, Q2_K 12.4 -> 13.6 against the AVX2 kernels.
  */
-static void vec_dot_q2_K_q8_K_512(int n, float *s, const void *vx, const void *vy)
+INLINE void vec_dot_k23_512(const int q3, int n, float *s, const void *vx, const void *vy)
 {
-    const lc_block_q2_K *x = vx;
+    const lc_block_q2_K *x2 = vx;
+    const lc_block_q3_K *x3 = vx;
     const lc_block_q8_K *y = vy;
     const int nb = n / LC_QK_K;
-    const __m512i m3 = _mm512_set1_epi8(3);
-    __m512i scale_of[4], shift_of[2];
-    _Pragma("GCC unroll 4") for (int u = 0; u < 4; u++) scale_of[u] = k2_scale_idx(u);
-    _Pragma("GCC unroll 2") for (int p = 0; p < 2; p++)
-        shift_of[p] = _mm512_inserti64x4(_mm512_set1_epi16((short)(4 * p)),
-                                         _mm256_set1_epi16((short)(4 * p + 2)), 1);
-    __m256 acc = _mm256_setzero_ps();
-    for (int i = 0; i < nb; i++) {
-        const __m128i ms = _mm_loadu_si128((const __m128i *)x[i].scales);
-        const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(ms, 4), _mm_set1_epi8(0x0F)));
-        const __m512i sc = _mm512_zextsi256_si512(_mm256_cvtepu8_epi16(_mm_and_si128(ms, _mm_set1_epi8(0x0F))));
-        const __m256i mprod = _mm256_madd_epi16(mins, _mm256_loadu_si256((const __m256i *)y[i].bsums));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(-y[i].d * h2f(x[i].dmin)), _mm256_cvtepi32_ps(mprod), acc);
-        __m512i sumi = _mm512_setzero_si512();
-        _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
-            const __m512i qb = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * h)));
-            _Pragma("GCC unroll 2") for (int p = 0; p < 2; p++) {
-                const __m512i yv = _mm512_loadu_si512(y[i].qs + 128 * h + 64 * p);
-                const __m512i q = _mm512_and_si512(_mm512_srlv_epi16(qb, shift_of[p]), m3);
-                sumi = _mm512_dpwssd_epi32(sumi, _mm512_dpbusd_epi32(_mm512_setzero_si512(), q, yv),
-                                           _mm512_permutexvar_epi16(scale_of[2 * h + p], sc));
-            }
-        }
-        const __m256i lanes = _mm256_add_epi32(_mm512_castsi512_si256(sumi), _mm512_extracti64x4_epi64(sumi, 1));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(y[i].d * h2f(x[i].d)), _mm256_cvtepi32_ps(lanes), acc);
-    }
-    *s = hsum_ps(acc);
-}
-
-/*
- * Q3_K . Q8_K on AVX-512: the integer lanes and float operations of x86-kquants.h's
- * vec_dot_q3_K_q8_K, so the same bits, 64 weights per operation.  A vector holds quarters v and
- * v + 1 of half h (weights 128h + 32v + 0..63, their activations contiguous): the two low bits
- * (the half's 32 bytes in both 256-bit halves, shifted by 2v and 2v + 2) plus 4 where the high
- * bit (hmask bit 4h + v, 4h + v + 1) is set, 0..7, the unsigned operand of vpdpbusd, from -4
- * times the sums of 4 activations: each dword is then the exact sum of 4 (q - 4) * y
- * (|sum| <= 4 * 4 * 127, 16 bits), multiplied by its sub-block's scale by vpdpwssd against the
- * scale zero-extended into the dword (the dword is its int16 and the sign extension, which meets
- * the 0).  The 128-bit lanes of such a vector are 4 consecutive sub-blocks of 16, so their scales
- * come by one vpermw.  The 16 dwords are vec_dot's lanes k and 8 + k of two quarters; the halves
- * added at the end of the super-block are its 8 exact lanes; acc = fma(dx * dy, float(lanes),
- * acc) and hsum_float_8 as vec_dot.
- */
-static void vec_dot_q3_K_q8_K_512(int n, float *s, const void *vx, const void *vy)
-{
-    const lc_block_q3_K *x = vx;
-    const lc_block_q8_K *y = vy;
-    const int nb = n / LC_QK_K;
-    const uint32_t kmask1 = 0x03030303, kmask2 = 0x0f0f0f0f;
     const __m512i m3 = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
+    /* vpermw indices: unit u's 128-bit lane L gets scale word 4u + L in each dword and the zero
+     * word 16 above it; unit u = half u / 2, quarters 2 (u % 2) and 2 (u % 2) + 1 */
     __m512i scale_of[4], shift_of[2], hbit_of[4];
     _Pragma("GCC unroll 4") for (int u = 0; u < 4; u++) {
-        scale_of[u] = k2_scale_idx(u);
-        /* unit u = (h, v pair): half h = u / 2, quarters v = 2 (u % 2), v + 1 */
+        const int w0 = 4 * u | 16 << 16, w1 = w0 + 1, w2 = w0 + 2, w3 = w0 + 3; /* constants */
+        scale_of[u] = _mm512_setr_epi32(w0, w0, w0, w0, w1, w1, w1, w1, w2, w2, w2, w2, w3, w3, w3, w3);
         const int h = u / 2, v = 2 * (u % 2);
         hbit_of[u] = _mm512_inserti64x4(_mm512_set1_epi8((char)(1 << (4 * h + v))),
                                         _mm256_set1_epi8((char)(1 << (4 * h + v + 1))), 1);
@@ -2253,35 +2207,48 @@ static void vec_dot_q3_K_q8_K_512(int n, float *s, const void *vx, const void *v
                                          _mm256_set1_epi16((short)(4 * p + 2)), 1);
     __m256 acc = _mm256_setzero_ps();
     for (int i = 0; i < nb; i++) {
-        uint32_t aux[3];
-        memcpy(aux, x[i].scales, 12);
-        const __m128i sc8 = _mm_sub_epi8(
-            _mm_set_epi32((int)(((aux[1] >> 4) & kmask2) | (((aux[2] >> 6) & kmask1) << 4)),
-                          (int)(((aux[0] >> 4) & kmask2) | (((aux[2] >> 4) & kmask1) << 4)),
-                          (int)((aux[1] & kmask2) | (((aux[2] >> 2) & kmask1) << 4)),
-                          (int)((aux[0] & kmask2) | (((aux[2] >> 0) & kmask1) << 4))),
-            _mm_set1_epi8(32));
-        /* words 0..15 the scales, 16..31 zero */
-        const __m512i sc = _mm512_zextsi256_si512(_mm256_cvtepi8_epi16(sc8));
-        const __m512i hm = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)x[i].hmask));
+        __m512i sc, hm = _mm512_setzero_si512(); /* sc: words 0..15 the scales, 16..31 zero */
+        if (q3) {
+            sc = _mm512_zextsi256_si512(_mm256_cvtepi8_epi16(k3_scales(x3[i].scales)));
+            hm = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)x3[i].hmask));
+        } else {
+            const __m128i ms = _mm_loadu_si128((const __m128i *)x2[i].scales);
+            const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(ms, 4), _mm_set1_epi8(0x0F)));
+            sc = _mm512_zextsi256_si512(_mm256_cvtepu8_epi16(_mm_and_si128(ms, _mm_set1_epi8(0x0F))));
+            const __m256i mprod = _mm256_madd_epi16(mins, _mm256_loadu_si256((const __m256i *)y[i].bsums));
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(-y[i].d * h2f(x2[i].dmin)), _mm256_cvtepi32_ps(mprod), acc);
+        }
+        const uint8_t *qs = q3 ? x3[i].qs : x2[i].qs;
         __m512i sumi = _mm512_setzero_si512();
         _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
-            const __m512i qb = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * h)));
+            const __m512i qb = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(qs + 32 * h)));
             _Pragma("GCC unroll 2") for (int p = 0; p < 2; p++) {
                 const int u = 2 * h + p;
                 const __m512i yv = _mm512_loadu_si512(y[i].qs + 128 * h + 64 * p);
-                const __m512i bias = _mm512_sub_epi32(_mm512_setzero_si512(),
-                                                      _mm512_dpbusd_epi32(_mm512_setzero_si512(), four, yv));
                 __m512i q = _mm512_and_si512(_mm512_srlv_epi16(qb, shift_of[p]), m3);
-                q = _mm512_mask_add_epi8(q, _mm512_test_epi8_mask(hm, hbit_of[u]), q, four);
-                sumi = _mm512_dpwssd_epi32(sumi, _mm512_dpbusd_epi32(bias, q, yv),
+                __m512i from = _mm512_setzero_si512();
+                if (q3) {
+                    from = _mm512_sub_epi32(from, _mm512_dpbusd_epi32(_mm512_setzero_si512(), four, yv));
+                    q = _mm512_mask_add_epi8(q, _mm512_test_epi8_mask(hm, hbit_of[u]), q, four);
+                }
+                sumi = _mm512_dpwssd_epi32(sumi, _mm512_dpbusd_epi32(from, q, yv),
                                            _mm512_permutexvar_epi16(scale_of[u], sc));
             }
         }
         const __m256i lanes = _mm256_add_epi32(_mm512_castsi512_si256(sumi), _mm512_extracti64x4_epi64(sumi, 1));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(y[i].d * h2f(x[i].d)), _mm256_cvtepi32_ps(lanes), acc);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(y[i].d * h2f(q3 ? x3[i].d : x2[i].d)), _mm256_cvtepi32_ps(lanes), acc);
     }
     *s = hsum_ps(acc);
+}
+
+static void vec_dot_q2_K_q8_K_512(int n, float *s, const void *vx, const void *vy)
+{
+    vec_dot_k23_512(0, n, s, vx, vy);
+}
+
+static void vec_dot_q3_K_q8_K_512(int n, float *s, const void *vx, const void *vy)
+{
+    vec_dot_k23_512(1, n, s, vx, vy);
 }
 
 /*
@@ -2359,21 +2326,7 @@ static void gemm_iq4_xs_x16(int n, float *s, size_t ld_s, const void *vw, size_t
         for (; r0 + 16 <= nr; r0 += 16) {
             const uint8_t *G = w + (size_t)r0 * w_stride;
             xi_expand(E, D, G, w_stride, nb);
-            for (int c0 = 0; c0 < nc;) {
-                const int left = nc - c0;
-                const int C = left >= XK_COLS ? XK_COLS : left >= 4 ? 4 : left >= 2 ? 2 : 1;
-                const lc_block_q8_K *y[XK_COLS];
-                for (int c = 0; c < C; c++)
-                    y[c] = (const void *)(a + (size_t)(c0 + c) * a_stride);
-                float *sc = s + (size_t)c0 * ld_s + r0;
-                switch (C) {
-                case XK_COLS: xi_tile(XK_COLS, nb, sc, ld_s, E, D, y); break;
-                case 4: xi_tile(4, nb, sc, ld_s, E, D, y); break;
-                case 2: xi_tile(2, nb, sc, ld_s, E, D, y); break;
-                default: xi_tile(1, nb, sc, ld_s, E, D, y); break;
-                }
-                c0 += C;
-            }
+            XE_COLUMN_TILES(xi_tile, E, D);
         }
     }
     if (r0 < nr)

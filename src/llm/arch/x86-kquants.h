@@ -44,6 +44,19 @@ INLINE __m128i k4_scales_mins(const uint8_t *packed)
     return _mm_set_epi32((int)u[3], (int)u[2], (int)u[1], (int)u[0]);
 }
 
+/* the 16 6-bit scales of a Q3_K block, minus 32, as signed bytes (ggml's aux / kmask unpacking) */
+INLINE __m128i k3_scales(const uint8_t *packed)
+{
+    const uint32_t kmask1 = 0x03030303, kmask2 = 0x0f0f0f0f;
+    uint32_t aux[3];
+    memcpy(aux, packed, 12);
+    return _mm_sub_epi8(_mm_set_epi32((int)(((aux[1] >> 4) & kmask2) | (((aux[2] >> 6) & kmask1) << 4)),
+                                      (int)(((aux[0] >> 4) & kmask2) | (((aux[2] >> 4) & kmask1) << 4)),
+                                      (int)((aux[1] & kmask2) | (((aux[2] >> 2) & kmask1) << 4)),
+                                      (int)((aux[0] & kmask2) | (((aux[2] >> 0) & kmask1) << 4))),
+                        _mm_set1_epi8(32));
+}
+
 /* lane m: mins[2m] * S[2m] + mins[2m+1] * S[2m+1], S[j] = bsums[2j] + bsums[2j+1] */
 INLINE __m128i k4_mins_prod(__m256i mins_and_scales, const int16_t *bsums)
 {
@@ -165,18 +178,10 @@ static void vec_dot_q3_K_q8_K(int n, float *s, const void *vx, const void *vy)
     const lc_block_q3_K *x = vx;
     const lc_block_q8_K *y = vy;
     const int nb = n / LC_QK_K;
-    const uint32_t kmask1 = 0x03030303, kmask2 = 0x0f0f0f0f;
     __m256 acc = _mm256_setzero_ps();
     for (int i = 0; i < nb; i++) {
         const float d = y[i].d * h2f(x[i].d);
-        uint32_t aux[3];
-        memcpy(aux, x[i].scales, 12);
-        const __m128i sc8 = _mm_sub_epi8(
-            _mm_set_epi32((int)(((aux[1] >> 4) & kmask2) | (((aux[2] >> 6) & kmask1) << 4)),
-                          (int)(((aux[0] >> 4) & kmask2) | (((aux[2] >> 4) & kmask1) << 4)),
-                          (int)((aux[1] & kmask2) | (((aux[2] >> 2) & kmask1) << 4)),
-                          (int)((aux[0] & kmask2) | (((aux[2] >> 0) & kmask1) << 4))),
-            _mm_set1_epi8(32));
+        const __m128i sc8 = k3_scales(x[i].scales);
         const __m256i all = _mm256_cvtepi8_epi16(sc8);
         const __m128i lo = _mm256_castsi256_si128(all), hi = _mm256_extracti128_si256(all, 1);
         /* the high bits inverted; half h, quarter v is bit 4h + v of hmask[l] (bits 4..7 of
