@@ -282,7 +282,11 @@ void tui_state_error(struct tui *t, const char *what, const char *err);
 bool library_command(struct tui *t, const char *cmd, const char *arg);
 /* The engine ended a model switch (LC_EV_DONE while t->switching). */
 void library_switch_done(struct tui *t, int reason);
-/* A saved chat is being read (/chats N): what would change the conversation waits. */
+/* /load: read the transcript at full (expanded; shown as path) on the job's thread; when it is
+ * read it becomes the conversation (kept in a new file from its next change on), or the
+ * error is shown ("load failed: ..."). */
+void library_load(struct tui *t, const char *full, const char *path);
+/* A saved chat is being read (/chats N, /load): what would change the conversation waits. */
 bool library_opening(const struct tui *t);
 /* The descriptor to poll for the end of the current job, or -1. */
 int library_job_fd(const struct tui *t);

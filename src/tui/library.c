@@ -3,7 +3,7 @@
  * /rename and /delete (llamachat(1)).
  *
  * What reads many files (the GGUF headers of /models, the transcripts of /chats, the one
- * /chats N opens) runs as a job on a thread of its own, so that a slow disk never stops the
+ * /chats N and /load open) runs as a job on a thread of its own, so that a slow disk never stops the
  * screen; the job writes a byte to a pipe when it is done, the main loop polls that pipe and
  * takes the result here.  One job at a time.  Loading a model is the engine's work
  * (lc_engine_load_model): the UI shows "loading" and stays live; Esc cancels.
@@ -98,10 +98,11 @@ static bool job_start(struct tui *t, void *(*run)(struct tui_job *), void (*done
 }
 
 static void *open_run(struct tui_job *j);
+static void *load_run(struct tui_job *j);
 
 bool library_opening(const struct tui *t)
 {
-    return t->job && t->job->run == open_run;
+    return t->job && (t->job->run == open_run || t->job->run == load_run);
 }
 
 int library_job_fd(const struct tui *t)
@@ -428,6 +429,62 @@ static void cmd_chats(struct tui *t, const char *arg)
     tui_message(t, false, "opening %s ...", path);
 }
 
+static void *load_run(struct tui_job *j)
+{
+    test_sleep("LLAMACHAT_TEST_SLOW_MS");   /* (tests) a slow disk, as open_run's */
+    return lc_chat_load(j->arg, &j->err);
+}
+
+/* /load's file was read (j->arg the path, j->arg2 as the user wrote it): it becomes the
+ * conversation, kept in a new file from its next change on. */
+static void load_done(struct tui *t, struct tui_job *j)
+{
+    struct lc_chat *c = j->result;
+    if (!c) {
+        char *line = NULL;
+        const char *err = j->err ? j->err : "?";
+        if (asprintf(&line, "load failed: %s", err) >= 0)
+            tui_add_entry(t, E_ERROR, line, strlen(line));
+        free(line);
+        tui_message(t, true, "load failed: %s", err);
+        return;
+    }
+    /* as open_done: never two chats in one */
+    if (t->state != ST_IDLE || lc_engine_busy(t->engine)) {
+        tui_message(t, true, "not loaded: the model is busy");
+        lc_chat_free(c);
+        return;
+    }
+    autosave(t, true);   /* the current chat's last changes are kept in its file first */
+    regen_forget(t);
+    t->edit_msg = -1;
+    lc_chat_free(t->chat);
+    t->chat = c;
+    if (c->has_params) {   /* the parameters in force when it was saved */
+        t->o->sampling = c->params;
+        t->o->n_predict = c->max_tokens;
+    }
+    params_changed(t);
+    chat_restart(t);   /* kept in a new file from its next change on */
+    lc_engine_set_conversation(t->engine, c);
+    tui_kv_load(t, j->arg);
+    t->n_past = -1;   /* known when the model has read it */
+    t->pp_tps = t->gen_tps = -1;
+    rebuild_entries(t);
+    tui_message(t, false, "loaded %zu messages from %s", c->n, j->arg2);
+}
+
+void library_load(struct tui *t, const char *full, const char *path)
+{
+    if (t->job) {
+        tui_message(t, true, "/load: still busy with the last listing; try again in a moment");
+        return;
+    }
+    autosave(t, true);   /* the current one is saved first, as /chats N does */
+    if (job_start(t, load_run, load_done, full, path))
+        tui_message(t, false, "loading %s ...", path);
+}
+
 /* /rename TITLE: the title /chats shows, kept in the transcript ("" removes it). */
 static void cmd_rename(struct tui *t, const char *arg)
 {
@@ -563,6 +620,8 @@ void library_shutdown(struct tui *t)
             lc_chat_free(j->result);
             lc_state_unlock_chat(t->open_lock);
             t->open_lock = -1;
+        } else if (j->run == load_run) {
+            lc_chat_free(j->result);
         } else {
             lc_listing_free(j->result);
         }

@@ -835,6 +835,8 @@ static void do_save(struct tui *t, const char *name, bool force)
 
 void regen_forget(struct tui *t);
 
+/* /load FILE: the file is read and parsed off the UI thread (library_load), so that a long
+ * transcript never stops the screen; commands that would change the conversation wait. */
 static void do_load(struct tui *t, const char *path)
 {
     if (!path || !*path) {
@@ -845,31 +847,14 @@ static void do_load(struct tui *t, const char *path)
         return;
     char *err = NULL;
     char *full = lc_path_expand(path, &err);
-    struct lc_chat *c = full ? lc_chat_load(full, &err) : NULL;
-    if (!c) {
-        free(full);
+    if (!full) {
         note(t, E_ERROR, "load failed: %s", err ? err : "?");
         tui_message(t, true, "load failed: %s", err ? err : "?");
         free(err);
         return;
     }
-    regen_forget(t);
-    t->edit_msg = -1;
-    lc_chat_free(t->chat);
-    t->chat = c;
-    if (c->has_params) {   /* the parameters in force when it was saved */
-        t->o->sampling = c->params;
-        t->o->n_predict = c->max_tokens;
-    }
-    params_changed(t);
-    chat_restart(t);   /* kept in a new file from its next change on */
-    lc_engine_set_conversation(t->engine, c);
-    tui_kv_load(t, full);
+    library_load(t, full, path);
     free(full);
-    t->n_past = -1;   /* known when the model has read it */
-    t->pp_tps = t->gen_tps = -1;
-    rebuild_entries(t);
-    tui_message(t, false, "loaded %zu messages from %s", c->n, path);
 }
 
 static size_t undo_exchange(struct tui *t);
