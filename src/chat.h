@@ -20,7 +20,8 @@
  * "seed" is the seed set (--seed, /set seed), or "random"; loading restores it, so a random
  * seed stays random (and /regen differs) after reopening.  "seed_used" (only with "random",
  * when known) records the seed the sampler drew for the replies (lc_chat.seed_used), for
- * reproducing them with --seed; it is never applied.  Files of earlier versions saved the
+ * reproducing them with --seed; it is never applied.  A greedy reply (temp 0) draws none, so it
+ * never sets "seed_used".  Files of earlier versions saved the
  * drawn seed as "seed"; they load, with that seed fixed.
  *
  * A reply regenerated with /regen keeps its earlier versions: "content" is the version shown (the

@@ -1402,6 +1402,8 @@ static void dispatch_event(struct tui *t, const struct lc_event *ev, const char 
         }
         else if (!strncmp(text, "name=", 5))
             snprintf(t->model_name, sizeof(t->model_name), "%s", text + 5);
+        else if (!strcmp(text, "seed=none"))   /* greedy: the reply uses no seed */
+            t->last_seed = LC_SEED_RANDOM;
         else if (!strncmp(text, "seed=", 5))
             t->last_seed = strtoull(text + 5, NULL, 10);
         else if (!strncmp(text, "threads=", 8))
