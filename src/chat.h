@@ -32,7 +32,8 @@
  * "content" (content_base64 for bytes that are not UTF-8).
  *
  * "end" (on a message and on each alternative: each version has its own) says how a reply ended
- * when the model did not end it itself: "stopped" (the user stopped it, Esc), "length" (cut at
+ * when the model did not end it itself: "stopped" (the user stopped it: Esc, or quit while it
+ * was being written), "length" (cut at
  * the token limit, max-tokens), "error" (an error cut it: the remote server went away, out of
  * memory), "partial" (it was still being written when the file was saved: the autosave while a
  * reply streams; a file left so was cut by llamachat ending, kill -9 or a power loss).  Absent:

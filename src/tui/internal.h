@@ -120,6 +120,8 @@ struct tui {
     size_t ev_len, ev_cap;
     const char *cur_line;          /* the line being handled (tui_line), for refusals */
     bool quit;
+    bool quit_asked;               /* the user quit (/quit, Ctrl-D): a reply still being written
+                                      is kept as stopped by them, not as cut off */
     int exit_status;
     char *fatal;                   /* the model could not be loaded: printed after the screen closes */
     /* the conversation kept on disk as it goes (state.h) */

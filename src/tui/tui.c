@@ -523,9 +523,14 @@ void autosave(struct tui *t, bool force)
             chat_take_path(t, path);   /* a new file: no other llamachat has it */
         free(dir);
     }
+    /* a /regen that has written nothing yet: the reply it replaces is kept in the file until
+     * the new one has text (it comes back if the new one never does) */
+    bool regen_in = t->regen_pending && lc_chat_push(t->chat, &t->regen_old) >= 0;
     if (t->chat_path && t->writer) {
         chat_fill_meta(t);
         char *json = lc_chat_to_json(t->chat);
+        if (regen_in)
+            lc_chat_pop(t->chat, &t->regen_old);
         t->save_every = 4.0 * (now_s() - now);   /* the UI's time it took, at most a quarter */
         if (json && lc_chat_json_fits(t->chat, strlen(json), t->chat_path, &err) != 0) {
             /* what could not be opened again is not written: the file keeps the last save
@@ -550,12 +555,17 @@ void autosave(struct tui *t, bool force)
         err = strdup("out of memory");
     } else if (t->chat_path) {
         chat_fill_meta(t);
-        if (lc_chat_save(t->chat, t->chat_path, LC_CHAT_JSON, &err) == 0) {
+        int rc = lc_chat_save(t->chat, t->chat_path, LC_CHAT_JSON, &err);
+        if (regen_in)
+            lc_chat_pop(t->chat, &t->regen_old);
+        if (rc == 0) {
             t->chat_changed = false;
             free(err);
             tui_kv_save(t, t->chat_path);
             return;
         }
+    } else if (regen_in) {
+        lc_chat_pop(t->chat, &t->regen_old);
     }
     if (!t->save_failed)
         tui_state_error(t, "could not keep the conversation", err ? err : "out of memory");
@@ -1285,6 +1295,7 @@ static void command(struct tui *t, const char *line)
         t->help_scroll = 0;
     } else if (!strcmp(cmd, "quit") || !strcmp(cmd, "exit") || !strcmp(cmd, "q")) {
         t->quit = true;
+        t->quit_asked = true;
     } else if (!strcmp(cmd, "save") || !strcmp(cmd, "save!")) {
         do_save(t, arg, cmd[4] == '!');
     } else if (!strcmp(cmd, "load")) {
@@ -2029,6 +2040,26 @@ static void keep_kv_state(struct tui *t)
     free(err);
 }
 
+/* The conversation as it is kept at exit, with the truth about a turn still running: a /regen
+ * that has written nothing yet gives the reply it was replacing back (never lost at exit); a
+ * reply still being written when the user quit (/quit, Ctrl-D) ends "stopped", as Esc would
+ * have (a signal or a lost terminal leaves it "partial": llamachat ended under it). */
+static void chat_at_exit(struct tui *t)
+{
+    if (t->regen_pending) {
+        t->regen_pending = false;
+        if (lc_chat_push(t->chat, &t->regen_old) >= 0)
+            chat_touched(t, true);
+        else
+            lc_message_free(&t->regen_old);
+    }
+    if (t->quit_asked && t->reply_msg >= 0 && (size_t)t->reply_msg < t->chat->n &&
+        t->chat->msgs[t->reply_msg].end == LC_END_PARTIAL) {
+        t->chat->msgs[t->reply_msg].end = LC_END_STOPPED;
+        chat_touched(t, true);
+    }
+}
+
 static void keep_conversation(struct tui *t)
 {
     if (!has_user_message(t->chat) || !t->o->history)   /* [ui] history = off: nothing on disk */
@@ -2525,6 +2556,7 @@ int lc_tui_run(struct lc_options *o)
     }
 
     library_shutdown(t);
+    chat_at_exit(t);
     autosave(t, true);
     char *werr = NULL;
     lc_state_writer_free(t->writer, &werr);   /* waits for the last write */
