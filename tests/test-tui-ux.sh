@@ -264,6 +264,18 @@ if grep -q "the whole conversation is kept as Markdown in .*/last-chat\.md (it c
     ok "grow: at exit, where it is kept"
 else bad "grow: at exit, where it is kept"; sed 's/^/  | /' "$tmp/grow2.err"; fi
 grep -q "$long" "$tmp/home/.local/state/llamachat/last-chat.md" && ok "grow: the Markdown has all of it" || bad "grow: the Markdown has all of it"
+# last-chat.json held the chat before (the first run's, kept at its exit): it is not this one,
+# so it no longer passes for the last chat (--resume last-chat.json opened it as if it were);
+# it is kept aside, whole, and stderr says where
+st="$tmp/home/.local/state/llamachat"
+if [ ! -e "$st/last-chat.json" ] && [ ! -e "$st/last-chat.json.kv" ]; then ok "grow: no stale last-chat.json"
+else bad "grow: no stale last-chat.json"; ls -la "$st"; fi
+if grep -q '"content": "Alpha one"' "$st/last-chat-earlier.json" 2>/dev/null && ! grep -q "$long" "$st/last-chat-earlier.json"; then
+    ok "grow: the earlier chat kept in last-chat-earlier.json"
+else bad "grow: the earlier chat kept in last-chat-earlier.json"; ls -la "$st"; fi
+if grep -q "the earlier chat that was in last-chat.json is now $st/last-chat-earlier.json (it is not this one)" "$tmp/grow2.err"; then
+    ok "grow: at exit, where the earlier chat went"
+else bad "grow: at exit, where the earlier chat went"; sed 's/^/  | /' "$tmp/grow2.err"; fi
 start_args grow3 "--continue" "LLAMACHAT_TEST_MAX_CHAT_FILE=$((size + 300))" || exit 1
 check "grow: the kept file opens" '^--continue: 2 messages from '
 quit grow3

@@ -2060,6 +2060,36 @@ static void chat_at_exit(struct tui *t)
     }
 }
 
+/* last-chat.json (path) holds an earlier chat than the one ending: renamed, with its KV state,
+ * to last-chat-earlier.json[.kv] (replacing the one before), so that it is not resumed as the
+ * last chat and nothing in it is lost.  Returns the new name (malloc'd), or NULL when there was
+ * no such file or it could not be moved (said on stderr; it stays, without its KV state). */
+static char *earlier_last_chat(const char *path)
+{
+    char *to = NULL, *kv = NULL, *kv_to = NULL;
+    size_t n = strlen(path);
+    if (n < 5 || asprintf(&to, "%.*s-earlier.json", (int)(n - 5), path) < 0)
+        return NULL;
+    if (rename(path, to) != 0) {
+        if (errno != ENOENT)
+            lc_text_fprintf(stderr, "llamachat: %s (an earlier chat) could not be moved to %s: %s\n",
+                            path, to, strerror(errno));
+        free(to);
+        to = NULL;
+    }
+    if (asprintf(&kv, "%s.kv", path) >= 0) {
+        if (to && asprintf(&kv_to, "%s.kv", to) >= 0) {
+            if (rename(kv, kv_to) != 0 && errno == ENOENT)
+                unlink(kv_to);   /* none: an older one would not be its state */
+        } else {
+            unlink(kv);   /* its state without its transcript: of no use */
+        }
+    }
+    free(kv);
+    free(kv_to);
+    return to;
+}
+
 static void keep_conversation(struct tui *t)
 {
     if (!has_user_message(t->chat) || !t->o->history)   /* [ui] history = off: nothing on disk */
@@ -2088,18 +2118,22 @@ static void keep_conversation(struct tui *t)
         char *md = NULL, *merr = NULL;
         if (asprintf(&md, "%.*s.md", (int)(strlen(path) - 5), path) < 0)
             md = NULL;
+        /* a last-chat.json there is an earlier chat's, not this one: it would be resumed as
+         * the last chat; it goes aside with its KV state, kept (it may be its only copy) */
+        char *aside = earlier_last_chat(path);
         if (md && lc_state_private_file(md, &merr) == 0 && lc_chat_save(t->chat, md, LC_CHAT_MARKDOWN, &merr) == 0)
             lc_text_fprintf(stderr, "llamachat: %s; the whole conversation is kept as Markdown in %s "
-                            "(it cannot be resumed)%s%s%s\n", err, md, t->chat_path ? "; " : "",
+                            "(it cannot be resumed)%s%s%s%s%s%s\n", err, md, t->chat_path ? "; " : "",
                             t->chat_path ? t->chat_path : "",
-                            t->chat_path ? " holds it as it was at its last save" : "");
+                            t->chat_path ? " holds it as it was at its last save" : "",
+                            aside ? "; the earlier chat that was in last-chat.json is now " : "",
+                            aside ? aside : "", aside ? " (it is not this one)" : "");
         else
-            lc_text_fprintf(stderr, "llamachat: could not keep the conversation: %s; %s\n", err,
-                            merr ? merr : "out of memory");
-        char *kv = NULL;   /* last-chat.json is the one before: its state may not be this one's */
-        if (asprintf(&kv, "%s.kv", path) >= 0)
-            unlink(kv);
-        free(kv);
+            lc_text_fprintf(stderr, "llamachat: could not keep the conversation: %s; %s%s%s\n", err,
+                            merr ? merr : "out of memory",
+                            aside ? "; the earlier chat that was in last-chat.json is now " : "",
+                            aside ? aside : "");
+        free(aside);
         free(merr);
         free(md);
         free(json);
