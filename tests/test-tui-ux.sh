@@ -238,7 +238,7 @@ check "grow: answered" 'max tokens reached'
 quit grow
 kept=$(ls "$CHATS"/*.json)
 size=$(stat -c %s "$kept")
-start_args grow2 "--continue" "LLAMACHAT_TEST_MAX_CHAT_FILE=$((size + 300))" || exit 1
+start_args grow2 "--continue" "LLAMACHAT_TEST_MAX_CHAT_FILE=$((size + 300)) LLAMACHAT_TEST_SAVE_LOG=$tmp/saves.log" || exit 1
 long=$(printf 'B%.0s' $(seq 400))
 # joined NAME REGEX: check the text left of the pane, its lines joined and its spaces (and the
 # REGEX's) left out: a note wraps at a space or inside a long word
@@ -258,6 +258,20 @@ $T send-keys -t lc "The end" Enter
 check_answered "grow: answered again" "$old"
 n=$(screen | grep -c '^the conversation is no longer kept:')
 [ "$n" = 1 ] && ok "grow: said once" || bad "grow: said once ($n)"
+# ... and once known to be too large it is not made again at each save (0.6 s of this thread
+# at 64 MiB): the saves of a long message and its reply find it still too large without making
+# it (LLAMACHAT_TEST_SAVE_LOG: a line per save)
+seen=$(wc -l <"$tmp/saves.log" 2>/dev/null || echo 0)
+huge=$(printf 'C%.0s' $(seq 600))
+old=$(ctx_now)
+$T send-keys -t lc -l -- "$huge"
+$T send-keys -t lc Enter
+check_answered "grow: a long message answered" "$old"
+sleep 1.5
+after=$(tail -n +"$((seen + 1))" "$tmp/saves.log" 2>/dev/null)
+if echo "$after" | grep -q '^still too large: ' && ! echo "$after" | grep -q '^made '; then
+    ok "grow: still too large, known without making it again"
+else bad "grow: still too large, known without making it again"; echo "$after" | sed 's/^/  | /'; fi
 quit grow2
 [ "$(stat -c %s "$kept")" = "$size" ] && ok "grow: the file keeps its last save" || bad "grow: the file keeps its last save"
 if grep -q "the whole conversation is kept as Markdown in .*/last-chat\.md (it cannot be resumed); $kept holds it as it was at its last save" "$tmp/grow2.err"; then

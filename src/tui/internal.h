@@ -145,6 +145,11 @@ struct tui {
     bool save_failed;              /* a failure to keep the conversation was reported (once) */
     bool save_too_big;             /* it is over what a saved chat can hold (chat.h): said once,
                                       not written until it fits again */
+    struct {                       /* the save that found it too large (still_too_big) */
+        const struct lc_chat *chat;
+        uint64_t cuts;             /* chat->cuts then */
+        size_t len, n, bytes, tail;/* its JSON's length, messages, their bytes, the last one's */
+    } too_big;
     char *state_errors;            /* every failure to keep state, printed on stderr at exit */
     struct lc_state_writer *writer;/* writes the conversation file off this thread, or NULL */
     /* editing the conversation (tui.c: /undo, /edit, /regen's versions) */

@@ -438,6 +438,8 @@ bool chat_take_locked(struct tui *t, char *path, int fd)
 /* A new conversation (/clear, /load): the next save starts a new file. */
 void chat_restart(struct tui *t)
 {
+    t->save_too_big = false;   /* another conversation (or none): measured again */
+    t->too_big.chat = NULL;
     chat_take_path(t, NULL);
     t->chat_start = time(NULL);
     t->chat_changed = false;
@@ -496,6 +498,75 @@ static void autosave_check(struct tui *t)
     free(err);
 }
 
+/* LLAMACHAT_TEST_SAVE_LOG=FILE (tests): a line for each autosave that made the transcript's
+ * JSON and each one that found it still too large without making it. */
+static void save_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void save_log(const char *fmt, ...)
+{
+    const char *p = getenv("LLAMACHAT_TEST_SAVE_LOG");
+    FILE *f = p && *p ? fopen(p, "ae") : NULL;
+    if (!f)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(f, fmt, ap);
+    va_end(ap);
+    fputc('\n', f);
+    fclose(f);
+}
+
+/* The bytes of every version of m. */
+static size_t chat_bytes_of(const struct lc_message *m)
+{
+    size_t k = m->len;
+    for (size_t j = 0; j < m->n_alts; j++)
+        k += m->alts[j].len;
+    return k;
+}
+
+/* The bytes of every version of every message of c (and of /regen's pending one). */
+static size_t chat_bytes(const struct lc_chat *c)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < c->n; i++)
+        k += chat_bytes_of(&c->msgs[i]);
+    return k;
+}
+
+/*
+ * A conversation found too large to keep (save_too_big) still is, known without making its
+ * JSON again.  Either nothing was taken out of it since (lc_chat.cuts) and its messages only
+ * grew: each byte added adds at least one to the JSON, and what may have become shorter is a
+ * few fields' values and the reply then streaming (its "end"; its U+FFFDs and content_base64,
+ * less than 3.4 bytes a byte, once its last character is whole), four bytes a byte; or the least its JSON can take
+ * (lc_chat_json_min_len, a pass over the text) is over the limit.
+ */
+static bool still_too_big(struct tui *t)
+{
+    if (!t->save_too_big)
+        return false;
+    const struct lc_chat *c = t->chat;
+    size_t max = lc_chat_max_file(), n = c->n + t->regen_pending;
+    size_t bytes = chat_bytes(c) + (t->regen_pending ? chat_bytes_of(&t->regen_old) : 0);
+    if (c == t->too_big.chat && c->cuts == t->too_big.cuts && n >= t->too_big.n &&
+        bytes >= t->too_big.bytes) {
+        size_t slack = 4096 + 4 * t->too_big.tail;
+        if (t->too_big.len + (bytes - t->too_big.bytes) > max + slack) {
+            save_log("still too large: %zu bytes more than %zu", bytes - t->too_big.bytes,
+                     t->too_big.len);
+            return true;
+        }
+    }
+    if (n > LC_CHAT_MAX_MESSAGES)
+        return true;
+    size_t least = lc_chat_json_min_len(c);
+    if (least > max) {
+        save_log("still too large: at least %zu bytes", least);
+        return true;
+    }
+    return false;
+}
+
 /*
  * Keep the conversation in chats/START.json when it changed: at once when save_soon or force,
  * else when a second has passed since the last save.  A conversation with no message of the
@@ -516,6 +587,12 @@ void autosave(struct tui *t, bool force)
         return;   /* (one kept already is updated: /undo of its only exchange) */
     t->last_save = now;
     char *err = NULL;
+    if (t->chat_path && still_too_big(t)) {
+        /* known without making its JSON again (0.6 s of this thread at 64 MiB, at each save):
+         * nothing is written until something makes it smaller (it was said once, below) */
+        t->chat_changed = false;
+        return;
+    }
     if (!t->chat_path) {
         char *dir = lc_state_dir("chats", &err);
         char *path = dir ? lc_state_new_chat(dir, t->chat_start, &err) : NULL;
@@ -525,16 +602,23 @@ void autosave(struct tui *t, bool force)
     }
     /* a /regen that has written nothing yet: the reply it replaces is kept in the file until
      * the new one has text (it comes back if the new one never does) */
+    uint64_t cuts = t->chat->cuts;   /* (the push and pop here change nothing) */
     bool regen_in = t->regen_pending && lc_chat_push(t->chat, &t->regen_old) >= 0;
+    size_t bytes = chat_bytes(t->chat);
+    size_t tail = t->reply_msg >= 0 && (size_t)t->reply_msg < t->chat->n   /* a reply streaming */
+                  ? chat_bytes_of(&t->chat->msgs[t->reply_msg]) : 0;
     if (t->chat_path && t->writer) {
         chat_fill_meta(t);
         char *json = lc_chat_to_json(t->chat);
         if (regen_in)
             lc_chat_pop(t->chat, &t->regen_old);
+        t->chat->cuts = cuts;
+        save_log("made %zu bytes", json ? strlen(json) : 0);
         t->save_every = 4.0 * (now_s() - now);   /* the UI's time it took, at most a quarter */
         if (json && lc_chat_json_fits(t->chat, strlen(json), t->chat_path, &err) != 0) {
             /* what could not be opened again is not written: the file keeps the last save
              * that fits (chat.h: one limit for the writer and the reader) */
+            size_t json_len = strlen(json);
             free(json);
             t->chat_changed = false;   /* the next change tries again (/undo may shrink it) */
             if (!t->save_too_big) {   /* said once, until it fits again */
@@ -543,6 +627,12 @@ void autosave(struct tui *t, bool force)
                      "of it", t->chat_path);
             }
             t->save_too_big = true;
+            t->too_big.chat = t->chat;
+            t->too_big.cuts = cuts;
+            t->too_big.len = json_len;
+            t->too_big.n = t->chat->n + regen_in;
+            t->too_big.bytes = bytes;
+            t->too_big.tail = tail;
             free(err);
             return;
         }
@@ -558,6 +648,7 @@ void autosave(struct tui *t, bool force)
         int rc = lc_chat_save(t->chat, t->chat_path, LC_CHAT_JSON, &err);
         if (regen_in)
             lc_chat_pop(t->chat, &t->regen_old);
+        t->chat->cuts = cuts;
         if (rc == 0) {
             t->chat_changed = false;
             free(err);
@@ -566,6 +657,7 @@ void autosave(struct tui *t, bool force)
         }
     } else if (regen_in) {
         lc_chat_pop(t->chat, &t->regen_old);
+        t->chat->cuts = cuts;
     }
     if (!t->save_failed)
         tui_state_error(t, "could not keep the conversation", err ? err : "out of memory");
