@@ -529,13 +529,28 @@ static void test_state(void)
         char *da = strdup("a-last\n");
         lc_state_writer_put(w, fa, da, strlen(da));
         lc_state_writer_unlock_after(w, fd);
+        /* /chats N back to it: waiting for the mark, its last save is on disk and its lock
+         * free, whatever is queued after the mark (b.json's) */
+        uint64_t mark = lc_state_writer_mark(w);
+        char *db = strdup("b-after\n");
+        lc_state_writer_put(w, fb, db, strlen(db));
+        lc_state_writer_wait(w, mark);
+        char *now = slurp(fa);
+        CHECK(now && strcmp(now, "a-last\n") == 0, "after the wait a.json has its last save: %s", now);
+        free(now);
+        int fd3 = lc_state_lock_chat(fa, &lerr);
+        CHECK(fd3 >= 0, "after the wait a.json's lock is free (%d)", fd3);
+        free(lerr);
+        lerr = NULL;
+        lc_state_unlock_chat(fd3);
+        lc_state_writer_wait(w, 0);   /* nothing to wait for */
         char *werr = NULL;
         lc_state_writer_free(w, &werr);
         CHECK(werr == NULL, "two files: %s", werr);
         free(werr);
         char *ga = slurp(fa), *gb = slurp(fb);
         CHECK(ga && strcmp(ga, "a-last\n") == 0, "a.json has its last save: %s", ga);
-        CHECK(gb && strcmp(gb, "b199\n") == 0, "b.json has its last save: %s", gb);
+        CHECK(gb && strcmp(gb, "b-after\n") == 0, "b.json has its last save: %s", gb);
         free(ga);
         free(gb);
         fd = lc_state_lock_chat(fa, &lerr);   /* released by the writer: free again */

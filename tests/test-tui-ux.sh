@@ -8,7 +8,8 @@
 # without arguments refuse one; a kept conversation past the reader's old 16 MiB opens again,
 # and one that outgrows the limit is said to, its file left at the last save that fits; /chats N
 # locks the file before reading it (a copy read first could win the lock from the llamachat
-# writing it); a chat that cannot lock its file says so.
+# writing it); a chat that cannot lock its file says so; /chats N back to the chat just left,
+# whose last saves are still being written, goes on in its own file.
 set -u
 . "$(dirname "$0")/tui-lib.sh"
 tui_lib_paths
@@ -374,5 +375,42 @@ $T send-keys -t lc "/delete! 1" Enter
 check "badopen: its lock was released" '^─ deleted /.*/chats/2026-01-01T'
 [ ! -e "$CHATS/2026-01-01T00-00-00.json" ] && ok "badopen: the file is gone" || bad "badopen: the file is gone"
 quit badopen
+
+# 10. /chats N back to the chat just left while this llamachat's writer still holds its lock
+# until its last saves are written (LLAMACHAT_TEST_SLOW_WRITE_MS: a slow disk): it was taken
+# for another llamachat's ("open in another llamachat: this copy goes on in a new file"), and
+# the copy could be read before its last turn was on disk.  Now the open waits for the writer,
+# takes the lock, reads the whole chat and goes on in its own file.
+rm -rf "$CHATS"
+start two || exit 1
+$T send-keys -t lc "Alpha one" Enter
+check "back: first chat answered" 'max tokens reached'
+$T send-keys -t lc "/clear" Enter
+check "back: cleared" 'conversation cleared'
+old=$(ctx_now)
+$T send-keys -t lc "Beta two" Enter
+check_answered "back: second chat answered" "$old"
+quit two
+start back "LLAMACHAT_TEST_SLOW_WRITE_MS=2000" || exit 1
+$T send-keys -t lc "/chats" Enter
+check "back: listed" '^ *2\. .*Alpha one'
+fa=$(grep -l 'Alpha one' "$CHATS"/*.json)
+$T send-keys -t lc "/chats 2" Enter
+check "back: the first chat opened" 'opened 2 messages from'
+old=$(ctx_now)
+$T send-keys -t lc "Gamma three" Enter
+check_answered "back: answered in it" "$old"
+$T send-keys -t lc "/chats 1" Enter
+check "back: the second chat opened" 'opened 2 messages from .*\(.*\)?$|^Beta two'
+$T send-keys -t lc "/chats 2" Enter
+check "back: the first chat opened again, whole" 'opened 4 messages from' 30
+not_on_screen "back: ... not taken for another llamachat's" 'open in another llamachat|open elsewhere'
+old=$(ctx_now)
+$T send-keys -t lc "Delta four" Enter
+check_answered "back: answered again" "$old"
+quit back
+if grep -q '"content": "Delta four"' "$fa" && [ "$(ls "$CHATS"/*.json | wc -l)" = 2 ]; then
+    ok "back: it went on in its own file"
+else bad "back: it went on in its own file"; ls -la "$CHATS"; fi
 
 exit $fail

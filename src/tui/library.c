@@ -34,6 +34,13 @@ struct tui_job {
     void *result;
     char *err;
     atomic_int stop;                /* set at exit: the job ends early */
+    /* /chats N of the chat just left, whose lock this llamachat's writer still holds until its
+     * last saves are written: the job waits for them (wait_writer, up to wait_mark), then
+     * takes the lock (lock, lock_err) before it reads the file */
+    struct lc_state_writer *wait_writer;
+    uint64_t wait_mark;
+    int lock;
+    char *lock_err;
 };
 
 static void *job_main(void *p)
@@ -55,13 +62,26 @@ static void job_free(struct tui_job *j)
     free(j->arg);
     free(j->arg2);
     free(j->err);
+    free(j->lock_err);
     free(j);
 }
 
 /* Start run(job) on a thread (with the signals the loop handles blocked, as the engine);
  * done(t, job) is called on the UI thread with job->result.  arg and arg2 are copied. */
+static bool job_start_waiting(struct tui *t, void *(*run)(struct tui_job *),
+                              void (*done)(struct tui *, struct tui_job *), const char *arg,
+                              const char *arg2, struct lc_state_writer *wait_writer);
+
 static bool job_start(struct tui *t, void *(*run)(struct tui_job *), void (*done)(struct tui *, struct tui_job *),
                       const char *arg, const char *arg2)
+{
+    return job_start_waiting(t, run, done, arg, arg2, NULL);
+}
+
+/* job_start, the job first waiting for what wait_writer (if not NULL) has queued now. */
+static bool job_start_waiting(struct tui *t, void *(*run)(struct tui_job *),
+                              void (*done)(struct tui *, struct tui_job *), const char *arg,
+                              const char *arg2, struct lc_state_writer *wait_writer)
 {
     if (t->job) {
         tui_message(t, true, "still busy with the last listing; try again in a moment");
@@ -80,6 +100,10 @@ static bool job_start(struct tui *t, void *(*run)(struct tui_job *), void (*done
     j->arg = arg ? strdup(arg) : NULL;
     j->arg2 = arg2 ? strdup(arg2) : NULL;
     atomic_init(&j->stop, 0);
+    j->lock = -1;
+    j->wait_writer = wait_writer;
+    if (wait_writer)
+        j->wait_mark = lc_state_writer_mark(wait_writer);
     sigset_t block, old;
     sigemptyset(&block);
     const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGWINCH, SIGTSTP, SIGCONT };
@@ -317,6 +341,10 @@ static void *open_run(struct tui_job *j)
      * LLAMACHAT_TEST_SLOW_OPEN_MS: a wait after the file is read, in which another llamachat
      * may write it */
     test_sleep("LLAMACHAT_TEST_SLOW_MS");
+    if (j->wait_writer) {   /* its last saves on disk and its lock let go, then ours */
+        lc_state_writer_wait(j->wait_writer, j->wait_mark);
+        j->lock = lc_state_lock_chat(j->arg, &j->lock_err);
+    }
     struct lc_chat *c = lc_chat_load(j->arg, &j->err);
     test_sleep("LLAMACHAT_TEST_SLOW_OPEN_MS");
     return c;
@@ -329,6 +357,11 @@ static void open_done(struct tui *t, struct tui_job *j)
     struct lc_chat *c = j->result;
     int lock = t->open_lock;   /* ours from here: kept as chat_lock, or released */
     t->open_lock = -1;
+    if (j->wait_writer) {   /* taken by the job, after this llamachat's writer let it go */
+        lock = j->lock;
+        if (lock == -1)
+            chat_lock_failed(t, j->lock_err);
+    }
     if (!c) {
         lc_state_unlock_chat(lock);
         tui_add_entry(t, E_ERROR, j->err ? j->err : "?", strlen(j->err ? j->err : "?"));
@@ -421,11 +454,16 @@ static void cmd_chats(struct tui *t, const char *arg)
     if (lock == -1)
         chat_lock_failed(t, lerr);
     free(lerr);
-    if (!job_start(t, open_run, open_done, path, NULL)) {
+    /* held, and this llamachat's writer has saves or a lock to let go queued: it may be the
+     * chat just left, whose lock goes once its last saves are written (chat_take_locked); the
+     * job waits for them, then takes the lock itself (another llamachat's lock: refused then,
+     * and the chat goes on in a new file as below) */
+    bool wait = lock == -2 && t->writer && lc_state_writer_busy(t->writer);
+    if (!job_start_waiting(t, open_run, open_done, path, NULL, wait ? t->writer : NULL)) {
         lc_state_unlock_chat(lock);
         return;
     }
-    t->open_lock = lock;
+    t->open_lock = wait ? -1 : lock;
     tui_message(t, false, "opening %s ...", path);
 }
 
@@ -618,7 +656,7 @@ void library_shutdown(struct tui *t)
         t->job = NULL;
         if (j->run == open_run) {
             lc_chat_free(j->result);
-            lc_state_unlock_chat(t->open_lock);
+            lc_state_unlock_chat(j->wait_writer ? j->lock : t->open_lock);
             t->open_lock = -1;
         } else if (j->run == load_run) {
             lc_chat_free(j->result);
