@@ -110,6 +110,8 @@ struct lc_engine {
     int slow_ms;              /* LLAMACHAT_TEST_SLOW_MS (tests): wait this long before each
                                  LC_EV_DONE and each model switch's load */
     int slow_save_ms;         /* LLAMACHAT_TEST_SLOW_SAVE_MS (tests): before each KV state write */
+    int fail_after;           /* LLAMACHAT_TEST_FAIL_AFTER (tests): a reply's decode fails once it
+                                 has this many tokens, as an error mid-reply (out of memory) */
     /* the last KV state written (lc_engine_save_state): not written again while the same */
     char *kv_saved_path;
     int32_t kv_saved_n;
@@ -1393,6 +1395,12 @@ static void reply(struct lc_engine *e, bool regen)
             }
             continue;   /* logits of the re-read text's last token are ready */
         }
+        if (e->fail_after > 0 && n_gen >= e->fail_after) {   /* (tests) a decode that fails */
+            emit_str(e, LC_EV_ERROR, "decode failed: a fault made by LLAMACHAT_TEST_FAIL_AFTER "
+                     "after %d tokens", n_gen);
+            reason = LC_DONE_ERROR;
+            break;
+        }
         char *err = NULL;
         int32_t pos = e->n_cache;
         log_tokens(e, "reply", &tok, 1, pos);
@@ -2205,6 +2213,8 @@ struct lc_engine *lc_engine_start(const struct lc_engine_config *cfg, char **err
         e->slow_ms = slow && *slow ? atoi(slow) : 0;
         const char *slow_save = getenv("LLAMACHAT_TEST_SLOW_SAVE_MS");
         e->slow_save_ms = slow_save && *slow_save ? atoi(slow_save) : 0;
+        const char *fail = getenv("LLAMACHAT_TEST_FAIL_AFTER");
+        e->fail_after = fail && *fail ? atoi(fail) : 0;
         const char *lp = cfg->log_path ? cfg->log_path : getenv("LLAMACHAT_LOG");
         if (lp && *lp && !(e->log = fopen(lp, "we"))) {
             *err = xasprintf("cannot open the token log %s: %s", lp, strerror(errno));

@@ -7,7 +7,8 @@
 #  2. a reply an error cuts (tests/fake-openai.py's "cut": two deltas, then the connection closes
 #     without [DONE]): kept "error" with the text it had; reopened, "(cut off by an error)";
 #  3. /regen that has written nothing yet (fake-openai.py's "stall"): the file keeps the reply
-#     it replaces while it waits, and /quit then keeps that reply (it was lost from the file).
+#     it replaces while it waits, and /quit then keeps that reply (it was lost from the file);
+#  4. the local engine's decode failing mid-reply (LLAMACHAT_TEST_FAIL_AFTER): "error", as 2.
 # LLAMACHAT_TEST_SLOW_MS holds the engine's end of a reply back, so /quit comes before it.
 set -u
 . "$(dirname "$0")/tui-lib.sh"
@@ -94,5 +95,22 @@ check "stall: exits with status 0" '^EXIT=0' 30
 if [ "$(json "$f" 'str(len(m)) + "|" + m[-1]["content"] + "|" + m[-1].get("end", "")')" = "2|Hello there|error" ]; then
     ok "stall: /quit keeps the reply /regen was replacing"
 else bad "stall: /quit keeps the reply /regen was replacing"; cat "$f"; fi
+
+# 4. the local engine's decode fails mid-reply (LLAMACHAT_TEST_FAIL_AFTER: after 6 tokens, as
+# out of memory would): the error is shown, the reply so far kept "error", and reopened with
+# its note
+rm -f "$chats"/*.json*
+start fail "LLAMACHAT_TEST_FAIL_AFTER=6" || exit 1
+$T send-keys -t lc "Tom went to the park" Enter
+check "fail: the error shown" 'decode failed: a fault made by LLAMACHAT_TEST_FAIL_AFTER after 6 tokens' 10
+check "fail: the note" '\(cut off by an error\)' 10
+quit fail
+f=$(newest)
+if [ -n "$f" ] && [ "$(json "$f" 'm[1]["role"] + "|" + m[1].get("end", "") + "|" + str(len(m[1]["content"]) > 0)')" = "assistant|error|True" ]; then
+    ok "fail: kept as error with its text"
+else bad "fail: kept as error with its text"; cat "$f"; fi
+start fail2 "" --continue || exit 1
+check "fail: reopened, the note" '\(cut off by an error\)' 10
+quit fail2
 
 exit $fail
