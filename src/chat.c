@@ -141,6 +141,8 @@ void lc_message_free(struct lc_message *m)
 
 void lc_chat_truncate(struct lc_chat *c, size_t i)
 {
+    if (c->n > i)
+        c->cuts++;
     while (c->n > i)
         lc_message_free(&c->msgs[--c->n]);
 }
@@ -149,6 +151,7 @@ int lc_chat_pop(struct lc_chat *c, struct lc_message *out)
 {
     if (c->n == 0)
         return -1;
+    c->cuts++;
     *out = c->msgs[--c->n];
     return 0;
 }
@@ -199,6 +202,7 @@ int lc_chat_choose(struct lc_chat *c, size_t i, size_t k)
     struct lc_message *m = &c->msgs[i];
     if (k == m->chosen)
         return 0;
+    c->cuts++;
     size_t src = k < m->chosen ? k : k - 1;          /* version k in alts */
     size_t dst = m->chosen > k ? m->chosen - 1 : m->chosen;  /* the shown one, once k is out */
     struct lc_alt pick = m->alts[src];
@@ -216,6 +220,7 @@ int lc_chat_choose(struct lc_chat *c, size_t i, size_t k)
 int lc_chat_set_system(struct lc_chat *c, const char *text)
 {
     bool has = c->n > 0 && c->msgs[0].role == LC_ROLE_SYSTEM;
+    c->cuts++;
     if (!text) {
         if (has) {
             lc_message_free(&c->msgs[0]);   /* with any versions a transcript gave it */
@@ -242,20 +247,29 @@ int lc_chat_set_system(struct lc_chat *c, const char *text)
     return 0;
 }
 
+/* Whether a and b (either may be NULL) differ. */
+static bool str_differ(const char *a, const char *b)
+{
+    return (a == NULL) != (b == NULL) || (a && strcmp(a, b) != 0);
+}
+
 void lc_chat_set_model(struct lc_chat *c, const char *name)
 {
+    c->cuts += str_differ(c->model, name);
     free(c->model);
     c->model = name ? strdup(name) : NULL;
 }
 
 void lc_chat_set_model_path(struct lc_chat *c, const char *path)
 {
+    c->cuts += str_differ(c->model_path, path && *path ? path : NULL);
     free(c->model_path);
     c->model_path = path && *path ? strdup(path) : NULL;
 }
 
 void lc_chat_set_title(struct lc_chat *c, const char *title)
 {
+    c->cuts += str_differ(c->title, title && *title ? title : NULL);
     free(c->title);
     c->title = title && *title ? strdup(title) : NULL;
 }
@@ -584,6 +598,34 @@ static void size_text(char *buf, size_t n, size_t bytes)
         snprintf(buf, n, "%.1f KiB", (double)bytes / 1024);
     else
         snprintf(buf, n, "%zu bytes", bytes);
+}
+
+/* The least the JSON of s[0..n) can take: each byte is written at least once (an invalid one as
+ * U+FFFD, three), and the ASCII bytes json-c escapes ('"', '\\', C0 controls) or
+ * json_escape_controls does (DEL) take two or more. */
+static size_t json_min_str(const char *s, size_t n)
+{
+    size_t k = n;
+    for (const unsigned char *u = (const unsigned char *)s, *e = u + n; u < e; u++)
+        k += *u < 0x20 || *u == '"' || *u == '\\' || *u == 0x7F;
+    return k;
+}
+
+size_t lc_chat_json_min_len(const struct lc_chat *c)
+{
+    /* the compact form of each message, {"role":"R","content":"C","time":"T"} with T 20
+     * characters, and a comma; each other version {"content":"C","time":"T"}; the pretty
+     * printing only adds to it */
+    size_t k = 64;   /* {"format":"llamachat-transcript",...,"messages":[]} */
+    for (size_t i = 0; i < c->n; i++) {
+        const struct lc_message *m = &c->msgs[i];
+        k += 54 + strlen(lc_role_name(m->role)) + json_min_str(m->text, m->len);
+        if (m->n_alts)
+            k += 29;   /* ,"alternatives":[],"chosen":N */
+        for (size_t j = 0; j < m->n_alts; j++)
+            k += 44 + json_min_str(m->alts[j].text, m->alts[j].len);
+    }
+    return k;
 }
 
 int lc_chat_json_fits(const struct lc_chat *c, size_t len, const char *path, char **err)

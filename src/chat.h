@@ -20,7 +20,8 @@
  * "seed" is the seed set (--seed, /set seed), or "random"; loading restores it, so a random
  * seed stays random (and /regen differs) after reopening.  "seed_used" (only with "random",
  * when known) records the seed the sampler drew for the replies (lc_chat.seed_used), for
- * reproducing them with --seed; it is never applied.  Files of earlier versions saved the
+ * reproducing them with --seed; it is never applied.  A greedy reply (temp 0) draws none, so it
+ * never sets "seed_used".  Files of earlier versions saved the
  * drawn seed as "seed"; they load, with that seed fixed.
  *
  * A reply regenerated with /regen keeps its earlier versions: "content" is the version shown (the
@@ -31,7 +32,8 @@
  * "content" (content_base64 for bytes that are not UTF-8).
  *
  * "end" (on a message and on each alternative: each version has its own) says how a reply ended
- * when the model did not end it itself: "stopped" (the user stopped it, Esc), "length" (cut at
+ * when the model did not end it itself: "stopped" (the user stopped it: Esc, or quit while it
+ * was being written), "length" (cut at
  * the token limit, max-tokens), "error" (an error cut it: the remote server went away, out of
  * memory), "partial" (it was still being written when the file was saved: the autosave while a
  * reply streams; a file left so was cut by llamachat ending, kill -9 or a power loss).  Absent:
@@ -121,6 +123,13 @@ struct lc_chat {
                                           sampler picked (lc_sampler_seed), saved as "seed_used";
                                           LC_SEED_RANDOM (the default) if not known */
     bool has_params;                   /* loaded from a file that had "parameters" */
+    uint64_t cuts;                     /* changes that may make the transcript smaller, other
+                                          than the few bytes of a field's value: messages or
+                                          versions taken out (lc_chat_truncate, _pop,
+                                          _set_system), another version shown (_choose), a
+                                          new title, model or model path.  While it stays the
+                                          same and the messages only grow, a transcript found
+                                          too large is still about as large (autosave) */
 };
 
 enum lc_chat_format { LC_CHAT_AUTO = 0, LC_CHAT_MARKDOWN, LC_CHAT_JSON };
@@ -197,6 +206,14 @@ size_t lc_chat_max_file(void);
  * transcript would be 70.2 MiB, more than the 64 MiB a saved chat can hold").
  */
 int lc_chat_json_fits(const struct lc_chat *c, size_t len, const char *path, char **err);
+/*
+ * A lower bound of strlen(lc_chat_to_json(c)) found without making it: the bytes of every
+ * version of every message, their escapes, and the least each message's fields take.  A pass
+ * over the text, no allocation (64 MiB: tens of milliseconds, against about 0.6 s to make the
+ * JSON), so that a conversation known to be over lc_chat_max_file() is not made again and again
+ * while it stays so.
+ */
+size_t lc_chat_json_min_len(const struct lc_chat *c);
 
 /*
  * Load a JSON transcript.  Every field is checked (types, roles, sizes); unknown fields are

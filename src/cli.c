@@ -66,6 +66,18 @@ static int stdout_flush(void)
 }
 
 /* lc_token_log, and the first write error in *log_errno (a full disk) */
+/* One-shot's seed line when the temperature is 0: greedy decoding takes the most likely token
+ * and draws nothing, so no seed is used (a seed given is said to be unused, not shown as if it
+ * made the text). */
+static void seed_line_greedy(const struct lc_options *o)
+{
+    if (o->sampling.seed == LC_SEED_RANDOM)
+        fprintf(stderr, "llamachat: greedy (temp 0): no seed used\n");
+    else
+        fprintf(stderr, "llamachat: greedy (temp 0): seed %llu not used\n",
+                (unsigned long long)o->sampling.seed);
+}
+
 static void log_tokens(FILE *log, int *log_errno, const struct lc_vocab *v, const char *what,
                        const int32_t *t, int32_t n, int32_t pos)
 {
@@ -323,9 +335,12 @@ int lc_cli_run(const struct lc_options *o)
                 (long long)spec.n_accepted,
                 spec.n_drafted > 0 ? 100.0 * (double)spec.n_accepted / (double)spec.n_drafted
                                    : 0.0);
-    /* The seed in use, so that a reply sampled with a random seed can be reproduced. */
+    /* The seed in use, so that a reply sampled with a random seed can be reproduced; greedy
+     * (temp 0) draws nothing: no seed is reported as used (seed_line) */
     const unsigned long long seed = (unsigned long long)lc_sampler_seed(smp);
-    if (o->sampling.seed == LC_SEED_RANDOM)
+    if (o->sampling.temp <= 0.0f)
+        seed_line_greedy(o);
+    else if (o->sampling.seed == LC_SEED_RANDOM)
         fprintf(stderr, "llamachat: seed %llu (random; --seed %llu repeats this text)\n", seed,
                 seed);
     else
@@ -485,10 +500,12 @@ int lc_cli_chat(const struct lc_options *o)
                             "(%.3f s: %.1f t/s)\n",
                             desc, threads, isa[0] ? isa : "?", tmpl[0] ? tmpl : "?", why, ev.x,
                             ev.b, ev.y, ev.y > 0 && ev.b > 1 ? (ev.b - 1) / ev.y : 0.0);
-            if (seed[0] && o->sampling.seed == LC_SEED_RANDOM)
+            if (o->sampling.temp <= 0.0f)
+                seed_line_greedy(o);
+            else if (seed[0] && strcmp(seed, "none") != 0 && o->sampling.seed == LC_SEED_RANDOM)
                 fprintf(stderr, "llamachat: seed %s (random; --seed %s repeats this text)\n", seed,
                         seed);
-            else if (seed[0])
+            else if (seed[0] && strcmp(seed, "none") != 0)
                 fprintf(stderr, "llamachat: seed %s\n", seed);
             break;
         }

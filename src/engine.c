@@ -97,6 +97,7 @@ struct lc_engine {
     size_t n_kept;
     uint64_t user_seed;       /* the seed asked for (LC_SEED_RANDOM: a fresh one per reply) */
     uint64_t reply_seed;      /* the seed the current reply was sampled with */
+    bool seed_told;           /* reply_seed was reported (it is used: temp > 0) */
     FILE *log;                /* token log, or NULL */
     int32_t too_long;         /* tokens of a prompt that did not fit (sync_prompt -2) */
     int64_t n_shifted;        /* KV entries moved by context shifts instead of re-evaluated */
@@ -109,6 +110,8 @@ struct lc_engine {
     int slow_ms;              /* LLAMACHAT_TEST_SLOW_MS (tests): wait this long before each
                                  LC_EV_DONE and each model switch's load */
     int slow_save_ms;         /* LLAMACHAT_TEST_SLOW_SAVE_MS (tests): before each KV state write */
+    int fail_after;           /* LLAMACHAT_TEST_FAIL_AFTER (tests): a reply's decode fails once it
+                                 has this many tokens, as an error mid-reply (out of memory) */
     /* the last KV state written (lc_engine_save_state): not written again while the same */
     char *kv_saved_path;
     int32_t kv_saved_n;
@@ -405,6 +408,16 @@ bool lc_engine_busy(const struct lc_engine *e)
     return atomic_load(&e->busy) > 0;
 }
 
+/* LC_EV_INFO "seed=N" once the reply's seed is used: the first time it samples with a
+ * temperature above 0.  Greedy (temp <= 0) draws nothing, so no seed is reported as used. */
+static void report_seed(struct lc_engine *e)
+{
+    if (e->seed_told || e->params.temp <= 0.0f)
+        return;
+    e->seed_told = true;
+    emit_str(e, LC_EV_INFO, "seed=%llu", (unsigned long long)e->reply_seed);
+}
+
 /* Take new parameters if the UI changed them (between tokens). */
 static void pick_up_params(struct lc_engine *e)
 {
@@ -421,8 +434,9 @@ static void pick_up_params(struct lc_engine *e)
     if (e->params.seed != e->user_seed) {
         e->user_seed = e->params.seed;
         e->reply_seed = e->params.seed == LC_SEED_RANDOM ? lc_sampler_random_seed() : e->params.seed;
-        emit_str(e, LC_EV_INFO, "seed=%llu", (unsigned long long)e->reply_seed);
+        e->seed_told = false;
     }
+    report_seed(e);   /* (a temperature raised from 0 during the reply starts using it) */
     struct lc_sampler_params p = e->params;
     p.seed = e->reply_seed;
     lc_sampler_set_params(e->smp, &p);
@@ -1232,7 +1246,7 @@ static void hb_flush(struct lc_engine *e, struct holdback *h, size_t msg)
 
 /* A new sampler for a reply, seeded with the seed in force (a fresh one when it is random), so
  * that the same seed and the same conversation give the same reply, /regen included.  The seed
- * used is reported (LC_EV_INFO "seed=N"). */
+ * used is reported (LC_EV_INFO "seed=N"); a greedy reply reports "seed=none" (report_seed). */
 static bool start_sampler(struct lc_engine *e)
 {
     e->user_seed = e->params.seed;
@@ -1244,7 +1258,10 @@ static bool start_sampler(struct lc_engine *e)
         return false;
     lc_sampler_free(e->smp);
     e->smp = s;
-    emit_str(e, LC_EV_INFO, "seed=%llu", (unsigned long long)e->reply_seed);
+    e->seed_told = false;
+    if (e->params.temp <= 0.0f)   /* greedy: this reply uses no seed (so far) */
+        emit_str(e, LC_EV_INFO, "seed=none");
+    report_seed(e);
     return true;
 }
 
@@ -1377,6 +1394,12 @@ static void reply(struct lc_engine *e, bool regen)
                 break;
             }
             continue;   /* logits of the re-read text's last token are ready */
+        }
+        if (e->fail_after > 0 && n_gen >= e->fail_after) {   /* (tests) a decode that fails */
+            emit_str(e, LC_EV_ERROR, "decode failed: a fault made by LLAMACHAT_TEST_FAIL_AFTER "
+                     "after %d tokens", n_gen);
+            reason = LC_DONE_ERROR;
+            break;
         }
         char *err = NULL;
         int32_t pos = e->n_cache;
@@ -2190,6 +2213,8 @@ struct lc_engine *lc_engine_start(const struct lc_engine_config *cfg, char **err
         e->slow_ms = slow && *slow ? atoi(slow) : 0;
         const char *slow_save = getenv("LLAMACHAT_TEST_SLOW_SAVE_MS");
         e->slow_save_ms = slow_save && *slow_save ? atoi(slow_save) : 0;
+        const char *fail = getenv("LLAMACHAT_TEST_FAIL_AFTER");
+        e->fail_after = fail && *fail ? atoi(fail) : 0;
         const char *lp = cfg->log_path ? cfg->log_path : getenv("LLAMACHAT_LOG");
         if (lp && *lp && !(e->log = fopen(lp, "we"))) {
             *err = xasprintf("cannot open the token log %s: %s", lp, strerror(errno));

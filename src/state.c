@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "chat.h"
@@ -376,6 +377,7 @@ struct writer_job {
     char *path, *data;
     size_t len;
     int fd;
+    uint64_t seq;           /* its place in the order queued (1, 2, ...) */
 };
 
 struct lc_state_writer {
@@ -386,6 +388,9 @@ struct lc_state_writer {
     int writing;            /* a job is being done */
     int stop;
     char *error;            /* last failure, for lc_state_writer_error */
+    uint64_t queued, done;  /* seq of the last job queued, of the last one done */
+    pthread_cond_t done_cv; /* done moved */
+    int slow_ms;            /* LLAMACHAT_TEST_SLOW_WRITE_MS (tests): a slow disk */
 };
 
 static void job_free(struct writer_job *j)
@@ -414,6 +419,10 @@ static void *writer_main(void *arg)
         pthread_mutex_unlock(&w->mu);
         char *err = NULL;
         int rc = 0;
+        uint64_t seq = j->seq;
+        if (j->path && w->slow_ms > 0)
+            nanosleep(&(struct timespec){ w->slow_ms / 1000, (long)(w->slow_ms % 1000) * 1000000L },
+                      NULL);
         if (j->path)
             rc = lc_file_replace(j->path, j->data, j->len, &err);
         else
@@ -421,6 +430,8 @@ static void *writer_main(void *arg)
         job_free(j);
         pthread_mutex_lock(&w->mu);
         w->writing = 0;
+        w->done = seq;
+        pthread_cond_broadcast(&w->done_cv);
         if (rc != 0) {
             free(w->error);
             w->error = err ? err : strdup("write failed");
@@ -439,8 +450,12 @@ struct lc_state_writer *lc_state_writer_start(void)
         return NULL;
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
+    pthread_cond_init(&w->done_cv, NULL);
+    const char *slow = getenv("LLAMACHAT_TEST_SLOW_WRITE_MS");
+    w->slow_ms = slow && *slow ? atoi(slow) : 0;
     int e = pthread_create(&w->thread, NULL, writer_main, w);
     if (e != 0) {
+        pthread_cond_destroy(&w->done_cv);
         pthread_cond_destroy(&w->cv);
         pthread_mutex_destroy(&w->mu);
         free(w);
@@ -453,6 +468,7 @@ struct lc_state_writer *lc_state_writer_start(void)
 /* append j to the queue (w->mu held) */
 static void job_append(struct lc_state_writer *w, struct writer_job *j)
 {
+    j->seq = ++w->queued;
     if (w->tail)
         w->tail->next = j;
     else
@@ -509,6 +525,22 @@ void lc_state_writer_unlock_after(struct lc_state_writer *w, int fd)
     pthread_mutex_unlock(&w->mu);
 }
 
+uint64_t lc_state_writer_mark(struct lc_state_writer *w)
+{
+    pthread_mutex_lock(&w->mu);
+    uint64_t seq = w->queued;
+    pthread_mutex_unlock(&w->mu);
+    return seq;
+}
+
+void lc_state_writer_wait(struct lc_state_writer *w, uint64_t mark)
+{
+    pthread_mutex_lock(&w->mu);
+    while (w->done < mark)
+        pthread_cond_wait(&w->done_cv, &w->mu);
+    pthread_mutex_unlock(&w->mu);
+}
+
 int lc_state_writer_busy(struct lc_state_writer *w)
 {
     pthread_mutex_lock(&w->mu);
@@ -541,6 +573,7 @@ void lc_state_writer_free(struct lc_state_writer *w, char **err)
         *err = w->error;
     else
         free(w->error);
+    pthread_cond_destroy(&w->done_cv);
     pthread_cond_destroy(&w->cv);
     pthread_mutex_destroy(&w->mu);
     free(w);

@@ -19,6 +19,7 @@
 #ifndef LC_STATE_H
 #define LC_STATE_H
 
+#include <stdint.h>
 #include <time.h>
 
 /*
@@ -124,6 +125,7 @@ int lc_state_append_history(const char *path, const char *line, char **err);
  * file only ever holds whole transcripts, in order.  Jobs for other files queue behind it (a
  * new chat's first save never drops the last save of the one before).
  * Start it with the signals the caller handles blocked (it inherits the mask).
+ * LLAMACHAT_TEST_SLOW_WRITE_MS (tests): it waits that long before each transcript it writes.
  */
 struct lc_state_writer;
 
@@ -136,6 +138,12 @@ int lc_state_writer_put(struct lc_state_writer *w, const char *path, char *data,
  * done -- the chat's last saves are on disk before another llamachat may take its file -- or at
  * once when nothing is queued (or w is NULL, or no memory is left).  fd < 0: nothing. */
 void lc_state_writer_unlock_after(struct lc_state_writer *w, int fd);
+/* The place of the last job queued so far (0: none yet), for lc_state_writer_wait. */
+uint64_t lc_state_writer_mark(struct lc_state_writer *w);
+/* Wait (on a thread that may wait: not the UI's) until every job queued up to mark
+ * (lc_state_writer_mark) is done: its transcript written, or its lock released.  The writer
+ * does its queue in order whatever is queued after, so the wait ends. */
+void lc_state_writer_wait(struct lc_state_writer *w, uint64_t mark);
 /* True while a transcript or a lock release is queued or being done. */
 int lc_state_writer_busy(struct lc_state_writer *w);
 /* The message of the last failed write since the last call (malloc'd, "PATH: write failed:

@@ -529,13 +529,28 @@ static void test_state(void)
         char *da = strdup("a-last\n");
         lc_state_writer_put(w, fa, da, strlen(da));
         lc_state_writer_unlock_after(w, fd);
+        /* /chats N back to it: waiting for the mark, its last save is on disk and its lock
+         * free, whatever is queued after the mark (b.json's) */
+        uint64_t mark = lc_state_writer_mark(w);
+        char *db = strdup("b-after\n");
+        lc_state_writer_put(w, fb, db, strlen(db));
+        lc_state_writer_wait(w, mark);
+        char *now = slurp(fa);
+        CHECK(now && strcmp(now, "a-last\n") == 0, "after the wait a.json has its last save: %s", now);
+        free(now);
+        int fd3 = lc_state_lock_chat(fa, &lerr);
+        CHECK(fd3 >= 0, "after the wait a.json's lock is free (%d)", fd3);
+        free(lerr);
+        lerr = NULL;
+        lc_state_unlock_chat(fd3);
+        lc_state_writer_wait(w, 0);   /* nothing to wait for */
         char *werr = NULL;
         lc_state_writer_free(w, &werr);
         CHECK(werr == NULL, "two files: %s", werr);
         free(werr);
         char *ga = slurp(fa), *gb = slurp(fb);
         CHECK(ga && strcmp(ga, "a-last\n") == 0, "a.json has its last save: %s", ga);
-        CHECK(gb && strcmp(gb, "b199\n") == 0, "b.json has its last save: %s", gb);
+        CHECK(gb && strcmp(gb, "b-after\n") == 0, "b.json has its last save: %s", gb);
         free(ga);
         free(gb);
         fd = lc_state_lock_chat(fa, &lerr);   /* released by the writer: free again */
@@ -690,6 +705,70 @@ static void test_limit_agrees(void)
     free(before);
     free(js);
     free(text);
+    lc_chat_free(c);
+}
+
+/* lc_chat_json_min_len is never more than the JSON's length (it decides that a conversation is
+ * still too large without making it), whatever the text holds: escapes, controls, DEL, C1,
+ * bytes that are not UTF-8, versions, every role; and it is close for plain text. */
+static void test_json_min_len(void)
+{
+    struct lc_chat *c = lc_chat_new();
+    static const char *const texts[] = {
+        "", "Once upon a time", "\"quoted\" \\ back\\slash\n\ttab\r\b\f",
+        "\x01\x02\x1f controls \x7f del \xc2\x80\xc2\x9f c1", "\xe5 cut \xe2\x82", "\xff\xfe\xfd",
+        "caf\xc3\xa9 \xf0\x9f\x98\x80 / slash </script>",
+    };
+    const size_t nt = sizeof(texts) / sizeof(texts[0]);
+    for (size_t i = 0; i < nt * 3; i++) {
+        enum lc_chat_role r = i % 3 == 0 ? LC_ROLE_SYSTEM : i % 3 == 1 ? LC_ROLE_USER : LC_ROLE_ASSISTANT;
+        const char *t = texts[i % nt];
+        int m = lc_chat_add(c, r, t, strlen(t));
+        CHECK(m >= 0, "add");
+        if (m >= 0 && i % 4 == 0)   /* an end */
+            c->msgs[m].end = LC_END_STOPPED;
+        if (m >= 0 && r == LC_ROLE_ASSISTANT && i % 2) {   /* an older version */
+            struct lc_message old = { 0 };
+            int o = lc_chat_add(c, LC_ROLE_ASSISTANT, texts[(i + 2) % nt], strlen(texts[(i + 2) % nt]));
+            CHECK(o >= 0 && lc_chat_pop(c, &old) == 0 && lc_chat_add_versions(c, (size_t)m, &old) == 0, "versions");
+        }
+        char *js = lc_chat_to_json(c);
+        size_t lb = lc_chat_json_min_len(c);
+        CHECK(js && lb <= strlen(js), "%zu messages: lower bound %zu, JSON %zu", c->n, lb, js ? strlen(js) : 0);
+        free(js);
+    }
+    lc_chat_truncate(c, 0);
+    lc_chat_set_title(c, "t");
+    char *line = malloc(4001);
+    CHECK(line != NULL, "malloc");
+    for (size_t i = 0; line && i < 4000; i++)
+        line[i] = (char)('a' + i % 26);
+    for (int i = 0; line && i < 200; i++)
+        lc_chat_add(c, i % 2 ? LC_ROLE_ASSISTANT : LC_ROLE_USER, line, 4000);
+    /* what may make it smaller counts in cuts; growth does not (autosave's still_too_big) */
+    uint64_t cuts = c->cuts;
+    lc_chat_add(c, LC_ROLE_USER, "more", 4);
+    lc_chat_append(c, c->n - 1, " and more", 9);
+    lc_chat_set_title(c, "t");
+    lc_chat_set_model(c, NULL);
+    lc_chat_set_model_path(c, "");
+    lc_chat_truncate(c, c->n);
+    CHECK(c->cuts == cuts, "growth and unchanged fields are no cut (%llu)", (unsigned long long)(c->cuts - cuts));
+    struct lc_message m = { 0 };
+    CHECK(lc_chat_pop(c, &m) == 0 && c->cuts == cuts + 1, "pop is a cut");
+    CHECK(lc_chat_push(c, &m) >= 0 && c->cuts == cuts + 1, "push is not");
+    lc_chat_set_title(c, "a longer title");
+    CHECK(c->cuts == cuts + 2, "a new title is a cut");
+    lc_chat_set_system(c, "sys");
+    CHECK(c->cuts == cuts + 3, "/system is a cut");
+    lc_chat_truncate(c, c->n - 1);
+    CHECK(c->cuts == cuts + 4, "truncate is a cut");
+    char *js = lc_chat_to_json(c);
+    size_t lb = lc_chat_json_min_len(c);
+    CHECK(js && lb <= strlen(js) && lb * 100 >= strlen(js) * 98, "plain text: %zu of %zu bytes", lb,
+          js ? strlen(js) : 0);
+    free(js);
+    free(line);
     lc_chat_free(c);
 }
 
@@ -933,6 +1012,7 @@ int main(void)
     test_end();
     test_too_large();
     test_limit_agrees();
+    test_json_min_len();
     test_json_round_trip();
     test_json_largest_params();
     test_markdown();

@@ -192,6 +192,32 @@ if wait_for 'seed \(random\) +[0-9]+' 20; then
     else bad "same seed, different replies: '$reply1' vs '$reply2'"; fi
 else bad "the random seed is not shown"; fi
 
+# --- greedy (temp 0) draws no seed: none is shown or saved as used; raised to 1, it is ---------
+chat "$tmp/k.log" -m "$BASE" --temp 0 -n 8
+ask "$tmp/k.log" 'Once upon a time'
+sleep 0.3
+if screen | grep -Eq 'seed \(random\) +[0-9]'; then bad "greedy: a seed shown as used"; screen | grep seed
+elif screen | grep -Eq '│ seed +random *$'; then ok "greedy: the pane's seed stays random"
+else bad "greedy: the pane's seed row"; screen | sed 's/^/  | /'; fi
+type_line "/save $tmp/k.json"
+wait_for "saved $tmp/k.json" 10 >/dev/null
+if grep -q seed_used "$tmp/k.json"; then bad "greedy: seed_used saved"; grep seed "$tmp/k.json"
+else ok "greedy: no seed_used in the transcript"; fi
+type_line "/set temp 1"
+ask "$tmp/k.log" 'The dog ran.'
+if wait_for 'seed \(random\) +[0-9]+' 10; then ok "temp 1 after greedy: the drawn seed is shown"
+else bad "temp 1 after greedy: the drawn seed is shown"; fi
+type_line "/save! $tmp/k.json"
+wait_for "saved $tmp/k.json" 10 >/dev/null
+grep -q '"seed_used"' "$tmp/k.json" && ok "temp 1 after greedy: seed_used saved" || bad "temp 1 after greedy: seed_used saved"
+# one-shot: the truth on stderr
+err=$("$LC" -m "$BASE" -p Once -n 4 --temp 0 2>&1 >/dev/null | grep seed)
+[ "$err" = "llamachat: greedy (temp 0): no seed used" ] && ok "one-shot greedy: no seed used" || bad "one-shot greedy: '$err'"
+err=$("$LC" -m "$BASE" -p Once -n 4 --temp 0 --seed 42 2>&1 >/dev/null | grep seed)
+[ "$err" = "llamachat: greedy (temp 0): seed 42 not used" ] && ok "one-shot greedy: --seed 42 not used" || bad "one-shot greedy --seed: '$err'"
+err=$("$LC" -m "$BASE" --chat -p Once -n 4 --temp 0 2>&1 >/dev/null | grep seed)
+[ "$err" = "llamachat: greedy (temp 0): no seed used" ] && ok "one-shot --chat greedy: no seed used" || bad "one-shot --chat greedy: '$err'"
+
 # --- a message that cannot fit is refused and given back ----------------------------------------
 chat "$tmp/h.log" -m "$BASE" -c 32 -n 4 --temp 0
 type_line 'Lily saw a big red ball and a small blue ball and a cat and a dog and a bird in the park'

@@ -7,9 +7,10 @@
 # during a /model load keeps the model and the chat; a message typed while /chats N reads the
 # file is held back (never sent into the chat being left); a message of a command during a reply
 # stays on the message line with the reply's end; a base model's "< 2/2 >" follows its reply,
-# not the middle of the running text; a long message uses the whole width.
+# not the middle of the running text; a long message uses the whole width; /load reads its file
+# off the UI thread, holding a message typed meanwhile back.
 # LLAMACHAT_TEST_SLOW_MS widens the windows that are otherwise a few microseconds wide (the
-# engine waits before each LC_EV_DONE and each model switch, /chats N before reading).
+# engine waits before each LC_EV_DONE and each model switch, /chats N and /load before reading).
 set -u
 . "$(dirname "$0")/tui-lib.sh"
 tui_lib_paths
@@ -207,6 +208,24 @@ not_on_screen "marker: not after the message" 'Once upon a time < 2/2 >'
 p="$tmp/a-rather-long-directory-name-to-make-the-message-wide/and-a-model-file-name-that-goes-on.gguf"
 $T send-keys -t lc "/model $p" Enter
 check "long message: whole" "/model: $p: No such file or directory"
+
+# 8. /load reads the file off the UI thread (3 s of slow disk): the screen answers meanwhile, a
+# message typed then is held back (never sent into the chat being left), and the file opens
+check "load: idle before the save" '^ idle ' 30
+$T send-keys -t lc C-u "/save $tmp/l.json" Enter
+check "load: saved" "saved $tmp/l\.json"
+$T send-keys -t lc "/clear" Enter
+check "load: cleared" 'conversation cleared'
+$T send-keys -t lc "/load $tmp/l.json" Enter
+check "load: reading in the background" "loading $tmp/l\.json \.\.\." 10
+$T send-keys -t lc "and a green hat" Enter
+check "load: the message waits" 'not sent: a saved chat is being opened' 2
+check "load: ... in the input line" '^> and a green hat *$' 2
+check "load: loaded" "loaded [0-9]+ messages from $tmp/l\.json" 30
+check "load: the loaded chat is shown" '^Lily had a red ball'
+check "load: the message is still in the input line" '^> and a green hat *$'
+$T send-keys -t lc C-u
+check "load: idle" '^ idle ' 30
 quit chats
 
 exit $fail

@@ -8,7 +8,8 @@
 # without arguments refuse one; a kept conversation past the reader's old 16 MiB opens again,
 # and one that outgrows the limit is said to, its file left at the last save that fits; /chats N
 # locks the file before reading it (a copy read first could win the lock from the llamachat
-# writing it); a chat that cannot lock its file says so.
+# writing it); a chat that cannot lock its file says so; /chats N back to the chat just left,
+# whose last saves are still being written, goes on in its own file.
 set -u
 . "$(dirname "$0")/tui-lib.sh"
 tui_lib_paths
@@ -238,7 +239,7 @@ check "grow: answered" 'max tokens reached'
 quit grow
 kept=$(ls "$CHATS"/*.json)
 size=$(stat -c %s "$kept")
-start_args grow2 "--continue" "LLAMACHAT_TEST_MAX_CHAT_FILE=$((size + 300))" || exit 1
+start_args grow2 "--continue" "LLAMACHAT_TEST_MAX_CHAT_FILE=$((size + 300)) LLAMACHAT_TEST_SAVE_LOG=$tmp/saves.log" || exit 1
 long=$(printf 'B%.0s' $(seq 400))
 # joined NAME REGEX: check the text left of the pane, its lines joined and its spaces (and the
 # REGEX's) left out: a note wraps at a space or inside a long word
@@ -258,12 +259,38 @@ $T send-keys -t lc "The end" Enter
 check_answered "grow: answered again" "$old"
 n=$(screen | grep -c '^the conversation is no longer kept:')
 [ "$n" = 1 ] && ok "grow: said once" || bad "grow: said once ($n)"
+# ... and once known to be too large it is not made again at each save (0.6 s of this thread
+# at 64 MiB): the saves of a long message and its reply find it still too large without making
+# it (LLAMACHAT_TEST_SAVE_LOG: a line per save)
+seen=$(wc -l <"$tmp/saves.log" 2>/dev/null || echo 0)
+huge=$(printf 'C%.0s' $(seq 600))
+old=$(ctx_now)
+$T send-keys -t lc -l -- "$huge"
+$T send-keys -t lc Enter
+check_answered "grow: a long message answered" "$old"
+sleep 1.5
+after=$(tail -n +"$((seen + 1))" "$tmp/saves.log" 2>/dev/null)
+if echo "$after" | grep -q '^still too large: ' && ! echo "$after" | grep -q '^made '; then
+    ok "grow: still too large, known without making it again"
+else bad "grow: still too large, known without making it again"; echo "$after" | sed 's/^/  | /'; fi
 quit grow2
 [ "$(stat -c %s "$kept")" = "$size" ] && ok "grow: the file keeps its last save" || bad "grow: the file keeps its last save"
 if grep -q "the whole conversation is kept as Markdown in .*/last-chat\.md (it cannot be resumed); $kept holds it as it was at its last save" "$tmp/grow2.err"; then
     ok "grow: at exit, where it is kept"
 else bad "grow: at exit, where it is kept"; sed 's/^/  | /' "$tmp/grow2.err"; fi
 grep -q "$long" "$tmp/home/.local/state/llamachat/last-chat.md" && ok "grow: the Markdown has all of it" || bad "grow: the Markdown has all of it"
+# last-chat.json held the chat before (the first run's, kept at its exit): it is not this one,
+# so it no longer passes for the last chat (--resume last-chat.json opened it as if it were);
+# it is kept aside, whole, and stderr says where
+st="$tmp/home/.local/state/llamachat"
+if [ ! -e "$st/last-chat.json" ] && [ ! -e "$st/last-chat.json.kv" ]; then ok "grow: no stale last-chat.json"
+else bad "grow: no stale last-chat.json"; ls -la "$st"; fi
+if grep -q '"content": "Alpha one"' "$st/last-chat-earlier.json" 2>/dev/null && ! grep -q "$long" "$st/last-chat-earlier.json"; then
+    ok "grow: the earlier chat kept in last-chat-earlier.json"
+else bad "grow: the earlier chat kept in last-chat-earlier.json"; ls -la "$st"; fi
+if grep -q "the earlier chat that was in last-chat.json is now $st/last-chat-earlier.json (it is not this one)" "$tmp/grow2.err"; then
+    ok "grow: at exit, where the earlier chat went"
+else bad "grow: at exit, where the earlier chat went"; sed 's/^/  | /' "$tmp/grow2.err"; fi
 start_args grow3 "--continue" "LLAMACHAT_TEST_MAX_CHAT_FILE=$((size + 300))" || exit 1
 check "grow: the kept file opens" '^--continue: 2 messages from '
 quit grow3
@@ -348,5 +375,42 @@ $T send-keys -t lc "/delete! 1" Enter
 check "badopen: its lock was released" '^─ deleted /.*/chats/2026-01-01T'
 [ ! -e "$CHATS/2026-01-01T00-00-00.json" ] && ok "badopen: the file is gone" || bad "badopen: the file is gone"
 quit badopen
+
+# 10. /chats N back to the chat just left while this llamachat's writer still holds its lock
+# until its last saves are written (LLAMACHAT_TEST_SLOW_WRITE_MS: a slow disk): it was taken
+# for another llamachat's ("open in another llamachat: this copy goes on in a new file"), and
+# the copy could be read before its last turn was on disk.  Now the open waits for the writer,
+# takes the lock, reads the whole chat and goes on in its own file.
+rm -rf "$CHATS"
+start two || exit 1
+$T send-keys -t lc "Alpha one" Enter
+check "back: first chat answered" 'max tokens reached'
+$T send-keys -t lc "/clear" Enter
+check "back: cleared" 'conversation cleared'
+old=$(ctx_now)
+$T send-keys -t lc "Beta two" Enter
+check_answered "back: second chat answered" "$old"
+quit two
+start back "LLAMACHAT_TEST_SLOW_WRITE_MS=2000" || exit 1
+$T send-keys -t lc "/chats" Enter
+check "back: listed" '^ *2\. .*Alpha one'
+fa=$(grep -l 'Alpha one' "$CHATS"/*.json)
+$T send-keys -t lc "/chats 2" Enter
+check "back: the first chat opened" 'opened 2 messages from'
+old=$(ctx_now)
+$T send-keys -t lc "Gamma three" Enter
+check_answered "back: answered in it" "$old"
+$T send-keys -t lc "/chats 1" Enter
+check "back: the second chat opened" 'opened 2 messages from .*\(.*\)?$|^Beta two'
+$T send-keys -t lc "/chats 2" Enter
+check "back: the first chat opened again, whole" 'opened 4 messages from' 30
+not_on_screen "back: ... not taken for another llamachat's" 'open in another llamachat|open elsewhere'
+old=$(ctx_now)
+$T send-keys -t lc "Delta four" Enter
+check_answered "back: answered again" "$old"
+quit back
+if grep -q '"content": "Delta four"' "$fa" && [ "$(ls "$CHATS"/*.json | wc -l)" = 2 ]; then
+    ok "back: it went on in its own file"
+else bad "back: it went on in its own file"; ls -la "$CHATS"; fi
 
 exit $fail

@@ -146,6 +146,7 @@ static void on_line(char *line)
 {
     if (!line) {   /* Ctrl-D on an empty line */
         T->quit = true;
+        T->quit_asked = true;
         return;
     }
     tui_line(T, line);

@@ -120,6 +120,8 @@ struct tui {
     size_t ev_len, ev_cap;
     const char *cur_line;          /* the line being handled (tui_line), for refusals */
     bool quit;
+    bool quit_asked;               /* the user quit (/quit, Ctrl-D): a reply still being written
+                                      is kept as stopped by them, not as cut off */
     int exit_status;
     char *fatal;                   /* the model could not be loaded: printed after the screen closes */
     /* the conversation kept on disk as it goes (state.h) */
@@ -143,6 +145,11 @@ struct tui {
     bool save_failed;              /* a failure to keep the conversation was reported (once) */
     bool save_too_big;             /* it is over what a saved chat can hold (chat.h): said once,
                                       not written until it fits again */
+    struct {                       /* the save that found it too large (still_too_big) */
+        const struct lc_chat *chat;
+        uint64_t cuts;             /* chat->cuts then */
+        size_t len, n, bytes, tail;/* its JSON's length, messages, their bytes, the last one's */
+    } too_big;
     char *state_errors;            /* every failure to keep state, printed on stderr at exit */
     struct lc_state_writer *writer;/* writes the conversation file off this thread, or NULL */
     /* editing the conversation (tui.c: /undo, /edit, /regen's versions) */
@@ -282,7 +289,11 @@ void tui_state_error(struct tui *t, const char *what, const char *err);
 bool library_command(struct tui *t, const char *cmd, const char *arg);
 /* The engine ended a model switch (LC_EV_DONE while t->switching). */
 void library_switch_done(struct tui *t, int reason);
-/* A saved chat is being read (/chats N): what would change the conversation waits. */
+/* /load: read the transcript at full (expanded; shown as path) on the job's thread; when it is
+ * read it becomes the conversation (kept in a new file from its next change on), or the
+ * error is shown ("load failed: ..."). */
+void library_load(struct tui *t, const char *full, const char *path);
+/* A saved chat is being read (/chats N, /load): what would change the conversation waits. */
 bool library_opening(const struct tui *t);
 /* The descriptor to poll for the end of the current job, or -1. */
 int library_job_fd(const struct tui *t);

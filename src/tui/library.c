@@ -3,7 +3,7 @@
  * /rename and /delete (llamachat(1)).
  *
  * What reads many files (the GGUF headers of /models, the transcripts of /chats, the one
- * /chats N opens) runs as a job on a thread of its own, so that a slow disk never stops the
+ * /chats N and /load open) runs as a job on a thread of its own, so that a slow disk never stops the
  * screen; the job writes a byte to a pipe when it is done, the main loop polls that pipe and
  * takes the result here.  One job at a time.  Loading a model is the engine's work
  * (lc_engine_load_model): the UI shows "loading" and stays live; Esc cancels.
@@ -34,6 +34,13 @@ struct tui_job {
     void *result;
     char *err;
     atomic_int stop;                /* set at exit: the job ends early */
+    /* /chats N of the chat just left, whose lock this llamachat's writer still holds until its
+     * last saves are written: the job waits for them (wait_writer, up to wait_mark), then
+     * takes the lock (lock, lock_err) before it reads the file */
+    struct lc_state_writer *wait_writer;
+    uint64_t wait_mark;
+    int lock;
+    char *lock_err;
 };
 
 static void *job_main(void *p)
@@ -55,13 +62,26 @@ static void job_free(struct tui_job *j)
     free(j->arg);
     free(j->arg2);
     free(j->err);
+    free(j->lock_err);
     free(j);
 }
 
 /* Start run(job) on a thread (with the signals the loop handles blocked, as the engine);
  * done(t, job) is called on the UI thread with job->result.  arg and arg2 are copied. */
+static bool job_start_waiting(struct tui *t, void *(*run)(struct tui_job *),
+                              void (*done)(struct tui *, struct tui_job *), const char *arg,
+                              const char *arg2, struct lc_state_writer *wait_writer);
+
 static bool job_start(struct tui *t, void *(*run)(struct tui_job *), void (*done)(struct tui *, struct tui_job *),
                       const char *arg, const char *arg2)
+{
+    return job_start_waiting(t, run, done, arg, arg2, NULL);
+}
+
+/* job_start, the job first waiting for what wait_writer (if not NULL) has queued now. */
+static bool job_start_waiting(struct tui *t, void *(*run)(struct tui_job *),
+                              void (*done)(struct tui *, struct tui_job *), const char *arg,
+                              const char *arg2, struct lc_state_writer *wait_writer)
 {
     if (t->job) {
         tui_message(t, true, "still busy with the last listing; try again in a moment");
@@ -80,6 +100,10 @@ static bool job_start(struct tui *t, void *(*run)(struct tui_job *), void (*done
     j->arg = arg ? strdup(arg) : NULL;
     j->arg2 = arg2 ? strdup(arg2) : NULL;
     atomic_init(&j->stop, 0);
+    j->lock = -1;
+    j->wait_writer = wait_writer;
+    if (wait_writer)
+        j->wait_mark = lc_state_writer_mark(wait_writer);
     sigset_t block, old;
     sigemptyset(&block);
     const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGWINCH, SIGTSTP, SIGCONT };
@@ -98,10 +122,11 @@ static bool job_start(struct tui *t, void *(*run)(struct tui_job *), void (*done
 }
 
 static void *open_run(struct tui_job *j);
+static void *load_run(struct tui_job *j);
 
 bool library_opening(const struct tui *t)
 {
-    return t->job && t->job->run == open_run;
+    return t->job && (t->job->run == open_run || t->job->run == load_run);
 }
 
 int library_job_fd(const struct tui *t)
@@ -316,6 +341,10 @@ static void *open_run(struct tui_job *j)
      * LLAMACHAT_TEST_SLOW_OPEN_MS: a wait after the file is read, in which another llamachat
      * may write it */
     test_sleep("LLAMACHAT_TEST_SLOW_MS");
+    if (j->wait_writer) {   /* its last saves on disk and its lock let go, then ours */
+        lc_state_writer_wait(j->wait_writer, j->wait_mark);
+        j->lock = lc_state_lock_chat(j->arg, &j->lock_err);
+    }
     struct lc_chat *c = lc_chat_load(j->arg, &j->err);
     test_sleep("LLAMACHAT_TEST_SLOW_OPEN_MS");
     return c;
@@ -328,6 +357,11 @@ static void open_done(struct tui *t, struct tui_job *j)
     struct lc_chat *c = j->result;
     int lock = t->open_lock;   /* ours from here: kept as chat_lock, or released */
     t->open_lock = -1;
+    if (j->wait_writer) {   /* taken by the job, after this llamachat's writer let it go */
+        lock = j->lock;
+        if (lock == -1)
+            chat_lock_failed(t, j->lock_err);
+    }
     if (!c) {
         lc_state_unlock_chat(lock);
         tui_add_entry(t, E_ERROR, j->err ? j->err : "?", strlen(j->err ? j->err : "?"));
@@ -420,12 +454,73 @@ static void cmd_chats(struct tui *t, const char *arg)
     if (lock == -1)
         chat_lock_failed(t, lerr);
     free(lerr);
-    if (!job_start(t, open_run, open_done, path, NULL)) {
+    /* held, and this llamachat's writer has saves or a lock to let go queued: it may be the
+     * chat just left, whose lock goes once its last saves are written (chat_take_locked); the
+     * job waits for them, then takes the lock itself (another llamachat's lock: refused then,
+     * and the chat goes on in a new file as below) */
+    bool wait = lock == -2 && t->writer && lc_state_writer_busy(t->writer);
+    if (!job_start_waiting(t, open_run, open_done, path, NULL, wait ? t->writer : NULL)) {
         lc_state_unlock_chat(lock);
         return;
     }
-    t->open_lock = lock;
+    t->open_lock = wait ? -1 : lock;
     tui_message(t, false, "opening %s ...", path);
+}
+
+static void *load_run(struct tui_job *j)
+{
+    test_sleep("LLAMACHAT_TEST_SLOW_MS");   /* (tests) a slow disk, as open_run's */
+    return lc_chat_load(j->arg, &j->err);
+}
+
+/* /load's file was read (j->arg the path, j->arg2 as the user wrote it): it becomes the
+ * conversation, kept in a new file from its next change on. */
+static void load_done(struct tui *t, struct tui_job *j)
+{
+    struct lc_chat *c = j->result;
+    if (!c) {
+        char *line = NULL;
+        const char *err = j->err ? j->err : "?";
+        if (asprintf(&line, "load failed: %s", err) >= 0)
+            tui_add_entry(t, E_ERROR, line, strlen(line));
+        free(line);
+        tui_message(t, true, "load failed: %s", err);
+        return;
+    }
+    /* as open_done: never two chats in one */
+    if (t->state != ST_IDLE || lc_engine_busy(t->engine)) {
+        tui_message(t, true, "not loaded: the model is busy");
+        lc_chat_free(c);
+        return;
+    }
+    autosave(t, true);   /* the current chat's last changes are kept in its file first */
+    regen_forget(t);
+    t->edit_msg = -1;
+    lc_chat_free(t->chat);
+    t->chat = c;
+    if (c->has_params) {   /* the parameters in force when it was saved */
+        t->o->sampling = c->params;
+        t->o->n_predict = c->max_tokens;
+    }
+    params_changed(t);
+    chat_restart(t);   /* kept in a new file from its next change on */
+    lc_engine_set_conversation(t->engine, c);
+    tui_kv_load(t, j->arg);
+    t->n_past = -1;   /* known when the model has read it */
+    t->pp_tps = t->gen_tps = -1;
+    rebuild_entries(t);
+    tui_message(t, false, "loaded %zu messages from %s", c->n, j->arg2);
+}
+
+void library_load(struct tui *t, const char *full, const char *path)
+{
+    if (t->job) {
+        tui_message(t, true, "/load: still busy with the last listing; try again in a moment");
+        return;
+    }
+    autosave(t, true);   /* the current one is saved first, as /chats N does */
+    if (job_start(t, load_run, load_done, full, path))
+        tui_message(t, false, "loading %s ...", path);
 }
 
 /* /rename TITLE: the title /chats shows, kept in the transcript ("" removes it). */
@@ -561,8 +656,10 @@ void library_shutdown(struct tui *t)
         t->job = NULL;
         if (j->run == open_run) {
             lc_chat_free(j->result);
-            lc_state_unlock_chat(t->open_lock);
+            lc_state_unlock_chat(j->wait_writer ? j->lock : t->open_lock);
             t->open_lock = -1;
+        } else if (j->run == load_run) {
+            lc_chat_free(j->result);
         } else {
             lc_listing_free(j->result);
         }

@@ -438,6 +438,8 @@ bool chat_take_locked(struct tui *t, char *path, int fd)
 /* A new conversation (/clear, /load): the next save starts a new file. */
 void chat_restart(struct tui *t)
 {
+    t->save_too_big = false;   /* another conversation (or none): measured again */
+    t->too_big.chat = NULL;
     chat_take_path(t, NULL);
     t->chat_start = time(NULL);
     t->chat_changed = false;
@@ -496,6 +498,75 @@ static void autosave_check(struct tui *t)
     free(err);
 }
 
+/* LLAMACHAT_TEST_SAVE_LOG=FILE (tests): a line for each autosave that made the transcript's
+ * JSON and each one that found it still too large without making it. */
+static void save_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void save_log(const char *fmt, ...)
+{
+    const char *p = getenv("LLAMACHAT_TEST_SAVE_LOG");
+    FILE *f = p && *p ? fopen(p, "ae") : NULL;
+    if (!f)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(f, fmt, ap);
+    va_end(ap);
+    fputc('\n', f);
+    fclose(f);
+}
+
+/* The bytes of every version of m. */
+static size_t chat_bytes_of(const struct lc_message *m)
+{
+    size_t k = m->len;
+    for (size_t j = 0; j < m->n_alts; j++)
+        k += m->alts[j].len;
+    return k;
+}
+
+/* The bytes of every version of every message of c (and of /regen's pending one). */
+static size_t chat_bytes(const struct lc_chat *c)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < c->n; i++)
+        k += chat_bytes_of(&c->msgs[i]);
+    return k;
+}
+
+/*
+ * A conversation found too large to keep (save_too_big) still is, known without making its
+ * JSON again.  Either nothing was taken out of it since (lc_chat.cuts) and its messages only
+ * grew: each byte added adds at least one to the JSON, and what may have become shorter is a
+ * few fields' values and the reply then streaming (its "end"; its U+FFFDs and content_base64,
+ * less than 3.4 bytes a byte, once its last character is whole), four bytes a byte; or the least its JSON can take
+ * (lc_chat_json_min_len, a pass over the text) is over the limit.
+ */
+static bool still_too_big(struct tui *t)
+{
+    if (!t->save_too_big)
+        return false;
+    const struct lc_chat *c = t->chat;
+    size_t max = lc_chat_max_file(), n = c->n + t->regen_pending;
+    size_t bytes = chat_bytes(c) + (t->regen_pending ? chat_bytes_of(&t->regen_old) : 0);
+    if (c == t->too_big.chat && c->cuts == t->too_big.cuts && n >= t->too_big.n &&
+        bytes >= t->too_big.bytes) {
+        size_t slack = 4096 + 4 * t->too_big.tail;
+        if (t->too_big.len + (bytes - t->too_big.bytes) > max + slack) {
+            save_log("still too large: %zu bytes more than %zu", bytes - t->too_big.bytes,
+                     t->too_big.len);
+            return true;
+        }
+    }
+    if (n > LC_CHAT_MAX_MESSAGES)
+        return true;
+    size_t least = lc_chat_json_min_len(c);
+    if (least > max) {
+        save_log("still too large: at least %zu bytes", least);
+        return true;
+    }
+    return false;
+}
+
 /*
  * Keep the conversation in chats/START.json when it changed: at once when save_soon or force,
  * else when a second has passed since the last save.  A conversation with no message of the
@@ -516,6 +587,12 @@ void autosave(struct tui *t, bool force)
         return;   /* (one kept already is updated: /undo of its only exchange) */
     t->last_save = now;
     char *err = NULL;
+    if (t->chat_path && still_too_big(t)) {
+        /* known without making its JSON again (0.6 s of this thread at 64 MiB, at each save):
+         * nothing is written until something makes it smaller (it was said once, below) */
+        t->chat_changed = false;
+        return;
+    }
     if (!t->chat_path) {
         char *dir = lc_state_dir("chats", &err);
         char *path = dir ? lc_state_new_chat(dir, t->chat_start, &err) : NULL;
@@ -523,13 +600,25 @@ void autosave(struct tui *t, bool force)
             chat_take_path(t, path);   /* a new file: no other llamachat has it */
         free(dir);
     }
+    /* a /regen that has written nothing yet: the reply it replaces is kept in the file until
+     * the new one has text (it comes back if the new one never does) */
+    uint64_t cuts = t->chat->cuts;   /* (the push and pop here change nothing) */
+    bool regen_in = t->regen_pending && lc_chat_push(t->chat, &t->regen_old) >= 0;
+    size_t bytes = chat_bytes(t->chat);
+    size_t tail = t->reply_msg >= 0 && (size_t)t->reply_msg < t->chat->n   /* a reply streaming */
+                  ? chat_bytes_of(&t->chat->msgs[t->reply_msg]) : 0;
     if (t->chat_path && t->writer) {
         chat_fill_meta(t);
         char *json = lc_chat_to_json(t->chat);
+        if (regen_in)
+            lc_chat_pop(t->chat, &t->regen_old);
+        t->chat->cuts = cuts;
+        save_log("made %zu bytes", json ? strlen(json) : 0);
         t->save_every = 4.0 * (now_s() - now);   /* the UI's time it took, at most a quarter */
         if (json && lc_chat_json_fits(t->chat, strlen(json), t->chat_path, &err) != 0) {
             /* what could not be opened again is not written: the file keeps the last save
              * that fits (chat.h: one limit for the writer and the reader) */
+            size_t json_len = strlen(json);
             free(json);
             t->chat_changed = false;   /* the next change tries again (/undo may shrink it) */
             if (!t->save_too_big) {   /* said once, until it fits again */
@@ -538,6 +627,12 @@ void autosave(struct tui *t, bool force)
                      "of it", t->chat_path);
             }
             t->save_too_big = true;
+            t->too_big.chat = t->chat;
+            t->too_big.cuts = cuts;
+            t->too_big.len = json_len;
+            t->too_big.n = t->chat->n + regen_in;
+            t->too_big.bytes = bytes;
+            t->too_big.tail = tail;
             free(err);
             return;
         }
@@ -550,12 +645,19 @@ void autosave(struct tui *t, bool force)
         err = strdup("out of memory");
     } else if (t->chat_path) {
         chat_fill_meta(t);
-        if (lc_chat_save(t->chat, t->chat_path, LC_CHAT_JSON, &err) == 0) {
+        int rc = lc_chat_save(t->chat, t->chat_path, LC_CHAT_JSON, &err);
+        if (regen_in)
+            lc_chat_pop(t->chat, &t->regen_old);
+        t->chat->cuts = cuts;
+        if (rc == 0) {
             t->chat_changed = false;
             free(err);
             tui_kv_save(t, t->chat_path);
             return;
         }
+    } else if (regen_in) {
+        lc_chat_pop(t->chat, &t->regen_old);
+        t->chat->cuts = cuts;
     }
     if (!t->save_failed)
         tui_state_error(t, "could not keep the conversation", err ? err : "out of memory");
@@ -835,6 +937,8 @@ static void do_save(struct tui *t, const char *name, bool force)
 
 void regen_forget(struct tui *t);
 
+/* /load FILE: the file is read and parsed off the UI thread (library_load), so that a long
+ * transcript never stops the screen; commands that would change the conversation wait. */
 static void do_load(struct tui *t, const char *path)
 {
     if (!path || !*path) {
@@ -845,31 +949,14 @@ static void do_load(struct tui *t, const char *path)
         return;
     char *err = NULL;
     char *full = lc_path_expand(path, &err);
-    struct lc_chat *c = full ? lc_chat_load(full, &err) : NULL;
-    if (!c) {
-        free(full);
+    if (!full) {
         note(t, E_ERROR, "load failed: %s", err ? err : "?");
         tui_message(t, true, "load failed: %s", err ? err : "?");
         free(err);
         return;
     }
-    regen_forget(t);
-    t->edit_msg = -1;
-    lc_chat_free(t->chat);
-    t->chat = c;
-    if (c->has_params) {   /* the parameters in force when it was saved */
-        t->o->sampling = c->params;
-        t->o->n_predict = c->max_tokens;
-    }
-    params_changed(t);
-    chat_restart(t);   /* kept in a new file from its next change on */
-    lc_engine_set_conversation(t->engine, c);
-    tui_kv_load(t, full);
+    library_load(t, full, path);
     free(full);
-    t->n_past = -1;   /* known when the model has read it */
-    t->pp_tps = t->gen_tps = -1;
-    rebuild_entries(t);
-    tui_message(t, false, "loaded %zu messages from %s", c->n, path);
 }
 
 static size_t undo_exchange(struct tui *t);
@@ -1300,6 +1387,7 @@ static void command(struct tui *t, const char *line)
         t->help_scroll = 0;
     } else if (!strcmp(cmd, "quit") || !strcmp(cmd, "exit") || !strcmp(cmd, "q")) {
         t->quit = true;
+        t->quit_asked = true;
     } else if (!strcmp(cmd, "save") || !strcmp(cmd, "save!")) {
         do_save(t, arg, cmd[4] == '!');
     } else if (!strcmp(cmd, "load")) {
@@ -1417,6 +1505,8 @@ static void dispatch_event(struct tui *t, const struct lc_event *ev, const char 
         }
         else if (!strncmp(text, "name=", 5))
             snprintf(t->model_name, sizeof(t->model_name), "%s", text + 5);
+        else if (!strcmp(text, "seed=none"))   /* greedy: the reply uses no seed */
+            t->last_seed = LC_SEED_RANDOM;
         else if (!strncmp(text, "seed=", 5))
             t->last_seed = strtoull(text + 5, NULL, 10);
         else if (!strncmp(text, "threads=", 8))
@@ -2042,6 +2132,56 @@ static void keep_kv_state(struct tui *t)
     free(err);
 }
 
+/* The conversation as it is kept at exit, with the truth about a turn still running: a /regen
+ * that has written nothing yet gives the reply it was replacing back (never lost at exit); a
+ * reply still being written when the user quit (/quit, Ctrl-D) ends "stopped", as Esc would
+ * have (a signal or a lost terminal leaves it "partial": llamachat ended under it). */
+static void chat_at_exit(struct tui *t)
+{
+    if (t->regen_pending) {
+        t->regen_pending = false;
+        if (lc_chat_push(t->chat, &t->regen_old) >= 0)
+            chat_touched(t, true);
+        else
+            lc_message_free(&t->regen_old);
+    }
+    if (t->quit_asked && t->reply_msg >= 0 && (size_t)t->reply_msg < t->chat->n &&
+        t->chat->msgs[t->reply_msg].end == LC_END_PARTIAL) {
+        t->chat->msgs[t->reply_msg].end = LC_END_STOPPED;
+        chat_touched(t, true);
+    }
+}
+
+/* last-chat.json (path) holds an earlier chat than the one ending: renamed, with its KV state,
+ * to last-chat-earlier.json[.kv] (replacing the one before), so that it is not resumed as the
+ * last chat and nothing in it is lost.  Returns the new name (malloc'd), or NULL when there was
+ * no such file or it could not be moved (said on stderr; it stays, without its KV state). */
+static char *earlier_last_chat(const char *path)
+{
+    char *to = NULL, *kv = NULL, *kv_to = NULL;
+    size_t n = strlen(path);
+    if (n < 5 || asprintf(&to, "%.*s-earlier.json", (int)(n - 5), path) < 0)
+        return NULL;
+    if (rename(path, to) != 0) {
+        if (errno != ENOENT)
+            lc_text_fprintf(stderr, "llamachat: %s (an earlier chat) could not be moved to %s: %s\n",
+                            path, to, strerror(errno));
+        free(to);
+        to = NULL;
+    }
+    if (asprintf(&kv, "%s.kv", path) >= 0) {
+        if (to && asprintf(&kv_to, "%s.kv", to) >= 0) {
+            if (rename(kv, kv_to) != 0 && errno == ENOENT)
+                unlink(kv_to);   /* none: an older one would not be its state */
+        } else {
+            unlink(kv);   /* its state without its transcript: of no use */
+        }
+    }
+    free(kv);
+    free(kv_to);
+    return to;
+}
+
 static void keep_conversation(struct tui *t)
 {
     if (!has_user_message(t->chat) || !t->o->history)   /* [ui] history = off: nothing on disk */
@@ -2070,18 +2210,22 @@ static void keep_conversation(struct tui *t)
         char *md = NULL, *merr = NULL;
         if (asprintf(&md, "%.*s.md", (int)(strlen(path) - 5), path) < 0)
             md = NULL;
+        /* a last-chat.json there is an earlier chat's, not this one: it would be resumed as
+         * the last chat; it goes aside with its KV state, kept (it may be its only copy) */
+        char *aside = earlier_last_chat(path);
         if (md && lc_state_private_file(md, &merr) == 0 && lc_chat_save(t->chat, md, LC_CHAT_MARKDOWN, &merr) == 0)
             lc_text_fprintf(stderr, "llamachat: %s; the whole conversation is kept as Markdown in %s "
-                            "(it cannot be resumed)%s%s%s\n", err, md, t->chat_path ? "; " : "",
+                            "(it cannot be resumed)%s%s%s%s%s%s\n", err, md, t->chat_path ? "; " : "",
                             t->chat_path ? t->chat_path : "",
-                            t->chat_path ? " holds it as it was at its last save" : "");
+                            t->chat_path ? " holds it as it was at its last save" : "",
+                            aside ? "; the earlier chat that was in last-chat.json is now " : "",
+                            aside ? aside : "", aside ? " (it is not this one)" : "");
         else
-            lc_text_fprintf(stderr, "llamachat: could not keep the conversation: %s; %s\n", err,
-                            merr ? merr : "out of memory");
-        char *kv = NULL;   /* last-chat.json is the one before: its state may not be this one's */
-        if (asprintf(&kv, "%s.kv", path) >= 0)
-            unlink(kv);
-        free(kv);
+            lc_text_fprintf(stderr, "llamachat: could not keep the conversation: %s; %s%s%s\n", err,
+                            merr ? merr : "out of memory",
+                            aside ? "; the earlier chat that was in last-chat.json is now " : "",
+                            aside ? aside : "");
+        free(aside);
         free(merr);
         free(md);
         free(json);
@@ -2538,6 +2682,7 @@ int lc_tui_run(struct lc_options *o)
     }
 
     library_shutdown(t);
+    chat_at_exit(t);
     autosave(t, true);
     char *werr = NULL;
     lc_state_writer_free(t->writer, &werr);   /* waits for the last write */
