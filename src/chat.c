@@ -53,7 +53,7 @@ const char *lc_end_note(enum lc_end e)
     case LC_END_STOPPED: return "(stopped by you)";
     case LC_END_LENGTH: return "(cut at the token limit)";
     case LC_END_ERROR: return "(cut off by an error)";
-    case LC_END_PARTIAL: return "(cut off: llamachat ended while this reply was being written)";
+    case LC_END_PARTIAL: return "(cut off: this reply was still being written when the chat was saved)";
     case LC_END_INCOMPLETE: break;
     }
     return "(incomplete)";

@@ -971,7 +971,7 @@ static void test_end(void)
     /* Markdown: the note in italics after the text, none for a complete reply */
     char *md = lc_chat_to_markdown(c);
     CHECK(md && strstr(md, "\n*(stopped by you)*\n") && strstr(md, "\n*(cut at the token limit)*\n") &&
-          strstr(md, "\n*(cut off: llamachat ended while this reply was being written)*\n"),
+          strstr(md, "\n*(cut off: this reply was still being written when the chat was saved)*\n"),
           "markdown:\n%s", md ? md : "(null)");
     free(md);
     lc_chat_free(d);

@@ -122,7 +122,7 @@ head30=$(printf '%s' "$partial" | head -c 30)
 check "partial reply on screen" "$(printf '%s' "$head30" | sed 's/[][\\.*^$()+?{}|]/\\&/g')"
 $T send-keys -t lc End
 # ... and it does not look finished: a note after it
-check "cut-off note after the partial reply" '\(cut off: llamachat ended while this reply was being written\)'
+check "cut-off note after the partial reply" '\(cut off: this reply was still being written when the chat was saved\)'
 $T send-keys -t lc "/set max-tokens 8" Enter
 c0=$(ctx_now)
 $T send-keys -t lc "Lily saw a cat" Enter

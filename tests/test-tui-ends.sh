@@ -60,7 +60,7 @@ if [ -n "$f" ] && [ "$(json "$f" 'm[1]["role"] + ":" + m[1].get("end", "")')" = 
 else bad "quit: the reply is kept as stopped"; cat "$f"; fi
 start quit2 "" --continue || exit 1
 check "quit: reopened, the note says the user stopped it" '\(stopped by you\)' 10
-not_on_screen "quit: ... not that llamachat ended under it" 'llamachat ended while'
+not_on_screen "quit: ... not that the reply was cut off" 'still being written when the chat was saved'
 quit quit2
 
 # 2. an error cuts the reply: "error"
