@@ -469,13 +469,23 @@ void input_draw(struct tui *t, int y0, int h, int width)
             r++;
             x = 0;
         }
+        /* the character and its combining marks, drawn in one cell (view.c draw_cells) */
+        wchar_t wc[CCHARW_MAX + 1] = { c[i].ch, 0 };
+        int nw = 1;
+        size_t last = i;
+        while (c[i].w > 0 && last + 1 < n && c[last + 1].w == 0) {
+            last++;
+            if (nw < CCHARW_MAX)
+                wc[nw++] = c[last].ch;
+        }
+        wc[nw] = 0;
         if (r >= first && r - first < h) {
             cchar_t cc;
-            wchar_t wc[2] = { c[i].ch, 0 };
             if (t->ascii_text && wc[0] >= 0x80) {   /* a locale that is not UTF-8 (tui.c) */
                 for (int k = 0; k < c[i].w; k++)
                     mvaddch(y0 + r - first, x + k, '?');
                 x += c[i].w;
+                i = last;
                 continue;
             }
             attr_t a = c[i].off < plen ? A_BOLD : A_NORMAL;
@@ -483,6 +493,7 @@ void input_draw(struct tui *t, int y0, int h, int width)
             mvadd_wch(y0 + r - first, x, &cc);
         }
         x += c[i].w;
+        i = last;
     }
     free(c);
     if (crow - first < h)

@@ -130,9 +130,12 @@ static size_t decode_run(struct entry *e, size_t *cap, const char *text, size_t 
             continue;
         }
         int w = wcwidth((wchar_t)cp);
+        size_t base = e->n_cells;   /* the character a combining mark goes with */
+        while (w == 0 && base > 0 && e->cells[base - 1].w == 0)
+            base--;                 /* past the marks before it */
         if (w < 0 || w > 2)
             push_cell(e, cap, (wchar_t)0xFFFD, 1, style);
-        else if (w == 0 && (e->n_cells == 0 || e->cells[e->n_cells - 1].w <= 0))
+        else if (w == 0 && (base == 0 || e->cells[base - 1].w < 0))
             continue;   /* a combining mark with nothing to attach to */
         else
             push_cell(e, cap, (wchar_t)cp, w, style);
@@ -340,11 +343,10 @@ static attr_t style_attr(const struct tui *t, attr_t base, unsigned st)
     return a;
 }
 
-/* A character with attributes that may include a colour pair (COLOR_PAIR bits): setcchar takes
- * the pair apart. */
-static void set_cell(cchar_t *cc, wchar_t ch, attr_t attr)
+/* A character (wc: a spacing character and its combining marks, 0-terminated) with attributes
+ * that may include a colour pair (COLOR_PAIR bits): setcchar takes the pair apart. */
+static void set_cell(cchar_t *cc, const wchar_t *wc, attr_t attr)
 {
-    wchar_t wc[2] = { ch, 0 };
     setcchar(cc, wc, attr & ~(attr_t)A_COLOR, (short)PAIR_NUMBER(attr), NULL);
 }
 
@@ -378,15 +380,18 @@ static int draw_cells(const struct tui *t, const struct entry *e, int a, int b, 
             col += c->w;
             continue;
         }
-        if (c->w == 0) {
-            /* combining: ncurses attaches it to the previous cell */
-            if (col > 0) {
-                set_cell(&cc, c->ch, attr);
-                mvadd_wch(y, x + col - 1, &cc);
-            }
-            continue;
-        }
-        set_cell(&cc, c->ch, attr);
+        if (c->w == 0)
+            continue;   /* a combining mark: drawn with the character before it */
+        /* the character and the combining marks after it, in one cell: a mark added on its
+         * own goes to the cell before the cursor, which for a wide character is its second
+         * column (the mark is lost) */
+        wchar_t wc[CCHARW_MAX + 1];
+        int n = 0;
+        wc[n++] = c->ch;
+        for (int j = i + 1; j < b && e->cells[j].w == 0 && n < CCHARW_MAX; j++)
+            wc[n++] = e->cells[j].ch;
+        wc[n] = 0;
+        set_cell(&cc, wc, attr);
         mvadd_wch(y, x + col, &cc);
         col += c->w;
     }
