@@ -75,6 +75,41 @@ $T send-keys -t lc "X"
 check "Tab on a message: the text kept" '^> helloX *$' 10
 quit tab
 
+# 4. a message of several lines: Up and Down move between its lines (same column, in screen
+# columns: a wide character counts 2), Home and End to the start and end of the line; Up on
+# its first line (Down on its last) is readline's history.  Up used to replace the message
+# with the previous history line at once, Home to jump to the start of the whole message.
+start lines || exit 1
+$T send-keys -t lc "/params" Enter
+$T send-keys -t lc "abcdef" M-Enter "$(printf '\346\227\245\346\234\254xyz')" M-Enter "12"
+check "lines: three lines typed" '^12 *$' 10
+$T send-keys -t lc Up "A"
+check "lines: Up goes to the line above, same column (after 2 columns of a wide char)" "$(printf '^\346\227\245A\346\234\254xyz *$')" 10
+$T send-keys -t lc Up "B"
+check "lines: Up again: the first line, column 3" '^> abcBdef *$' 10
+$T send-keys -t lc Down Down "C"
+check "lines: Down Down: the last line, at its end" '^12C *$' 10
+$T send-keys -t lc Up Home "D"
+check "lines: Home: the start of the line" "$(printf '^D\346\227\245A\346\234\254xyz *$')" 10
+$T send-keys -t lc End "E"
+check "lines: End: the end of the line" "$(printf '^D\346\227\245A\346\234\254xyzE *$')" 10
+check "lines: the first line is untouched" '^> abcBdef *$' 10
+$T send-keys -t lc Up Up
+check "lines: Up on the first line: the history" '^> /params *$' 10
+$T send-keys -t lc Down
+check "lines: Down: the message is back" '^> abcBdef *$' 10
+check "lines: Down: all of it" '^12C *$' 10
+# /edit of a message of several lines: moving in it does not cancel the edit
+$T send-keys -t lc C-a C-k "one" M-Enter "two" Enter
+check "lines: a message of two lines answered" '^ idle .*ctx [1-9]' 10
+$T send-keys -t lc "/edit" Enter
+check "lines: /edit" 'editing your last message' 10
+$T send-keys -t lc Up "X" Enter
+check "lines: Up in the edited message keeps the edit" '^oneX +│' 10
+not_on_screen "lines: the exchange replaced" '^one +│'
+not_on_screen "lines: no 'edit cancelled'" 'edit cancelled'
+quit lines
+
 # /read refusals: each with a note, the input untouched
 head -c 1500 /dev/zero | tr '\0' 'a' >"$tmp/big.txt"
 printf 'a\000b' >"$tmp/bin.txt"

@@ -180,6 +180,114 @@ static int insert_newline(int count, int key)
     return 0;
 }
 
+/* ---------------------------------------------------------------- lines of a message */
+
+/* Up, Down, Home and End in a message of several lines act on its lines, as in an editor: the
+ * line above or below at the same screen column (a wide character counts 2; a column inside
+ * one goes before it; a shorter line: its end), the start or end of the line.  Up on the
+ * first line and Down on the last are readline's history; Home at the start of a line and End
+ * at its end are readline's (the start and end of the whole message). */
+
+/* The offset of the start of the line holding offset p, and of its end (the '\n' or rl_end). */
+static int line_start(int p)
+{
+    while (p > 0 && rl_line_buffer[p - 1] != '\n')
+        p--;
+    return p;
+}
+
+static int line_end(int p)
+{
+    while (p < rl_end && rl_line_buffer[p] != '\n')
+        p++;
+    return p;
+}
+
+/* Bytes and screen columns of the character at offset p (invalid bytes: one column each). */
+static int char_at(int p, int *cols)
+{
+    mbstate_t st;
+    memset(&st, 0, sizeof(st));
+    wchar_t wc;
+    size_t r = mbrtowc(&wc, rl_line_buffer + p, (size_t)(rl_end - p), &st);
+    if (r == (size_t)-1 || r == (size_t)-2 || r == 0) {
+        *cols = 1;
+        return 1;
+    }
+    int w = wcwidth(wc);
+    *cols = w < 0 ? 1 : w;
+    return (int)r;
+}
+
+/* Screen columns from offset a to offset b on one line. */
+static int cols_between(int a, int b)
+{
+    int c = 0, w;
+    while (a < b) {
+        a += char_at(a, &w);
+        c += w;
+    }
+    return c;
+}
+
+/* The offset in the line [a, e) at screen column col (not inside a character). */
+static int offset_at_col(int a, int e, int col)
+{
+    int c = 0, w;
+    while (a < e) {
+        int n = char_at(a, &w);
+        if (c + w > col)
+            break;
+        c += w;
+        a += n;
+    }
+    return a;
+}
+
+bool input_line_moves(int dir)
+{
+    return dir < 0 ? line_start(rl_point) > 0 : line_end(rl_point) < rl_end;
+}
+
+static int line_up_down(int count, int key, int dir)
+{
+    if (!input_line_moves(dir))
+        return dir < 0 ? rl_get_previous_history(count, key) : rl_get_next_history(count, key);
+    int s = line_start(rl_point);
+    int col = cols_between(s, rl_point);
+    int a = dir < 0 ? line_start(s - 1) : line_end(rl_point) + 1;
+    rl_point = offset_at_col(a, line_end(a), col);
+    return 0;
+}
+
+static int line_up(int count, int key)
+{
+    return line_up_down(count, key, -1);
+}
+
+static int line_down(int count, int key)
+{
+    return line_up_down(count, key, +1);
+}
+
+static int line_home(int count, int key)
+{
+    int s = line_start(rl_point);
+    if (s == rl_point)
+        return rl_beg_of_line(count, key);
+    rl_point = s;
+    return 0;
+}
+
+static int line_end_key(int count, int key)
+{
+    int e = line_end(rl_point);
+    if (e == rl_point)
+        return rl_end_of_line(count, key);
+    rl_point = e;
+    return 0;
+}
+
 /* The history file has one entry per line: a multi-line message is stored with its newlines
  * as carriage returns, and turned back when read. */
 enum { HIST_NL_TO_CR, HIST_CR_TO_NL };
@@ -216,6 +324,10 @@ int input_init(struct tui *t)
     rl_bind_key('\n', accept_or_continue);
     rl_bind_keyseq("\033\r", insert_newline);
     rl_bind_keyseq("\033\n", insert_newline);
+    rl_bind_keyseq("\033[A", line_up);   /* queue_key's arrows, Home and End */
+    rl_bind_keyseq("\033[B", line_down);
+    rl_bind_keyseq("\033[H", line_home);
+    rl_bind_keyseq("\033[F", line_end_key);
     rl_bind_keyseq("\033[1;5C", rl_forward_word);
     rl_bind_keyseq("\033[1;5D", rl_backward_word);
     rl_bind_keyseq("\\C-x\\C-e", editor_key);   /* Ctrl-G: tui.c calls input_ctrl_g */

@@ -201,6 +201,8 @@ void input_draw(struct tui *t, int y0, int h, int width);
 /* Rows the input wants for the width (1 .. max). */
 int input_rows(struct tui *t, int width, int max);
 bool input_is_empty(void);
+/* Up (dir -1) or Down (+1) moves to another line of the message (else it is the history). */
+bool input_line_moves(int dir);
 /* Put text back into the input line (a message refused while the model is busy). */
 void input_restore(const char *text);
 /* Replace the input line with text now (outside a key handler: a message given back). */

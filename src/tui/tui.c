@@ -1781,7 +1781,8 @@ static void handle_key(struct tui *t, int r, wint_t ch)
             do_edit(t, true);
             return;
         }
-        if ((ch == KEY_UP || ch == KEY_DOWN) && t->edit_msg >= 0) {
+        if ((ch == KEY_UP || ch == KEY_DOWN) && t->edit_msg >= 0 &&
+            !input_line_moves(ch == KEY_UP ? -1 : 1)) {
             t->edit_msg = -1;   /* readline's history from here: what is sent is a new message */
             tui_message(t, false, "edit cancelled: history");
         }

@@ -886,6 +886,7 @@ static const char *const help_lines[] = {
     "llamachat keys",
     "Enter         send the message",
     "Alt-Enter     new line (also a trailing \\)",
+    "Up/Down       lines of a message; history",
     "Esc, Ctrl-C   stop the reply (never quits)",
     "Ctrl-D        quit (on an empty line)",
     "PgUp/PgDn     scroll the transcript",
