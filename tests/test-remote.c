@@ -199,6 +199,28 @@ int main(int argc, char **argv)
         CHECK(n > 0 && !strcmp(g.text, want), "%s: '%s' want '%s'", mode, g.text, want);
         CHECK(g.reason == (i == 1 ? LC_DONE_LIMIT : LC_DONE_EOG), "%s: reason %d", mode, g.reason);
     }
+    /* a reasoning model behind llama-server: its thinking comes in reasoning_content; it is
+     * shown as the reply's <think> part (folded by the chat) instead of being dropped, and is
+     * not sent back with the next request (as the templates of such models drop it) */
+    {
+        char want[4096] = "";
+        e = ask(base, "fix-llama-server-reasoning", &g, 0, NULL);
+        snprintf(want, sizeof(want), "<think>\nOkay, the user says hi.\nA short answer.\n</think>\n\n"
+                 "Hello! How can I help?");
+        CHECK(!strcmp(g.text, want) && g.reason == LC_DONE_EOG, "reasoning: '%s' %d", g.text, g.reason);
+        lc_engine_submit(e, "and then?");
+        CHECK(collect(e, &g, false, 0) && g.reason == LC_DONE_EOG, "reasoning 2: %d", g.reason);
+        lc_engine_free(e);
+        FILE *f = fopen(argv[2], "r");
+        char line[8192], last[8192] = "";
+        while (f && fgets(line, sizeof(line), f))
+            snprintf(last, sizeof(last), "%s", line);
+        if (f)
+            fclose(f);
+        CHECK(strstr(last, "{\"role\":\"assistant\",\"content\":\"Hello! How can I help?\"},"
+                           "{\"role\":\"user\",\"content\":\"and then?\"}"),
+              "reasoning: the thinking sent back: %s", last);
+    }
     /* nobody listening: refused at once */
     {
         char url[64];
