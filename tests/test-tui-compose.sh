@@ -53,9 +53,9 @@ check "Tab: a file name in it" '^> /load sub dir/chat-two\.json *$' 10
 $T send-keys -t lc C-u "/copy c" Tab
 check "Tab: /copy's argument" '^> /copy code *$' 10
 $T send-keys -t lc C-u "/" Tab
-check "Tab: many matches: as many as fit, and how to see the rest" '24 matches: chats .* \.\.\. \(Tab: more\)' 10
+check "Tab: many matches: as many as fit, and how to see the rest" '25 matches: chats .* \.\.\. \(Tab: more\)' 10
 $T send-keys -t lc Tab
-check "Tab again: the rest" '24 matches \(from [0-9]+\): params' 10
+check "Tab again: the rest" '25 matches \(from [0-9]+\): models' 10
 $T send-keys -t lc C-u "/read ~/no" Tab
 check "Tab: ~ in a file name" '^> /read ~/notes/ *$' 10
 $T send-keys -t lc "s" Tab

@@ -291,6 +291,7 @@ static void clear_entries(struct tui *t)
 void rebuild_entries(struct tui *t)
 {
     clear_entries(t);
+    t->find_entry = -1;   /* the entries of the match are gone */
     for (size_t i = 0; i < t->chat->n; i++) {
         const struct lc_message *m = &t->chat->msgs[i];
         enum entry_kind k = m->role == LC_ROLE_SYSTEM ? E_SYSTEM
@@ -1265,7 +1266,7 @@ static const char *skip_ws(const char *s)
 const char *const tui_command_names[] = {
     "help", "quit", "exit", "save", "save!", "load", "clear", "regen", "system", "set", "models",
     "params", "read", "undo", "edit", "copy", "model", "show", "chats", "rename", "delete",
-    "delete!", "raw", "think", NULL,
+    "delete!", "raw", "think", "find", NULL,
 };
 
 static void command(struct tui *t, const char *line)
@@ -1348,6 +1349,8 @@ static void command(struct tui *t, const char *line)
         t->show_think = !t->show_think;
         tui_message(t, false, t->show_think ? "thinking shown (/think folds it)"
                                             : "thinking folded (/think shows it)");
+    } else if (!strcmp(cmd, "find")) {   /* search the transcript (view.c) */
+        view_find(t, arg);
     } else if (!strcmp(cmd, "params")) {
         t->show_params = true;
         char b[8][32];
@@ -2222,6 +2225,7 @@ int lc_tui_run(struct lc_options *o)
     t->ascii_lines = !utf8 || vt_terminal();
     t->o = o;
     t->reply_entry = t->reply_msg = -1;
+    t->find_entry = -1;
     t->edit_msg = -1;
     t->last_seed = LC_SEED_RANDOM;
     t->pp_tps = t->gen_tps = -1;
@@ -2574,6 +2578,10 @@ int lc_tui_run(struct lc_options *o)
     t->fatal = NULL;
     clear_entries(t);
     regen_forget(t);
+    free(t->find_q);
+    free(t->find_text);
+    t->find_q = NULL;
+    t->find_text = NULL;
     free(t->entries);
     free(t->ev_text);
     lc_chat_free(t->chat);
