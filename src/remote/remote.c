@@ -154,6 +154,16 @@ const char *lc_remote_model(const struct lc_remote *r)
     return r->model;
 }
 
+int lc_remote_set_model(struct lc_remote *r, const char *model)
+{
+    char *m = strdup(model);
+    if (!m)
+        return -1;
+    free(r->model);
+    r->model = m;
+    return 0;
+}
+
 /* ---------------------------------------------------------------- transfer callbacks */
 
 static size_t on_header(char *buf, size_t size, size_t n, void *ud)
