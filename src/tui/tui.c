@@ -1768,6 +1768,12 @@ static void handle_key(struct tui *t, int r, wint_t ch)
             case KEY_LEFT: tui_param_change(t, t->param_sel, -1); break;
             case KEY_RIGHT: tui_param_change(t, t->param_sel, +1); break;
             case KEY_ENTER: edit_param(t, NULL); break;
+            case KEY_BACKSPACE: case KEY_DC: case KEY_HOME: case KEY_END:
+                /* editing keys: back to the input line, with the key (as a typed character) */
+                t->focus = FOCUS_INPUT;
+                t->dirty = true;
+                input_key(t, 1, ch);
+                return;
             default: break;
             }
             t->dirty = true;
@@ -1843,8 +1849,9 @@ static void handle_key(struct tui *t, int r, wint_t ch)
         else if ((ch >= '0' && ch <= '9') || ch == '.') {
             char c[2] = { (char)ch, 0 };
             edit_param(t, c);
-        } else if (ch >= 32 && ch != 127) {
-            /* any other character: the user is typing a message; it goes to the input */
+        } else {
+            /* any other character or control key (Ctrl-D, Ctrl-W, Backspace, Ctrl-R...): the
+             * user is at the message; it goes to the input, which does what it does there */
             t->focus = FOCUS_INPUT;
             t->dirty = true;
             input_key(t, 0, ch);
