@@ -99,6 +99,14 @@ check "lines: Up on the first line: the history" '^> /params *$' 10
 $T send-keys -t lc Down
 check "lines: Down: the message is back" '^> abcBdef *$' 10
 check "lines: Down: all of it" '^12C *$' 10
+# a tab (pasted: the Tab key completes) is shown as the transcript shows it, four spaces, not
+# as a control picture (it was "x\342\220\211y" in the input line, "x    y" once sent)
+$T send-keys -t lc C-a C-k
+printf 'x\ty' | $T load-buffer -b tab -
+$T paste-buffer -p -d -b tab -t lc
+check "lines: a pasted tab as four spaces" '^> x    y *$' 10
+$T send-keys -t lc Left Left "Q"
+check "lines: the cursor steps over it whole" '^> xQ    y *$' 10
 # /edit of a message of several lines: moving in it does not cancel the edit
 $T send-keys -t lc C-a C-k "one" M-Enter "two" Enter
 check "lines: a message of two lines answered" '^ idle .*ctx [1-9]' 10

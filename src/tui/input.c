@@ -478,7 +478,10 @@ static size_t layout(int width, struct icell **out, size_t *cursor_cell)
     const char *prompt = rl_display_prompt ? rl_display_prompt : "";
     size_t pl = strlen(prompt), bl = (size_t)rl_end;
     size_t total = pl + bl;
-    struct icell *c = malloc((total + 1) * sizeof(*c));
+    size_t tabs = 0;   /* each takes 4 cells */
+    for (size_t k = 0; k < bl; k++)
+        tabs += rl_line_buffer[k] == '\t';
+    struct icell *c = malloc((total + 3 * tabs + 1) * sizeof(*c));
     if (!c)
         return 0;
     size_t n = 0;
@@ -494,6 +497,12 @@ static size_t layout(int width, struct icell **out, size_t *cursor_cell)
         unsigned char b = (unsigned char)*p;
         if (b == '\n') {
             c[n++] = (struct icell){ L'\n', -1, i };
+            i++;
+            continue;
+        }
+        if (b == '\t' && i >= pl) {   /* four spaces, as the transcript shows it (view.c) */
+            for (int k = 0; k < 4; k++)
+                c[n++] = (struct icell){ L' ', 1, i };
             i++;
             continue;
         }
