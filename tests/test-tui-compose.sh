@@ -167,8 +167,12 @@ if ls "$tmp"/llamachat-message-* >/dev/null 2>&1; then bad "editor: the file rem
 not_on_screen "editor: not sent" '^ (reading|writing)'
 # Ctrl-G does the same (the script adds its line again); then Enter sends the edited message
 $T send-keys -t lc C-g
-check "editor: Ctrl-G" '^and a dog\.$' 10
+# (the screen had an "and a dog." line before Ctrl-G: wait for the editor's copy of the file,
+# which holds that line once, then for the second line on the screen)
+i=0; while [ "$(grep -c 'and a dog' "$tmp/ed.before" 2>/dev/null)" != 1 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 [ "$(grep -c 'and a dog' "$tmp/ed.before")" = 1 ] && ok "editor: Ctrl-G got the edited text" || bad "editor: Ctrl-G got the edited text"
+i=0; while [ "$(screen | grep -c '^and a dog\.$')" != 2 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+[ "$(screen | grep -c '^and a dog\.$')" = 2 ] && ok "editor: Ctrl-G" || { bad "editor: Ctrl-G"; screen | sed 's/^/  | /'; }
 $T send-keys -t lc Enter
 check "editor: the edited message sent" '^ idle .*ctx [3-9][0-9]' 10
 $T send-keys -t lc "/save $tmp/ed.json" Enter
