@@ -854,16 +854,35 @@ struct lc_chat *lc_chat_from_json(const char *text, size_t len, const char *name
         json_tokener_free(tok);
         return NULL;
     }
+    if (lead == len) {
+        *err = fmt_err("%s: empty file, not a transcript", name);
+        json_tokener_free(tok);
+        return NULL;
+    }
     json_object *root = json_tokener_parse_ex(tok, text, (int)len);
     enum json_tokener_error jerr = json_tokener_get_error(tok);
+    size_t parsed = json_tokener_get_parse_end(tok);
+    if (!root && (jerr == json_tokener_continue || jerr == json_tokener_success)) {
+        /* json-c wants more input ("continue"): the file stops inside the JSON */
+        *err = fmt_err("%s: the JSON ends early, at byte %zu (the file is cut short)", name, len);
+        json_tokener_free(tok);
+        return NULL;
+    }
     if (!root || jerr != json_tokener_success) {
-        *err = fmt_err("%s: not valid JSON at byte %zu: %s", name, json_tokener_get_parse_end(tok),
-                       json_tokener_error_desc(jerr == json_tokener_success ? json_tokener_continue : jerr));
+        *err = fmt_err("%s: not valid JSON at byte %zu: %s", name, parsed, json_tokener_error_desc(jerr));
         json_tokener_free(tok);
         json_object_put(root);
         return NULL;
     }
     json_tokener_free(tok);
+    while (parsed < len && (text[parsed] == ' ' || text[parsed] == '\t' || text[parsed] == '\n' ||
+                            text[parsed] == '\r'))
+        parsed++;
+    if (parsed < len) {   /* a second transcript appended, or garbage: not silently left out */
+        *err = fmt_err("%s: text after the end of the JSON, at byte %zu", name, parsed);
+        json_object_put(root);
+        return NULL;
+    }
     struct lc_chat *c = NULL;
     if (!json_object_is_type(root, json_type_object)) {
         *err = fmt_err("%s: not a llamachat transcript (top level is not an object)", name);

@@ -1570,6 +1570,55 @@ static void list_models(struct lc_engine *e)
     free(list);
 }
 
+/* /model NAME in remote mode: the model the next requests ask the server for.  NAME must be
+ * one of the server's /v1/models, or N the Nth of that list (from 1, as /models shows it);
+ * otherwise an error lists them and the model stays.  Ends with LC_EV_DONE, as switch_model. */
+static void switch_remote(struct lc_engine *e, const char *name)
+{
+    char *err = NULL, *list = lc_remote_models(e->remote, &e->quitting, &err);
+    if (!list) {
+        emit_str(e, LC_EV_ERROR, "%s", err ? err : "out of memory");
+        free(err);
+        finish(e, LC_DONE_ERROR, 0, 0, 0);
+        return;
+    }
+    size_t nlen = strlen(name);
+    long want = nlen && strspn(name, "0123456789") == nlen && nlen < 9 ? atol(name) : 0;
+    const char *pick = NULL;
+    size_t pick_len = 0;
+    long idx = 0;
+    for (const char *p = list; *p && !pick;) {
+        size_t len = strcspn(p, "\n");
+        idx++;
+        if ((want > 0 && idx == want) || (len == nlen && !memcmp(p, name, len))) {
+            pick = p;
+            pick_len = len;
+        }
+        p += len + (p[len] == '\n');
+    }
+    char *m = pick ? strndup(pick, pick_len) : NULL;
+    if (!m || lc_remote_set_model(e->remote, m) != 0) {
+        for (char *p = list; *p; p++)
+            if (*p == '\n')
+                *p = ' ';
+        if (pick)
+            emit_str(e, LC_EV_ERROR, "out of memory");
+        else
+            emit_str(e, LC_EV_ERROR, "/model %s: not a model of %s (it has: %s); still using %s",
+                     name, e->remote_url, *list ? list : "none",
+                     lc_remote_model(e->remote) ? lc_remote_model(e->remote) : "the server's default");
+        free(m);
+        free(list);
+        finish(e, LC_DONE_ERROR, 0, 0, 0);
+        return;
+    }
+    free(list);
+    emit_str(e, LC_EV_INFO, "name=%s", m);
+    emit_str(e, LC_EV_LOADED, "%s at %s", m, e->remote_url);
+    free(m);
+    finish(e, LC_DONE_EOG, 0, 0, 0);
+}
+
 /* ---------------------------------------------------------------- KV state files */
 
 /* CMD_KV_SAVE: the cache, its ids and the replies' ids to path (llm/kvstate.h), unless the
@@ -2113,8 +2162,7 @@ static void *engine_main(void *arg)
             break;
         case CMD_LOAD:
             if (e->remote) {
-                emit_str(e, LC_EV_ERROR, "/model: remote mode: the server chooses its models");
-                finish(e, LC_DONE_ERROR, 0, 0, 0);
+                switch_remote(e, c->text);
             } else {
                 switch_model(e, c->text);
             }

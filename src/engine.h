@@ -130,7 +130,9 @@ int lc_engine_models(struct lc_engine *e);
  * the current one, which it replaces when ready; the conversation is kept and read again with
  * the next reply.  Events: NOTEs, then LC_EV_INFO/LC_EV_LOADED on success or LC_EV_ERROR and a
  * NOTE naming the model kept, and always LC_EV_DONE (a: LC_DONE_EOG switched, LC_DONE_STOPPED
- * cancelled by lc_engine_stop, LC_DONE_ERROR).  Counts as busy until then.
+ * cancelled by lc_engine_stop, LC_DONE_ERROR).  Counts as busy until then.  Remote: path is
+ * the name of one of the server's models (or its number in /v1/models' list, from 1), asked
+ * for from the next request on; another name is an LC_EV_ERROR that lists them.
  */
 int lc_engine_load_model(struct lc_engine *e, const char *path);
 /* The model's facts (file, architecture, parameters, tensor types, context, template, special

@@ -163,6 +163,43 @@ int main(int argc, char **argv)
               "messages: %s", last);
         CHECK(!strstr(last, KEY), "key in the request body");
     }
+    /* /model NAME in remote mode: the model the next requests ask for, one of the server's
+     * (it was refused: "the server chooses its models"); N: the Nth of /models' list; a name
+     * the server does not list is refused with the list, the model kept */
+    e = ask(base, "ok", &g, 0, NULL);
+    CHECK(lc_engine_load_model(e, "other-model") == 0 && collect(e, &g, false, 0) &&
+          g.reason == LC_DONE_EOG && !strcmp(g.name, "other-model") && !g.errors,
+          "/model other-model: reason %d name '%s' error '%s'", g.reason, g.name, g.error);
+    lc_engine_submit(e, "now");
+    CHECK(collect(e, &g, false, 0) && g.reason == LC_DONE_EOG, "after /model: %d", g.reason);
+    CHECK(lc_engine_load_model(e, "no-such-model") == 0 && collect(e, &g, false, 0) &&
+          g.reason == LC_DONE_ERROR && strstr(g.error, "no-such-model") &&
+          strstr(g.error, "fake-model other-model"), "/model no-such-model: %d '%s'", g.reason, g.error);
+    lc_engine_submit(e, "still");
+    CHECK(collect(e, &g, false, 0) && g.reason == LC_DONE_EOG, "after a refused /model: %d", g.reason);
+    CHECK(lc_engine_load_model(e, "1") == 0 && collect(e, &g, false, 0) &&
+          g.reason == LC_DONE_EOG && !strcmp(g.name, "fake-model"), "/model 1: %d '%s' '%s'",
+          g.reason, g.name, g.error);
+    lc_engine_submit(e, "back");
+    CHECK(collect(e, &g, false, 0) && g.reason == LC_DONE_EOG, "after /model 1: %d", g.reason);
+    lc_engine_free(e);
+    {
+        /* the last three requests: "now" to other-model, "still" to it too, "back" to fake-model */
+        FILE *f = fopen(argv[2], "r");
+        char line[8192], req[3][8192] = { "", "", "" };
+        while (f && fgets(line, sizeof(line), f)) {
+            memmove(req[0], req[1], sizeof(req[0]) * 2);
+            snprintf(req[2], sizeof(req[2]), "%s", line);
+        }
+        if (f)
+            fclose(f);
+        CHECK(strstr(req[0], "\"model\":\"other-model\"") && strstr(req[0], "\"content\":\"now\""),
+              "/model: the next request: %s", req[0]);
+        CHECK(strstr(req[1], "\"model\":\"other-model\"") && strstr(req[1], "\"content\":\"still\""),
+              "/model refused: the model kept: %s", req[1]);
+        CHECK(strstr(req[2], "\"model\":\"fake-model\"") && strstr(req[2], "\"content\":\"back\""),
+              "/model 1: %s", req[2]);
+    }
     expect_error(base, "401", "HTTP 401", "API key");
     expect_error(base, "429", "HTTP 429", "retry after 7 s");
     expect_error(base, "500", "HTTP 500", "the model crashed");
@@ -198,6 +235,28 @@ int main(int argc, char **argv)
         lc_engine_free(ask(base, mode, &g, 0, NULL));
         CHECK(n > 0 && !strcmp(g.text, want), "%s: '%s' want '%s'", mode, g.text, want);
         CHECK(g.reason == (i == 1 ? LC_DONE_LIMIT : LC_DONE_EOG), "%s: reason %d", mode, g.reason);
+    }
+    /* a reasoning model behind llama-server: its thinking comes in reasoning_content; it is
+     * shown as the reply's <think> part (folded by the chat) instead of being dropped, and is
+     * not sent back with the next request (as the templates of such models drop it) */
+    {
+        char want[4096] = "";
+        e = ask(base, "fix-llama-server-reasoning", &g, 0, NULL);
+        snprintf(want, sizeof(want), "<think>\nOkay, the user says hi.\nA short answer.\n</think>\n\n"
+                 "Hello! How can I help?");
+        CHECK(!strcmp(g.text, want) && g.reason == LC_DONE_EOG, "reasoning: '%s' %d", g.text, g.reason);
+        lc_engine_submit(e, "and then?");
+        CHECK(collect(e, &g, false, 0) && g.reason == LC_DONE_EOG, "reasoning 2: %d", g.reason);
+        lc_engine_free(e);
+        FILE *f = fopen(argv[2], "r");
+        char line[8192], last[8192] = "";
+        while (f && fgets(line, sizeof(line), f))
+            snprintf(last, sizeof(last), "%s", line);
+        if (f)
+            fclose(f);
+        CHECK(strstr(last, "{\"role\":\"assistant\",\"content\":\"Hello! How can I help?\"},"
+                           "{\"role\":\"user\",\"content\":\"and then?\"}"),
+              "reasoning: the thinking sent back: %s", last);
     }
     /* nobody listening: refused at once */
     {

@@ -12,8 +12,8 @@
 #include "testutil.h"
 
 struct got {
-    char content[4096];
-    size_t len;
+    char content[4096], reasoning[4096];
+    size_t len, rlen;
     char finish[32];
     long long prompt, completion;
     int done, events;
@@ -32,6 +32,11 @@ static int on_data(void *ud, const char *data, size_t len)
         memcpy(g->content + g->len, c.content, c.content_len);
         g->len += c.content_len;
         g->content[g->len] = '\0';
+    }
+    if (c.reasoning && g->rlen + c.reasoning_len < sizeof(g->reasoning)) {
+        memcpy(g->reasoning + g->rlen, c.reasoning, c.reasoning_len);
+        g->rlen += c.reasoning_len;
+        g->reasoning[g->rlen] = '\0';
     }
     if (c.finish_reason)
         snprintf(g->finish, sizeof(g->finish), "%s", c.finish_reason);
@@ -66,6 +71,10 @@ static void replay(const char *dir, const char *name)
     char *want = slurp(path, &cn);
     snprintf(path, sizeof(path), "%s/%s.expect", dir, name);
     char *exp = slurp(path, &en);
+    /* NAME.reasoning: the thinking a reasoning model's server sends apart (none when absent) */
+    size_t rn = 0;
+    snprintf(path, sizeof(path), "%s/%s.reasoning", dir, name);
+    char *rwant = slurp(path, &rn);
     CHECK(sse && want && exp, "%s: fixture files missing", name);
     if (!sse || !want || !exp)
         goto out;
@@ -89,6 +98,9 @@ static void replay(const char *dir, const char *name)
                   "%s: feed failed", name);
         CHECK(g.len == cn && !memcmp(g.content, want, cn), "%s step %zu: content '%s', want '%s'",
               name, steps[s], g.content, want);
+        CHECK(g.rlen == rn && (!rn || !memcmp(g.reasoning, rwant, rn)),
+              "%s step %zu: reasoning '%s', want '%s'", name, steps[s], g.reasoning,
+              rwant ? rwant : "");
         CHECK(!strcmp(g.finish, finish), "%s step %zu: finish '%s', want '%s'", name, steps[s],
               g.finish, finish);
         CHECK(g.prompt == up && g.completion == uc, "%s step %zu: usage %lld,%lld, want %lld,%lld",
@@ -101,6 +113,7 @@ static void replay(const char *dir, const char *name)
     }
     fprintf(stderr, "%s: %zu bytes of content, finish %s\n", name, cn, finish);
 out:
+    free(rwant);
     free(sse);
     free(want);
     free(exp);
@@ -152,6 +165,16 @@ static void framing(void)
     CHECK(lc_chunk_parse(&c, full, strlen(full)) == 0 && c.content && !strcmp(c.content, "hi") &&
           c.has_usage && c.prompt_tokens == 3, "non-streamed answer");
     lc_chunk_clear(&c);
+    /* the thinking of a reasoning model: llama-server's and DeepSeek's reasoning_content,
+     * vLLM's and OpenRouter's reasoning */
+    const char *rc = "{\"choices\":[{\"delta\":{\"reasoning_content\":\"hm\"}}]}";
+    CHECK(lc_chunk_parse(&c, rc, strlen(rc)) == 0 && c.reasoning && c.reasoning_len == 2 &&
+          !strcmp(c.reasoning, "hm") && !c.content, "reasoning_content");
+    lc_chunk_clear(&c);
+    const char *rs = "{\"choices\":[{\"delta\":{\"reasoning\":\"so\",\"content\":null}}]}";
+    CHECK(lc_chunk_parse(&c, rs, strlen(rs)) == 0 && c.reasoning && !strcmp(c.reasoning, "so"),
+          "reasoning");
+    lc_chunk_clear(&c);
 }
 
 int main(void)
@@ -159,7 +182,8 @@ int main(void)
     const char *src = getenv("LC_SRCDIR");
     char dir[1024];
     snprintf(dir, sizeof(dir), "%s/tests/data/sse", src ? src : ".");
-    const char *names[] = { "llama-server", "vllm", "ollama", "keepalive-crlf" };
+    const char *names[] = { "llama-server", "vllm", "ollama", "keepalive-crlf",
+                            "llama-server-reasoning" };
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         replay(dir, names[i]);
     framing();

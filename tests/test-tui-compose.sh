@@ -53,9 +53,9 @@ check "Tab: a file name in it" '^> /load sub dir/chat-two\.json *$' 10
 $T send-keys -t lc C-u "/copy c" Tab
 check "Tab: /copy's argument" '^> /copy code *$' 10
 $T send-keys -t lc C-u "/" Tab
-check "Tab: many matches: as many as fit, and how to see the rest" '24 matches: chats .* \.\.\. \(Tab: more\)' 10
+check "Tab: many matches: as many as fit, and how to see the rest" '25 matches: chats .* \.\.\. \(Tab: more\)' 10
 $T send-keys -t lc Tab
-check "Tab again: the rest" '24 matches \(from [0-9]+\): params' 10
+check "Tab again: the rest" '25 matches \(from [0-9]+\): models' 10
 $T send-keys -t lc C-u "/read ~/no" Tab
 check "Tab: ~ in a file name" '^> /read ~/notes/ *$' 10
 $T send-keys -t lc "s" Tab
@@ -74,6 +74,49 @@ check "Tab on a message: Esc back to the input" 'Parameters *$' 10
 $T send-keys -t lc "X"
 check "Tab on a message: the text kept" '^> helloX *$' 10
 quit tab
+
+# 4. a message of several lines: Up and Down move between its lines (same column, in screen
+# columns: a wide character counts 2), Home and End to the start and end of the line; Up on
+# its first line (Down on its last) is readline's history.  Up used to replace the message
+# with the previous history line at once, Home to jump to the start of the whole message.
+start lines || exit 1
+$T send-keys -t lc "/params" Enter
+$T send-keys -t lc "abcdef" M-Enter "$(printf '\346\227\245\346\234\254xyz')" M-Enter "12"
+check "lines: three lines typed" '^12 *$' 10
+$T send-keys -t lc Up "A"
+check "lines: Up goes to the line above, same column (after 2 columns of a wide char)" "$(printf '^\346\227\245A\346\234\254xyz *$')" 10
+$T send-keys -t lc Up "B"
+check "lines: Up again: the first line, column 3" '^> abcBdef *$' 10
+$T send-keys -t lc Down Down "C"
+check "lines: Down Down: the last line, at its end" '^12C *$' 10
+$T send-keys -t lc Up Home "D"
+check "lines: Home: the start of the line" "$(printf '^D\346\227\245A\346\234\254xyz *$')" 10
+$T send-keys -t lc End "E"
+check "lines: End: the end of the line" "$(printf '^D\346\227\245A\346\234\254xyzE *$')" 10
+check "lines: the first line is untouched" '^> abcBdef *$' 10
+$T send-keys -t lc Up Up
+check "lines: Up on the first line: the history" '^> /params *$' 10
+$T send-keys -t lc Down
+check "lines: Down: the message is back" '^> abcBdef *$' 10
+check "lines: Down: all of it" '^12C *$' 10
+# a tab (pasted: the Tab key completes) is shown as the transcript shows it, four spaces, not
+# as a control picture (it was "x\342\220\211y" in the input line, "x    y" once sent)
+$T send-keys -t lc C-a C-k
+printf 'x\ty' | $T load-buffer -b tab -
+$T paste-buffer -p -d -b tab -t lc
+check "lines: a pasted tab as four spaces" '^> x    y *$' 10
+$T send-keys -t lc Left Left "Q"
+check "lines: the cursor steps over it whole" '^> xQ    y *$' 10
+# /edit of a message of several lines: moving in it does not cancel the edit
+$T send-keys -t lc C-a C-k "one" M-Enter "two" Enter
+check "lines: a message of two lines answered" '^ idle .*ctx [1-9]' 10
+$T send-keys -t lc "/edit" Enter
+check "lines: /edit" 'editing your last message' 10
+$T send-keys -t lc Up "X" Enter
+check "lines: Up in the edited message keeps the edit" '^oneX +│' 10
+not_on_screen "lines: the exchange replaced" '^one +│'
+not_on_screen "lines: no 'edit cancelled'" 'edit cancelled'
+quit lines
 
 # /read refusals: each with a note, the input untouched
 head -c 1500 /dev/zero | tr '\0' 'a' >"$tmp/big.txt"
@@ -124,8 +167,12 @@ if ls "$tmp"/llamachat-message-* >/dev/null 2>&1; then bad "editor: the file rem
 not_on_screen "editor: not sent" '^ (reading|writing)'
 # Ctrl-G does the same (the script adds its line again); then Enter sends the edited message
 $T send-keys -t lc C-g
-check "editor: Ctrl-G" '^and a dog\.$' 10
+# (the screen had an "and a dog." line before Ctrl-G: wait for the editor's copy of the file,
+# which holds that line once, then for the second line on the screen)
+i=0; while [ "$(grep -c 'and a dog' "$tmp/ed.before" 2>/dev/null)" != 1 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 [ "$(grep -c 'and a dog' "$tmp/ed.before")" = 1 ] && ok "editor: Ctrl-G got the edited text" || bad "editor: Ctrl-G got the edited text"
+i=0; while [ "$(screen | grep -c '^and a dog\.$')" != 2 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+[ "$(screen | grep -c '^and a dog\.$')" = 2 ] && ok "editor: Ctrl-G" || { bad "editor: Ctrl-G"; screen | sed 's/^/  | /'; }
 $T send-keys -t lc Enter
 check "editor: the edited message sent" '^ idle .*ctx [3-9][0-9]' 10
 $T send-keys -t lc "/save $tmp/ed.json" Enter

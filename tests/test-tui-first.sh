@@ -228,4 +228,18 @@ $T send-keys -t lc "/set warmth-of-the-sun-on-a-very-long-afternoon 3" Enter
 check "small: long message cut between words, with an ellipsis" "unknown parameter 'warmth-of-the-sun-on-a-very-long-afternoon' \\(temp, …─"
 quit small
 
+# 9. editing and quitting keys pressed while the parameter pane has the focus go to the input
+# line (as a typed character does): Ctrl-W, Backspace and Ctrl-D did nothing at all there, so
+# Ctrl-D after changing a value seemed not to quit
+start panekeys || exit 1
+$T send-keys -t lc "hello big world" Tab Right
+check "panekeys: the pane changed temp" 'temp +0\.05'
+$T send-keys -t lc C-w
+check "panekeys: Ctrl-W edits the message" '^> hello big *$'
+$T send-keys -t lc Tab BSpace
+check "panekeys: Backspace edits the message" '^> hello big$'
+$T send-keys -t lc C-u Tab C-d
+check "panekeys: Ctrl-D on an empty line quits" '^EXIT=0'
+wait_for '^\$ *$' 10 >/dev/null
+
 exit $fail

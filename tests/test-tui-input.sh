@@ -107,6 +107,16 @@ $T send-keys -t lc "/params" Enter
 check "/load FIFO: still responding" 'temp 0\.00, top-k 40' 10
 quit fifo
 
+# 8. combining marks stay on the character before them in the transcript, as in the input
+# line: "e" + U+0301 after a space was drawn as " \u0301e" (the mark on the space, one column
+# early) and one at the start of a row was lost; a wide character keeps its mark too
+start combining || exit 1
+$T send-keys -t lc -l "$(printf 'x e\314\201 \344\270\255\314\201 a\314\201\314\202 z')"
+check "combining: the input line shows e+U+0301, two marks on a" "$(printf '^> x e\314\201 \344\270\255\314\201 a\314\201\314\202 z *$')" 10
+$T send-keys -t lc Enter
+check "combining: the transcript shows them on the same characters" "$(printf '^x e\314\201 \344\270\255\314\201 a\314\201\314\202 z')" 10
+quit combining
+
 # 7. SIGTERM right after a bad paste ends the chat (it is not frozen)
 start term || exit 1
 printf 'caf\351' | $T load-buffer -b bad -

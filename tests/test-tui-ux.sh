@@ -413,4 +413,43 @@ if grep -q '"content": "Delta four"' "$fa" && [ "$(ls "$CHATS"/*.json | wc -l)" 
     ok "back: it went on in its own file"
 else bad "back: it went on in its own file"; ls -la "$CHATS"; fi
 
+# 11. /find TEXT searches the transcript (what is on screen, case-insensitive), scrolls to the
+# newest match and marks it; /find alone goes to the one before; End goes back.  There was no
+# way to search the scrollback: Ctrl-R searches only the input history.
+{
+    printf '{"format": "llamachat-transcript", "version": 1, "messages": ['
+    i=1
+    while [ $i -le 60 ]; do
+        case $i in
+            5) text="the Needle in the hay" ;;
+            30) text="another needle here" ;;
+            *) text="line $i" ;;
+        esac
+        [ $((i % 2)) = 1 ] && role=user || role=assistant
+        [ $i -gt 1 ] && printf ', '
+        printf '{"role": "%s", "content": "%s"}' "$role" "$text"
+        i=$((i + 1))
+    done
+    printf ']}'
+} >"$tmp/find.json"
+start_args find "--resume '$tmp/find.json' --chat-template chatml" || exit 1
+not_on_screen "find: the matches are scrolled away at first" 'needle|Needle'
+$T send-keys -t lc "/find needle" Enter
+check "find: the newest match in view" '^another needle here'
+check "find: says which" '"needle": 1 of 2 from the end \(/find: older\)'
+if $T capture-pane -t lc -p -e | grep -q "another $(printf '\033')\[7mneedle"; then
+    ok "find: the match is marked (reverse video)"
+else bad "find: the match is marked (reverse video)"; $T capture-pane -t lc -p -e | grep -a needle | cat -v; fi
+not_on_screen "find: the older one not yet" 'Needle in the hay'
+$T send-keys -t lc "/find" Enter
+check "find: again: the one before (any case)" '^the Needle in the hay'
+check "find: 2 of 2" '"needle": 2 of 2 from the end'
+$T send-keys -t lc "/find" Enter
+check "find: no earlier one" '"needle": no earlier match \(2 in all\)'
+$T send-keys -t lc "/find zebra" Enter
+check "find: not there" '"zebra" is not in the transcript'
+$T send-keys -t lc C-End
+check "find: End: the end again" '^line 60'
+quit find
+
 exit $fail

@@ -41,6 +41,7 @@ struct xfer {
     char retry_after[64];
     double last_byte;      /* monotonic seconds of the last byte received */
     bool got_done, got_finish, got_any;
+    int think;             /* the reply's <think> part: 0 none, 1 open, 2 closed (on_event) */
     const char *finish;    /* "stop" / "length" (static strings) */
     char *stream_error;    /* an error event inside the stream */
     int32_t n_chunks;
@@ -153,6 +154,16 @@ const char *lc_remote_model(const struct lc_remote *r)
     return r->model;
 }
 
+int lc_remote_set_model(struct lc_remote *r, const char *model)
+{
+    char *m = strdup(model);
+    if (!m)
+        return -1;
+    free(r->model);
+    r->model = m;
+    return 0;
+}
+
 /* ---------------------------------------------------------------- transfer callbacks */
 
 static size_t on_header(char *buf, size_t size, size_t n, void *ud)
@@ -178,7 +189,27 @@ static size_t on_header(char *buf, size_t size, size_t n, void *ud)
     return len;
 }
 
-/* One SSE event: a chunk of the reply. */
+/* Reply text to the caller. */
+static void deliver(struct xfer *x, const char *s, size_t n)
+{
+    if (n > 0 && x->cb && x->cb->on_text)
+        x->cb->on_text(x->cb->ud, s, n);
+}
+
+static const char think_open[] = "<think>\n", think_close[] = "\n</think>\n\n";
+
+/* The thinking a server sent apart (reasoning_content) ends: close the <think> part. */
+static void think_end(struct xfer *x)
+{
+    if (x->think == 1)
+        deliver(x, think_close, sizeof(think_close) - 1);
+    x->think = 2;
+}
+
+/* One SSE event: a chunk of the reply.  The thinking of a reasoning model, which servers send
+ * in its own field, becomes the reply's <think>...</think> part, as a local model writes it
+ * (the chat shows it folded; the next request leaves it out: request_json); thinking after the
+ * answer has begun has no place in it and is left out. */
 static int on_event(void *ud, const char *data, size_t len)
 {
     struct xfer *x = ud;
@@ -191,11 +222,19 @@ static int on_event(void *ud, const char *data, size_t len)
         free(x->stream_error);
         x->stream_error = strdup(c.error);
     } else {
-        if (c.content && c.content_len > 0) {
+        if (c.reasoning && c.reasoning_len > 0 && x->think < 2) {
+            if (x->think == 0)
+                deliver(x, think_open, sizeof(think_open) - 1);
+            x->think = 1;
             x->got_any = true;
             x->n_chunks++;
-            if (x->cb && x->cb->on_text)
-                x->cb->on_text(x->cb->ud, c.content, c.content_len);
+            deliver(x, c.reasoning, c.reasoning_len);
+        }
+        if (c.content && c.content_len > 0) {
+            think_end(x);
+            x->got_any = true;
+            x->n_chunks++;
+            deliver(x, c.content, c.content_len);
         }
         if (c.finish_reason) {
             x->got_finish = true;
@@ -423,6 +462,7 @@ char *lc_remote_models(struct lc_remote *r, const atomic_bool *stop, char **err)
     curl_easy_setopt(x.h, CURLOPT_HTTPHEADER, hdrs);
     CURLcode cc;
     int res = run(&x, stop, &cc);
+    think_end(&x);   /* a reply that stopped while thinking: its part closed all the same */
     curl_easy_getinfo(x.h, CURLINFO_RESPONSE_CODE, &x.status);
     char *list = NULL;
     if (res == RUN_CANCELLED) {
@@ -464,7 +504,27 @@ char *lc_remote_models(struct lc_remote *r, const atomic_bool *stop, char **err)
     return list;
 }
 
-/* The request body: model, messages, sampling fields, stream. */
+/* The offset in a reply's text after its <think>...</think> part and the white space that
+ * follows, or 0 when it has none (or it is not closed). */
+static size_t after_think(const char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r'))
+        i++;
+    if (n - i < 7 || memcmp(s + i, "<think>", 7) != 0)
+        return 0;
+    const char *e = memmem(s + i + 7, n - i - 7, "</think>", 8);
+    if (!e)
+        return 0;
+    i = (size_t)(e - s) + 8;
+    while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r'))
+        i++;
+    return i;
+}
+
+/* The request body: model, messages, sampling fields, stream.  An earlier reply goes without
+ * its thinking part: OpenAI-compatible servers are not sent reasoning back, and the templates
+ * of reasoning models (Qwen3, DeepSeek-R1) drop it from earlier turns. */
 static char *request_json(const struct lc_remote *r, const struct lc_chat *conv,
                           const struct lc_sampler_params *p, int32_t n_predict)
 {
@@ -473,9 +533,15 @@ static char *request_json(const struct lc_remote *r, const struct lc_chat *conv,
         json_object_object_add(o, "model", json_object_new_string(r->model));
     for (size_t i = 0; i < conv->n; i++) {
         json_object *m = json_object_new_object();
+        const char *text = conv->msgs[i].text;
+        size_t len = conv->msgs[i].len;
+        if (conv->msgs[i].role == LC_ROLE_ASSISTANT) {
+            size_t skip = after_think(text, len);
+            text += skip;
+            len -= skip;
+        }
         json_object_object_add(m, "role", json_object_new_string(lc_role_name(conv->msgs[i].role)));
-        json_object_object_add(m, "content", json_object_new_string_len(conv->msgs[i].text,
-                                                                        (int)conv->msgs[i].len));
+        json_object_object_add(m, "content", json_object_new_string_len(text, (int)len));
         json_object_array_add(msgs, m);
     }
     json_object_object_add(o, "messages", msgs);

@@ -37,6 +37,9 @@ void lc_remote_free(struct lc_remote *r);
 
 /* The model name requests use (may be NULL until lc_remote_models found one). */
 const char *lc_remote_model(const struct lc_remote *r);
+/* Ask for model (copied) from the next request on.  Returns 0, or -1 (out of memory: the
+ * model is unchanged). */
+int lc_remote_set_model(struct lc_remote *r, const char *model);
 
 /*
  * GET {url}/v1/models.  Returns a malloc'd list of model ids, one per line (may be ""), and,

@@ -190,6 +190,9 @@ int lc_chunk_parse(struct lc_chunk *c, const char *data, size_t len)
         if (d && json_object_is_type(d, json_type_object)) {
             c->role = get_str(d, "role", NULL);
             c->content = get_str(d, "content", &c->content_len);
+            c->reasoning = get_str(d, "reasoning_content", &c->reasoning_len);
+            if (!c->reasoning)
+                c->reasoning = get_str(d, "reasoning", &c->reasoning_len);
         } else {   /* /v1/completions: choices[0].text */
             c->content = get_str(ch, "text", &c->content_len);
         }

@@ -45,6 +45,11 @@ struct lc_chunk {
     const char *role;          /* delta.role, or NULL */
     const char *content;       /* delta.content (or message.content), or NULL; may be "" */
     size_t content_len;
+    /* a reasoning model's thinking, which servers send apart from the content:
+     * delta.reasoning_content (llama-server, DeepSeek, vLLM) or delta.reasoning (vLLM 0.9+,
+     * OpenRouter, Ollama), or NULL */
+    const char *reasoning;
+    size_t reasoning_len;
     const char *finish_reason; /* "stop", "length", ..., or NULL */
     const char *model;         /* "model", or NULL */
     bool has_usage;            /* a usage object with numbers */

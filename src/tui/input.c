@@ -181,6 +181,114 @@ static int insert_newline(int count, int key)
     return 0;
 }
 
+/* ---------------------------------------------------------------- lines of a message */
+
+/* Up, Down, Home and End in a message of several lines act on its lines, as in an editor: the
+ * line above or below at the same screen column (a wide character counts 2; a column inside
+ * one goes before it; a shorter line: its end), the start or end of the line.  Up on the
+ * first line and Down on the last are readline's history; Home at the start of a line and End
+ * at its end are readline's (the start and end of the whole message). */
+
+/* The offset of the start of the line holding offset p, and of its end (the '\n' or rl_end). */
+static int line_start(int p)
+{
+    while (p > 0 && rl_line_buffer[p - 1] != '\n')
+        p--;
+    return p;
+}
+
+static int line_end(int p)
+{
+    while (p < rl_end && rl_line_buffer[p] != '\n')
+        p++;
+    return p;
+}
+
+/* Bytes and screen columns of the character at offset p (invalid bytes: one column each). */
+static int char_at(int p, int *cols)
+{
+    mbstate_t st;
+    memset(&st, 0, sizeof(st));
+    wchar_t wc;
+    size_t r = mbrtowc(&wc, rl_line_buffer + p, (size_t)(rl_end - p), &st);
+    if (r == (size_t)-1 || r == (size_t)-2 || r == 0) {
+        *cols = 1;
+        return 1;
+    }
+    int w = wcwidth(wc);
+    *cols = w < 0 ? 1 : w;
+    return (int)r;
+}
+
+/* Screen columns from offset a to offset b on one line. */
+static int cols_between(int a, int b)
+{
+    int c = 0, w;
+    while (a < b) {
+        a += char_at(a, &w);
+        c += w;
+    }
+    return c;
+}
+
+/* The offset in the line [a, e) at screen column col (not inside a character). */
+static int offset_at_col(int a, int e, int col)
+{
+    int c = 0, w;
+    while (a < e) {
+        int n = char_at(a, &w);
+        if (c + w > col)
+            break;
+        c += w;
+        a += n;
+    }
+    return a;
+}
+
+bool input_line_moves(int dir)
+{
+    return dir < 0 ? line_start(rl_point) > 0 : line_end(rl_point) < rl_end;
+}
+
+static int line_up_down(int count, int key, int dir)
+{
+    if (!input_line_moves(dir))
+        return dir < 0 ? rl_get_previous_history(count, key) : rl_get_next_history(count, key);
+    int s = line_start(rl_point);
+    int col = cols_between(s, rl_point);
+    int a = dir < 0 ? line_start(s - 1) : line_end(rl_point) + 1;
+    rl_point = offset_at_col(a, line_end(a), col);
+    return 0;
+}
+
+static int line_up(int count, int key)
+{
+    return line_up_down(count, key, -1);
+}
+
+static int line_down(int count, int key)
+{
+    return line_up_down(count, key, +1);
+}
+
+static int line_home(int count, int key)
+{
+    int s = line_start(rl_point);
+    if (s == rl_point)
+        return rl_beg_of_line(count, key);
+    rl_point = s;
+    return 0;
+}
+
+static int line_end_key(int count, int key)
+{
+    int e = line_end(rl_point);
+    if (e == rl_point)
+        return rl_end_of_line(count, key);
+    rl_point = e;
+    return 0;
+}
+
 /* The history file has one entry per line: a multi-line message is stored with its newlines
  * as carriage returns, and turned back when read. */
 enum { HIST_NL_TO_CR, HIST_CR_TO_NL };
@@ -217,6 +325,10 @@ int input_init(struct tui *t)
     rl_bind_key('\n', accept_or_continue);
     rl_bind_keyseq("\033\r", insert_newline);
     rl_bind_keyseq("\033\n", insert_newline);
+    rl_bind_keyseq("\033[A", line_up);   /* queue_key's arrows, Home and End */
+    rl_bind_keyseq("\033[B", line_down);
+    rl_bind_keyseq("\033[H", line_home);
+    rl_bind_keyseq("\033[F", line_end_key);
     rl_bind_keyseq("\033[1;5C", rl_forward_word);
     rl_bind_keyseq("\033[1;5D", rl_backward_word);
     rl_bind_keyseq("\\C-x\\C-e", editor_key);   /* Ctrl-G: tui.c calls input_ctrl_g */
@@ -367,7 +479,10 @@ static size_t layout(int width, struct icell **out, size_t *cursor_cell)
     const char *prompt = rl_display_prompt ? rl_display_prompt : "";
     size_t pl = strlen(prompt), bl = (size_t)rl_end;
     size_t total = pl + bl;
-    struct icell *c = malloc((total + 1) * sizeof(*c));
+    size_t tabs = 0;   /* each takes 4 cells */
+    for (size_t k = 0; k < bl; k++)
+        tabs += rl_line_buffer[k] == '\t';
+    struct icell *c = malloc((total + 3 * tabs + 1) * sizeof(*c));
     if (!c)
         return 0;
     size_t n = 0;
@@ -383,6 +498,12 @@ static size_t layout(int width, struct icell **out, size_t *cursor_cell)
         unsigned char b = (unsigned char)*p;
         if (b == '\n') {
             c[n++] = (struct icell){ L'\n', -1, i };
+            i++;
+            continue;
+        }
+        if (b == '\t' && i >= pl) {   /* four spaces, as the transcript shows it (view.c) */
+            for (int k = 0; k < 4; k++)
+                c[n++] = (struct icell){ L' ', 1, i };
             i++;
             continue;
         }
@@ -470,13 +591,23 @@ void input_draw(struct tui *t, int y0, int h, int width)
             r++;
             x = 0;
         }
+        /* the character and its combining marks, drawn in one cell (view.c draw_cells) */
+        wchar_t wc[CCHARW_MAX + 1] = { c[i].ch, 0 };
+        int nw = 1;
+        size_t last = i;
+        while (c[i].w > 0 && last + 1 < n && c[last + 1].w == 0) {
+            last++;
+            if (nw < CCHARW_MAX)
+                wc[nw++] = c[last].ch;
+        }
+        wc[nw] = 0;
         if (r >= first && r - first < h) {
             cchar_t cc;
-            wchar_t wc[2] = { c[i].ch, 0 };
             if (t->ascii_text && wc[0] >= 0x80) {   /* a locale that is not UTF-8 (tui.c) */
                 for (int k = 0; k < c[i].w; k++)
                     mvaddch(y0 + r - first, x + k, '?');
                 x += c[i].w;
+                i = last;
                 continue;
             }
             attr_t a = c[i].off < plen ? A_BOLD : A_NORMAL;
@@ -484,6 +615,7 @@ void input_draw(struct tui *t, int y0, int h, int width)
             mvadd_wch(y0 + r - first, x, &cc);
         }
         x += c[i].w;
+        i = last;
     }
     free(c);
     if (crow - first < h)

@@ -87,6 +87,14 @@ struct tui {
     bool plain;                    /* a base model (no chat template): messages run on */
     bool markdown;                 /* replies shown as Markdown ([ui] markdown; /raw toggles) */
     bool show_think;               /* thinking parts (<think>) unfolded ([ui] thinking; /think) */
+    /* /find (view.c view_find): the text sought (lower case), the match shown (entry and
+     * first cell; entry -1: none yet, the next search starts at the end), a search to run
+     * at the next draw (it needs the wrapped lines) */
+    wchar_t *find_q;
+    char *find_text;               /* ... as typed, for messages */
+    size_t find_qn;
+    int find_entry, find_cell;
+    bool find_pending;
     /* status */
     enum state state;
     char model_desc[192];
@@ -208,6 +216,8 @@ void input_draw(struct tui *t, int y0, int h, int width);
 /* Rows the input wants for the width (1 .. max). */
 int input_rows(struct tui *t, int width, int max);
 bool input_is_empty(void);
+/* Up (dir -1) or Down (+1) moves to another line of the message (else it is the history). */
+bool input_line_moves(int dir);
 /* Put text back into the input line (a message refused while the model is busy). */
 void input_restore(const char *text);
 /* Replace the input line with text now (outside a key handler: a message given back). */
@@ -257,6 +267,9 @@ void tui_param_text(const struct tui *t, int idx, char *buf, size_t len);
  * refuse a command while busy (the line goes back to the input); parameters changed; save
  * the conversation now if it changed (force) or when due. */
 void rebuild_entries(struct tui *t);
+/* /find TEXT: search the transcript for TEXT from its end; text NULL or "": the match before
+ * the last one found (view.c). */
+void view_find(struct tui *t, const char *text);
 void chat_restart(struct tui *t);
 /* chat_path becomes path (malloc'd, or NULL), locked (state.h: lc_state_lock_chat), the lock
  * of the one before let go.  false when another llamachat keeps path: it is freed and

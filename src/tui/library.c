@@ -221,8 +221,18 @@ static void cmd_model(struct tui *t, const char *arg)
                     t->model_name[0] ? t->model_name : "none", t->model_desc);
         return;
     }
-    if (t->o->remote_url) {
-        tui_message(t, true, "/model: remote mode: the server chooses its models (--remote-model)");
+    if (t->o->remote_url) {   /* a model of the server (engine.c switch_remote checks it) */
+        if (refuse_if_busy(t, "/model"))
+            return;
+        if (lc_engine_load_model(t->engine, arg) != 0) {
+            tui_message(t, true, "out of memory");
+            return;
+        }
+        t->switching = true;
+        t->state = ST_LOADING;
+        free(t->switch_path);
+        t->switch_path = NULL;   /* no file: the chat keeps no model_path */
+        tui_transient_message(t, false, "asking %s for %s ...", t->o->remote_url, arg);
         return;
     }
     char *path = NULL, *err = NULL;

@@ -291,6 +291,7 @@ static void clear_entries(struct tui *t)
 void rebuild_entries(struct tui *t)
 {
     clear_entries(t);
+    t->find_entry = -1;   /* the entries of the match are gone */
     for (size_t i = 0; i < t->chat->n; i++) {
         const struct lc_message *m = &t->chat->msgs[i];
         enum entry_kind k = m->role == LC_ROLE_SYSTEM ? E_SYSTEM
@@ -1352,7 +1353,7 @@ static const char *skip_ws(const char *s)
 const char *const tui_command_names[] = {
     "help", "quit", "exit", "save", "save!", "load", "clear", "regen", "system", "set", "models",
     "params", "read", "undo", "edit", "copy", "model", "show", "chats", "rename", "delete",
-    "delete!", "raw", "think", NULL,
+    "delete!", "raw", "think", "find", NULL,
 };
 
 static void command(struct tui *t, const char *line)
@@ -1436,6 +1437,8 @@ static void command(struct tui *t, const char *line)
         t->show_think = !t->show_think;
         tui_message(t, false, t->show_think ? "thinking shown (/think folds it)"
                                             : "thinking folded (/think shows it)");
+    } else if (!strcmp(cmd, "find")) {   /* search the transcript (view.c) */
+        view_find(t, arg);
     } else if (!strcmp(cmd, "params")) {
         t->show_params = true;
         char b[8][32];
@@ -1855,6 +1858,12 @@ static void handle_key(struct tui *t, int r, wint_t ch)
             case KEY_LEFT: tui_param_change(t, t->param_sel, -1); break;
             case KEY_RIGHT: tui_param_change(t, t->param_sel, +1); break;
             case KEY_ENTER: edit_param(t, NULL); break;
+            case KEY_BACKSPACE: case KEY_DC: case KEY_HOME: case KEY_END:
+                /* editing keys: back to the input line, with the key (as a typed character) */
+                t->focus = FOCUS_INPUT;
+                t->dirty = true;
+                input_key(t, 1, ch);
+                return;
             default: break;
             }
             t->dirty = true;
@@ -1871,7 +1880,8 @@ static void handle_key(struct tui *t, int r, wint_t ch)
             do_edit(t, true);
             return;
         }
-        if ((ch == KEY_UP || ch == KEY_DOWN) && t->edit_msg >= 0) {
+        if ((ch == KEY_UP || ch == KEY_DOWN) && t->edit_msg >= 0 &&
+            !input_line_moves(ch == KEY_UP ? -1 : 1)) {
             t->edit_msg = -1;   /* readline's history from here: what is sent is a new message */
             tui_message(t, false, "edit cancelled: history");
         }
@@ -1929,8 +1939,9 @@ static void handle_key(struct tui *t, int r, wint_t ch)
         else if ((ch >= '0' && ch <= '9') || ch == '.') {
             char c[2] = { (char)ch, 0 };
             edit_param(t, c);
-        } else if (ch >= 32 && ch != 127) {
-            /* any other character: the user is typing a message; it goes to the input */
+        } else {
+            /* any other character or control key (Ctrl-D, Ctrl-W, Backspace, Ctrl-R...): the
+             * user is at the message; it goes to the input, which does what it does there */
             t->focus = FOCUS_INPUT;
             t->dirty = true;
             input_key(t, 0, ch);
@@ -2365,6 +2376,7 @@ int lc_tui_run(struct lc_options *o)
     t->ascii_lines = !utf8 || vt_terminal();
     t->o = o;
     t->reply_entry = t->reply_msg = -1;
+    t->find_entry = -1;
     t->edit_msg = -1;
     t->last_seed = LC_SEED_RANDOM;
     t->pp_tps = t->gen_tps = -1;
@@ -2718,6 +2730,10 @@ int lc_tui_run(struct lc_options *o)
     t->fatal = NULL;
     clear_entries(t);
     regen_forget(t);
+    free(t->find_q);
+    free(t->find_text);
+    t->find_q = NULL;
+    t->find_text = NULL;
     free(t->entries);
     free(t->ev_text);
     lc_chat_free(t->chat);

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <wctype.h>
 
 enum { PAIR_USER = 1, PAIR_ASSISTANT, PAIR_NOTE, PAIR_ERROR, PAIR_STATUS, PAIR_TITLE, PAIR_SEL,
        PAIR_SYSTEM, PAIR_CODE };
@@ -130,9 +131,12 @@ static size_t decode_run(struct entry *e, size_t *cap, const char *text, size_t 
             continue;
         }
         int w = wcwidth((wchar_t)cp);
+        size_t base = e->n_cells;   /* the character a combining mark goes with */
+        while (w == 0 && base > 0 && e->cells[base - 1].w == 0)
+            base--;                 /* past the marks before it */
         if (w < 0 || w > 2)
             push_cell(e, cap, (wchar_t)0xFFFD, 1, style);
-        else if (w == 0 && (e->n_cells == 0 || e->cells[e->n_cells - 1].w <= 0))
+        else if (w == 0 && (base == 0 || e->cells[base - 1].w < 0))
             continue;   /* a combining mark with nothing to attach to */
         else
             push_cell(e, cap, (wchar_t)cp, w, style);
@@ -340,11 +344,10 @@ static attr_t style_attr(const struct tui *t, attr_t base, unsigned st)
     return a;
 }
 
-/* A character with attributes that may include a colour pair (COLOR_PAIR bits): setcchar takes
- * the pair apart. */
-static void set_cell(cchar_t *cc, wchar_t ch, attr_t attr)
+/* A character (wc: a spacing character and its combining marks, 0-terminated) with attributes
+ * that may include a colour pair (COLOR_PAIR bits): setcchar takes the pair apart. */
+static void set_cell(cchar_t *cc, const wchar_t *wc, attr_t attr)
 {
-    wchar_t wc[2] = { ch, 0 };
     setcchar(cc, wc, attr & ~(attr_t)A_COLOR, (short)PAIR_NUMBER(attr), NULL);
 }
 
@@ -365,6 +368,10 @@ static int draw_cells(const struct tui *t, const struct entry *e, int a, int b, 
         if (col + c->w > width)
             break;
         attr_t attr = style_attr(t, base, c->style);
+        if (t->find_entry >= 0 && (size_t)t->find_entry < t->n_entries &&
+            e == &t->entries[t->find_entry] && i >= t->find_cell &&
+            (size_t)(i - t->find_cell) < t->find_qn)
+            attr |= A_REVERSE;   /* the match /find shows */
         cchar_t cc;
         if (margin && !(c->style & MD_QBAR) && c->w > 0) {
             for (int k = 0; k < c->w; k++)
@@ -378,15 +385,18 @@ static int draw_cells(const struct tui *t, const struct entry *e, int a, int b, 
             col += c->w;
             continue;
         }
-        if (c->w == 0) {
-            /* combining: ncurses attaches it to the previous cell */
-            if (col > 0) {
-                set_cell(&cc, c->ch, attr);
-                mvadd_wch(y, x + col - 1, &cc);
-            }
-            continue;
-        }
-        set_cell(&cc, c->ch, attr);
+        if (c->w == 0)
+            continue;   /* a combining mark: drawn with the character before it */
+        /* the character and the combining marks after it, in one cell: a mark added on its
+         * own goes to the cell before the cursor, which for a wide character is its second
+         * column (the mark is lost) */
+        wchar_t wc[CCHARW_MAX + 1];
+        int n = 0;
+        wc[n++] = c->ch;
+        for (int j = i + 1; j < b && e->cells[j].w == 0 && n < CCHARW_MAX; j++)
+            wc[n++] = e->cells[j].ch;
+        wc[n] = 0;
+        set_cell(&cc, wc, attr);
         mvadd_wch(y, x + col, &cc);
         col += c->w;
     }
@@ -507,6 +517,112 @@ static int entry_rows(const struct entry *e)
     return e->n_lines + (e->mark_row ? 1 : 0);
 }
 
+/* ---------------------------------------------------------------- /find */
+
+/* Whether the cells of e from cell c on spell q (qn lower-case characters), any case. */
+static bool cells_match(const struct entry *e, size_t c, const wchar_t *q, size_t qn)
+{
+    if (c + qn > e->n_cells)
+        return false;
+    for (size_t k = 0; k < qn; k++)
+        if (e->cells[c + k].w < 0 || (wchar_t)towlower((wint_t)e->cells[c + k].ch) != q[k])
+            return false;
+    return true;
+}
+
+void view_find(struct tui *t, const char *text)
+{
+    if (text && *text) {
+        size_t n = mbstowcs(NULL, text, 0);
+        wchar_t *q = n != (size_t)-1 ? malloc((n + 1) * sizeof(*q)) : NULL;
+        if (!q) {
+            tui_message(t, true, "/find: %s", n == (size_t)-1 ? "not valid text" : "out of memory");
+            return;
+        }
+        mbstowcs(q, text, n + 1);
+        for (size_t k = 0; k < n; k++) {
+            if (q[k] == L'\t')
+                q[k] = L' ';   /* a tab is shown as spaces */
+            q[k] = (wchar_t)towlower((wint_t)q[k]);
+        }
+        char *copy = strdup(text);
+        if (!copy) {
+            free(q);
+            tui_message(t, true, "/find: out of memory");
+            return;
+        }
+        free(t->find_q);
+        free(t->find_text);
+        t->find_q = q;
+        t->find_text = copy;
+        t->find_qn = n;
+        t->find_entry = -1;   /* from the end */
+    } else if (!t->find_q) {
+        tui_message(t, true, "/find TEXT: search the transcript for TEXT");
+        return;
+    }
+    t->find_pending = true;   /* run by the next draw, on the wrapped lines */
+    t->dirty = true;
+}
+
+/* The pending /find over the laid-out transcript (total rows, h on screen): the match before
+ * the one shown (or the last one), scrolled into view a third of the way down, and said. */
+static void find_run(struct tui *t, int total, int h)
+{
+    t->find_pending = false;
+    const wchar_t *q = t->find_q;
+    size_t qn = t->find_qn;
+    size_t n_newer = 0, n_all = 0;   /* matches after (newer than) the one found, and in all */
+    int fe = -1, fc = -1;
+    bool from_match = t->find_entry >= 0 && (size_t)t->find_entry < t->n_entries;
+    for (size_t i = t->n_entries; i-- > 0;) {
+        const struct entry *e = &t->entries[i];
+        for (size_t c = e->n_cells; c-- > 0;) {
+            if (!cells_match(e, c, q, qn))
+                continue;
+            n_all++;
+            bool after_shown = from_match && ((int)i > t->find_entry ||
+                                              ((int)i == t->find_entry && (int)c >= t->find_cell));
+            if (after_shown) {
+                n_newer++;
+            } else if (fe < 0) {
+                fe = (int)i;
+                fc = (int)c;
+            }
+        }
+    }
+    const char *shown = t->find_text ? t->find_text : "";
+    if (n_all == 0) {
+        tui_message(t, true, "\"%s\" is not in the transcript", shown);
+        return;
+    }
+    if (fe < 0) {
+        tui_message(t, false, "\"%s\": no earlier match (%zu in all); End to go back", shown, n_all);
+        return;
+    }
+    t->find_entry = fe;
+    t->find_cell = fc;
+    /* the row of the match: the entry's first row, as draw_transcript counts, + its line */
+    int vline = 0;
+    for (int i = 1; i <= fe; i++) {
+        bool join = joins_previous(t, (size_t)i);
+        vline += join ? entry_rows(&t->entries[i - 1]) - 1 : entry_rows(&t->entries[i - 1]) + 1;
+    }
+    const struct entry *e = &t->entries[fe];
+    int l = 0;
+    while (l + 1 < e->n_lines && e->line_start[l + 1] <= fc)
+        l++;
+    int row = vline + l;
+    int first = row - h / 3;
+    if (first > total - h)
+        first = total - h;
+    if (first < 0)
+        first = 0;
+    t->scroll = total > h ? total - h - first : 0;
+    tui_message(t, false, "\"%s\": %zu of %zu from the end (/find: older)", shown,
+                n_newer + 1, n_all);
+}
+
 /* The transcript in rows [y0, y0+h), columns [0, width).  Entries are separated by a blank
  * line, except one that continues the previous (joins_previous): its first line shares the
  * previous entry's last row. */
@@ -555,6 +671,8 @@ static void draw_transcript(struct tui *t, int y0, int h, int full_width)
     if (t->scroll > 0 && total > t->last_total_lines)
         t->scroll += total - t->last_total_lines;
     t->last_total_lines = total;
+    if (t->find_pending && t->find_q)
+        find_run(t, total, h);
     int max_scroll = total > h ? total - h : 0;
     if (t->scroll > max_scroll)
         t->scroll = max_scroll;
@@ -881,6 +999,7 @@ static const char *const help_lines[] = {
     "llamachat keys",
     "Enter         send the message",
     "Alt-Enter     new line (also a trailing \\)",
+    "Up/Down       lines of a message; history",
     "Esc, Ctrl-C   stop the reply (never quits)",
     "Ctrl-D        quit (on an empty line)",
     "PgUp/PgDn     scroll the transcript",
@@ -923,10 +1042,12 @@ static const char *const help_lines[] = {
     "/read FILE    put a text file in input",
     "/set NAME VAL e.g. /set temp 0.7",
     "/raw          replies as written / Markdown",
-    "/think        thinking shown / folded",
     "  names: temp top-k top-p min-p",
     "  repeat-penalty repeat-last-n",
     "  max-tokens seed",
+    "/think        thinking shown / folded",
+    "/find TEXT    search the transcript",
+    "/find         the match before",
     "/models /model PATH|N  list, switch",
     "/show /chats [N] /rename T /delete [N]",
     "//text        send a line starting with /",
