@@ -8,7 +8,9 @@
 #     without [DONE]): kept "error" with the text it had; reopened, "(cut off by an error)";
 #  3. /regen that has written nothing yet (fake-openai.py's "stall"): the file keeps the reply
 #     it replaces while it waits, and /quit then keeps that reply (it was lost from the file);
-#  4. the local engine's decode failing mid-reply (LLAMACHAT_TEST_FAIL_AFTER): "error", as 2.
+#  4. the local engine's decode failing mid-reply (LLAMACHAT_TEST_FAIL_AFTER): "error", as 2;
+#  5. a greedy reply after /load or /clear: no "seed_used" (it was the seed of the conversation
+#     before: a seed that made nothing in this one).
 # LLAMACHAT_TEST_SLOW_MS holds the engine's end of a reply back, so /quit comes before it.
 set -u
 . "$(dirname "$0")/tui-lib.sh"
@@ -112,5 +114,52 @@ else bad "fail: kept as error with its text"; cat "$f"; fi
 start fail2 "" --continue || exit 1
 check "fail: reopened, the note" '\(cut off by an error\)' 10
 quit fail2
+
+# 5. a greedy reply (temp 0) uses no seed, so its chat records none ("seed_used"), not the seed
+# a sampled reply of the conversation before it drew: /load (another chat object) and /clear
+# (the same one) start a conversation that has used no seed yet
+seed_of() {
+    python3 -c 'import json, sys
+print(json.load(open(sys.argv[1], encoding="utf-8"))["parameters"].get("seed_used", "none"))' "$1"
+}
+# answer NAME TEXT: TEXT sent, the reply written and the chat idle again
+answer() {
+    $T send-keys -t lc "/set max-tokens 40" Enter
+    old=$(ctx_now)
+    $T send-keys -t lc "$2" Enter
+    check_answered "$1" "$old"
+}
+rm -f "$chats"/*.json*
+start seed1 "" || exit 1
+answer "seed: a greedy chat" "Lily had a cat"
+quit seed1
+greedy=$(newest)
+start seed2 "" || exit 1
+$T send-keys -t lc "/set temp 0.8" Enter
+answer "seed: a sampled chat" "Tom went to the park"
+$T send-keys -t lc "/load $greedy" Enter
+check "seed: the greedy chat loaded" 'loaded 2 messages'
+answer "seed: a greedy reply in it" "The sun was hot"
+quit seed2
+start seed3 "" || exit 1
+$T send-keys -t lc "/set temp 0.8" Enter
+answer "seed: another sampled chat" "Ben had a dog"
+$T send-keys -t lc "/clear" Enter
+check "seed: cleared" 'conversation cleared'
+$T send-keys -t lc "/set temp 0" Enter
+answer "seed: a greedy reply after /clear" "Sue saw a bird"
+quit seed3
+f=$(grep -l 'The sun was hot' "$chats"/*.json)
+if [ -n "$f" ] && [ "$(seed_of "$f")" = none ]; then
+    ok "seed: the loaded greedy chat records no seed"
+else bad "seed: the loaded greedy chat records no seed"; grep -h seed "$f"; fi
+f=$(grep -l 'Sue saw a bird' "$chats"/*.json)
+if [ -n "$f" ] && [ "$(seed_of "$f")" = none ]; then
+    ok "seed: the greedy chat after /clear records no seed"
+else bad "seed: the greedy chat after /clear records no seed"; grep -h seed "$f"; fi
+f=$(grep -l 'Ben had a dog' "$chats"/*.json)
+if [ -n "$f" ] && [ "$(seed_of "$f")" != none ]; then
+    ok "seed: a sampled chat records its seed"
+else bad "seed: a sampled chat records its seed"; grep -h seed "$f"; fi
 
 exit $fail

@@ -436,11 +436,20 @@ bool chat_take_locked(struct tui *t, char *path, int fd)
     return true;
 }
 
+static bool has_user_message(const struct lc_chat *c);
+
 /* A new conversation (/clear, /load): the next save starts a new file. */
 void chat_restart(struct tui *t)
 {
     t->save_too_big = false;   /* another conversation (or none): measured again */
     t->too_big.chat = NULL;
+    /* no reply of this conversation has drawn a seed here yet: the last one drawn was another
+     * conversation's (chat_fill_meta would record it as this one's "seed_used", and a greedy
+     * reply never replaces it); a chat read from a file keeps the one it recorded, a cleared
+     * one (the same lc_chat) has none */
+    t->last_seed = LC_SEED_RANDOM;
+    if (!has_user_message(t->chat))
+        t->chat->seed_used = LC_SEED_RANDOM;
     chat_take_path(t, NULL);
     t->chat_start = time(NULL);
     t->chat_changed = false;
