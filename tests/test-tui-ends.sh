@@ -10,7 +10,9 @@
 #     it replaces while it waits, and /quit then keeps that reply (it was lost from the file);
 #  4. the local engine's decode failing mid-reply (LLAMACHAT_TEST_FAIL_AFTER): "error", as 2;
 #  5. a greedy reply after /load or /clear: no "seed_used" (it was the seed of the conversation
-#     before: a seed that made nothing in this one).
+#     before: a seed that made nothing in this one);
+#  6. a continued chat outgrowing last-chat.json: its earlier state there is not called another
+#     chat on stderr.
 # LLAMACHAT_TEST_SLOW_MS holds the engine's end of a reply back, so /quit comes before it.
 set -u
 . "$(dirname "$0")/tui-lib.sh"
@@ -161,5 +163,23 @@ f=$(grep -l 'Ben had a dog' "$chats"/*.json)
 if [ -n "$f" ] && [ "$(seed_of "$f")" != none ]; then
     ok "seed: a sampled chat records its seed"
 else bad "seed: a sampled chat records its seed"; grep -h seed "$f"; fi
+
+# 6. a chat continued (--continue) that grows too large for last-chat.json: the last-chat.json
+# its first run left is this very chat as it was then; it goes aside, and stderr must not call
+# it another chat (it said "the earlier chat ... (it is not this one)")
+rm -rf "$chats" "$H/.local/state/llamachat/last-chat"*
+start grow1 "" || exit 1
+answer "grow: a first run" "Lily had a cat"
+quit grow1
+st="$H/.local/state/llamachat"
+size=$(stat -c %s "$st/last-chat.json")
+start grow2 "LLAMACHAT_TEST_MAX_CHAT_FILE=$((size + 200))" --continue || exit 1
+answer "grow: continued past the limit" "Tom went to the park and saw a big dog and a little cat"
+quit grow2
+if grep -q '"content": "Lily had a cat"' "$st/last-chat-earlier.json" 2>/dev/null &&
+    grep -q "what last-chat.json held (an earlier exit's: another chat, or this one as it was then) is now $st/last-chat-earlier.json" "$tmp/grow2.err" &&
+    ! grep -q 'not this one' "$tmp/grow2.err"; then
+    ok "grow: this chat's earlier state is not called another chat"
+else bad "grow: this chat's earlier state is not called another chat"; sed 's/^/  | /' "$tmp/grow2.err"; fi
 
 exit $fail

@@ -288,7 +288,7 @@ else bad "grow: no stale last-chat.json"; ls -la "$st"; fi
 if grep -q '"content": "Alpha one"' "$st/last-chat-earlier.json" 2>/dev/null && ! grep -q "$long" "$st/last-chat-earlier.json"; then
     ok "grow: the earlier chat kept in last-chat-earlier.json"
 else bad "grow: the earlier chat kept in last-chat-earlier.json"; ls -la "$st"; fi
-if grep -q "the earlier chat that was in last-chat.json is now $st/last-chat-earlier.json (it is not this one)" "$tmp/grow2.err"; then
+if grep -q "what last-chat.json held (an earlier exit's: another chat, or this one as it was then) is now $st/last-chat-earlier.json (not this conversation as it ends)" "$tmp/grow2.err"; then
     ok "grow: at exit, where the earlier chat went"
 else bad "grow: at exit, where the earlier chat went"; sed 's/^/  | /' "$tmp/grow2.err"; fi
 start_args grow3 "--continue" "LLAMACHAT_TEST_MAX_CHAT_FILE=$((size + 300))" || exit 1

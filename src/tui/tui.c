@@ -2230,20 +2230,23 @@ static void keep_conversation(struct tui *t)
         char *md = NULL, *merr = NULL;
         if (asprintf(&md, "%.*s.md", (int)(strlen(path) - 5), path) < 0)
             md = NULL;
-        /* a last-chat.json there is an earlier chat's, not this one: it would be resumed as
-         * the last chat; it goes aside with its KV state, kept (it may be its only copy) */
+        /* a last-chat.json there is an earlier exit's (another chat, or this one as it was
+         * then: --continue, --resume): it would be resumed as the last chat; it goes aside with
+         * its KV state, kept (it may be its only copy) */
         char *aside = earlier_last_chat(path);
         if (md && lc_state_private_file(md, &merr) == 0 && lc_chat_save(t->chat, md, LC_CHAT_MARKDOWN, &merr) == 0)
             lc_text_fprintf(stderr, "llamachat: %s; the whole conversation is kept as Markdown in %s "
                             "(it cannot be resumed)%s%s%s%s%s%s\n", err, md, t->chat_path ? "; " : "",
                             t->chat_path ? t->chat_path : "",
                             t->chat_path ? " holds it as it was at its last save" : "",
-                            aside ? "; the earlier chat that was in last-chat.json is now " : "",
-                            aside ? aside : "", aside ? " (it is not this one)" : "");
+                            aside ? "; what last-chat.json held (an earlier exit's: another chat, "
+                                    "or this one as it was then) is now " : "",
+                            aside ? aside : "", aside ? " (not this conversation as it ends)" : "");
         else
             lc_text_fprintf(stderr, "llamachat: could not keep the conversation: %s; %s%s%s\n", err,
                             merr ? merr : "out of memory",
-                            aside ? "; the earlier chat that was in last-chat.json is now " : "",
+                            aside ? "; what last-chat.json held (an earlier exit's: another chat, "
+                                    "or this one as it was then) is now " : "",
                             aside ? aside : "");
         free(aside);
         free(merr);
