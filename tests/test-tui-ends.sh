@@ -12,7 +12,7 @@
 #  5. a greedy reply after /load or /clear: no "seed_used" (it was the seed of the conversation
 #     before: a seed that made nothing in this one);
 #  6. a continued chat outgrowing last-chat.json: its earlier state there is not called another
-#     chat on stderr.
+#     chat on stderr, and a second such exit moves its own aside without replacing the first.
 # LLAMACHAT_TEST_SLOW_MS holds the engine's end of a reply back, so /quit comes before it.
 set -u
 . "$(dirname "$0")/tui-lib.sh"
@@ -181,5 +181,18 @@ if grep -q '"content": "Lily had a cat"' "$st/last-chat-earlier.json" 2>/dev/nul
     ! grep -q 'not this one' "$tmp/grow2.err"; then
     ok "grow: this chat's earlier state is not called another chat"
 else bad "grow: this chat's earlier state is not called another chat"; sed 's/^/  | /' "$tmp/grow2.err"; fi
+# ... and a second such exit does not replace that file (with autosave off it may be the only
+# copy of a chat): it goes to last-chat-earlier-2.json
+start grow3 "" || exit 1
+answer "grow: another run" "Sam saw a red ball"
+quit grow3
+start grow4 "LLAMACHAT_TEST_MAX_CHAT_FILE=$((size + 200))" --continue || exit 1
+answer "grow: continued past the limit again" "Tom went to the park and saw a big dog and a little cat"
+quit grow4
+if grep -q '"content": "Lily had a cat"' "$st/last-chat-earlier.json" 2>/dev/null &&
+    grep -q '"content": "Sam saw a red ball"' "$st/last-chat-earlier-2.json" 2>/dev/null &&
+    grep -q "is now $st/last-chat-earlier-2.json" "$tmp/grow4.err"; then
+    ok "grow: a second earlier chat does not replace the first"
+else bad "grow: a second earlier chat does not replace the first"; ls -la "$st"; sed 's/^/  | /' "$tmp/grow4.err"; fi
 
 exit $fail

@@ -2172,23 +2172,56 @@ static void chat_at_exit(struct tui *t)
     }
 }
 
-/* last-chat.json (path) holds an earlier chat than the one ending: renamed, with its KV state,
- * to last-chat-earlier.json[.kv] (replacing the one before), so that it is not resumed as the
- * last chat and nothing in it is lost.  Returns the new name (malloc'd), or NULL when there was
- * no such file or it could not be moved (said on stderr; it stays, without its KV state). */
+/* Move path to the first of last-chat-earlier.json, last-chat-earlier-2.json, ... -99 that does
+ * not exist (a hard link, then the old name removed: never over another file, which may be the
+ * only copy of a chat when autosave is off; rename where the file system has no hard links).
+ * Returns the new name (malloc'd), or NULL with errno (ENOENT: no file at path). */
+static char *move_aside(const char *path)
+{
+    const size_t n = strlen(path);
+    for (int k = 1; k <= 99; k++) {
+        char *to = NULL;
+        if ((k == 1 ? asprintf(&to, "%.*s-earlier.json", (int)(n - 5), path)
+                    : asprintf(&to, "%.*s-earlier-%d.json", (int)(n - 5), path, k)) < 0)
+            return NULL;
+        if (link(path, to) == 0) {
+            unlink(path);
+            return to;
+        }
+        int e = errno;
+        struct stat st;
+        if (e != EEXIST && e != ENOENT) { /* no hard links here */
+            if (stat(to, &st) == 0)
+                e = EEXIST;
+            else if (rename(path, to) == 0)   /* the name is free */
+                return to;
+            else
+                e = errno;
+        }
+        free(to);
+        if (e != EEXIST) {
+            errno = e;
+            return NULL;
+        }
+    }
+    errno = EEXIST;
+    return NULL;
+}
+
+/* last-chat.json (path) holds an earlier chat than the one ending: moved, with its KV state, to
+ * the first free last-chat-earlier[-N].json[.kv] (move_aside: an earlier one is never replaced),
+ * so that it is not resumed as the last chat and nothing in it is lost.  Returns the new name
+ * (malloc'd), or NULL when there was no such file or it could not be moved (said on stderr; it
+ * stays, without its KV state). */
 static char *earlier_last_chat(const char *path)
 {
     char *to = NULL, *kv = NULL, *kv_to = NULL;
-    size_t n = strlen(path);
-    if (n < 5 || asprintf(&to, "%.*s-earlier.json", (int)(n - 5), path) < 0)
+    if (strlen(path) < 5)
         return NULL;
-    if (rename(path, to) != 0) {
-        if (errno != ENOENT)
-            lc_text_fprintf(stderr, "llamachat: %s (an earlier chat) could not be moved to %s: %s\n",
-                            path, to, strerror(errno));
-        free(to);
-        to = NULL;
-    }
+    to = move_aside(path);
+    if (!to && errno != ENOENT)
+        lc_text_fprintf(stderr, "llamachat: %s (an earlier chat) could not be moved aside: %s\n", path,
+                        strerror(errno));
     if (asprintf(&kv, "%s.kv", path) >= 0) {
         if (to && asprintf(&kv_to, "%s.kv", to) >= 0) {
             if (rename(kv, kv_to) != 0 && errno == ENOENT)
