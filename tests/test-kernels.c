@@ -448,8 +448,8 @@ static long check_new_gemm(const struct lc_kernels *S, const struct lc_kernels *
     const struct lc_type_traits *tt = lc_type_traits(nt->type);
     const int qk = tt->blck_size;
     static const int nbs[] = {1, 3, 8};
-    /* 16 and more rows: AVX-512's IQ4_XS GEMM takes whole groups of 16 (the rest by tiles);
-     * 8 and 13 columns: its 8-column tiles and their 4, 2, 1 tails */
+    /* 16 and more rows: AVX-512's IQ4_XS and Q2_K GEMMs take whole groups of 16 (the rest by
+     * tiles); 8 and 13 columns: their 8-column tiles and the 4, 2, 1 tails */
     static const int rows[] = {1, 2, 3, 4, 5, 7, 16, 17, 35};
     static const int cols[] = {1, 2, 3, 4, 5, 6, 9, 8, 13};
     enum { MR = 35, MC = 13 };
@@ -545,17 +545,19 @@ static void check_recode(const struct lc_kernels *S, const struct lc_kernels *K)
  * An ISA's own decode GEMV of a new type (Q5_0, IQ4_NL): rows 1..9 (4-row groups and their
  * tails, strided with padding, every edge kind among them) against one activation row, each
  * output bit for bit scalar.c's vec_dot, nothing written past the rows.  Block counts 1 and 2
- * (IQ4_NL's odd tail and pair), 7 and 64.  Returns the number of outputs compared.
+ * (IQ4_NL's odd tail and pair), 3, 7, 33 and 64, 8 activation rows: an odd tail added with the
+ * wrong rounding (fmaf against a multiply and an add) shows in a few outputs only.  Returns the
+ * number of outputs compared.
  */
 static long check_new_gemv(const struct lc_kernels *S, const struct lc_kernels *K,
                            const struct newtype *nt)
 {
     const struct lc_type_traits *tt = lc_type_traits(nt->type);
     const int qk = tt->blck_size;
-    static const int nbs[] = {1, 2, 7, 64};
-    enum { MR = 9, MC = 4 };
+    static const int nbs[] = {1, 2, 3, 7, 33, 64};
+    enum { MR = 9, MC = 8 };
     long compared = 0;
-    for (int bi = 0; bi < 4; bi++) {
+    for (int bi = 0; bi < (int)(sizeof nbs / sizeof *nbs); bi++) {
         const int nb = nbs[bi], n = nb * qk;
         uint8_t *W, *A;
         size_t w_stride, a_stride;
