@@ -422,7 +422,7 @@ static void new_operands(const struct lc_kernels *S, const struct newtype *nt, i
     const int at = tt->vec_dot_type, qk = tt->blck_size, n = nb * qk;
     const size_t wsz = tt->type_size, asz = lc_type_traits(at)->type_size;
     *w_stride = (size_t)nb * wsz + 8;
-    *a_stride = (size_t)nb * (size_t)(qk / lc_type_traits(at)->blck_size) * asz + 4;
+    *a_stride = (size_t)nb * (size_t)(qk / lc_type_traits(at)->blck_size) * asz + 4; /* tight_copy: - 4 */
     *W = calloc((size_t)mr_alloc, *w_stride);
     *A = calloc((size_t)mc, *a_stride);
     float *xf = malloc((size_t)n * sizeof(float));
@@ -434,6 +434,20 @@ static void new_operands(const struct lc_kernels *S, const struct newtype *nt, i
         S->quantize_row[at](xf, *A + c * *a_stride, n);
     }
     free(xf);
+}
+
+/*
+ * rows rows of row_bytes each, stride bytes apart at src, copied into a malloc'd buffer that
+ * ends with the last row's last byte (the caller frees it): a kernel reading past the last
+ * block of the last row is then an ASan error, which new_operands' padding and spare rows hide.
+ */
+static uint8_t *tight_copy(const uint8_t *src, size_t stride, int rows, size_t row_bytes)
+{
+    const size_t bytes = (size_t)(rows - 1) * stride + row_bytes;
+    uint8_t *t = malloc(bytes);
+    if (t)
+        memcpy(t, src, bytes);
+    return t;
 }
 
 /*
@@ -466,7 +480,11 @@ static long check_new_gemm(const struct lc_kernels *S, const struct lc_kernels *
                 const size_t ld = (size_t)nr + 3;
                 for (size_t i = 0; i < ld * (size_t)(nc + 1); i++)
                     out[i] = -12345.0f;
-                K->gemm[nt->type](n, out, ld, W, w_stride, nr, A, a_stride, nc);
+                uint8_t *Wt = tight_copy(W, w_stride, nr, (size_t)nb * tt->type_size);
+                uint8_t *At = tight_copy(A, a_stride, nc, a_stride - 4);
+                K->gemm[nt->type](n, out, ld, Wt, w_stride, nr, At, a_stride, nc);
+                free(Wt);
+                free(At);
                 for (int c = 0; c < nc; c++) {
                     for (int r = 0; r < nr; r++) {
                         float ss = NAN;
@@ -561,14 +579,19 @@ static long check_new_gemv(const struct lc_kernels *S, const struct lc_kernels *
         const int nb = nbs[bi], n = nb * qk;
         uint8_t *W, *A;
         size_t w_stride, a_stride;
-        /* rows allocated past MR: the prefetch may look past the rows */
+        /* rows allocated past MR: the prefetch may look past the rows (it is given tight
+         * copies, where only prefetches, which ASan does not check, may go past the end) */
         new_operands(S, nt, nb, MR, MR + 12, MC, &W, &w_stride, &A, &a_stride);
         for (int nr = 1; nr <= MR; nr++)
             for (int c = 0; c < MC; c++) {
                 float out[MR + 1];
                 for (int r = 0; r <= MR; r++)
                     out[r] = -12345.0f;
-                K->gemv[nt->type](n, out, W, w_stride, nr, A + c * a_stride);
+                uint8_t *Wt = tight_copy(W, w_stride, nr, (size_t)nb * tt->type_size);
+                uint8_t *At = tight_copy(A + c * a_stride, a_stride, 1, a_stride - 4);
+                K->gemv[nt->type](n, out, Wt, w_stride, nr, At);
+                free(Wt);
+                free(At);
                 for (int r = 0; r < nr; r++, compared++) {
                     float ss = NAN;
                     S->vec_dot[nt->type](n, &ss, W + r * w_stride, A + c * a_stride);
