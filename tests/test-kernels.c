@@ -422,7 +422,7 @@ static void new_operands(const struct lc_kernels *S, const struct newtype *nt, i
     const int at = tt->vec_dot_type, qk = tt->blck_size, n = nb * qk;
     const size_t wsz = tt->type_size, asz = lc_type_traits(at)->type_size;
     *w_stride = (size_t)nb * wsz + 8;
-    *a_stride = (size_t)nb * (size_t)(qk / lc_type_traits(at)->blck_size) * asz + 4;
+    *a_stride = (size_t)nb * (size_t)(qk / lc_type_traits(at)->blck_size) * asz + 4; /* tight_copy: - 4 */
     *W = calloc((size_t)mr_alloc, *w_stride);
     *A = calloc((size_t)mc, *a_stride);
     float *xf = malloc((size_t)n * sizeof(float));
@@ -437,6 +437,20 @@ static void new_operands(const struct lc_kernels *S, const struct newtype *nt, i
 }
 
 /*
+ * rows rows of row_bytes each, stride bytes apart at src, copied into a malloc'd buffer that
+ * ends with the last row's last byte (the caller frees it): a kernel reading past the last
+ * block of the last row is then an ASan error, which new_operands' padding and spare rows hide.
+ */
+static uint8_t *tight_copy(const uint8_t *src, size_t stride, int rows, size_t row_bytes)
+{
+    const size_t bytes = (size_t)(rows - 1) * stride + row_bytes;
+    uint8_t *t = malloc(bytes);
+    if (t)
+        memcpy(t, src, bytes);
+    return t;
+}
+
+/*
  * An ISA's own GEMM of a new type over several rows and columns (tiles and their tails, rows
  * and columns strided with padding, every edge kind among them): each output bit for bit
  * scalar.c's batch order (its gemm for IQ4_NL, vec_dot for the others), nothing written
@@ -448,8 +462,8 @@ static long check_new_gemm(const struct lc_kernels *S, const struct lc_kernels *
     const struct lc_type_traits *tt = lc_type_traits(nt->type);
     const int qk = tt->blck_size;
     static const int nbs[] = {1, 3, 8};
-    /* 16 and more rows: AVX-512's IQ4_XS GEMM takes whole groups of 16 (the rest by tiles);
-     * 8 and 13 columns: its 8-column tiles and their 4, 2, 1 tails */
+    /* 16 and more rows: AVX-512's IQ4_XS and Q2_K GEMMs take whole groups of 16 (the rest by
+     * tiles); 8 and 13 columns: their 8-column tiles and the 4, 2, 1 tails */
     static const int rows[] = {1, 2, 3, 4, 5, 7, 16, 17, 35};
     static const int cols[] = {1, 2, 3, 4, 5, 6, 9, 8, 13};
     enum { MR = 35, MC = 13 };
@@ -466,7 +480,11 @@ static long check_new_gemm(const struct lc_kernels *S, const struct lc_kernels *
                 const size_t ld = (size_t)nr + 3;
                 for (size_t i = 0; i < ld * (size_t)(nc + 1); i++)
                     out[i] = -12345.0f;
-                K->gemm[nt->type](n, out, ld, W, w_stride, nr, A, a_stride, nc);
+                uint8_t *Wt = tight_copy(W, w_stride, nr, (size_t)nb * tt->type_size);
+                uint8_t *At = tight_copy(A, a_stride, nc, a_stride - 4);
+                K->gemm[nt->type](n, out, ld, Wt, w_stride, nr, At, a_stride, nc);
+                free(Wt);
+                free(At);
                 for (int c = 0; c < nc; c++) {
                     for (int r = 0; r < nr; r++) {
                         float ss = NAN;
@@ -545,28 +563,35 @@ static void check_recode(const struct lc_kernels *S, const struct lc_kernels *K)
  * An ISA's own decode GEMV of a new type (Q5_0, IQ4_NL): rows 1..9 (4-row groups and their
  * tails, strided with padding, every edge kind among them) against one activation row, each
  * output bit for bit scalar.c's vec_dot, nothing written past the rows.  Block counts 1 and 2
- * (IQ4_NL's odd tail and pair), 7 and 64.  Returns the number of outputs compared.
+ * (IQ4_NL's odd tail and pair), 3, 7, 33 and 64, 8 activation rows: an odd tail added with the
+ * wrong rounding (fmaf against a multiply and an add) shows in a few outputs only.  Returns the
+ * number of outputs compared.
  */
 static long check_new_gemv(const struct lc_kernels *S, const struct lc_kernels *K,
                            const struct newtype *nt)
 {
     const struct lc_type_traits *tt = lc_type_traits(nt->type);
     const int qk = tt->blck_size;
-    static const int nbs[] = {1, 2, 7, 64};
-    enum { MR = 9, MC = 4 };
+    static const int nbs[] = {1, 2, 3, 7, 33, 64};
+    enum { MR = 9, MC = 8 };
     long compared = 0;
-    for (int bi = 0; bi < 4; bi++) {
+    for (int bi = 0; bi < (int)(sizeof nbs / sizeof *nbs); bi++) {
         const int nb = nbs[bi], n = nb * qk;
         uint8_t *W, *A;
         size_t w_stride, a_stride;
-        /* rows allocated past MR: the prefetch may look past the rows */
+        /* rows allocated past MR: the prefetch may look past the rows (it is given tight
+         * copies, where only prefetches, which ASan does not check, may go past the end) */
         new_operands(S, nt, nb, MR, MR + 12, MC, &W, &w_stride, &A, &a_stride);
         for (int nr = 1; nr <= MR; nr++)
             for (int c = 0; c < MC; c++) {
                 float out[MR + 1];
                 for (int r = 0; r <= MR; r++)
                     out[r] = -12345.0f;
-                K->gemv[nt->type](n, out, W, w_stride, nr, A + c * a_stride);
+                uint8_t *Wt = tight_copy(W, w_stride, nr, (size_t)nb * tt->type_size);
+                uint8_t *At = tight_copy(A + c * a_stride, a_stride, 1, a_stride - 4);
+                K->gemv[nt->type](n, out, Wt, w_stride, nr, At);
+                free(Wt);
+                free(At);
                 for (int r = 0; r < nr; r++, compared++) {
                     float ss = NAN;
                     S->vec_dot[nt->type](n, &ss, W + r * w_stride, A + c * a_stride);

@@ -352,7 +352,7 @@ static void vec_dot_q2_K_q8_K(int n, float *s, const void *vx, const void *vy)
 /* IQ4_XS . Q8_K: the 1 x 1 tile (ggml's AVX2 kernel: the IQ4_NL levels looked up with vpshufb
  * and multiplied by sign transfer, |levels| <= 127 and |y| <= 127, no saturation; the scales
  * ls - 32 by vpmaddwd) */
-__attribute__((unused)) /* x86-avx512.c has its own (iq4_xs_rows) */
+__attribute__((unused)) /* x86-avx512.c has its own (vec_dot_iq4_xs_q8_K_512) */
 static void vec_dot_iq4_xs_q8_K(int n, float *s, const void *vx, const void *vy)
 {
     iq4_xs_tile(n / LC_QK_K, s, 1, vx, 0, vy, 0, 1, 1);
