@@ -1799,7 +1799,7 @@ static void gemm_x16_q6_K(int n, float *s, size_t ld_s, const void *w, size_t w_
  * products of the weights 32t + 4k .. 32t + 4k + 3, exact; then acc_k = fma(dx * dy,
  * float(lane k), acc_k) and hsum_float_8), so the same bits, for 16 rows at a time.
  * The levels need 8 bits (-127 .. 113), so no x16 layout of a 4- or 6-bit type holds them, and
- * a 4-product vpdpbusd unit (|sum| <= 4 * 127 * 128) does not fit the 16 bits that let xk_tile
+ * a 4-product vpdpbusd unit (|sum| <= 4 * 127 * 127) does not fit the 16 bits that let xk_tile
  * scale it with one vpdpwssd.  Here the scale goes into the weights instead: each group of 16
  * rows is expanded, per super-block, into (ls - 32) * level as 16-bit values (|v| <= 32 * 127),
  * two of a row per dword, dword j (weights 2j, 2j + 1) of the 16 rows in one 64-byte unit at
@@ -1808,7 +1808,9 @@ static void gemm_x16_q6_K(int n, float *s, size_t ld_s, const void *w, size_t w_
  * activation dword a {1to16} memory operand) -- 16 integer operations per 512 products, as
  * Q4_K's xk_tile -- one conversion and one FMA, in xk_tile's tile and accumulator scheme.
  */
-#define XI_BLK 8192 /* bytes of an expanded IQ4_XS super-block of 16 rows (+ 64 of dx) */
+/* bytes of an expanded IQ4_XS super-block of 16 rows (their dx: 64 bytes more per super-block,
+ * all of them after the nb blocks) */
+#define XI_BLK 8192
 
 /* the 16 rows at w (w_stride bytes apart), nb super-blocks: the units into E, each row's dx of
  * super-block i as a float into D[16 * i + r] */
@@ -2261,7 +2263,7 @@ static void vec_dot_q3_K_q8_K_512(int n, float *s, const void *vx, const void *v
  * the low 256 bits, t + 1's in the high) adds them into 16 dwords: dword k (< 8) holds sub-block
  * t's products 4k .. 4k+3, dword 8 + k sub-block t + 1's.  After the 4 pairs the two halves
  * added are vec_dot's 8 exact lanes; acc = fma(dx * dy, float(lanes), acc) per super-block and
- * hsum_float_8 at the end.  bench-gemv (n = 2048, in L2, one thread): 12.8 GB/s of weights
+ * hsum_float_8 at the end.  bench-gemv (n = 2048, in L2, one thread): 12.5-12.8 GB/s of weights
  * against the AVX2 kernel's 11.2.  (A 4-row GEMV of it was slower in the model than this row by
  * row with context.c's prefetch: 85-88 against 75-77 CPU ms per token.)
  */
