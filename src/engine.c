@@ -1386,7 +1386,7 @@ static void reply(struct lc_engine *e, bool regen)
             if (r == -2) {
                 emit_str(e, LC_EV_NOTE, "the context (%d tokens) is full with this turn alone: "
                          "the reply ends here", n_ctx);
-                reason = LC_DONE_LIMIT;
+                reason = LC_DONE_CONTEXT;
                 break;
             }
             if (r != 0) {

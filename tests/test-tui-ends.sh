@@ -8,7 +8,10 @@
 #     without [DONE]): kept "error" with the text it had; reopened, "(cut off by an error)";
 #  3. /regen that has written nothing yet (fake-openai.py's "stall"): the file keeps the reply
 #     it replaces while it waits, and /quit then keeps that reply (it was lost from the file);
-#  4. the local engine's decode failing mid-reply (LLAMACHAT_TEST_FAIL_AFTER): "error", as 2.
+#  4. the local engine's decode failing mid-reply (LLAMACHAT_TEST_FAIL_AFTER): "error", as 2;
+#  5. a reply (max-tokens none) the context cuts, the turn alone filling it: "context", with
+#     "(cut off: the context is full)" (it said "length", "(cut at the token limit)", which
+#     is max-tokens' end), and so again when reopened.
 # LLAMACHAT_TEST_SLOW_MS holds the engine's end of a reply back, so /quit comes before it.
 set -u
 . "$(dirname "$0")/tui-lib.sh"
@@ -112,5 +115,22 @@ else bad "fail: kept as error with its text"; cat "$f"; fi
 start fail2 "" --continue || exit 1
 check "fail: reopened, the note" '\(cut off by an error\)' 10
 quit fail2
+
+# 5. the context fills with the turn alone (-c 64, max-tokens none): "context", not "length"
+rm -f "$chats"/*.json*
+start full "" -c 64 -n -1 || exit 1
+$T send-keys -t lc "Once upon a time" Enter
+check "full: the note" '\(cut off: the context is full\)' 30
+not_on_screen "full: ... not the token limit" 'cut at the token limit'
+check "full: idle" '^ idle ' 10
+quit full
+f=$(newest)
+if [ -n "$f" ] && [ "$(json "$f" 'm[1]["role"] + "|" + m[1].get("end", "") + "|" + str(len(m[1]["content"]) > 0)')" = "assistant|context|True" ]; then
+    ok "full: kept as context with its text"
+else bad "full: kept as context with its text"; cat "$f"; fi
+start full2 "" --continue || exit 1
+check "full: reopened, the note" '\(cut off: the context is full\)' 10
+not_on_screen "full: reopened, ... not the token limit" 'cut at the token limit'
+quit full2
 
 exit $fail

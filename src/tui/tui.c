@@ -1620,6 +1620,7 @@ static void dispatch_event(struct tui *t, const struct lc_event *ev, const char 
         if (t->reply_msg >= 0)   /* how the reply ended, kept with it (chat.h "end") */
             t->chat->msgs[t->reply_msg].end = ev->a == LC_DONE_STOPPED ? LC_END_STOPPED
                                               : ev->a == LC_DONE_LIMIT ? LC_END_LENGTH
+                                              : ev->a == LC_DONE_CONTEXT ? LC_END_CONTEXT
                                               : ev->a == LC_DONE_ERROR ? LC_END_ERROR
                                               : LC_END_COMPLETE;
         if (t->reply_entry >= 0) {   /* a trailing incomplete character is shown now */
