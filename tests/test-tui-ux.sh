@@ -9,7 +9,8 @@
 # and one that outgrows the limit is said to, its file left at the last save that fits; /chats N
 # locks the file before reading it (a copy read first could win the lock from the llamachat
 # writing it); a chat that cannot lock its file says so; /chats N back to the chat just left,
-# whose last saves are still being written, goes on in its own file.
+# whose last saves are still being written, goes on in its own file; a failed /load gives the
+# line back, and one message is "1 message".
 set -u
 . "$(dirname "$0")/tui-lib.sh"
 tui_lib_paths
@@ -451,5 +452,17 @@ check "find: not there" '"zebra" is not in the transcript'
 $T send-keys -t lc C-End
 check "find: End: the end again" '^line 60'
 quit find
+
+# 11. a failed /load took the typed line away (a failed /save gives it back to correct); a file
+# of one message said "loaded 1 messages"
+printf '{"format": "llamachat-transcript", "version": 1, "messages": [{"role": "user", "content": "Hi there"}]}' >"$tmp/one.json"
+start load || exit 1
+$T send-keys -t lc "/load $tmp/nope.json" Enter
+check "load: the failure is said" "load failed: $tmp/nope\.json: cannot open"
+check "load: the line is back to correct" "^> /load $tmp/nope\.json *\$"
+$T send-keys -t lc C-e C-u "/load $tmp/one.json" Enter
+check "load: one message, in the singular" "loaded 1 message from $tmp/one\.json"
+not_on_screen "load: not '1 messages'" 'loaded 1 messages'
+quit load
 
 exit $fail

@@ -953,6 +953,8 @@ static void do_load(struct tui *t, const char *path)
     if (!full) {
         note(t, E_ERROR, "load failed: %s", err ? err : "?");
         tui_message(t, true, "load failed: %s", err ? err : "?");
+        if (t->cur_line)   /* the line back to correct, as a failed /save's */
+            input_restore(t->cur_line);
         free(err);
         return;
     }
@@ -2576,16 +2578,16 @@ int lc_tui_run(struct lc_options *o)
     lc_keydec_init(&keydec, on_key, t);
 
     if (o->resume_path)
-        tui_message(t, false, "resumed %zu messages from %s", t->chat->n, o->resume_path);
+        tui_message(t, false, "resumed %zu message%s from %s", t->chat->n, t->chat->n == 1 ? "" : "s", o->resume_path);
     if (t->chat_path) {
-        note(t, E_NOTE, "--continue: %zu messages from %s", t->chat->n, t->chat_path);
-        tui_message(t, false, "continued %zu messages from %s", t->chat->n, t->chat_path);
+        note(t, E_NOTE, "--continue: %zu message%s from %s", t->chat->n, t->chat->n == 1 ? "" : "s", t->chat_path);
+        tui_message(t, false, "continued %zu message%s from %s", t->chat->n, t->chat->n == 1 ? "" : "s", t->chat_path);
     }
     if (continue_shared) {
-        note(t, E_NOTE, "--continue: %zu messages from %s, which another llamachat has open: "
-             "this copy goes on in a new file", t->chat->n, continue_shared);
-        tui_message(t, false, "continued %zu messages from %s (open elsewhere: kept in a new file)",
-                    t->chat->n, continue_shared);
+        note(t, E_NOTE, "--continue: %zu message%s from %s, which another llamachat has open: "
+             "this copy goes on in a new file", t->chat->n, t->chat->n == 1 ? "" : "s", continue_shared);
+        tui_message(t, false, "continued %zu message%s from %s (open elsewhere: kept in a new file)",
+                    t->chat->n, t->chat->n == 1 ? "" : "s", continue_shared);
     }
     if (system_note)
         tui_add_entry(t, E_NOTE, system_note, strlen(system_note));
