@@ -411,7 +411,7 @@ static void test_failed_save(void)
     rmdir(p);
     /* Directory missing */
     CHECK(lc_chat_save(c, "/nonexistent-lc-dir/x.md", LC_CHAT_AUTO, &err) == -1, "save into missing dir");
-    CHECK(err && strcmp(err, "/nonexistent-lc-dir/x.md: cannot create a temporary file: No such file or directory") == 0,
+    CHECK(err && strcmp(err, "/nonexistent-lc-dir/x.md: the directory /nonexistent-lc-dir does not exist") == 0,
           "err %s", err);
     free(err);
     /* Overwrite an existing file: the new content replaces it. */

@@ -10,7 +10,7 @@
 # locks the file before reading it (a copy read first could win the lock from the llamachat
 # writing it); a chat that cannot lock its file says so; /chats N back to the chat just left,
 # whose last saves are still being written, goes on in its own file; a failed /load gives the
-# line back, and one message is "1 message".
+# line back, and one message is "1 message"; /save into a missing directory names it.
 set -u
 . "$(dirname "$0")/tui-lib.sh"
 tui_lib_paths
@@ -124,6 +124,16 @@ check "save: /save! comes back as typed" "^> /save! $tmp/fifo *\$"
 [ -z "$(ls "$tmp/dir")" ] && ok "save: nothing written in the directory" || bad "save: nothing written in the directory"
 $T send-keys -t lc C-e C-u "/save $tmp/dir/a.md" Enter
 check "save: a file in it is saved" "saved $tmp/dir/a\.md"
+# into a directory that does not exist: it said "cannot create a temporary file: No such file
+# or directory"; now it names the directory, and the line comes back to correct
+# (a wide window, so that the message is on one line whatever the length of $tmp)
+$T resize-window -t lc -x 250 -y 24
+$T send-keys -t lc "/save $tmp/nodir/x.md" Enter
+check "save: a missing directory is named" "save failed: $tmp/nodir/x\.md: the directory $tmp/nodir does not exist"
+not_on_screen "save: ... no temporary file spoken of" 'temporary file'
+check "save: the line is back to correct" "^> /save $tmp/nodir/x\.md *\$"
+$T send-keys -t lc C-e C-u
+$T resize-window -t lc -x 80 -y 24
 quit save
 
 # 4. a command that takes no argument, given one: "/undo 3" took back one exchange, "/clear x"

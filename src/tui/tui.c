@@ -926,6 +926,8 @@ static void do_save(struct tui *t, const char *name, bool force)
     if (lc_chat_save(t->chat, path, fmt, &err) != 0) {
         note(t, E_ERROR, "save failed: %s (the conversation is still here)", err ? err : "?");
         tui_message(t, true, "save failed: %s", err ? err : "?");
+        if (name && *name && t->cur_line)   /* the line back, to correct the name */
+            input_restore(t->cur_line);
         free(err);
         free(path);
         return;
