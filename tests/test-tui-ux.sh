@@ -10,7 +10,8 @@
 # locks the file before reading it (a copy read first could win the lock from the llamachat
 # writing it); a chat that cannot lock its file says so; /chats N back to the chat just left,
 # whose last saves are still being written, goes on in its own file; a failed /load gives the
-# line back, and one message is "1 message"; /save into a missing directory names it.
+# line back, and one message is "1 message"; /save into a missing directory names it; a pane
+# hidden by a narrow terminal takes neither the focus nor edits.
 set -u
 . "$(dirname "$0")/tui-lib.sh"
 tui_lib_paths
@@ -474,5 +475,30 @@ $T send-keys -t lc C-e C-u "/load $tmp/one.json" Enter
 check "load: one message, in the singular" "loaded 1 message from $tmp/one\.json"
 not_on_screen "load: not '1 messages'" 'loaded 1 messages'
 quit load
+
+# 12. below 60 columns the parameter pane is hidden, but Tab gave it the focus and Left/Right
+# then changed values nobody could see; now Tab says the pane needs room, and a pane hidden by
+# a narrower terminal gives the focus back to the input
+start narrow || exit 1
+$T resize-window -t lc -x 50 -y 24
+check "narrow: the pane is hidden" '^ idle ' 10
+not_on_screen "narrow: ... no pane" 'Parameters'
+$T send-keys -t lc Tab
+check "narrow: Tab says the pane needs room" 'pane needs 60 columns' 10
+$T send-keys -t lc Right Right
+$T send-keys -t lc "/params" Enter
+check "narrow: Left/Right changed nothing" 'temp 0\.00, top-k 40, top-p 0\.95' 10
+$T resize-window -t lc -x 80 -y 24
+check "narrow: wide again, the pane" '│ Parameters *$' 10
+$T send-keys -t lc Tab
+check "narrow: Tab: the pane has the focus" '│ Parameters \[edit\]' 10
+$T resize-window -t lc -x 50 -y 24
+not_on_screen "narrow: hidden again" 'Parameters'
+$T send-keys -t lc Right Right
+$T send-keys -t lc "/params" Enter
+check "narrow: hidden with the focus: Right changed nothing" 'temp 0\.00, top-k 40, top-p 0\.95' 10
+$T resize-window -t lc -x 80 -y 24
+check "narrow: wide again, the focus is on the input" '│ Parameters *$' 10
+quit narrow
 
 exit $fail

@@ -1789,6 +1789,20 @@ static void edit_param(struct tui *t, const char *typed)
     t->dirty = true;
 }
 
+/* Tab, Shift-Tab: the focus to the parameter pane (shown) or back to the input.  A pane the
+ * terminal has no room for (below VIEW_PANE_MIN_COLS columns) is hidden: it takes no focus,
+ * so that the arrows never change values nobody sees; the message line says so. */
+static void toggle_pane_focus(struct tui *t)
+{
+    t->dirty = true;
+    if (t->focus == FOCUS_INPUT && !view_pane_fits(t)) {
+        tui_message(t, true, "pane needs %d columns; try /params, /set", VIEW_PANE_MIN_COLS);
+        return;
+    }
+    t->focus = t->focus == FOCUS_INPUT ? FOCUS_PARAMS : FOCUS_INPUT;
+    t->show_params = true;
+}
+
 static void handle_key(struct tui *t, int r, wint_t ch)
 {
     bool code = r == KEY_CODE_YES;
@@ -1828,9 +1842,7 @@ static void handle_key(struct tui *t, int r, wint_t ch)
         case KEY_PPAGE: scroll_by(t, page); return;
         case KEY_NPAGE: scroll_by(t, -page); return;
         case KEY_BTAB:
-            t->focus = t->focus == FOCUS_INPUT ? FOCUS_PARAMS : FOCUS_INPUT;
-            t->show_params = true;
-            t->dirty = true;
+            toggle_pane_focus(t);
             return;
         case KEY_MOUSE: {
             MEVENT me;
@@ -1915,9 +1927,7 @@ static void handle_key(struct tui *t, int r, wint_t ch)
     case '\t':   /* completes a command line; else the parameter pane */
         if (t->focus == FOCUS_INPUT && input_completes())
             break;
-        t->focus = t->focus == FOCUS_INPUT ? FOCUS_PARAMS : FOCUS_INPUT;
-        t->show_params = true;
-        t->dirty = true;
+        toggle_pane_focus(t);
         return;
     case 26:  /* Ctrl-Z */
         suspend(t);
@@ -2044,6 +2054,10 @@ static void on_key(void *ud, const struct lc_key *k)
     struct tui *t = ud;
     if (t->quit)
         return;
+    if (t->focus == FOCUS_PARAMS && !view_pane_fits(t)) {
+        t->focus = FOCUS_INPUT;   /* the pane was hidden (a narrower terminal): keys go to the input */
+        t->dirty = true;
+    }
     if (view_too_small()) {
         too_small_key(t, k);
         return;
