@@ -890,10 +890,17 @@ static void fmt_tps(char *buf, size_t size, double tps)
 static void draw_status(struct tui *t, int y, int width)
 {
     char st[48], line[512], ctx[32], pp[24], gen[24];
-    if (t->n_past >= 0)
-        snprintf(ctx, sizeof(ctx), "%d/%d", t->n_past, t->n_ctx);
-    else
+    /* a context size not known (a remote server's: 0) is not shown as "/0": the count alone */
+    if (t->n_past >= 0) {
+        if (t->n_ctx > 0)
+            snprintf(ctx, sizeof(ctx), "%d/%d", t->n_past, t->n_ctx);
+        else
+            snprintf(ctx, sizeof(ctx), "%d", t->n_past);
+    } else if (t->n_ctx > 0) {
         snprintf(ctx, sizeof(ctx), "-/%d", t->n_ctx);
+    } else {
+        snprintf(ctx, sizeof(ctx), "-");
+    }
     fmt_tps(pp, sizeof(pp), t->pp_tps);
     fmt_tps(gen, sizeof(gen), t->gen_tps);
     /* narrow: whole fields make room, never part of one: the ISA, the model's name, its
