@@ -31,7 +31,7 @@ static char *fmt_err(const char *fmt, ...)
 static const char *const role_names[] = { "system", "user", "assistant" };
 
 static const char *const end_names[] = { NULL, "stopped", "length", "error", "partial",
-                                          "incomplete" };
+                                          "incomplete", "context" };
 
 const char *lc_end_name(enum lc_end e)
 {
@@ -52,6 +52,7 @@ const char *lc_end_note(enum lc_end e)
     case LC_END_COMPLETE: return NULL;
     case LC_END_STOPPED: return "(stopped by you)";
     case LC_END_LENGTH: return "(cut at the token limit)";
+    case LC_END_CONTEXT: return "(cut off: the context is full)";
     case LC_END_ERROR: return "(cut off by an error)";
     case LC_END_PARTIAL: return "(cut off: this reply was still being written when the chat was saved)";
     case LC_END_INCOMPLETE: break;

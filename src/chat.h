@@ -34,8 +34,9 @@
  * "end" (on a message and on each alternative: each version has its own) says how a reply ended
  * when the model did not end it itself: "stopped" (the user stopped it: Esc, or quit while it
  * was being written), "length" (cut at
- * the token limit, max-tokens), "error" (an error cut it: the remote server went away, out of
- * memory), "partial" (it was still being written when the file was saved: the autosave while a
+ * the token limit, max-tokens), "context" (the context was full: the turn alone filled it, so
+ * no older turn could be dropped; max-tokens none or not reached), "error" (an error cut it:
+ * the remote server went away, out of memory), "partial" (it was still being written when the file was saved: the autosave while a
  * reply streams; a file left so was cut by llamachat ending, kill -9 or a power loss).  Absent:
  * complete, as in files of earlier versions.  A reader that ignores it still gets the text the
  * model read.  Lenient reading: an "end" that is not one of these (a later version's) loads as
@@ -80,6 +81,7 @@ enum lc_end {
     LC_END_ERROR,        /* "error": an error cut it */
     LC_END_PARTIAL,      /* "partial": still being written when saved */
     LC_END_INCOMPLETE,   /* "incomplete": an "end" this version does not know */
+    LC_END_CONTEXT,      /* "context": the context was full (the turn alone filled it) */
 };
 
 /* The transcript's name of e ("stopped", ...); NULL for LC_END_COMPLETE (no "end" written). */

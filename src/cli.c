@@ -480,7 +480,9 @@ int lc_cli_chat(const struct lc_options *o)
         case LC_EV_DONE: {
             done = true;
             const char *why = ev.a == LC_DONE_EOG ? "end of turn"
-                              : ev.a == LC_DONE_LIMIT ? "max tokens (-n)" : ev.a == LC_DONE_STOPPED ? "stopped"
+                              : ev.a == LC_DONE_LIMIT ? "max tokens (-n)"
+                              : ev.a == LC_DONE_CONTEXT ? "the context is full (-c)"
+                              : ev.a == LC_DONE_STOPPED ? "stopped"
                               : "error";
             if (ev.a == LC_DONE_TOO_LONG || ev.a == LC_DONE_ERROR)
                 break;

@@ -1386,7 +1386,7 @@ static void reply(struct lc_engine *e, bool regen)
             if (r == -2) {
                 emit_str(e, LC_EV_NOTE, "the context (%d tokens) is full with this turn alone: "
                          "the reply ends here", n_ctx);
-                reason = LC_DONE_LIMIT;
+                reason = LC_DONE_CONTEXT;
                 break;
             }
             if (r != 0) {
@@ -1538,7 +1538,8 @@ static void reply_remote(struct lc_engine *e)
         int32_t n_gen = rr.n_gen >= 0 ? (int32_t)rr.n_gen : n_chunks;
         double gen_s = rr.t_first > 0 ? t1 - rr.t_first : 0;
         double pp_s = rr.t_first > 0 ? rr.t_first - rr.t0 : 0;
-        emit(e, LC_EV_STATS, rr.n_prompt >= 0 ? (int32_t)(rr.n_prompt + n_gen) : 0, 0,
+        /* the tokens the server counted (its usage); -1: it did not say (not 0, a count) */
+        emit(e, LC_EV_STATS, rr.n_prompt >= 0 ? (int32_t)(rr.n_prompt + n_gen) : -1, 0,
              rr.n_prompt > 0 && pp_s > 0 ? (double)rr.n_prompt / pp_s : 0,
              n_gen > 1 && gen_s > 0 ? (double)(n_gen - 1) / gen_s : 0);
         n_chunks = n_gen;

@@ -72,8 +72,11 @@ enum lc_event_type {
 /* LC_DONE_TOO_LONG: the user's message does not fit the context; the engine dropped it from
  * its conversation (the UI gives it back to the user). */
 /* LC_DONE_STATE: a lc_engine_load_state ended (b: the tokens restored, 0 when none). */
+/* LC_DONE_LIMIT: max-tokens (-n) reached, or a remote server's "length" (which may be its
+ * context).  LC_DONE_CONTEXT: the local context is full with this turn alone (no older turn
+ * left to drop), so the reply ends there whatever max-tokens says. */
 enum lc_done_reason { LC_DONE_EOG = 0, LC_DONE_LIMIT, LC_DONE_STOPPED, LC_DONE_ERROR,
-                      LC_DONE_TOO_LONG, LC_DONE_STATE };
+                      LC_DONE_TOO_LONG, LC_DONE_STATE, LC_DONE_CONTEXT };
 
 #define LC_EVENT_TEXT 94
 /* One ring record.  Text longer than LC_EVENT_TEXT goes in several records of the same type,

@@ -160,6 +160,37 @@ int lc_file_finish(const struct lc_file_target *t, char **err)
     return 0;
 }
 
+/* Why no file can be created at target, whose directory is missing (errno e: ENOENT, ENOTDIR):
+ * "the directory DIR does not exist", or "P is not a directory" naming the part of the path
+ * that is a file; NULL for other errors (or out of memory). */
+static char *dir_missing(const char *target, int e)
+{
+    if (e != ENOENT && e != ENOTDIR)
+        return NULL;
+    const char *slash = strrchr(target, '/');
+    char *dir = slash == target ? strdup("/") : slash ? strndup(target, (size_t)(slash - target))
+                                                      : strdup(".");
+    if (!dir)
+        return NULL;
+    char *why = NULL;
+    if (e == ENOTDIR) {   /* the first part of the way that is there but not a directory */
+        for (size_t k = 1, n = strlen(dir); !why && k <= n; k++) {
+            struct stat st;
+            if (k < n && dir[k] != '/')
+                continue;
+            char c = dir[k];
+            dir[k] = '\0';
+            if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
+                why = fmt_err("%s is not a directory", dir);
+            dir[k] = c;
+        }
+    }
+    if (!why)
+        why = fmt_err("the directory %s does not exist", dir);
+    free(dir);
+    return why;
+}
+
 int lc_file_temp(const struct lc_file_target *t, const char *path, char **tmp, char **err)
 {
     *err = NULL;
@@ -172,7 +203,13 @@ int lc_file_temp(const struct lc_file_target *t, const char *path, char **tmp, c
     }
     int fd = mkostemp(*tmp, O_CLOEXEC);
     if (fd < 0) {
-        *err = fmt_err("%s: cannot create a temporary file: %s", path, strerror(errno));
+        int e = errno;
+        char *why = dir_missing(t->path, e);
+        if (why)
+            *err = fmt_err("%s: %s", path, why);
+        else
+            *err = fmt_err("%s: cannot create a temporary file: %s", path, strerror(e));
+        free(why);
         free(*tmp);
         *tmp = NULL;
         return -1;

@@ -411,7 +411,7 @@ static void test_failed_save(void)
     rmdir(p);
     /* Directory missing */
     CHECK(lc_chat_save(c, "/nonexistent-lc-dir/x.md", LC_CHAT_AUTO, &err) == -1, "save into missing dir");
-    CHECK(err && strcmp(err, "/nonexistent-lc-dir/x.md: cannot create a temporary file: No such file or directory") == 0,
+    CHECK(err && strcmp(err, "/nonexistent-lc-dir/x.md: the directory /nonexistent-lc-dir does not exist") == 0,
           "err %s", err);
     free(err);
     /* Overwrite an existing file: the new content replaces it. */
@@ -941,8 +941,10 @@ static void test_versions(void)
 static void test_end(void)
 {
     static const enum lc_end kinds[] = { LC_END_COMPLETE, LC_END_STOPPED, LC_END_LENGTH,
-                                         LC_END_ERROR, LC_END_PARTIAL, LC_END_INCOMPLETE };
-    static const char *const names[] = { NULL, "stopped", "length", "error", "partial", "incomplete" };
+                                         LC_END_ERROR, LC_END_PARTIAL, LC_END_INCOMPLETE,
+                                         LC_END_CONTEXT };
+    static const char *const names[] = { NULL, "stopped", "length", "error", "partial", "incomplete",
+                                         "context" };
     const size_t nk = sizeof(kinds) / sizeof(kinds[0]);
     struct lc_chat *c = lc_chat_new();
     for (size_t k = 0; k < nk; k++) {
@@ -953,7 +955,10 @@ static void test_end(void)
         CHECK((lc_end_name(kinds[k]) == NULL) == (names[k] == NULL) &&
               (!names[k] || !strcmp(lc_end_name(kinds[k]), names[k])), "name of %zu", k);
         CHECK((lc_end_note(kinds[k]) == NULL) == (k == 0), "note of %zu", k);
+        CHECK(!names[k] || lc_end_from_name(names[k]) == kinds[k], "%s read back", names[k]);
     }
+    CHECK(!strcmp(lc_end_note(LC_END_CONTEXT), "(cut off: the context is full)"),
+          "a reply the context cut says so, not the token limit");
     /* the last reply: /regen over a "partial" one, the new one stopped; then the old shown */
     struct lc_message old;
     lc_chat_add(c, LC_ROLE_USER, "Again", 5);

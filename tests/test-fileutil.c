@@ -108,7 +108,14 @@ int main(void)
     /* a missing directory: an error, no temporary */
     err = NULL;
     CHECK(lc_file_replace(at("nodir/x.md"), "x", 1, &err) == -1 && err &&
-          strstr(err, "cannot create a temporary file"), "nodir: %s", err ? err : "");
+          strstr(err, "nodir/x.md: the directory ") && strstr(err, "/nodir does not exist") &&
+          !strstr(err, "temporary"), "nodir: %s", err ? err : "");
+    free(err);
+    /* a file where a directory is expected: named */
+    err = NULL;
+    CHECK(lc_file_replace(at("null/sub/x.md"), "x", 1, &err) == -1 && err &&
+          strstr(err, "/null is not a directory") && !strstr(err, "temporary"),
+          "notdir: %s", err ? err : "");
     free(err);
     CHECK(temporaries() == 0, "%d temporary files left", temporaries());
 

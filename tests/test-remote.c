@@ -142,6 +142,9 @@ int main(int argc, char **argv)
     struct lc_sampler_params p = lc_sampler_default_params();
     p.temp = 0.25f;
     p.top_k = 7;
+    p.top_p = 0.95f;           /* floats: the request says the value set, not the float's */
+    p.min_p = 0.05f;           /* double (it sent "top_p":0.94999998807907104) */
+    p.repeat_penalty = 1.1f;
     p.seed = 1234;
     lc_engine_set_params(e, &p, 5);
     lc_engine_submit(e, "again");
@@ -158,6 +161,9 @@ int main(int argc, char **argv)
               strstr(last, "\"seed\":1234") && strstr(last, "\"max_tokens\":5") &&
               strstr(last, "\"model\":\"fake-model\"") && strstr(last, "\"stream\":true"),
               "request fields: %s", last);
+        CHECK(strstr(last, "\"temperature\":0.25,") && strstr(last, "\"top_p\":0.95,") &&
+              strstr(last, "\"min_p\":0.05,") && strstr(last, "\"repeat_penalty\":1.1,"),
+              "the values set, without float noise: %s", last);
         /* the conversation so far goes as messages: hi, the reply, again */
         CHECK(strstr(last, "{\"role\":\"user\",\"content\":\"hi\"},{\"role\":\"assistant\",\"content\":\"Hello there\"},{\"role\":\"user\",\"content\":\"again\"}"),
               "messages: %s", last);

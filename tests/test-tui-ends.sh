@@ -13,6 +13,9 @@
 #     before: a seed that made nothing in this one);
 #  6. a continued chat outgrowing last-chat.json: its earlier state there is not called another
 #     chat on stderr, and a second such exit moves its own aside without replacing the first.
+#  7. a reply (max-tokens none) the context cuts, the turn alone filling it: "context", with
+#     "(cut off: the context is full)" (it said "length", "(cut at the token limit)", which
+#     is max-tokens' end), and so again when reopened.
 # LLAMACHAT_TEST_SLOW_MS holds the engine's end of a reply back, so /quit comes before it.
 set -u
 . "$(dirname "$0")/tui-lib.sh"
@@ -194,5 +197,22 @@ if grep -q '"content": "Lily had a cat"' "$st/last-chat-earlier.json" 2>/dev/nul
     grep -q "is now $st/last-chat-earlier-2.json" "$tmp/grow4.err"; then
     ok "grow: a second earlier chat does not replace the first"
 else bad "grow: a second earlier chat does not replace the first"; ls -la "$st"; sed 's/^/  | /' "$tmp/grow4.err"; fi
+
+# 7. the context fills with the turn alone (-c 64, max-tokens none): "context", not "length"
+rm -f "$chats"/*.json*
+start full "" -c 64 -n -1 || exit 1
+$T send-keys -t lc "Once upon a time" Enter
+check "full: the note" '\(cut off: the context is full\)' 30
+not_on_screen "full: ... not the token limit" 'cut at the token limit'
+check "full: idle" '^ idle ' 10
+quit full
+f=$(newest)
+if [ -n "$f" ] && [ "$(json "$f" 'm[1]["role"] + "|" + m[1].get("end", "") + "|" + str(len(m[1]["content"]) > 0)')" = "assistant|context|True" ]; then
+    ok "full: kept as context with its text"
+else bad "full: kept as context with its text"; cat "$f"; fi
+start full2 "" --continue || exit 1
+check "full: reopened, the note" '\(cut off: the context is full\)' 10
+not_on_screen "full: reopened, ... not the token limit" 'cut at the token limit'
+quit full2
 
 exit $fail

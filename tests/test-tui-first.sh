@@ -136,6 +136,8 @@ $T send-keys -t lc "/load ~/a.json" Enter
 check "paths: /load ~/a.json" "loaded 2 messages from ~/a.json"
 $T send-keys -t lc "/load ~nosuchuser4711/a.json" Enter
 check "paths: unknown user" "~nosuchuser4711: no such user"
+check "paths: the /load line is back to correct" '^> /load ~nosuchuser4711/a\.json *$'
+$T send-keys -t lc C-e C-u
 $T send-keys -t lc C-s
 check "paths: Ctrl-S" "saved $tmp/home/.local/share/llamachat/tr"
 ls "$tmp/home/.local/share/llamachat/transcripts/"llamachat-*.md >/dev/null 2>&1 && ok "paths: Ctrl-S file in the transcripts directory" || bad "paths: Ctrl-S file in the transcripts directory"

@@ -103,6 +103,8 @@ start fifo || exit 1
 mkfifo "$tmp/chat.json"
 $T send-keys -t lc "/load $tmp/chat.json" Enter
 check "/load FIFO refused" "load failed: $tmp/chat.json: not a regular file; not loaded" 10
+check "/load FIFO: the line is back to correct" "^> /load $tmp/chat\\.json *\$" 10
+$T send-keys -t lc C-e C-u
 $T send-keys -t lc "/params" Enter
 check "/load FIFO: still responding" 'temp 0\.00, top-k 40' 10
 quit fifo

@@ -9,7 +9,9 @@
 # and one that outgrows the limit is said to, its file left at the last save that fits; /chats N
 # locks the file before reading it (a copy read first could win the lock from the llamachat
 # writing it); a chat that cannot lock its file says so; /chats N back to the chat just left,
-# whose last saves are still being written, goes on in its own file.
+# whose last saves are still being written, goes on in its own file; a failed /load gives the
+# line back, and one message is "1 message"; /save into a missing directory names it; a pane
+# hidden by a narrow terminal takes neither the focus nor edits.
 set -u
 . "$(dirname "$0")/tui-lib.sh"
 tui_lib_paths
@@ -123,6 +125,16 @@ check "save: /save! comes back as typed" "^> /save! $tmp/fifo *\$"
 [ -z "$(ls "$tmp/dir")" ] && ok "save: nothing written in the directory" || bad "save: nothing written in the directory"
 $T send-keys -t lc C-e C-u "/save $tmp/dir/a.md" Enter
 check "save: a file in it is saved" "saved $tmp/dir/a\.md"
+# into a directory that does not exist: it said "cannot create a temporary file: No such file
+# or directory"; now it names the directory, and the line comes back to correct
+# (a wide window, so that the message is on one line whatever the length of $tmp)
+$T resize-window -t lc -x 250 -y 24
+$T send-keys -t lc "/save $tmp/nodir/x.md" Enter
+check "save: a missing directory is named" "save failed: $tmp/nodir/x\.md: the directory $tmp/nodir does not exist"
+not_on_screen "save: ... no temporary file spoken of" 'temporary file'
+check "save: the line is back to correct" "^> /save $tmp/nodir/x\.md *\$"
+$T send-keys -t lc C-e C-u
+$T resize-window -t lc -x 80 -y 24
 quit save
 
 # 4. a command that takes no argument, given one: "/undo 3" took back one exchange, "/clear x"
@@ -451,5 +463,44 @@ check "find: not there" '"zebra" is not in the transcript'
 $T send-keys -t lc C-End
 check "find: End: the end again" '^line 60'
 quit find
+
+# 11. a failed /load took the typed line away (a failed /save gives it back to correct); a file
+# of one message said "loaded 1 messages"
+printf '{"format": "llamachat-transcript", "version": 1, "messages": [{"role": "user", "content": "Hi there"}]}' >"$tmp/one.json"
+start load || exit 1
+$T send-keys -t lc "/load $tmp/nope.json" Enter
+check "load: the failure is said" "load failed: $tmp/nope\.json: cannot open"
+check "load: the line is back to correct" "^> /load $tmp/nope\.json *\$"
+$T send-keys -t lc C-e C-u "/load $tmp/one.json" Enter
+check "load: one message, in the singular" "loaded 1 message from $tmp/one\.json"
+not_on_screen "load: not '1 messages'" 'loaded 1 messages'
+quit load
+
+# 12. below 60 columns the parameter pane is hidden, but Tab gave it the focus and Left/Right
+# then changed values nobody could see; now Tab says the pane needs room, and a pane hidden by
+# a narrower terminal gives the focus back to the input
+start narrow || exit 1
+$T resize-window -t lc -x 50 -y 24
+# (drawn again at 50 columns, the status bar has dropped the model: tmux alone crops the old one)
+check "narrow: the pane is hidden" '^ idle \| ctx ' 10
+not_on_screen "narrow: ... no pane" 'Parameters'
+$T send-keys -t lc Tab
+check "narrow: Tab says the pane needs room" 'pane needs 60 columns' 10
+$T send-keys -t lc Right Right
+$T send-keys -t lc "/params" Enter
+check "narrow: Left/Right changed nothing" 'temp 0\.00, top-k 40, top-p 0\.95' 10
+$T resize-window -t lc -x 80 -y 24
+check "narrow: wide again, the pane" '│ Parameters *$' 10
+$T send-keys -t lc Tab
+check "narrow: Tab: the pane has the focus" '│ Parameters \[edit\]' 10
+$T resize-window -t lc -x 50 -y 24
+check "narrow: drawn at 50 columns again" '^ idle \| ctx ' 10
+not_on_screen "narrow: hidden again" 'Parameters'
+$T send-keys -t lc Right Right
+$T send-keys -t lc "/params" Enter
+check "narrow: hidden with the focus: Right changed nothing" 'temp 0\.00, top-k 40, top-p 0\.95' 10
+$T resize-window -t lc -x 80 -y 24
+check "narrow: wide again, the focus is on the input" '│ Parameters *$' 10
+quit narrow
 
 exit $fail

@@ -122,6 +122,8 @@ else
 fi
 $T send-keys -t lc "/load $tmp/nope.json" Enter
 check "load error shown" "load failed: $tmp/nope.json: cannot open"
+check "load error: the line is back to correct" "^> /load $tmp/nope\\.json *\$"
+$T send-keys -t lc C-e C-u
 
 # 5b. what a model writes is never sent raw: control characters become visible placeholders;
 # wide characters wrap by display width

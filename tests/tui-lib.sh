@@ -32,9 +32,10 @@ wait_for() {
     return 1
 }
 check() { if wait_for "$2" "${3:-30}"; then ok "$1"; else bad "$1"; fi; }
-# ctx_now: the context count the status bar shows now (0 when it shows none)
+# ctx_now: the context count the status bar shows now (0 when it shows none); "ctx N/SIZE", or
+# "ctx N" when the size is not known (a remote server)
 ctx_now() {
-    n=$(screen | sed -n 's/.*| ctx \([0-9][0-9]*\)\/.*/\1/p' | tail -1)
+    n=$(screen | sed -n 's/.*| ctx \([0-9][0-9]*\)\([/ ].*\)\{0,1\}$/\1/p' | tail -1)
     echo "${n:-0}"
 }
 # check_answered NAME OLD-CTX [SECONDS]: the chat is idle again with a context count above
@@ -43,7 +44,7 @@ ctx_now() {
 check_answered() {
     limit=$(( ${3:-30} * 10 )); i=0
     while [ $i -lt $limit ]; do
-        n=$(screen | sed -n 's/^ idle .*| ctx \([0-9][0-9]*\)\/.*/\1/p' | tail -1)
+        n=$(screen | sed -n 's/^ idle .*| ctx \([0-9][0-9]*\)\([/ ].*\)\{0,1\}$/\1/p' | tail -1)
         if [ -n "$n" ] && [ "$n" -gt "$2" ]; then ok "$1"; return 0; fi
         sleep 0.1; i=$((i + 1))
     done

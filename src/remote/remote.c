@@ -9,6 +9,7 @@
  */
 #include "remote/remote.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -522,6 +523,32 @@ static size_t after_think(const char *s, size_t n)
     return i;
 }
 
+/* A sampling parameter (a float) as JSON: the shortest decimal that reads back as the same
+ * float (0.8f is "0.8"), the value the user set; the float widened to a double printed in full
+ * was "0.80000001192092896". */
+static json_object *json_float(float f)
+{
+    if (!isfinite(f))
+        return json_object_new_double((double)f);
+    char buf[32], out[32];
+    for (int prec = 1; prec <= 9; prec++) {
+        snprintf(buf, sizeof(buf), "%.*g", prec, (double)f);
+        if (strtof(buf, NULL) == f)
+            break;
+    }
+    double d = strtod(buf, NULL);
+    /* the locale's decimal point (LC_NUMERIC: "0,8") is JSON's '.' */
+    size_t n = 0;
+    for (const char *c = buf; *c && n + 1 < sizeof(out); c++) {
+        if (strchr("0123456789+-eE", *c))
+            out[n++] = *c;
+        else if (!n || out[n - 1] != '.')
+            out[n++] = '.';
+    }
+    out[n] = '\0';
+    return json_object_new_double_s(d, out);
+}
+
 /* The request body: model, messages, sampling fields, stream.  An earlier reply goes without
  * its thinking part: OpenAI-compatible servers are not sent reasoning back, and the templates
  * of reasoning models (Qwen3, DeepSeek-R1) drop it from earlier turns. */
@@ -549,11 +576,11 @@ static char *request_json(const struct lc_remote *r, const struct lc_chat *conv,
     json_object *so = json_object_new_object();
     json_object_object_add(so, "include_usage", json_object_new_boolean(1));
     json_object_object_add(o, "stream_options", so);
-    json_object_object_add(o, "temperature", json_object_new_double((double)p->temp));
-    json_object_object_add(o, "top_p", json_object_new_double((double)p->top_p));
+    json_object_object_add(o, "temperature", json_float(p->temp));
+    json_object_object_add(o, "top_p", json_float(p->top_p));
     json_object_object_add(o, "top_k", json_object_new_int(p->top_k));
-    json_object_object_add(o, "min_p", json_object_new_double((double)p->min_p));
-    json_object_object_add(o, "repeat_penalty", json_object_new_double((double)p->repeat_penalty));
+    json_object_object_add(o, "min_p", json_float(p->min_p));
+    json_object_object_add(o, "repeat_penalty", json_float(p->repeat_penalty));
     if (p->seed != LC_SEED_RANDOM)
         json_object_object_add(o, "seed", json_object_new_int64((int64_t)p->seed));
     if (n_predict >= 0)

@@ -481,7 +481,7 @@ static bool parse_request(struct req *r, json_object *o, struct lc_chat *conv,
 
 static const char *finish_name(int reason)
 {
-    return reason == LC_DONE_LIMIT ? "length" : "stop";
+    return reason == LC_DONE_LIMIT || reason == LC_DONE_CONTEXT ? "length" : "stop";
 }
 
 /* A chunk or completion skeleton: id, object, created, model. */

@@ -186,6 +186,9 @@ void view_init_colors(struct tui *t);
 void view_draw(struct tui *t);
 /* The terminal is below the chat's minimum size (20x5): only "too small" is drawn. */
 bool view_too_small(void);
+/* The terminal has room for the parameter pane now (wide and tall enough): when it has not,
+ * the pane is hidden, and it takes neither the focus nor edits. */
+bool view_pane_fits(struct tui *t);
 int view_transcript_height(void);
 int view_help_count(void);
 void entry_free(struct entry *e);

@@ -413,10 +413,10 @@ static void open_done(struct tui *t, struct tui_job *j)
                      j->arg) >= 0)
             tui_add_entry(t, E_NOTE, line, strlen(line));
         free(line);
-        tui_message(t, false, "opened %zu messages from %s (open elsewhere: kept in a new file)",
-                    c->n, j->arg);
+        tui_message(t, false, "opened %zu message%s from %s (open elsewhere: kept in a new file)",
+                    c->n, c->n == 1 ? "" : "s", j->arg);
     } else {
-        tui_message(t, false, "opened %zu messages from %s", c->n, j->arg);
+        tui_message(t, false, "opened %zu message%s from %s", c->n, c->n == 1 ? "" : "s", j->arg);
     }
 }
 
@@ -483,6 +483,16 @@ static void *load_run(struct tui_job *j)
     return lc_chat_load(j->arg, &j->err);
 }
 
+/* A /load that failed: "/load PATH" (as the user wrote it) back in the input line, to correct,
+ * as a failed /save does; not over a line typed since. */
+static void load_line_back(struct tui *t, const char *path)
+{
+    char *again = NULL;
+    if (input_is_empty() && asprintf(&again, "/load %s", path) >= 0)
+        input_set_line(t, again);
+    free(again);
+}
+
 /* /load's file was read (j->arg the path, j->arg2 as the user wrote it): it becomes the
  * conversation, kept in a new file from its next change on. */
 static void load_done(struct tui *t, struct tui_job *j)
@@ -495,12 +505,14 @@ static void load_done(struct tui *t, struct tui_job *j)
             tui_add_entry(t, E_ERROR, line, strlen(line));
         free(line);
         tui_message(t, true, "load failed: %s", err);
+        load_line_back(t, j->arg2);
         return;
     }
     /* as open_done: never two chats in one */
     if (t->state != ST_IDLE || lc_engine_busy(t->engine)) {
         tui_message(t, true, "not loaded: the model is busy");
         lc_chat_free(c);
+        load_line_back(t, j->arg2);
         return;
     }
     autosave(t, true);   /* the current chat's last changes are kept in its file first */
@@ -519,13 +531,15 @@ static void load_done(struct tui *t, struct tui_job *j)
     t->n_past = -1;   /* known when the model has read it */
     t->pp_tps = t->gen_tps = -1;
     rebuild_entries(t);
-    tui_message(t, false, "loaded %zu messages from %s", c->n, j->arg2);
+    tui_message(t, false, "loaded %zu message%s from %s", c->n, c->n == 1 ? "" : "s", j->arg2);
 }
 
 void library_load(struct tui *t, const char *full, const char *path)
 {
     if (t->job) {
         tui_message(t, true, "/load: still busy with the last listing; try again in a moment");
+        if (t->cur_line)   /* the line back, for Enter to try again */
+            input_restore(t->cur_line);
         return;
     }
     autosave(t, true);   /* the current one is saved first, as /chats N does */

@@ -935,6 +935,8 @@ static void do_save(struct tui *t, const char *name, bool force)
     if (lc_chat_save(t->chat, path, fmt, &err) != 0) {
         note(t, E_ERROR, "save failed: %s (the conversation is still here)", err ? err : "?");
         tui_message(t, true, "save failed: %s", err ? err : "?");
+        if (name && *name && t->cur_line)   /* the line back, to correct the name */
+            input_restore(t->cur_line);
         free(err);
         free(path);
         return;
@@ -962,6 +964,8 @@ static void do_load(struct tui *t, const char *path)
     if (!full) {
         note(t, E_ERROR, "load failed: %s", err ? err : "?");
         tui_message(t, true, "load failed: %s", err ? err : "?");
+        if (t->cur_line)   /* the line back to correct, as a failed /save's */
+            input_restore(t->cur_line);
         free(err);
         return;
     }
@@ -1629,6 +1633,7 @@ static void dispatch_event(struct tui *t, const struct lc_event *ev, const char 
         if (t->reply_msg >= 0)   /* how the reply ended, kept with it (chat.h "end") */
             t->chat->msgs[t->reply_msg].end = ev->a == LC_DONE_STOPPED ? LC_END_STOPPED
                                               : ev->a == LC_DONE_LIMIT ? LC_END_LENGTH
+                                              : ev->a == LC_DONE_CONTEXT ? LC_END_CONTEXT
                                               : ev->a == LC_DONE_ERROR ? LC_END_ERROR
                                               : LC_END_COMPLETE;
         if (t->reply_entry >= 0) {   /* a trailing incomplete character is shown now */
@@ -1793,6 +1798,20 @@ static void edit_param(struct tui *t, const char *typed)
     t->dirty = true;
 }
 
+/* Tab, Shift-Tab: the focus to the parameter pane (shown) or back to the input.  A pane the
+ * terminal has no room for (below VIEW_PANE_MIN_COLS columns) is hidden: it takes no focus,
+ * so that the arrows never change values nobody sees; the message line says so. */
+static void toggle_pane_focus(struct tui *t)
+{
+    t->dirty = true;
+    if (t->focus == FOCUS_INPUT && !view_pane_fits(t)) {
+        tui_message(t, true, "pane needs %d columns; try /params, /set", VIEW_PANE_MIN_COLS);
+        return;
+    }
+    t->focus = t->focus == FOCUS_INPUT ? FOCUS_PARAMS : FOCUS_INPUT;
+    t->show_params = true;
+}
+
 static void handle_key(struct tui *t, int r, wint_t ch)
 {
     bool code = r == KEY_CODE_YES;
@@ -1832,9 +1851,7 @@ static void handle_key(struct tui *t, int r, wint_t ch)
         case KEY_PPAGE: scroll_by(t, page); return;
         case KEY_NPAGE: scroll_by(t, -page); return;
         case KEY_BTAB:
-            t->focus = t->focus == FOCUS_INPUT ? FOCUS_PARAMS : FOCUS_INPUT;
-            t->show_params = true;
-            t->dirty = true;
+            toggle_pane_focus(t);
             return;
         case KEY_MOUSE: {
             MEVENT me;
@@ -1919,9 +1936,7 @@ static void handle_key(struct tui *t, int r, wint_t ch)
     case '\t':   /* completes a command line; else the parameter pane */
         if (t->focus == FOCUS_INPUT && input_completes())
             break;
-        t->focus = t->focus == FOCUS_INPUT ? FOCUS_PARAMS : FOCUS_INPUT;
-        t->show_params = true;
-        t->dirty = true;
+        toggle_pane_focus(t);
         return;
     case 26:  /* Ctrl-Z */
         suspend(t);
@@ -2048,6 +2063,10 @@ static void on_key(void *ud, const struct lc_key *k)
     struct tui *t = ud;
     if (t->quit)
         return;
+    if (t->focus == FOCUS_PARAMS && !view_pane_fits(t)) {
+        t->focus = FOCUS_INPUT;   /* the pane was hidden (a narrower terminal): keys go to the input */
+        t->dirty = true;
+    }
     if (view_too_small()) {
         too_small_key(t, k);
         return;
@@ -2620,16 +2639,16 @@ int lc_tui_run(struct lc_options *o)
     lc_keydec_init(&keydec, on_key, t);
 
     if (o->resume_path)
-        tui_message(t, false, "resumed %zu messages from %s", t->chat->n, o->resume_path);
+        tui_message(t, false, "resumed %zu message%s from %s", t->chat->n, t->chat->n == 1 ? "" : "s", o->resume_path);
     if (t->chat_path) {
-        note(t, E_NOTE, "--continue: %zu messages from %s", t->chat->n, t->chat_path);
-        tui_message(t, false, "continued %zu messages from %s", t->chat->n, t->chat_path);
+        note(t, E_NOTE, "--continue: %zu message%s from %s", t->chat->n, t->chat->n == 1 ? "" : "s", t->chat_path);
+        tui_message(t, false, "continued %zu message%s from %s", t->chat->n, t->chat->n == 1 ? "" : "s", t->chat_path);
     }
     if (continue_shared) {
-        note(t, E_NOTE, "--continue: %zu messages from %s, which another llamachat has open: "
-             "this copy goes on in a new file", t->chat->n, continue_shared);
-        tui_message(t, false, "continued %zu messages from %s (open elsewhere: kept in a new file)",
-                    t->chat->n, continue_shared);
+        note(t, E_NOTE, "--continue: %zu message%s from %s, which another llamachat has open: "
+             "this copy goes on in a new file", t->chat->n, t->chat->n == 1 ? "" : "s", continue_shared);
+        tui_message(t, false, "continued %zu message%s from %s (open elsewhere: kept in a new file)",
+                    t->chat->n, t->chat->n == 1 ? "" : "s", continue_shared);
     }
     if (system_note)
         tui_add_entry(t, E_NOTE, system_note, strlen(system_note));

@@ -890,10 +890,17 @@ static void fmt_tps(char *buf, size_t size, double tps)
 static void draw_status(struct tui *t, int y, int width)
 {
     char st[48], line[512], ctx[32], pp[24], gen[24];
-    if (t->n_past >= 0)
-        snprintf(ctx, sizeof(ctx), "%d/%d", t->n_past, t->n_ctx);
-    else
+    /* a context size not known (a remote server's: 0) is not shown as "/0": the count alone */
+    if (t->n_past >= 0) {
+        if (t->n_ctx > 0)
+            snprintf(ctx, sizeof(ctx), "%d/%d", t->n_past, t->n_ctx);
+        else
+            snprintf(ctx, sizeof(ctx), "%d", t->n_past);
+    } else if (t->n_ctx > 0) {
         snprintf(ctx, sizeof(ctx), "-/%d", t->n_ctx);
+    } else {
+        snprintf(ctx, sizeof(ctx), "-");
+    }
     fmt_tps(pp, sizeof(pp), t->pp_tps);
     fmt_tps(gen, sizeof(gen), t->gen_tps);
     /* narrow: whole fields make room, never part of one: the ISA, the model's name, its
@@ -1113,6 +1120,21 @@ int view_transcript_height(void)
     return LINES - 3 > 1 ? LINES - 3 : 1;
 }
 
+/* The transcript's height and whether the pane fits beside it (view_draw's layout). */
+static bool pane_fits(struct tui *t, int rows, int cols, int *tr_h)
+{
+    int max_in = rows / 3 > 5 ? 5 : rows / 3 > 1 ? rows / 3 : 1;
+    int in_h = input_rows(t, cols, max_in);
+    *tr_h = rows - in_h - 2;
+    return cols >= VIEW_PANE_MIN_COLS && *tr_h >= 3;
+}
+
+bool view_pane_fits(struct tui *t)
+{
+    int tr_h;
+    return !view_too_small() && pane_fits(t, LINES, COLS, &tr_h);
+}
+
 void view_draw(struct tui *t)
 {
     int rows = LINES, cols = COLS;
@@ -1131,10 +1153,8 @@ void view_draw(struct tui *t)
         refresh();
         return;
     }
-    int max_in = rows / 3 > 5 ? 5 : rows / 3 > 1 ? rows / 3 : 1;
-    int in_h = input_rows(t, cols, max_in);
-    int tr_h = rows - in_h - 2;
-    bool pane = t->show_params && cols >= VIEW_PANE_MIN_COLS && tr_h >= 3;
+    int tr_h;
+    bool pane = pane_fits(t, rows, cols, &tr_h) && t->show_params;
     int tr_w = pane ? cols - PARAM_PANE_W : cols;
     draw_transcript(t, 0, tr_h, tr_w);
     if (pane)
@@ -1148,6 +1168,6 @@ void view_draw(struct tui *t)
         return;
     }
     curs_set(t->focus == FOCUS_INPUT ? 1 : 0);
-    input_draw(t, tr_h + 1, in_h, cols);   /* last: leaves the cursor in the input */
+    input_draw(t, tr_h + 1, rows - tr_h - 2, cols);   /* last: leaves the cursor in the input */
     refresh();
 }
