@@ -503,4 +503,26 @@ $T resize-window -t lc -x 80 -y 24
 check "narrow: wide again, the focus is on the input" '│ Parameters *$' 10
 quit narrow
 
+# 13. a comma-decimal locale (de_DE.UTF-8, built here by localedef from the locales package's
+# sources): every number llamachat wrote into a transcript took the locale's comma ("temp":
+# 0,8), so the file was not JSON and the conversation did not open again
+mkdir -p "$tmp/loc"
+if localedef -i de_DE -f UTF-8 "$tmp/loc/de_DE.UTF-8" >/dev/null 2>&1 || [ -d "$tmp/loc/de_DE.UTF-8" ]; then
+    start_args comma "--temp 0.8 -n 4" "LOCPATH='$tmp/loc' LANG=de_DE.UTF-8 LC_ALL=de_DE.UTF-8" || exit 1
+    $T send-keys -t lc "Once upon a time" Enter
+    check "comma: answered" 'max tokens reached \(4\)'
+    $T send-keys -t lc "/save $tmp/comma.json" Enter
+    check "comma: saved" "saved $tmp/comma.json"
+    quit comma
+    if python3 -c 'import json, sys; p = json.load(open(sys.argv[1]))["parameters"]; sys.exit(p["temp"] != 0.8)' "$tmp/comma.json" 2>/dev/null; then
+        ok "comma: the transcript is JSON, temp 0.8"
+    else bad "comma: the transcript is JSON, temp 0.8"; grep -n 'temp' "$tmp/comma.json"; fi
+    start_args comma2 "--resume '$tmp/comma.json'" "LOCPATH='$tmp/loc' LANG=de_DE.UTF-8 LC_ALL=de_DE.UTF-8" || exit 1
+    check "comma: it opens again" 'Once upon a time, there was a'
+    check "comma: with its temp" '│ temp +0\.80$'
+    quit comma2
+else
+    bad "comma: a de_DE.UTF-8 locale could be built (localedef; Debian package locales)"
+fi
+
 exit $fail

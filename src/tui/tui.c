@@ -2358,6 +2358,10 @@ static char user_codeset[64];
 static bool ensure_utf8_locale(void)
 {
     setlocale(LC_ALL, "");
+    /* numbers are written and read in C's form whatever the user's locale: transcripts (JSON),
+     * KV state and log files, the rc file's values.  A comma-decimal locale (de_DE) made every
+     * saved "temp": 0,8 -- invalid JSON, a conversation that would not open again */
+    setlocale(LC_NUMERIC, "C");
     const char *cs = nl_langinfo(CODESET);
     snprintf(user_codeset, sizeof(user_codeset), "%s", cs ? cs : "?");
     if (cs && (!strcasecmp(cs, "UTF-8") || !strcasecmp(cs, "utf8")))
