@@ -375,7 +375,7 @@ int main(void)
         lc_engine_set_params(e, &sp, 150);
         lc_engine_submit(e, "Once upon a time");
         CHECK(collect(e, &r, false, false), "long reply timed out");
-        CHECK(r.errors == 0 && r.reason == LC_DONE_LIMIT && r.n_gen > 40 && r.n_gen < 64,
+        CHECK(r.errors == 0 && r.reason == LC_DONE_CONTEXT && r.n_gen > 40 && r.n_gen < 64,
               "long reply: errors %d reason %d n_gen %d", r.errors, r.reason, r.n_gen);
         CHECK(r.notes >= 1 && strstr(r.note, "is full with this turn alone: the reply ends here"),
               "long reply note: %s", r.note);

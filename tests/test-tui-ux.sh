@@ -507,8 +507,12 @@ quit narrow
 # sources): every number llamachat wrote into a transcript took the locale's comma ("temp":
 # 0,8), so the file was not JSON and the conversation did not open again
 mkdir -p "$tmp/loc"
+# glibc's setlocale keeps a copy of LOCPATH's directory list (__argz_add_sep) that it never
+# frees: a leak of the test's LOCPATH, not of llamachat, kept out of the sanitizer's report
+printf 'leak:__argz_add_sep\n' >"$tmp/lsan.supp"
+comma_env="LOCPATH='$tmp/loc' LANG=de_DE.UTF-8 LC_ALL=de_DE.UTF-8 LSAN_OPTIONS=suppressions='$tmp/lsan.supp'"
 if localedef -i de_DE -f UTF-8 "$tmp/loc/de_DE.UTF-8" >/dev/null 2>&1 || [ -d "$tmp/loc/de_DE.UTF-8" ]; then
-    start_args comma "--temp 0.8 -n 4" "LOCPATH='$tmp/loc' LANG=de_DE.UTF-8 LC_ALL=de_DE.UTF-8" || exit 1
+    start_args comma "--temp 0.8 -n 4" "$comma_env" || exit 1
     $T send-keys -t lc "Once upon a time" Enter
     check "comma: answered" 'max tokens reached \(4\)'
     $T send-keys -t lc "/save $tmp/comma.json" Enter
@@ -517,7 +521,7 @@ if localedef -i de_DE -f UTF-8 "$tmp/loc/de_DE.UTF-8" >/dev/null 2>&1 || [ -d "$
     if python3 -c 'import json, sys; p = json.load(open(sys.argv[1]))["parameters"]; sys.exit(p["temp"] != 0.8)' "$tmp/comma.json" 2>/dev/null; then
         ok "comma: the transcript is JSON, temp 0.8"
     else bad "comma: the transcript is JSON, temp 0.8"; grep -n 'temp' "$tmp/comma.json"; fi
-    start_args comma2 "--resume '$tmp/comma.json'" "LOCPATH='$tmp/loc' LANG=de_DE.UTF-8 LC_ALL=de_DE.UTF-8" || exit 1
+    start_args comma2 "--resume '$tmp/comma.json'" "$comma_env" || exit 1
     check "comma: it opens again" 'Once upon a time, there was a'
     check "comma: with its temp" '│ temp +0\.80$'
     quit comma2
