@@ -126,6 +126,18 @@ static void expect_error(const char *base, const char *mode, const char *want1, 
     CHECK(!strstr(g.error, KEY) && !strstr(g.error, "5ecret"), "%s: key in message: %s", mode, g.error);
 }
 
+/* the last line of the fake server's request log at path into last (size bytes; "" if none) */
+static void last_request(const char *path, char *last, size_t size)
+{
+    FILE *f = fopen(path, "r");
+    char line[8192];
+    last[0] = '\0';
+    while (f && fgets(line, sizeof(line), f))
+        snprintf(last, size, "%s", line);
+    if (f)
+        fclose(f);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -151,12 +163,8 @@ int main(int argc, char **argv)
     CHECK(collect(e, &g, false, 0) && g.reason == LC_DONE_EOG, "ok 2: %d", g.reason);
     lc_engine_free(e);
     {
-        FILE *f = fopen(argv[2], "r");
-        char line[8192], last[8192] = "";
-        while (f && fgets(line, sizeof(line), f))
-            snprintf(last, sizeof(last), "%s", line);
-        if (f)
-            fclose(f);
+        char last[8192];
+        last_request(argv[2], last, sizeof(last));
         CHECK(strstr(last, "\"temperature\":0.25") && strstr(last, "\"top_k\":7") &&
               strstr(last, "\"seed\":1234") && strstr(last, "\"max_tokens\":5") &&
               strstr(last, "\"model\":\"fake-model\"") && strstr(last, "\"stream\":true"),
@@ -254,12 +262,8 @@ int main(int argc, char **argv)
         lc_engine_submit(e, "and then?");
         CHECK(collect(e, &g, false, 0) && g.reason == LC_DONE_EOG, "reasoning 2: %d", g.reason);
         lc_engine_free(e);
-        FILE *f = fopen(argv[2], "r");
-        char line[8192], last[8192] = "";
-        while (f && fgets(line, sizeof(line), f))
-            snprintf(last, sizeof(last), "%s", line);
-        if (f)
-            fclose(f);
+        char last[8192];
+        last_request(argv[2], last, sizeof(last));
         CHECK(strstr(last, "{\"role\":\"assistant\",\"content\":\"Hello! How can I help?\"},"
                            "{\"role\":\"user\",\"content\":\"and then?\"}"),
               "reasoning: the thinking sent back: %s", last);

@@ -52,6 +52,13 @@ start() {
     wait_for '^ idle \|' 30 >/dev/null || { bad "$name: chat started"; tui_show_err "$name"; return 1; }
 }
 newest() { ls -t "$chats"/*.json 2>/dev/null | head -1; }
+# kept_as NAME END: the newest chat file's reply (message 1) has text and ends END
+kept_as() {
+    f=$(newest)
+    if [ -n "$f" ] && [ "$(json "$f" 'm[1]["role"] + "|" + m[1].get("end", "") + "|" + str(len(m[1]["content"]) > 0)')" = "assistant|$2|True" ]; then
+        ok "$1: kept as $2 with its text"
+    else bad "$1: kept as $2 with its text"; cat "$f"; fi
+}
 
 # 1. /quit during a reply: "stopped"
 start quit "LLAMACHAT_TEST_SLOW_MS=8000" || exit 1
@@ -112,10 +119,7 @@ $T send-keys -t lc "Tom went to the park" Enter
 check "fail: the error shown" 'decode failed: a fault made by LLAMACHAT_TEST_FAIL_AFTER after 6 tokens' 10
 check "fail: the note" '\(cut off by an error\)' 10
 quit fail
-f=$(newest)
-if [ -n "$f" ] && [ "$(json "$f" 'm[1]["role"] + "|" + m[1].get("end", "") + "|" + str(len(m[1]["content"]) > 0)')" = "assistant|error|True" ]; then
-    ok "fail: kept as error with its text"
-else bad "fail: kept as error with its text"; cat "$f"; fi
+kept_as "fail" error
 start fail2 "" --continue || exit 1
 check "fail: reopened, the note" '\(cut off by an error\)' 10
 quit fail2
@@ -206,10 +210,7 @@ check "full: the note" '\(cut off: the context is full\)' 30
 not_on_screen "full: ... not the token limit" 'cut at the token limit'
 check "full: idle" '^ idle ' 10
 quit full
-f=$(newest)
-if [ -n "$f" ] && [ "$(json "$f" 'm[1]["role"] + "|" + m[1].get("end", "") + "|" + str(len(m[1]["content"]) > 0)')" = "assistant|context|True" ]; then
-    ok "full: kept as context with its text"
-else bad "full: kept as context with its text"; cat "$f"; fi
+kept_as "full" context
 start full2 "" --continue || exit 1
 check "full: reopened, the note" '\(cut off: the context is full\)' 10
 not_on_screen "full: reopened, ... not the token limit" 'cut at the token limit'
