@@ -568,8 +568,7 @@ int main(void)
     lc_engine_submit(a, " Again.");
     CHECK(collect(a, &r, false), "turn 4");
     CHECK(r.errors == 1 && !strcmp(r.error, "the KV state /nonexistent-dir/x.json.kv was not saved: "
-                                   "cannot create a temporary file beside it: No such file or "
-                                   "directory; the transcript is kept (resuming it reads "
+                                   "the directory /nonexistent-dir does not exist; the transcript is kept (resuming it reads "
                                    "the conversation again)"),
           "save failure: %d errors, '%s'", r.errors, r.error);
     lc_engine_free(a);

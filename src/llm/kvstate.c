@@ -208,7 +208,14 @@ int lc_kvstate_save(const char *path, const struct lc_context *c, const int32_t 
     }
     int fd = mkstemp(tmp);   /* mode 0600 */
     if (fd < 0) {
-        *err = fmt("cannot create a temporary file beside it: %s", strerror(errno));
+        /* the temporary file is ours: name what the user can act on */
+        const char *slash = strrchr(path, '/');
+        int dir_len = slash == path ? 1 : slash ? (int)(slash - path) : 1;
+        const char *dir = slash ? path : ".";
+        if (errno == ENOENT || errno == ENOTDIR)
+            *err = fmt("the directory %.*s does not exist", dir_len, dir);
+        else
+            *err = fmt("cannot create it: %s", strerror(errno));
         free(tmp);
         free(buf);
         return -1;
