@@ -355,6 +355,8 @@ static void *open_run(struct tui_job *j)
         lc_state_writer_wait(j->wait_writer, j->wait_mark);
         j->lock = lc_state_lock_chat(j->arg, &j->lock_err);
     }
+    if (atomic_load(&j->stop))   /* quit while the writer finished: no parse to wait for */
+        return NULL;
     struct lc_chat *c = lc_chat_load(j->arg, &j->err);
     test_sleep("LLAMACHAT_TEST_SLOW_OPEN_MS");
     return c;
@@ -480,6 +482,8 @@ static void cmd_chats(struct tui *t, const char *arg)
 static void *load_run(struct tui_job *j)
 {
     test_sleep("LLAMACHAT_TEST_SLOW_MS");   /* (tests) a slow disk, as open_run's */
+    if (atomic_load(&j->stop))
+        return NULL;
     return lc_chat_load(j->arg, &j->err);
 }
 
