@@ -418,8 +418,10 @@ static void report_seed(struct lc_engine *e)
     emit_str(e, LC_EV_INFO, "seed=%llu", (unsigned long long)e->reply_seed);
 }
 
-/* Take new parameters if the UI changed them (between tokens). */
-static void pick_up_params(struct lc_engine *e)
+/* Take new parameters if the UI changed them; in_reply: between two tokens of a reply (its
+ * sampler takes them at once), else before a reply's start_sampler (the last reply's sampler
+ * is left alone: its seed is not this reply's, and reporting it would say so). */
+static void pick_up_params(struct lc_engine *e, bool in_reply)
 {
     if (!atomic_load_explicit(&e->params_changed, memory_order_acquire))
         return;
@@ -428,7 +430,7 @@ static void pick_up_params(struct lc_engine *e)
     e->n_predict = e->new_n_predict;
     atomic_store(&e->params_changed, false);
     pthread_mutex_unlock(&e->mu);
-    if (!e->smp)
+    if (!e->smp || !in_reply)
         return;
     /* A seed given during a reply re-seeds at once; the same "random" keeps this reply's. */
     if (e->params.seed != e->user_seed) {
@@ -1289,7 +1291,7 @@ static void reply(struct lc_engine *e, bool regen)
         goto done_noconv;
     }
     const int32_t n_ctx = lc_context_n_ctx(e->ctx);
-    pick_up_params(e);
+    pick_up_params(e, false);
     if (!start_sampler(e)) {
         emit_str(e, LC_EV_ERROR, "out of memory");
         goto done_noconv;
@@ -1334,7 +1336,7 @@ static void reply(struct lc_engine *e, bool regen)
     lc_spec_reset(&e->spec);   /* the logits are sync_prompt's */
     emit_stats(e);
     for (;;) {
-        pick_up_params(e);
+        pick_up_params(e, true);
         if (stop_requested(e)) {
             reason = LC_DONE_STOPPED;
             break;
@@ -1502,7 +1504,7 @@ static void reply_remote(struct lc_engine *e)
     int32_t n_chunks = 0;
     double gen_secs = 0;
     struct remote_reply rr = { .e = e, .n_prompt = -1, .n_gen = -1, .t0 = now_s() };
-    pick_up_params(e);
+    pick_up_params(e, true);
     if (!e->remote) {
         emit_str(e, LC_EV_ERROR, "not connected to a server");
         goto done;

@@ -27,6 +27,8 @@ struct reply {
     char error[512];
     int32_t n_past;
     int n_eval;
+    int seeds;       /* LC_EV_INFO "seed=..." reports, and the last one */
+    char seed[64];
 };
 
 /* Wait for events until DONE (or LOADED when want_loaded); 60 s timeout. */
@@ -83,6 +85,12 @@ static bool collect(struct lc_engine *e, struct reply *r, bool want_loaded, bool
         }
         case LC_EV_STATS:
             r->n_past = ev.a;
+            break;
+        case LC_EV_INFO:
+            if (ev.len > 5 && !memcmp(ev.text, "seed=", 5)) {
+                r->seeds++;
+                snprintf(r->seed, sizeof(r->seed), "%.*s", (int)ev.len, ev.text);
+            }
             break;
         case LC_EV_DONE:
             r->reason = ev.a;
@@ -350,6 +358,20 @@ int main(void)
     CHECK(want3 && strcmp(r.text, want3) == 0, "after set_reply:\n got '%s'\nwant '%s'", r.text,
           want3 ? want3 : "(null)");
     free(want3);
+    CHECK(r.seeds == 1 && !strcmp(r.seed, "seed=none"), "greedy: %d seed reports, last '%s'",
+          r.seeds, r.seed);
+    /* the temperature raised between replies, after a greedy one: one seed reported, this
+     * reply's (the last reply's sampler reported its own unused seed first) */
+    {
+        struct lc_sampler_params hot = cfg.sampling;
+        hot.temp = 0.8f;
+        hot.seed = 1234;
+        lc_engine_set_params(e, &hot, 3);
+        lc_engine_submit(e, " Then.");
+        CHECK(collect(e, &r, false, false), "sampled reply timed out");
+        CHECK(r.seeds == 1 && !strcmp(r.seed, "seed=1234"), "sampled: %d seed reports, last '%s'",
+              r.seeds, r.seed);
+    }
     lc_engine_free(e);
 
     /* overflow: 64-token context, 16-token replies; the chat goes on with a note */
