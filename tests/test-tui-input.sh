@@ -117,6 +117,10 @@ $T send-keys -t lc -l "$(printf 'x e\314\201 \344\270\255\314\201 a\314\201\314\
 check "combining: the input line shows e+U+0301, two marks on a" "$(printf '^> x e\314\201 \344\270\255\314\201 a\314\201\314\202 z *$')" 10
 $T send-keys -t lc Enter
 check "combining: the transcript shows them on the same characters" "$(printf '^x e\314\201 \344\270\255\314\201 a\314\201\314\202 z')" 10
+# a mark as a message's first character was not drawn at all: now on a no-break space
+$T send-keys -t lc -l "$(printf '\314\201q')"
+$T send-keys -t lc Enter
+check "combining: a mark first in a message is shown, on a no-break space" "$(printf '\302\240\314\201q')" 10
 quit combining
 
 # 7. SIGTERM right after a bad paste ends the chat (it is not frozen)

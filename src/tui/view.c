@@ -136,9 +136,12 @@ static size_t decode_run(struct entry *e, size_t *cap, const char *text, size_t 
             base--;                 /* past the marks before it */
         if (w < 0 || w > 2)
             push_cell(e, cap, (wchar_t)0xFFFD, 1, style);
-        else if (w == 0 && (base == 0 || e->cells[base - 1].w < 0))
-            continue;   /* a combining mark with nothing to attach to */
-        else
+        else if (w == 0 && (base == 0 || e->cells[base - 1].w < 0)) {
+            /* a combining mark with nothing to attach to (a message's or a line's first
+             * character): shown on a no-break space, as Unicode shows a mark alone (TUS 2.11) */
+            push_cell(e, cap, (wchar_t)0xA0, 1, style);
+            push_cell(e, cap, (wchar_t)cp, 0, style);
+        } else
             push_cell(e, cap, (wchar_t)cp, w, style);
     }
     return i;
