@@ -120,6 +120,7 @@ struct lc_engine {
     bool kv_save_failed;      /* a failure was reported; the next one is not */
     /* remote mode: replies from an OpenAI-compatible server (remote.h) */
     char *remote_url, *remote_model, *remote_key;
+    int32_t remote_n_ctx;     /* the server's context per request (lc_remote_n_ctx), 0: not known */
     struct lc_remote *remote;
 };
 
@@ -1465,12 +1466,13 @@ static bool load_remote(struct lc_engine *e)
         return false;
     }
     free(list);
+    e->remote_n_ctx = lc_remote_n_ctx(e->remote, &e->quitting);
     const char *name = lc_remote_model(e->remote) ? lc_remote_model(e->remote) : "(server default)";
     emit_str(e, LC_EV_INFO, "isa=remote");
     emit_str(e, LC_EV_INFO, "template=server's");
     emit_str(e, LC_EV_INFO, "name=%s", name);
     emit_str(e, LC_EV_LOADED, "%s at %s", name, e->remote_url);
-    emit(e, LC_EV_STATS, 0, 0, 0, 0);
+    emit(e, LC_EV_STATS, 0, e->remote_n_ctx, 0, 0);
     return true;
 }
 
@@ -1538,10 +1540,16 @@ static void reply_remote(struct lc_engine *e)
     {
         double t1 = now_s();
         int32_t n_gen = rr.n_gen >= 0 ? (int32_t)rr.n_gen : n_chunks;
+        /* "length" is all OpenAI's protocol says for max_tokens and for a full context alike:
+         * with the server's context known and filled (its usage counts, give or take the
+         * last token), the reply was cut by the context */
+        if (reason == LC_DONE_LIMIT && e->remote_n_ctx > 0 && rr.n_prompt >= 0 &&
+            rr.n_prompt + n_gen + 1 >= e->remote_n_ctx && (e->n_predict < 0 || n_gen < e->n_predict))
+            reason = LC_DONE_CONTEXT;
         double gen_s = rr.t_first > 0 ? t1 - rr.t_first : 0;
         double pp_s = rr.t_first > 0 ? rr.t_first - rr.t0 : 0;
         /* the tokens the server counted (its usage); -1: it did not say (not 0, a count) */
-        emit(e, LC_EV_STATS, rr.n_prompt >= 0 ? (int32_t)(rr.n_prompt + n_gen) : -1, 0,
+        emit(e, LC_EV_STATS, rr.n_prompt >= 0 ? (int32_t)(rr.n_prompt + n_gen) : -1, e->remote_n_ctx,
              rr.n_prompt > 0 && pp_s > 0 ? (double)rr.n_prompt / pp_s : 0,
              n_gen > 1 && gen_s > 0 ? (double)(n_gen - 1) / gen_s : 0);
         n_chunks = n_gen;
@@ -1616,8 +1624,10 @@ static void switch_remote(struct lc_engine *e, const char *name)
         return;
     }
     free(list);
+    e->remote_n_ctx = lc_remote_n_ctx(e->remote, &e->quitting);   /* the new model's */
     emit_str(e, LC_EV_INFO, "name=%s", m);
     emit_str(e, LC_EV_LOADED, "%s at %s", m, e->remote_url);
+    emit(e, LC_EV_STATS, -1, e->remote_n_ctx, 0, 0);
     free(m);
     finish(e, LC_DONE_EOG, 0, 0, 0);
 }

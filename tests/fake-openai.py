@@ -10,7 +10,8 @@ client's URL is http://127.0.0.1:PORT/MODE:
   404      404 for chat (model unknown)     stall role delta, then silence
   cut      two content deltas, then the connection closes without [DONE]
   fix-NAME replays SSEDIR/NAME.sse as the body
-GET /MODE/v1/models answers a list for every mode but 401.  Every request body is appended,
+GET /MODE/v1/models answers a list for every mode but 401; GET /fix-NAME/props answers
+SSEDIR/NAME.props.json (llama-server's /props) when there is one, else 404 as other servers do.  Every request body is appended,
 one line of JSON each, to PORTFILE.requests.
 """
 import http.server, json, os, socketserver, sys, time
@@ -54,6 +55,12 @@ class H(http.server.BaseHTTPRequestHandler):
         if m == "401":
             return self.send(401, {"error": {"message": "Incorrect API key provided: "
                                    + self.headers.get("Authorization", "")}})
+        if self.path.endswith("/props"):   # llama-server's: fix-NAME serves NAME.props.json
+            name = os.path.join(ssedir, m[4:] + ".props.json") if m.startswith("fix-") else ""
+            if name and os.path.exists(name):
+                with open(name) as f:
+                    return self.send(200, json.load(f))
+            return self.send(404, {"error": {"message": "File Not Found"}})
         self.send(200, {"object": "list", "data": [{"id": "fake-model", "object": "model"},
                                                     {"id": "other-model", "object": "model"}]})
 

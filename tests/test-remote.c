@@ -19,6 +19,7 @@ struct got {
     char text[4096], error[1024], name[128];
     size_t len;
     int reason, loaded, errors;
+    int32_t n_ctx;   /* the last LC_EV_STATS's context size (0: the server did not say) */
 };
 
 static double now_s(void)
@@ -69,6 +70,9 @@ static bool collect(struct lc_engine *e, struct got *g, bool loading, double sto
                 return true;
             break;
         }
+        case LC_EV_STATS:
+            g->n_ctx = ev.b;
+            break;
         case LC_EV_DONE:
             g->reason = ev.a;
             return true;
@@ -235,9 +239,12 @@ int main(int argc, char **argv)
           strstr(g.error, "partial reply is kept"), "cut: '%s' %d '%s'", g.text, g.reason, g.error);
     lc_engine_free(e);
     /* recorded streams through HTTP */
-    const char *fx[] = { "llama-server", "vllm", "ollama", "keepalive-crlf" };
+    /* llama-server-ctx: a server whose GET /props gives its context (64), which the reply
+     * fills: its "length" is the context's, not max_tokens' (there is none); the others have
+     * no /props: no context size, and "length" stays the token limit (vLLM's) */
+    const char *fx[] = { "llama-server", "vllm", "ollama", "keepalive-crlf", "llama-server-ctx" };
     const char *src = getenv("LC_SRCDIR");
-    for (size_t i = 0; i < 4; i++) {
+    for (size_t i = 0; i < 5; i++) {
         char mode[64], path[1100], want[4096] = "";
         snprintf(mode, sizeof(mode), "fix-%s", fx[i]);
         snprintf(path, sizeof(path), "%s/tests/data/sse/%s.content", src ? src : ".", fx[i]);
@@ -248,7 +255,9 @@ int main(int argc, char **argv)
             fclose(f);
         lc_engine_free(ask(base, mode, &g, 0, NULL));
         CHECK(n > 0 && !strcmp(g.text, want), "%s: '%s' want '%s'", mode, g.text, want);
-        CHECK(g.reason == (i == 1 ? LC_DONE_LIMIT : LC_DONE_EOG), "%s: reason %d", mode, g.reason);
+        CHECK(g.reason == (i == 1 ? LC_DONE_LIMIT : i == 4 ? LC_DONE_CONTEXT : LC_DONE_EOG),
+              "%s: reason %d", mode, g.reason);
+        CHECK(g.n_ctx == (i == 4 ? 64 : 0), "%s: context size %d", mode, (int)g.n_ctx);
     }
     /* a reasoning model behind llama-server: its thinking comes in reasoning_content; it is
      * shown as the reply's <think> part (folded by the chat) instead of being dropped, and is

@@ -183,7 +183,7 @@ int main(void)
     char dir[1024];
     snprintf(dir, sizeof(dir), "%s/tests/data/sse", src ? src : ".");
     const char *names[] = { "llama-server", "vllm", "ollama", "keepalive-crlf",
-                            "llama-server-reasoning" };
+                            "llama-server-reasoning", "llama-server-ctx" };
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         replay(dir, names[i]);
     framing();

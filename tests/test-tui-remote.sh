@@ -2,8 +2,8 @@
 # test-tui-remote.sh - the chat as a front-end of llamachat-server: the server on a free
 # loopback port with the default model and an API key, the real chat in tmux with --remote
 # (the key named in the rc file): the reply streams and equals the one-shot CLI's greedy
-# continuation; the status bar shows the server's count of tokens without a context size it does
-# not know (it said "ctx 0/0"); Esc stops a reply at once; /set applies to the next request (the server's log
+# continuation; the status bar shows the server's count of tokens in its context (GET /props;
+# it said "ctx 0/0", then the count alone); Esc stops a reply at once; /set applies to the next request (the server's log
 # shows the fields it got); /models lists the server's model; /save keeps the transcript; the
 # key is in no file the chat writes nor on its stderr.
 set -u
@@ -48,14 +48,15 @@ wait_for '^\$' 10 || { echo "FAIL: no shell prompt"; exit 1; }
 $T send-keys -t lc "$LC --remote $URL 2>$tmp/stderr; echo EXIT=\$?" Enter
 
 check "connected: the server's model in the status" 'idle .*stories260K-ff192-q4_1'
-# the server's context is not known: no "/0" after the count (it showed "ctx 0/0", "ctx -/0")
-not_on_screen "connected: no context size of 0" '\| ctx [-0-9]+/'
-check "connected: the count alone" '\| ctx [-0-9]+ \| pp '
+# the server's context size from its GET /props (llama-server's; it was not known, and showed
+# as "ctx 0/0", then as the count alone): the model's 2048 tokens, never "/0"
+not_on_screen "connected: no context size of 0" '\| ctx [-0-9]+/0 '
+check "connected: the server's context size" '\| ctx [-0-9]+/2048 \| pp '
 c0=$(ctx_now)
 $T send-keys -t lc "$PROMPT" Enter
 check_answered "reply finished" "$c0"
-check "reply: the server's count of tokens, no context size" '^ idle .*\| ctx [1-9][0-9]* \| pp '
-not_on_screen "reply: no context size of 0" '\| ctx [-0-9]+/'
+check "reply: the server's count of tokens in its context" '^ idle .*\| ctx [1-9][0-9]*/2048 \| pp '
+not_on_screen "reply: no context size of 0" '\| ctx [-0-9]+/0 '
 first=$(printf '%s' "$cont" | cut -c1-40)
 check "continuation on screen" "$first"
 # the speed is the server's time from first to last token, not the arrival of events that came

@@ -27,6 +27,7 @@ struct lc_remote {
     char *model;
     char *api_key;
     long connect_timeout, idle_timeout;   /* seconds */
+    int32_t models_n_ctx;   /* the model's context in GET /v1/models (vLLM's max_model_len), or 0 */
 };
 
 /* One request's state, shared with the callbacks. */
@@ -162,6 +163,7 @@ int lc_remote_set_model(struct lc_remote *r, const char *model)
         return -1;
     free(r->model);
     r->model = m;
+    r->models_n_ctx = 0;   /* the last model list's figure was another model's */
     return 0;
 }
 
@@ -449,13 +451,16 @@ static CURL *new_handle(struct lc_remote *r, struct xfer *x, const char *path,
     return h;
 }
 
-char *lc_remote_models(struct lc_remote *r, const atomic_bool *stop, char **err)
+/* GET {base}{path}: the parsed JSON body of a 200 answer (the caller puts it), or NULL with a
+ * malloc'd one-line *err ("cancelled" when stop was set). */
+static json_object *get_json(struct lc_remote *r, const char *path, const atomic_bool *stop,
+                             char **err)
 {
     *err = NULL;
     struct xfer x = { .r = r };
     struct curl_slist *hdrs = NULL;
     char errbuf[CURL_ERROR_SIZE] = "";
-    x.h = new_handle(r, &x, "/v1/models", &hdrs, errbuf);
+    x.h = new_handle(r, &x, path, &hdrs, errbuf);
     if (!x.h) {
         *err = strdup("out of memory");
         return NULL;
@@ -463,46 +468,84 @@ char *lc_remote_models(struct lc_remote *r, const atomic_bool *stop, char **err)
     curl_easy_setopt(x.h, CURLOPT_HTTPHEADER, hdrs);
     CURLcode cc;
     int res = run(&x, stop, &cc);
-    think_end(&x);   /* a reply that stopped while thinking: its part closed all the same */
     curl_easy_getinfo(x.h, CURLINFO_RESPONSE_CODE, &x.status);
-    char *list = NULL;
+    json_object *o = NULL;
     if (res == RUN_CANCELLED) {
         *err = strdup("cancelled");
     } else if (res != RUN_OK || x.status != 200) {
-        *err = describe(&x, res, cc, errbuf, "GET /v1/models");
-    } else {
-        json_object *o = json_tokener_parse(x.body ? x.body : ""), *data;
-        if (!o || !json_object_object_get_ex(o, "data", &data) ||
-            !json_object_is_type(data, json_type_array)) {
-            *err = fmt_err(r, "%s: GET /v1/models: not an OpenAI model list", r->base);
-        } else {
-            size_t cap = 1, len = 0;
-            for (size_t i = 0; i < json_object_array_length(data); i++) {
-                json_object *id;
-                if (json_object_object_get_ex(json_object_array_get_idx(data, i), "id", &id))
-                    cap += strlen(json_object_get_string(id)) + 1;
-            }
-            list = malloc(cap);
-            if (list) {
-                list[0] = '\0';
-                for (size_t i = 0; i < json_object_array_length(data); i++) {
-                    json_object *id;
-                    if (!json_object_object_get_ex(json_object_array_get_idx(data, i), "id", &id))
-                        continue;
-                    const char *s = json_object_get_string(id);
-                    len += (size_t)sprintf(list + len, "%s%s", len ? "\n" : "", s);
-                    if (!r->model)
-                        r->model = strdup(s);
-                }
-            }
-        }
-        if (o)
-            json_object_put(o);
+        char what[128];
+        snprintf(what, sizeof(what), "GET %s", path);
+        *err = describe(&x, res, cc, errbuf, what);
+    } else if (!(o = json_tokener_parse(x.body ? x.body : ""))) {
+        *err = fmt_err(r, "%s: GET %s: the answer is not JSON", r->base, path);
     }
     curl_slist_free_all(hdrs);
     curl_easy_cleanup(x.h);
     free(x.body);
+    return o;
+}
+
+/* o's member key as a positive int32 (a JSON integer), else 0. */
+static int32_t positive_int(json_object *o, const char *key)
+{
+    json_object *v;
+    if (!o || !json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int))
+        return 0;
+    int64_t n = json_object_get_int64(v);
+    return n > 0 && n <= INT32_MAX ? (int32_t)n : 0;
+}
+
+char *lc_remote_models(struct lc_remote *r, const atomic_bool *stop, char **err)
+{
+    json_object *o = get_json(r, "/v1/models", stop, err), *data;
+    if (!o)
+        return NULL;
+    char *list = NULL;
+    if (!json_object_object_get_ex(o, "data", &data) || !json_object_is_type(data, json_type_array)) {
+        *err = fmt_err(r, "%s: GET /v1/models: not an OpenAI model list", r->base);
+        json_object_put(o);
+        return NULL;
+    }
+    size_t cap = 1, len = 0;
+    for (size_t i = 0; i < json_object_array_length(data); i++) {
+        json_object *id;
+        if (json_object_object_get_ex(json_object_array_get_idx(data, i), "id", &id))
+            cap += strlen(json_object_get_string(id)) + 1;
+    }
+    list = malloc(cap);
+    if (!list) {
+        *err = strdup("out of memory");
+        json_object_put(o);
+        return NULL;
+    }
+    list[0] = '\0';
+    r->models_n_ctx = 0;
+    for (size_t i = 0; i < json_object_array_length(data); i++) {
+        json_object *m = json_object_array_get_idx(data, i), *id;
+        if (!json_object_object_get_ex(m, "id", &id))
+            continue;
+        const char *s = json_object_get_string(id);
+        len += (size_t)sprintf(list + len, "%s%s", len ? "\n" : "", s);
+        if (!r->model)
+            r->model = strdup(s);
+        if (r->model && !strcmp(r->model, s))   /* vLLM says each model's context */
+            r->models_n_ctx = positive_int(m, "max_model_len");
+    }
+    json_object_put(o);
     return list;
+}
+
+int32_t lc_remote_n_ctx(struct lc_remote *r, const atomic_bool *stop)
+{
+    char *err = NULL;
+    json_object *o = get_json(r, "/props", stop, &err), *gen;
+    free(err);   /* not every server has /props: then the model list's figure, or none */
+    int32_t n = 0;
+    if (o && json_object_object_get_ex(o, "default_generation_settings", &gen))
+        n = positive_int(gen, "n_ctx");
+    if (o)
+        json_object_put(o);
+    return n > 0 ? n : r->models_n_ctx;
 }
 
 /* The offset in a reply's text after its <think>...</think> part and the white space that

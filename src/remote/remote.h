@@ -48,6 +48,15 @@ int lc_remote_set_model(struct lc_remote *r, const char *model);
  */
 char *lc_remote_models(struct lc_remote *r, const atomic_bool *stop, char **err);
 
+/*
+ * The context size, in tokens, a request to the model in use gets, or 0 when the server does
+ * not say: llama.cpp's llama-server (and llamachat-server) GET /props
+ * default_generation_settings.n_ctx (per slot), else the "max_model_len" vLLM gives in the
+ * model list (read by the last lc_remote_models).  Never an error: a server without /props is
+ * normal.  Polls stop as every call does.
+ */
+int32_t lc_remote_n_ctx(struct lc_remote *r, const atomic_bool *stop);
+
 enum lc_remote_end {
     LC_REMOTE_END_STOP = 0,  /* finish_reason "stop" (or [DONE] without a reason) */
     LC_REMOTE_END_LENGTH,    /* finish_reason "length": max_tokens reached */

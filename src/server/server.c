@@ -59,7 +59,8 @@ struct slot {
 static struct {
     const char *model_path;
     char *model_id;               /* basename of the model file */
-    int32_t n_ctx, n_threads;
+    int32_t n_ctx, n_threads;     /* -c (0: the model's own, up to 4096) and -t */
+    atomic_int ctx_size;          /* the context each slot has (its engine's), for GET /props */
     const char *chat_template;
     char *api_key;                /* from --api-key-env's variable, or NULL */
     struct slot *slots;
@@ -231,6 +232,7 @@ static bool client_gone(int fd)
 
 static bool wait_loaded(struct lc_engine *e, char **err)
 {
+    bool loaded = false;
     for (;;) {
         struct lc_event ev;
         if (!lc_engine_poll(e, &ev)) {
@@ -239,7 +241,12 @@ static bool wait_loaded(struct lc_engine *e, char **err)
             continue;
         }
         if (ev.type == LC_EV_LOADED && !ev.more)
+            loaded = true;
+        if (loaded && ev.type == LC_EV_STATS) {   /* right after LOADED: the context's size */
+            if (ev.b > 0)
+                atomic_store(&S.ctx_size, ev.b);
             return true;
+        }
         if (ev.type == LC_EV_ERROR) {
             if (asprintf(err, "%.*s", (int)ev.len, ev.text) < 0)
                 *err = NULL;
@@ -856,6 +863,16 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         json_object_array_add(data, m);
         json_object_object_add(o, "object", json_object_new_string("list"));
         json_object_object_add(o, "data", data);
+        return send_json(c, 200, o);
+    }
+    if (!strcmp(url, "/props")) {   /* as llama.cpp's llama-server: what clients size by */
+        if (strcmp(method, "GET") != 0)
+            return send_error(c, 405, "invalid_request_error", "use GET for %s", url);
+        json_object *o = json_object_new_object(), *gen = json_object_new_object();
+        json_object_object_add(gen, "n_ctx", json_object_new_int(atomic_load(&S.ctx_size)));
+        json_object_object_add(o, "default_generation_settings", gen);
+        json_object_object_add(o, "total_slots", json_object_new_int(S.n_slots));
+        json_object_object_add(o, "model_alias", json_object_new_string(S.model_id));
         return send_json(c, 200, o);
     }
     bool chat = !strcmp(url, "/v1/chat/completions") || !strcmp(url, "/chat/completions");
